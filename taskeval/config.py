@@ -1,0 +1,188 @@
+"""Repository configuration (``.github/taskeval.yml``), validated, with documented defaults.
+
+A broken config never stops an evaluation: :func:`load_config` returns the defaults together with
+messages that name the key and the problem, and the pipeline puts them in the result and comment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+CONFIG_PATH = ".github/taskeval.yml"
+MAX_CONFIG_BYTES = 64 * 1024
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Patterns(_Section):
+    """Path globs and regexes. Globs use ``fnmatch`` semantics on the full path (``*`` crosses ``/``)."""
+
+    test_paths: list[str] = Field(
+        default=[
+            "test/*", "tests/*", "*/test/*", "*/tests/*", "spec/*", "*/spec/*", "__tests__/*",
+            "*/__tests__/*", "*_test.*", "*_spec.*", "test_*.py", "*/test_*.py", "*.test.*",
+            "*.spec.*", "*Test.java", "*Tests.cs",
+        ],
+        description="Files that count as tests (common layouts of Python, JS/TS, Go, Java, .NET, Ruby).",
+    )
+    doc_paths: list[str] = Field(
+        default=["*.md", "*.rst", "*.adoc", "*.txt", "docs/*", "doc/*", "*/docs/*", "CHANGELOG*"],
+        description="Files that count as documentation.",
+    )
+    public_surface_paths: list[str] = Field(
+        default=[
+            "*/api/*", "api/*", "*.proto", "*openapi*", "*swagger*", "*/cli.*", "cli/*",
+            "*/__init__.py", "*.d.ts", "action.yml", "action.yaml", "pyproject.toml",
+            "package.json", "setup.py", "setup.cfg",
+        ],
+        description="Files whose change alters what users see: APIs, CLIs, manifests, exports.",
+    )
+    ignore_paths: list[str] = Field(
+        default=[
+            "*.lock", "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock",
+            "Cargo.lock", "go.sum", "*.min.js", "*.snap", "vendor/*", "dist/*",
+        ],
+        description="Generated or vendored files left out of change-size measures.",
+    )
+    commit_convention: str = Field(
+        default=r"^(feat|fix|docs|style|refactor|perf|test|tests|build|ci|chore|revert)(\([\w./ -]+\))?!?: \S",
+        description="Conventional Commits 1.0 subject line.",
+    )
+    task_trailers: list[str] = Field(
+        default=["Task-Id", "Fusion-Task-Id", "Issue", "Refs", "Ticket", "Jira"],
+        description="Commit trailers (``Key: value``) that link a commit to a task.",
+    )
+    task_id_pattern: str = Field(
+        default=r"(?i)\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?|refs?)\s+(?:[\w.-]+/[\w.-]+)?#\d+\b|\b[A-Z][A-Z0-9]+-\d+\b",
+        description="Task reference in the PR title or body: a closing keyword + #N, or a tracker key like ABC-123.",
+    )
+    bot_logins: list[str] = Field(
+        default=["dependabot[bot]", "renovate[bot]", "github-actions[bot]", "taskeval[bot]"],
+        description="Accounts never counted as human reviewers or committers (any login ending in [bot] is a bot too).",
+    )
+    agent_logins: list[str] = Field(
+        default=["Copilot", "copilot-swe-agent[bot]", "devin-ai-integration[bot]", "openai-codex[bot]", "claude[bot]"],
+        description="Accounts that are AI coding agents: their PRs are attributed to the agent.",
+    )
+
+    @field_validator("commit_convention", "task_id_pattern")
+    @classmethod
+    def _regex(cls, value: str) -> str:
+        import re
+
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a valid regular expression: {exc}") from exc
+        return value
+
+
+class Thresholds(_Section):
+    """Curve parameters for the deterministic signals; each default says where it comes from.
+
+    Owned by ``taskeval.signals``: every field here is read by exactly one signal.
+    """
+
+    comfortable_change_lines: int = Field(
+        default=200, ge=1,
+        description="Changed lines up to which review is fully effective (SmartBear/Cisco study: 200-400 LOC per review).",
+    )
+    max_change_lines: int = Field(
+        default=1000, ge=2,
+        description="Changed lines at which the size signal reaches its floor.",
+    )
+
+    @field_validator("max_change_lines")
+    @classmethod
+    def _after_comfortable(cls, value: int, info) -> int:  # type: ignore[no-untyped-def]
+        low = info.data.get("comfortable_change_lines")
+        if low is not None and value <= low:
+            raise ValueError("must be greater than comfortable_change_lines")
+        return value
+
+
+class Settings(_Section):
+    """The whole config file."""
+
+    version: int = Field(default=1, description="Config format version.")
+    patterns: Patterns = Field(default_factory=Patterns)
+    thresholds: Thresholds = Field(default_factory=Thresholds)
+    signal_weights: dict[str, float] = Field(
+        default_factory=dict,
+        description="Per-signal weight overrides by signal id (0 turns a signal off).",
+    )
+    disabled_signals: list[str] = Field(default_factory=list, description="Signal ids to skip.")
+    ai: bool = Field(default=True, description="Let the AI judge supply its advisory 30 % share.")
+    max_prompt_chars: int = Field(default=60_000, ge=2_000, description="Upper bound on the judge prompt.")
+
+    @field_validator("signal_weights")
+    @classmethod
+    def _weights(cls, value: dict[str, float]) -> dict[str, float]:
+        for key, weight in value.items():
+            if weight < 0 or weight > 10:
+                raise ValueError(f"weight of {key!r} must be within 0..10, got {weight}")
+        return value
+
+    def digest(self) -> str:
+        data = self.model_dump(mode="json")
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass
+class LoadedConfig:
+    settings: Settings
+    source: str  # "defaults" | "repo:.github/taskeval.yml" | "file:PATH"
+    errors: list[str] = field(default_factory=list)
+
+
+def _describe(exc: ValidationError) -> list[str]:
+    out = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        out.append(f"{loc}: {msg}")
+    return out
+
+
+def parse_config(text: str | None, source: str) -> LoadedConfig:
+    """Parse and validate config text; on any problem, defaults plus messages naming the key."""
+    if text is None or not text.strip():
+        return LoadedConfig(Settings(), "defaults" if text is None else source)
+    if len(text.encode()) > MAX_CONFIG_BYTES:
+        return LoadedConfig(Settings(), source, [f"{source}: larger than {MAX_CONFIG_BYTES} bytes"])
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        return LoadedConfig(Settings(), source, [f"{source}: not valid YAML{where}: {problem}"])
+    if data is None:
+        return LoadedConfig(Settings(), source)
+    if not isinstance(data, dict):
+        return LoadedConfig(Settings(), source, [f"{source}: top level must be a mapping, got {type(data).__name__}"])
+    try:
+        return LoadedConfig(Settings.model_validate(data), source)
+    except ValidationError as exc:
+        return LoadedConfig(Settings(), source, [f"{source}: {m}" for m in _describe(exc)])
+
+
+def load_config(repo_text: str | None, override: Path | None = None) -> LoadedConfig:
+    """A local ``--config`` file wins over the repository's file; a missing local file is an error."""
+    if override is not None:
+        try:
+            text = override.read_text(encoding="utf-8")
+        except OSError as exc:
+            return LoadedConfig(Settings(), f"file:{override}", [f"file:{override}: cannot read: {exc.strerror}"])
+        return parse_config(text, f"file:{override}")
+    return parse_config(repo_text, f"repo:{CONFIG_PATH}")

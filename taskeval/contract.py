@@ -1,0 +1,92 @@
+"""The scoring contract in numbers: blend, overall score and bands.
+
+These are the only functions allowed to turn category scores into finals. They validate instead of
+clamping silently: a score outside 0..100 or a non-integer is a bug upstream and must surface.
+Rounding is half up (as the contract's origin, JavaScript's ``Math.round``, does), not Python's
+half-to-even ``round``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Final, Literal
+
+Category = Literal["agentPerformance", "taskOutcomeQuality", "processCompliance"]
+Band = Literal["failing", "weak", "acceptable", "strong", "excellent"]
+
+CATEGORIES: Final[tuple[Category, ...]] = (
+    "agentPerformance",
+    "taskOutcomeQuality",
+    "processCompliance",
+)
+WEIGHTS: Final[Mapping[Category, float]] = {
+    "agentPerformance": 0.30,
+    "taskOutcomeQuality": 0.45,
+    "processCompliance": 0.25,
+}
+DETERMINISTIC_SHARE: Final = Decimal("0.7")
+AI_SHARE: Final = Decimal("0.3")
+# Lower bound of each band, highest first.
+BANDS: Final[tuple[tuple[int, Band], ...]] = (
+    (90, "excellent"),
+    (75, "strong"),
+    (60, "acceptable"),
+    (40, "weak"),
+    (0, "failing"),
+)
+
+
+class ScoreError(ValueError):
+    """A score that breaks the contract (not an integer, or outside 0..100)."""
+
+
+def validate_score(value: object, what: str = "score") -> int:
+    """Return ``value`` if it is an integer in 0..100, else raise :class:`ScoreError`."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ScoreError(f"{what} must be an integer 0..100, got {value!r}")
+    if not 0 <= value <= 100:
+        raise ScoreError(f"{what} must be within 0..100, got {value}")
+    return value
+
+
+def round_half_up(value: Decimal | float) -> int:
+    """Round half away from zero for non-negative values (80.5 -> 81), as ``Math.round`` does."""
+    return int(Decimal(str(value)).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+
+def _clamp(value: Decimal) -> Decimal:
+    return max(Decimal(0), min(Decimal(100), value))
+
+
+def blend(deterministic: int, ai: int | None) -> int:
+    """Final category score: ``round(clamp(0.7*det + 0.3*ai, 0, 100))``; no AI score -> deterministic."""
+    det = validate_score(deterministic, "deterministic score")
+    if ai is None:
+        return det
+    ai_score = validate_score(ai, "AI score")
+    # Decimal keeps 0.7*x + 0.3*y exact, so a true .5 rounds up instead of drifting below it.
+    return round_half_up(_clamp(Decimal(det) * DETERMINISTIC_SHARE + Decimal(ai_score) * AI_SHARE))
+
+
+def overall(finals: Mapping[str, int]) -> int:
+    """Overall score: ``round(sum(final * weight))`` over exactly the three contract categories."""
+    missing = [c for c in CATEGORIES if c not in finals]
+    extra = [c for c in finals if c not in WEIGHTS]
+    if missing or extra:
+        raise ScoreError(f"overall needs exactly {list(CATEGORIES)}; missing {missing}, unknown {extra}")
+    total = sum(
+        (Decimal(validate_score(finals[c], f"{c} final score")) * Decimal(str(WEIGHTS[c]))
+         for c in CATEGORIES),
+        Decimal(0),
+    )
+    return round_half_up(_clamp(total))
+
+
+def band(score: int) -> Band:
+    """Band name for a validated score."""
+    value = validate_score(score)
+    for lower, name in BANDS:
+        if value >= lower:
+            return name
+    raise AssertionError("unreachable: BANDS covers 0")  # pragma: no cover

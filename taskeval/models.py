@@ -1,0 +1,350 @@
+"""Pydantic models of the evidence bundle, signals, judge output and the stored result.
+
+JSON keys are camelCase (the contract's persisted payload); Python attributes are snake_case.
+Everything here is what gets stored, so it holds bounded excerpts and drill-down facts only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.alias_generators import to_camel
+
+from taskeval.contract import CATEGORIES, Band, Category
+
+SCHEMA_VERSION = "1"
+
+GroupName = Literal[
+    "taskMetadata",
+    "commits",
+    "workflow",
+    "reviews",
+    "documents",
+    "taskActivity",
+    "agentLogs",
+    "runAudit",
+]
+GROUP_ORDER: tuple[GroupName, ...] = (
+    "taskMetadata",
+    "commits",
+    "workflow",
+    "reviews",
+    "documents",
+    "taskActivity",
+    "agentLogs",
+    "runAudit",
+)
+GROUP_CAPS: dict[GroupName, int] = {g: (20 if g == "commits" else 25) for g in GROUP_ORDER}
+
+Score = Annotated[int, Field(ge=0, le=100, strict=True)]
+Scalar = str | int | float | bool | None
+
+
+class Model(BaseModel):
+    """Base: camelCase JSON, populate by name, unknown keys rejected so bad files name the field."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", validate_assignment=True
+    )
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True, indent=2)
+
+
+# --------------------------------------------------------------------------- evidence bundle
+
+
+class EvidenceItem(Model):
+    id: str  # citable evidence ID, e.g. "commit:1a2b3c4", "check:ci/test", "review:8812"
+    kind: str
+    label: str  # one short line naming the thing
+    excerpt: str | None = None  # <= 500 chars, "… [truncated]" when cut
+    url: str | None = None
+    facts: dict[str, Scalar] = Field(default_factory=dict)  # drill-down: sha, status, timings, ...
+
+
+class EvidenceGroup(Model):
+    source: GroupName
+    items: list[EvidenceItem] = Field(default_factory=list)
+    total: int = Field(ge=0)
+    omitted: int = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _caps(self) -> EvidenceGroup:
+        cap = GROUP_CAPS[self.source]
+        if len(self.items) > cap:
+            raise ValueError(f"group {self.source} holds {len(self.items)} items; cap is {cap}")
+        if self.omitted != max(0, self.total - len(self.items)):
+            raise ValueError(f"group {self.source}: omitted must equal total - len(items)")
+        return self
+
+
+class FileEntry(Model):
+    """One changed file, without its patch."""
+
+    path: str
+    status: str
+    additions: int = 0
+    deletions: int = 0
+    previous_path: str | None = None
+
+
+class CommitEntry(Model):
+    """One PR commit, compact: enough for config-dependent signals to re-run offline."""
+
+    sha: str
+    subject: str  # <= 160 chars
+    message_excerpt: str = ""  # <= 500 chars
+    trailers: dict[str, str] = Field(default_factory=dict)
+    author_login: str | None = None
+    author_is_bot: bool = False
+    committer_login: str | None = None
+    authored_at: str | None = None
+    committed_at: str | None = None
+    verified: bool = False
+    is_merge: bool = False
+
+
+class ReviewEntry(Model):
+    id: int
+    author: str | None = None
+    author_is_bot: bool = False
+    state: str
+    submitted_at: str | None = None
+    commit_id: str | None = None
+    body_excerpt: str = ""
+
+
+class CheckEntry(Model):
+    id: int
+    name: str
+    status: str
+    conclusion: str | None = None
+    head_sha: str
+    app: str | None = None
+    started_at: str | None = None
+    completed_at: str | None = None
+
+
+class RunEntry(Model):
+    id: int
+    name: str | None = None
+    workflow_id: int | None = None
+    head_sha: str
+    event: str | None = None
+    status: str | None = None
+    conclusion: str | None = None
+    attempt: int = 1
+    created_at: str | None = None
+    updated_at: str | None = None
+
+
+class CommentEntry(Model):
+    id: int
+    author: str | None = None
+    author_is_bot: bool = False
+    kind: Literal["issue", "review"] = "issue"
+    created_at: str | None = None
+    body_excerpt: str = ""
+
+
+class PullFacts(Model):
+    number: int
+    title: str
+    body: str = ""  # bounded (see evidence.BODY_LIMIT)
+    author: str
+    author_is_bot: bool = False
+    author_association: str = "NONE"
+    labels: list[str] = Field(default_factory=list)
+    state: str
+    draft: bool = False
+    merged: bool = False
+    merged_by: str | None = None
+    created_at: str
+    closed_at: str | None = None
+    merged_at: str | None = None
+    head_sha: str
+    head_ref: str
+    base_ref: str
+    merge_commit_sha: str | None = None
+    is_fork: bool = False
+    additions: int = 0
+    deletions: int = 0
+    changed_files: int = 0
+    commit_count: int = 0  # GitHub's count; may exceed len(commits)
+    url: str
+
+
+class BundleFacts(Model):
+    """Aggregate, config-independent facts: scoring reads these and never needs GitHub again.
+
+    Lists are complete up to GitHub's own listing limits (250 commits, 3,000 files), not the
+    evidence caps, so counts stay exact; every entry is compact (no patches, no logs).
+    """
+
+    pull: PullFacts
+    commits: list[CommitEntry] = Field(default_factory=list)
+    files: list[FileEntry] = Field(default_factory=list)
+    reviews: list[ReviewEntry] = Field(default_factory=list)
+    comments: list[CommentEntry] = Field(default_factory=list)
+    checks: list[CheckEntry] = Field(default_factory=list)
+    runs: list[RunEntry] = Field(default_factory=list)
+    unavailable: list[str] = Field(default_factory=list)  # resources that could not be fetched
+
+
+class EvidenceBundle(Model):
+    schema_version: str = SCHEMA_VERSION
+    repository: str
+    pull_request: int
+    head_sha: str
+    html_base: str = "https://github.com"
+    groups: list[EvidenceGroup]
+    facts: BundleFacts
+
+    @model_validator(mode="after")
+    def _order(self) -> EvidenceBundle:
+        names = tuple(g.source for g in self.groups)
+        if names != GROUP_ORDER:
+            raise ValueError(f"groups must be exactly {list(GROUP_ORDER)} in order, got {list(names)}")
+        return self
+
+    def canonical_json(self) -> str:
+        data = self.model_dump(mode="json", by_alias=True)
+        return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+    def hash(self) -> str:
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()
+
+    def evidence_ids(self) -> set[str]:
+        return {item.id for group in self.groups for item in group.items}
+
+    def item(self, evidence_id: str) -> EvidenceItem | None:
+        for group in self.groups:
+            for it in group.items:
+                if it.id == evidence_id:
+                    return it
+        return None
+
+
+# --------------------------------------------------------------------------- signals and scores
+
+
+class Signal(Model):
+    """One deterministic measurement: what it read, what it found, what it did to the score."""
+
+    id: str  # e.g. "ci.head_state"
+    category: Category
+    name: str  # plain English
+    status: Literal["ok", "inconclusive"]
+    value: float | None = None  # the measured quantity (a count, a ratio, lines changed, ...)
+    score: int | None = Field(default=None, ge=0, le=100)  # 0..100 on the signal's curve
+    weight: float = Field(ge=0)
+    contribution: float = 0.0  # points of the category's deterministic score this signal supplied
+    reason: str
+    evidence: list[str] = Field(default_factory=list)
+    reads: list[str] = Field(default_factory=list)  # the bundle facts the signal read
+
+
+class CategoryScore(Model):
+    category: Category
+    deterministic_score: Score
+    ai_score: Score | None = None
+    final_score: Score
+    weight: float
+    band: Band
+    rationale: str
+    evidence: list[str] = Field(default_factory=list)
+    conclusive: bool = True
+    ai_rationale: str | None = None
+    ai_evidence: list[str] = Field(default_factory=list)
+    ai_note: str | None = None  # why there is no AI score, when there is none
+
+
+# --------------------------------------------------------------------------- AI judge
+
+
+class JudgeCategory(BaseModel):
+    """One category as the model must return it (the fixed judge output shape)."""
+
+    model_config = ConfigDict(extra="forbid")
+    category: Category
+    aiScore: int = Field(ge=0, le=100)  # noqa: N815 - fixed JSON name
+    rationale: str
+    evidence: list[str]
+
+
+class JudgeOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    categories: list[JudgeCategory]
+
+
+JudgeStatus = Literal["ok", "off", "error", "rejected", "partial"]
+
+
+class JudgeInfo(Model):
+    status: JudgeStatus = "off"
+    model: str | None = None
+    cached: bool = False
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    error: str | None = None
+    dropped_citations: list[str] = Field(default_factory=list)
+    trimmed: list[str] = Field(default_factory=list)  # evidence left out of the prompt for size
+    prompt_version: str | None = None
+
+
+# --------------------------------------------------------------------------- result
+
+
+class PullRequestRef(Model):
+    number: int
+    title: str
+    url: str
+    author: str
+    merged: bool
+    merged_at: str | None = None
+
+
+class ConfigInfo(Model):
+    source: str  # "defaults" | "repo:.github/taskeval.yml" | "file:PATH"
+    errors: list[str] = Field(default_factory=list)
+    hash: str
+
+
+class EvaluationResult(Model):
+    schema_version: str = SCHEMA_VERSION
+    scorer_version: str
+    repository: str
+    pull_request: PullRequestRef
+    head_sha: str
+    evaluated_at: str
+    trigger: str
+    overall_score: Score
+    overall_band: Band
+    category_scores: list[CategoryScore]
+    signals: list[Signal]
+    evidence: EvidenceBundle
+    bundle_hash: str
+    judge: JudgeInfo
+    config: ConfigInfo
+    warnings: list[str] = Field(default_factory=list)  # degraded parts, in plain English
+
+    @model_validator(mode="after")
+    def _consistent(self) -> EvaluationResult:
+        cats = tuple(c.category for c in self.category_scores)
+        if cats != CATEGORIES:
+            raise ValueError(f"categoryScores must be {list(CATEGORIES)} in order, got {list(cats)}")
+        if self.bundle_hash != self.evidence.hash():
+            raise ValueError("bundleHash does not match the evidence bundle")
+        return self
+
+    def category(self, name: Category) -> CategoryScore:
+        return next(c for c in self.category_scores if c.category == name)
+
+
+def dump_canonical(data: Any) -> str:
+    """Stable JSON for hashing and byte-identical re-scoring."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

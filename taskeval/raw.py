@@ -1,0 +1,174 @@
+"""Raw data collected from GitHub for one pull request, before any bounding or scoring.
+
+This is the seam between collection (``taskeval.github``) and the evidence bundle
+(``taskeval.evidence``): collection fills these models from REST answers and nothing else; the
+bundle builder reads them and never calls GitHub. Field names follow GitHub's REST names so that a
+reader can map them back to the documented payloads. Large text (bodies, messages, check output) is
+kept whole here; it is bounded when the bundle is built, and this object is never stored.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Raw(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class RawUser(_Raw):
+    login: str
+    type: str = "User"  # "User", "Bot", "Organization" as GitHub reports it
+
+    @property
+    def is_bot(self) -> bool:
+        return self.type == "Bot" or self.login.endswith("[bot]")
+
+
+class RawPullRequest(_Raw):
+    number: int
+    title: str
+    body: str = ""
+    state: str  # "open" | "closed"
+    draft: bool = False
+    merged: bool = False
+    user: RawUser
+    author_association: str = "NONE"
+    labels: list[str] = Field(default_factory=list)
+    created_at: datetime
+    updated_at: datetime | None = None
+    closed_at: datetime | None = None
+    merged_at: datetime | None = None
+    merged_by: RawUser | None = None
+    merge_commit_sha: str | None = None
+    head_sha: str
+    head_ref: str
+    head_repo: str | None = None  # full name of the head repository (differs for forks)
+    base_ref: str
+    additions: int = 0
+    deletions: int = 0
+    changed_files: int = 0
+    commits: int = 0  # GitHub's own count; may exceed the commits it lists (250 max)
+    comments: int = 0
+    review_comments: int = 0
+    html_url: str
+
+
+class RawCommit(_Raw):
+    sha: str
+    message: str
+    author_login: str | None = None
+    author_type: str | None = None
+    author_name: str | None = None
+    authored_at: datetime | None = None
+    committer_login: str | None = None
+    committer_name: str | None = None
+    committed_at: datetime | None = None
+    verified: bool = False
+    verification_reason: str | None = None
+    parents: list[str] = Field(default_factory=list)
+    html_url: str | None = None
+
+
+class RawReview(_Raw):
+    id: int
+    user: RawUser | None = None  # None for a deleted ("ghost") account
+    state: str  # APPROVED | CHANGES_REQUESTED | COMMENTED | DISMISSED | PENDING
+    body: str = ""
+    submitted_at: datetime | None = None
+    commit_id: str | None = None
+    author_association: str = "NONE"
+    html_url: str | None = None
+
+
+class RawReviewComment(_Raw):
+    id: int
+    user: RawUser | None = None
+    body: str = ""
+    path: str | None = None
+    created_at: datetime | None = None
+    in_reply_to_id: int | None = None
+    html_url: str | None = None
+
+
+class RawIssueComment(_Raw):
+    id: int
+    user: RawUser | None = None
+    body: str = ""
+    created_at: datetime | None = None
+    author_association: str = "NONE"
+    html_url: str | None = None
+
+
+class RawFile(_Raw):
+    filename: str
+    status: str  # added | removed | modified | renamed | copied | changed | unchanged
+    additions: int = 0
+    deletions: int = 0
+    changes: int = 0
+    previous_filename: str | None = None
+
+
+class RawCheckRun(_Raw):
+    id: int
+    name: str
+    status: str  # queued | in_progress | completed | ...
+    conclusion: str | None = None  # success | failure | neutral | cancelled | skipped | timed_out | action_required | stale
+    head_sha: str
+    started_at: datetime | None = None
+    completed_at: datetime | None = None
+    app_slug: str | None = None
+    output_title: str | None = None
+    output_summary: str | None = None
+    output_text: str | None = None
+    html_url: str | None = None
+
+
+class RawWorkflowRun(_Raw):
+    id: int
+    name: str | None = None
+    workflow_id: int | None = None
+    head_sha: str
+    head_branch: str | None = None
+    event: str | None = None
+    status: str | None = None
+    conclusion: str | None = None
+    run_attempt: int = 1
+    run_number: int | None = None
+    created_at: datetime | None = None
+    run_started_at: datetime | None = None
+    updated_at: datetime | None = None
+    actor: str | None = None
+    triggering_actor: str | None = None
+    html_url: str | None = None
+
+
+class CollectionIssue(_Raw):
+    """A part of the evidence that could not be fetched, and why (e.g. 403 without `checks: read`)."""
+
+    resource: str  # commits | reviews | review_comments | issue_comments | files | check_runs | workflow_runs | config
+    status: int | None = None  # HTTP status when there was one
+    message: str
+
+
+class RawCollection(_Raw):
+    """Everything collection gathered for one PR."""
+
+    repository: str  # owner/name
+    html_base: str = "https://github.com"  # web URL base, for links in the report
+    default_branch: str | None = None
+    pull: RawPullRequest
+    commits: list[RawCommit] = Field(default_factory=list)
+    reviews: list[RawReview] = Field(default_factory=list)
+    review_comments: list[RawReviewComment] = Field(default_factory=list)
+    issue_comments: list[RawIssueComment] = Field(default_factory=list)
+    files: list[RawFile] = Field(default_factory=list)
+    check_runs: list[RawCheckRun] = Field(default_factory=list)
+    workflow_runs: list[RawWorkflowRun] = Field(default_factory=list)
+    config_text: str | None = None  # .github/taskeval.yml on the default branch, if any
+    issues: list[CollectionIssue] = Field(default_factory=list)
+    requests: int = 0  # HTTP requests this collection made
+    rate_limit_remaining: int | None = None
+    rate_limit_limit: int | None = None

@@ -312,6 +312,7 @@ class ConfigInfo(Model):
     source: str  # "defaults" | "repo:.github/taskeval.yml" | "file:PATH"
     errors: list[str] = Field(default_factory=list)
     hash: str
+    settings: dict[str, Any] = Field(default_factory=dict)  # effective settings, for re-scoring
 
 
 class EvaluationResult(Model):

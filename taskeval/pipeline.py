@@ -1,0 +1,240 @@
+"""collect -> bundle -> score -> judge -> blend -> result. The one path every adapter uses.
+
+Adapters (CLI, Action, bot) build :class:`Options`, call :func:`evaluate_pull_request` or
+:func:`score_bundle`, and print, post or store what comes back. Nothing here parses argv, runner
+environment or webhooks, and nothing outside this module blends scores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from github import Github
+from pydantic import ValidationError
+
+from taskeval import SCORER_VERSION, contract
+from taskeval.config import LoadedConfig, Settings, load_config
+from taskeval.evidence import build_bundle
+from taskeval.github import collect, upsert_comment
+from taskeval.judge import JudgeCache, JudgeConfig, JudgeResult, run_judge
+from taskeval.models import (
+    CategoryScore,
+    ConfigInfo,
+    EvaluationResult,
+    EvidenceBundle,
+    JudgeInfo,
+    PullRequestRef,
+)
+from taskeval.report import render_comment
+from taskeval.scoring import deterministic_scores
+from taskeval.signals import compute_signals
+
+AiMode = Literal["auto", "on", "off"]
+
+
+@dataclass(frozen=True)
+class Options:
+    """What an adapter decides; everything else comes from the evidence and the repo config."""
+
+    ai: AiMode = "auto"
+    config_path: Path | None = None
+    trigger: str = "cli"
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    github_token: str | None = None  # lets `ai: auto` fall back to GitHub Models
+    cache: JudgeCache | None = None  # None: the judge's default file cache
+    evaluated_at: str | None = None  # fixed timestamp (re-scoring); None: now
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    result: EvaluationResult
+    markdown: str
+
+
+class BundleFileError(ValueError):
+    """A stored bundle/result file that cannot be read; the message names the field."""
+
+
+def _now() -> str:
+    return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def evaluate_pull_request(
+    gh: Github, repository: str, number: int, options: Options | None = None
+) -> Evaluation:
+    """Collect one PR from GitHub and evaluate it. Raises ``taskeval.github.GitHubError`` only
+    when the PR itself cannot be read; partial evidence becomes warnings in the result."""
+    options = options or Options()
+    raw = collect(gh, repository, number)
+    loaded = load_config(raw.config_text, options.config_path)
+    bundle = build_bundle(raw)
+    warnings = [f"Could not read {i.resource}: {i.message}" for i in raw.issues]
+    result = score_bundle(bundle, loaded, options, warnings=warnings)
+    return Evaluation(result, render_comment(result))
+
+
+def _judge(
+    bundle: EvidenceBundle, settings: Settings, options: Options, signals: list[Any]
+) -> JudgeResult | JudgeInfo:
+    if options.ai == "off":
+        return JudgeInfo(status="off", error="AI judge turned off (--no-ai / ai: off)")
+    if not settings.ai:
+        return JudgeInfo(status="off", error="AI judge turned off by the repository config (ai: false)")
+    config, reason = JudgeConfig.from_env(options.env, options.ai, options.github_token)
+    if config is None:
+        status = "error" if options.ai == "on" else "off"
+        return JudgeInfo(status=status, error=reason)
+    return run_judge(
+        bundle, config, cache=options.cache, max_prompt_chars=settings.max_prompt_chars,
+        signals=signals,
+    )
+
+
+def score_bundle(
+    bundle: EvidenceBundle,
+    loaded: LoadedConfig,
+    options: Options | None = None,
+    *,
+    warnings: list[str] | None = None,
+) -> EvaluationResult:
+    """Score a bundle: deterministic signals, the advisory judge, the contract's blend."""
+    options = options or Options()
+    settings = loaded.settings
+    warnings = list(warnings or [])
+    for err in loaded.errors:
+        warnings.append(f"Config problem, evaluated with defaults: {err}")
+    pull = bundle.facts.pull
+    if not pull.merged:
+        warnings.append(
+            f"PR #{pull.number} is {'a draft' if pull.draft else pull.state} and not merged; "
+            "it was evaluated as it stands."
+        )
+
+    signals = compute_signals(bundle, settings)
+    outcomes = deterministic_scores(signals, settings)
+    judged = _judge(bundle, settings, options, signals)
+    info = judged if isinstance(judged, JudgeInfo) else judged.info
+    verdicts = {} if isinstance(judged, JudgeInfo) else judged.categories
+    if info.status in ("error", "rejected", "partial") and info.error:
+        warnings.append(f"AI judge unavailable, deterministic scores only where it failed: {info.error}")
+
+    categories: list[CategoryScore] = []
+    for name in contract.CATEGORIES:
+        outcome = outcomes[name]
+        verdict = verdicts.get(name)
+        ai = verdict.ai_score if verdict else None
+        note = None
+        if ai is None:
+            note = (verdict.note if verdict and verdict.note else None) or info.error or (
+                "AI judge did not score this category"
+            )
+        final = contract.blend(outcome.score, ai)
+        categories.append(
+            CategoryScore(
+                category=name,
+                deterministic_score=outcome.score,
+                ai_score=ai,
+                final_score=final,
+                weight=contract.WEIGHTS[name],
+                band=contract.band(final),
+                rationale=outcome.rationale,
+                evidence=outcome.evidence,
+                conclusive=outcome.conclusive,
+                ai_rationale=verdict.rationale if verdict and ai is not None else None,
+                ai_evidence=verdict.evidence if verdict and ai is not None else [],
+                ai_note=note,
+            )
+        )
+    overall_score = contract.overall({c.category: c.final_score for c in categories})
+    return EvaluationResult(
+        scorer_version=SCORER_VERSION,
+        repository=bundle.repository,
+        pull_request=PullRequestRef(
+            number=pull.number, title=pull.title, url=pull.url, author=pull.author,
+            merged=pull.merged, merged_at=pull.merged_at,
+        ),
+        head_sha=bundle.head_sha,
+        evaluated_at=options.evaluated_at or _now(),
+        trigger=options.trigger,
+        overall_score=overall_score,
+        overall_band=contract.band(overall_score),
+        category_scores=categories,
+        signals=signals,
+        evidence=bundle,
+        bundle_hash=bundle.hash(),
+        judge=info,
+        config=ConfigInfo(
+            source=loaded.source, errors=loaded.errors, hash=settings.digest(),
+            settings=settings.model_dump(mode="json"),
+        ),
+        warnings=warnings,
+    )
+
+
+def _field_path(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:3]:
+        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        parts.append(f"{loc}: {err['msg']}")
+    more = len(exc.errors()) - 3
+    return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
+
+
+def load_stored(path: Path) -> tuple[EvidenceBundle, dict[str, Any] | None]:
+    """Read a stored result or bare bundle file -> (bundle, stored result dict or None)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise BundleFileError(f"{path}: cannot read: {exc.strerror}") from exc
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BundleFileError(f"{path}: not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise BundleFileError(f"{path}: expected a JSON object (a result or a bundle)")
+    is_result = "evidence" in data and "bundleHash" in data
+    try:
+        bundle = EvidenceBundle.model_validate(data["evidence"] if is_result else data)
+    except ValidationError as exc:
+        prefix = "evidence." if is_result else ""
+        raise BundleFileError(f"{path}: invalid {'result' if is_result else 'bundle'}: "
+                              f"{prefix}{_field_path(exc)}") from exc
+    if is_result and data.get("bundleHash") != bundle.hash():
+        raise BundleFileError(f"{path}: bundleHash does not match its evidence (file edited?)")
+    return bundle, (data if is_result else None)
+
+
+def rescore_file(path: Path, options: Options) -> EvaluationResult:
+    """Re-score a stored result or bundle offline. Pure: the same file, config and scorer
+    version give byte-identical output, so the timestamp comes from the file, not the clock."""
+    bundle, stored = load_stored(path)
+    if options.config_path is not None:
+        loaded = load_config(None, options.config_path)
+    elif stored and isinstance(stored.get("config"), dict) and "settings" in stored["config"]:
+        cfg = stored["config"]
+        try:
+            loaded = LoadedConfig(Settings.model_validate(cfg["settings"]), str(cfg.get("source")),
+                                  list(cfg.get("errors") or []))
+        except ValidationError as exc:
+            raise BundleFileError(f"{path}: invalid result: config.settings.{_field_path(exc)}") from exc
+    else:
+        loaded = LoadedConfig(Settings(), "defaults")
+    pull = bundle.facts.pull
+    stamp = (stored or {}).get("evaluatedAt") or pull.merged_at or pull.closed_at or pull.created_at
+    opts = Options(
+        ai=options.ai, config_path=options.config_path, trigger="rescore", env=options.env,
+        github_token=options.github_token, cache=options.cache,
+        evaluated_at=options.evaluated_at or str(stamp),
+    )
+    return score_bundle(bundle, loaded, opts)
+
+
+def publish_comment(
+    gh: Github, repository: str, number: int, markdown: str, *, own_login: str | None = None
+) -> tuple[str, bool]:
+    """Create or update the single taskeval comment; returns (url, created)."""
+    return upsert_comment(gh, repository, number, markdown, own_login=own_login)

@@ -113,8 +113,10 @@ class Settings(_Section):
     """The whole config file."""
 
     version: int = Field(default=1, description="Config format version.")
-    patterns: Patterns = Field(default_factory=Patterns)
-    thresholds: Thresholds = Field(default_factory=Thresholds)
+    patterns: Patterns = Field(default_factory=Patterns, description="Paths, regexes and accounts.")
+    thresholds: Thresholds = Field(
+        default_factory=Thresholds, description="Curve parameters of the deterministic signals."
+    )
     signal_weights: dict[str, float] = Field(
         default_factory=dict,
         description="Per-signal weight overrides by signal id (0 turns a signal off).",

@@ -1,0 +1,192 @@
+"""The PR comment and step summary, rendered from a stored result alone.
+
+Every string that a PR author controls (titles, rationales quoting PR text, signal reasons that
+name files or commits) goes through :func:`safe_inline`: it cannot forge the marker, open HTML,
+ping people or teams, or hide a link behind innocent text. The whole comment is kept under GitHub's
+65,536-character limit by dropping detail in a fixed order, never by cutting markdown mid-table.
+"""
+
+from __future__ import annotations
+
+import re
+
+from taskeval.models import CategoryScore, EvaluationResult, Signal
+
+MARKER = "<!-- taskeval:evaluation -->"
+GITHUB_COMMENT_LIMIT = 65_536
+# Headroom for multi-byte characters and GitHub's own accounting.
+COMMENT_BUDGET = 60_000
+
+CATEGORY_TITLES = {
+    "agentPerformance": "Agent performance",
+    "taskOutcomeQuality": "Task outcome quality",
+    "processCompliance": "Process compliance",
+}
+BAND_ICONS = {
+    "failing": "🔴",
+    "weak": "🟠",
+    "acceptable": "🟡",
+    "strong": "🟢",
+    "excellent": "🟢",
+}
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>])")
+_MENTION = re.compile(r"@(?=[A-Za-z0-9])")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def safe_inline(text: str | None, limit: int = 300) -> str:
+    """One line of untrusted text made inert: no HTML, no markdown, no mentions, bounded."""
+    if not text:
+        return ""
+    flat = _CONTROL.sub("", " ".join(str(text).split()))
+    if len(flat) > limit:
+        flat = flat[: limit - 1].rstrip() + "…"
+    flat = flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    flat = _MD_SPECIAL.sub(r"\\\1", flat)
+    # A zero-width joiner after "@" keeps the text readable but stops GitHub notifying anyone.
+    return _MENTION.sub("@\u2060", flat)
+
+
+def _link_map(result: EvaluationResult) -> dict[str, str]:
+    return {
+        item.id: item.url
+        for group in result.evidence.groups
+        for item in group.items
+        if item.url and item.url.startswith(("https://", "http://"))
+    }
+
+
+def _cite(ids: list[str], links: dict[str, str], most: int = 4) -> str:
+    parts = []
+    for evidence_id in ids[:most]:
+        label = safe_inline(evidence_id, 80)
+        url = links.get(evidence_id)
+        parts.append(f"[`{evidence_id}`]({url})" if url and "`" not in evidence_id else f"`{label}`")
+    if len(ids) > most:
+        parts.append(f"+{len(ids) - most} more")
+    return ", ".join(parts)
+
+
+def _score_cell(score: int | None) -> str:
+    return "—" if score is None else str(score)
+
+
+def _category_rows(result: EvaluationResult) -> list[str]:
+    rows = [
+        "| Category | Score | Band | Deterministic | AI (advisory) | Weight |",
+        "|---|---:|---|---:|---:|---:|",
+    ]
+    for c in result.category_scores:
+        title = CATEGORY_TITLES[c.category] + ("" if c.conclusive else " (inconclusive)")
+        rows.append(
+            f"| {title} | **{c.final_score}** | {BAND_ICONS[c.band]} {c.band} | "
+            f"{c.deterministic_score} | {_score_cell(c.ai_score)} | {c.weight:.2f} |"
+        )
+    return rows
+
+
+def _strongest(signals: list[Signal], most: int) -> tuple[list[Signal], list[Signal]]:
+    """The signals that moved scores most: lowest-scoring concerns and highest-scoring strengths."""
+    ok = [s for s in signals if s.status == "ok" and s.score is not None and s.weight > 0]
+    concerns = sorted(
+        (s for s in ok if (s.score or 0) < 60),
+        key=lambda s: ((s.score or 0) - 100) * s.weight,
+    )
+    strengths = sorted(
+        (s for s in ok if (s.score or 0) >= 80), key=lambda s: -(s.score or 0) * s.weight
+    )
+    return concerns[:most], strengths[:most]
+
+
+def _reason_line(s: Signal, links: dict[str, str]) -> str:
+    cite = _cite(s.evidence, links, 3)
+    return f"- **{safe_inline(s.name, 80)}** ({s.score}/100): {safe_inline(s.reason)}" + (
+        f" — {cite}" if cite else ""
+    )
+
+
+def _signal_table(signals: list[Signal], links: dict[str, str], cite_most: int) -> list[str]:
+    rows = [
+        "| Category | Signal | Value | Score | Weight | Points | Reason | Evidence |",
+        "|---|---|---:|---:|---:|---:|---|---|",
+    ]
+    for s in signals:
+        value = "—" if s.value is None else f"{s.value:g}"
+        score = "inconclusive" if s.status == "inconclusive" else _score_cell(s.score)
+        rows.append(
+            f"| {CATEGORY_TITLES[s.category]} | {safe_inline(s.name, 60)} | {value} | {score} | "
+            f"{s.weight:g} | {s.contribution:.1f} | {safe_inline(s.reason, 200)} | "
+            f"{_cite(s.evidence, links, cite_most)} |"
+        )
+    return rows
+
+
+def _ai_section(cats: list[CategoryScore], links: dict[str, str], limit: int) -> list[str]:
+    lines = []
+    for c in cats:
+        title = CATEGORY_TITLES[c.category]
+        if c.ai_score is not None and c.ai_rationale:
+            cite = _cite(c.ai_evidence, links, 5)
+            lines.append(f"- **{title}** ({c.ai_score}/100): {safe_inline(c.ai_rationale, limit)}"
+                         + (f" — {cite}" if cite else ""))
+        elif c.ai_note:
+            lines.append(f"- **{title}**: no AI score — {safe_inline(c.ai_note, 200)}")
+    return lines
+
+
+def _render(result: EvaluationResult, detail: int) -> str:
+    """``detail`` 3 = everything; each step down drops the bulkiest optional part."""
+    links = _link_map(result)
+    pr = result.pull_request
+    out = [
+        MARKER,
+        f"## taskeval: {result.overall_score}/100 — {BAND_ICONS[result.overall_band]} "
+        f"{result.overall_band}",
+        "",
+        f"Evaluation of #{pr.number} *{safe_inline(pr.title, 120)}* by "
+        f"`{safe_inline(pr.author, 60)}` at `{result.head_sha[:7]}` "
+        f"({'merged' if pr.merged else 'not merged'}; trigger: {safe_inline(result.trigger, 40)}).",
+        "",
+        *_category_rows(result),
+        "",
+    ]
+    if result.warnings:
+        out.append("> [!WARNING]")
+        out.extend(f"> {safe_inline(w, 400)}" for w in result.warnings[:10])
+        if len(result.warnings) > 10:
+            out.append(f"> …and {len(result.warnings) - 10} more (see the JSON result).")
+        out.append("")
+    concerns, strengths = _strongest(result.signals, 5 if detail >= 1 else 3)
+    if concerns:
+        out += ["### What pulled the score down", *[_reason_line(s, links) for s in concerns], ""]
+    if strengths:
+        out += ["### What went well", *[_reason_line(s, links) for s in strengths], ""]
+    inconclusive = [s for s in result.signals if s.status == "inconclusive"]
+    if inconclusive:
+        names = ", ".join(safe_inline(s.name, 60) for s in inconclusive)
+        out += [f"*Inconclusive (no data, left out of the means):* {names}", ""]
+    ai = _ai_section(result.category_scores, links, 600 if detail >= 2 else 200)
+    if ai:
+        model = f" `{safe_inline(result.judge.model, 60)}`" if result.judge.model else ""
+        cached = " (cached)" if result.judge.cached else ""
+        out += [f"### AI judge{model}{cached} — advisory, at most 30 % of each category", *ai, ""]
+    if detail >= 1:
+        table = _signal_table(result.signals, links, 3 if detail >= 3 else 1)
+        out += ["<details><summary>All signals</summary>", "", *table, "", "</details>", ""]
+    out.append(
+        f"<sub>taskeval scorer {safe_inline(result.scorer_version, 40)} · schema "
+        f"{safe_inline(result.schema_version, 10)} · bundle `{result.bundle_hash[:12]}` · "
+        f"config: {safe_inline(result.config.source, 80)} · judge: {safe_inline(result.judge.status, 20)}. "
+        "Deterministic scoring is the authority; the AI share is advisory.</sub>"
+    )
+    return "\n".join(out) + "\n"
+
+
+def render_comment(result: EvaluationResult) -> str:
+    """The PR comment (also the step summary). Always under GitHub's comment limit."""
+    for detail in (3, 2, 1, 0):
+        text = _render(result, detail)
+        if len(text) <= COMMENT_BUDGET:
+            return text
+    return text[: COMMENT_BUDGET - 40].rsplit("\n", 1)[0] + "\n\n*(comment shortened)*\n"

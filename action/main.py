@@ -136,7 +136,7 @@ def _check_commenter(runner: Runner, gh: Any, repository: str, decision: Decisio
     login = decision.commenter or ""
     try:
         permission = collaborator_permission(gh, repository, login)
-    except GitHubError as exc:
+    except (GitHubError, ValueError) as exc:
         runner.error(f"Could not check @{login}'s permission on {repository}, so the /evaluate "
                      f"command was not run: {exc}", title="taskeval failed")
         return EXIT_FAILED
@@ -173,6 +173,7 @@ def _write_result(runner: Runner, ctx: Context, text: str) -> str | None:
 
 def evaluate(runner: Runner, ctx: Context, decision: Decision, env: Mapping[str, str]) -> int:
     from taskeval.github import AuthError, GitHubError, api_url, make_client
+    from taskeval.judge.cache import FileCache
     from taskeval.pipeline import Options, evaluate_pull_request, publish_comment
 
     inputs = ctx.inputs
@@ -184,11 +185,16 @@ def evaluate(runner: Runner, ctx: Context, decision: Decision, env: Mapping[str,
         if gated is not None:
             return gated
 
+    core_env = pipeline_env(env, inputs)
+    config = inputs.config_path
     options = Options(
-        ai=inputs.ai, config_path=_resolve(ctx.workspace, str(inputs.config_path))
-        if inputs.config_path else None,
-        trigger=ctx.event_name or "action", env=pipeline_env(env, inputs),
+        ai=inputs.ai,
+        config_path=_resolve(ctx.workspace, str(config)) if config else None,
+        trigger=ctx.event_name or "action",
+        env=core_env,
         github_token=inputs.github_token,
+        # Explicit, because the judge's default cache reads the process environment, not ours.
+        cache=FileCache(core_env["TASKEVAL_CACHE_DIR"]),
     )
     runner.info(f"taskeval: evaluating {ctx.repository}#{number} ({decision.reason})")
     try:

@@ -67,19 +67,19 @@ Action = Reply | Fail | Stall
 @dataclass
 class Recorded:
     path: str
-    headers: dict[str, str]
+    headers: dict[str, str]  # names lower-cased
     body: dict[str, Any]
 
 
 def judgement(
-    scores: dict[str, int] | int = 80,
+    scores: dict[str, object] | object = 80,
     evidence: dict[str, list[str]] | list[str] | None = None,
     rationale: str = "The evidence supports this score.",
 ) -> str:
     """JSON for a judgement of all three categories."""
     cats = []
     for name in CATEGORIES:
-        score = scores if isinstance(scores, int) else scores[name]
+        score = scores[name] if isinstance(scores, dict) else scores  # any JSON, to test bad ones
         ids = evidence if isinstance(evidence, list) or evidence is None else evidence[name]
         cats.append({"category": name, "aiScore": score, "rationale": rationale,
                      "evidence": list(ids or [])})
@@ -121,7 +121,10 @@ class FakeOpenAI:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._server.block_on_close = False
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # A short poll interval: shutdown() waits for the serve loop to notice.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     @property
     def root(self) -> str:
@@ -203,7 +206,8 @@ class FakeOpenAI:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with fake._lock:
-                    fake.requests.append(Recorded(self.path, dict(self.headers.items()), body))
+                    fake.requests.append(Recorded(
+                        self.path, {k.lower(): v for k, v in self.headers.items()}, body))
                 if not re.search(r"/chat/completions(\?|$)", self.path):
                     self._error(Fail(404, f"Unknown path {self.path}", "invalid_request_error"))
                     return

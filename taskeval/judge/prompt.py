@@ -89,25 +89,30 @@ SYSTEM_PROMPT: Final = "\n".join([
 ])
 
 # Least important first: what is trimmed first when the prompt is too large. Each step is
-# (group, what): "excerpt" drops excerpts, "item" drops whole items. ``"files"`` is the
-# changed-files line. taskMetadata is never trimmed.
-TRIM_ORDER: Final[tuple[tuple[str, str], ...]] = (
-    ("runAudit", "excerpt"),
-    ("taskActivity", "excerpt"),
-    ("agentLogs", "excerpt"),
-    ("runAudit", "item"),
-    ("taskActivity", "item"),
-    ("agentLogs", "item"),
-    ("files", "line"),
-    ("commits", "excerpt"),
-    ("commits", "item"),
-    ("documents", "excerpt"),
-    ("documents", "item"),
-    ("reviews", "excerpt"),
-    ("workflow", "excerpt"),
-    ("reviews", "item"),
-    ("workflow", "item"),
+# (group, what, keep): "excerpt" replaces excerpts, "item" drops whole items until ``keep`` are
+# left, "line" drops the changed-files line. taskMetadata is never trimmed. The newest commits
+# stay longer than review and check excerpts: they are the history the judge is asked about.
+TRIM_ORDER: Final[tuple[tuple[str, str, int], ...]] = (
+    ("runAudit", "excerpt", 0),
+    ("taskActivity", "excerpt", 0),
+    ("agentLogs", "excerpt", 0),
+    ("runAudit", "item", 0),
+    ("taskActivity", "item", 0),
+    ("agentLogs", "item", 0),
+    ("files", "line", 0),
+    ("commits", "excerpt", 0),
+    ("commits", "item", 5),
+    ("documents", "excerpt", 0),
+    ("reviews", "excerpt", 0),
+    ("workflow", "excerpt", 0),
+    ("documents", "item", 0),
+    ("commits", "item", 0),
+    ("reviews", "item", 0),
+    ("workflow", "item", 0),
 )
+# Groups listed in time order, where the latest entries describe the PR as merged: trimmed
+# oldest first. Other groups are trimmed from the end of the builder's list.
+CHRONOLOGICAL: Final = frozenset({"commits", "reviews"})
 
 
 class PromptTooLarge(ValueError):
@@ -300,23 +305,24 @@ def _units(bundle: EvidenceBundle) -> list[_Item]:
     return units
 
 
-def _trim_candidates(prompt: _Prompt, group: str, what: str) -> list[_Item]:
-    """Items to trim for one step, least important first (oldest commits, latest log lines)."""
+def _trim_candidates(prompt: _Prompt, group: str, what: str, keep: int) -> list[_Item]:
+    """Items to trim for one step, least important first."""
     items = [i for i in prompt.items if i.group == group and i.shown]
+    items = sorted(items, key=lambda i: i.age) if group in CHRONOLOGICAL else items[::-1]
     if what == "excerpt":
         # Only excerpts longer than their placeholder: replacing a short one would add size.
         limit = len(EXCERPT_LEFT_OUT) + 8
-        items = [i for i in items if i.show_excerpt and len(i.item.excerpt or "") > limit]
-    if group == "commits":
-        return sorted(items, key=lambda i: i.age)
-    return list(reversed(items))
+        return [i for i in items if i.show_excerpt and len(i.item.excerpt or "") > limit]
+    return items[: max(0, len(items) - keep)]
 
 
 def _describe(trimmed: dict[tuple[str, str], list[str]]) -> list[str]:
+    """One line per group and kind, groups in the order trimming reached them, items first."""
+    groups = list(dict.fromkeys(group for group, _ in trimmed))
+    steps = [(g, w) for g in groups for w in ("item", "line", "excerpt") if trimmed.get((g, w))]
     out = []
-    for (group, what), ids in trimmed.items():
-        if not ids:
-            continue
+    for group, what in steps:
+        ids = trimmed[(group, what)]
         if what == "line":
             out.append("changed-files list left out")
             continue
@@ -346,14 +352,14 @@ def render_prompt(
     prompt = _Prompt(bundle, SYSTEM_PROMPT, _findings(signals or []), _units(bundle),
                      _files_line(bundle))
     size = prompt.size()
-    for group, what in TRIM_ORDER if size > max_prompt_chars else ():
+    for group, what, keep in TRIM_ORDER if size > max_prompt_chars else ():
         if group == "files":
             if prompt.files_line is not None and prompt.show_files:
                 prompt.show_files = False
                 size -= len(prompt.files_line) + 1
                 prompt.trimmed[(group, what)] = ["files"]
         else:
-            for unit in _trim_candidates(prompt, group, what):
+            for unit in _trim_candidates(prompt, group, what, keep):
                 before = len(unit.render())
                 if what == "excerpt":
                     unit.show_excerpt = False

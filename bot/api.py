@@ -1,0 +1,117 @@
+"""Read API (``/api/...``, bearer token) and ``/healthz`` (open, for load balancers).
+
+The API serves stored results, so it is off unless ``TASKEVAL_API_TOKEN`` is set; the token is
+compared in constant time and never echoed.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import re
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar
+
+from flask import Blueprint, Response, jsonify, request
+from sqlalchemy import text
+
+from bot import logs, results
+from bot.app import state
+
+log = logging.getLogger("bot.api")
+api = Blueprint("api", __name__)
+health = Blueprint("health", __name__)
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+_REPO_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _error(code: int, message: str, **headers: str) -> tuple[Response, int, dict[str, str]]:
+    return jsonify(error=message), code, headers
+
+
+@api.before_request
+def _authorise() -> Any:
+    token = state().settings.api_token
+    if token is None:
+        return _error(404, "API disabled: set TASKEVAL_API_TOKEN to enable it")
+    header = request.headers.get("Authorization", "")
+    scheme, _, given = header.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(
+        given.strip().encode("utf-8", "replace"), token.encode()
+    ):
+        return _error(401, "missing or wrong bearer token",
+                      **{"WWW-Authenticate": 'Bearer realm="taskeval"'})
+    return None
+
+
+def _json_errors(view: F) -> F:
+    """A database fault answers 503 with a reason instead of an HTML 500 page."""
+
+    @wraps(view)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return view(*args, **kwargs)
+        except Exception as exc:  # report, never leak a traceback
+            log.exception("API request failed")
+            return _error(503, f"storage unavailable: {type(exc).__name__}")
+
+    return wrapper  # type: ignore[return-value]
+
+
+@api.get("/evaluations/<owner>/<repo>/<int:number>")
+@_json_errors
+def evaluation(owner: str, repo: str, number: int) -> Any:
+    if not (_NAME_RE.match(owner) and _NAME_RE.match(repo)):
+        return _error(400, "owner and repo must be GitHub names")
+    full = f"{owner}/{repo}"
+    with logs.context(repo=full, pr=number):
+        engine = state().engine
+        if request.args.get("all") in ("1", "true", "yes"):
+            items = results.history(engine, full, number)
+            if not items:
+                return _error(404, f"no evaluation stored for {full}#{number}")
+            return jsonify(repository=full, pullRequest=number, count=len(items),
+                           evaluations=items)
+        result = results.latest(engine, full, number)
+        if result is None:
+            return _error(404, f"no evaluation stored for {full}#{number}")
+        return jsonify(result)
+
+
+@api.get("/leaderboard")
+@_json_errors
+def leaderboard() -> Any:
+    repo = request.args.get("repo") or None
+    if repo is not None and not _REPO_RE.match(repo):
+        return _error(400, "repo must be OWNER/NAME")
+    entries = results.leaderboard(state().engine, repo)
+    return jsonify(repository=repo, entries=entries)
+
+
+@api.get("/jobs/<int:job_id>")
+@_json_errors
+def job(job_id: int) -> Any:
+    row = state().queue.job(job_id)
+    if row is None:
+        return _error(404, f"no job {job_id}")
+    keys = ("id", "kind", "repo", "number", "head_sha", "trigger", "status", "attempts",
+            "max_attempts", "triggers", "last_error", "note", "parent_id", "created_at",
+            "finished_at")
+    return jsonify({k: row[k] for k in keys})
+
+
+@health.get("/healthz")
+def healthz() -> Any:
+    """200 when the database answers, with queue depth; 503 with the reason when it does not."""
+    bot = state()
+    try:
+        with bot.engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+        depth = bot.queue.depth()
+    except Exception as exc:  # health reports, it does not raise
+        reason = logs.redact(str(exc).splitlines()[0] if str(exc) else "")
+        return jsonify(status="error", database=f"unreachable: {type(exc).__name__}: {reason}"), 503
+    return jsonify(status="ok", database="ok", dialect=bot.engine.dialect.name, queue=depth)

@@ -1,0 +1,75 @@
+"""Flask application factory: ``gunicorn 'bot.app:create_app()'``.
+
+Each gunicorn worker calls the factory after the fork, so each gets its own database engine. The
+factory refuses to build an app without ``GITHUB_WEBHOOK_SECRET``: an unsigned receiver would queue
+evaluations for anyone who can reach it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from flask import Flask, current_app, jsonify
+from sqlalchemy import Engine
+from werkzeug.exceptions import HTTPException
+
+from bot import logs
+from bot.db import init_schema, make_engine
+from bot.queue import Queue
+from bot.settings import BotSettings
+
+log = logging.getLogger("bot.app")
+
+
+@dataclass
+class BotState:
+    """What request handlers share, kept on ``app.extensions['taskeval']``."""
+
+    settings: BotSettings
+    engine: Engine
+    queue: Queue
+
+
+def state() -> BotState:
+    return current_app.extensions["taskeval"]  # type: ignore[no-any-return]
+
+
+def create_app(settings: BotSettings | None = None, *, engine: Engine | None = None) -> Flask:
+    """Build the receiver; raises ``SettingsError`` when the webhook secret is missing."""
+    settings = settings or BotSettings.from_env()
+    logs.register_secrets(settings.secrets())
+    engine = engine or make_engine(settings.database_url)
+    init_schema(engine)
+    app = Flask("taskeval-bot")
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    app.extensions["taskeval"] = BotState(
+        settings=settings,
+        engine=engine,
+        queue=Queue(
+            engine,
+            lease_seconds=settings.lease_seconds,
+            max_attempts=settings.max_attempts,
+            backoff_seconds=settings.backoff_seconds,
+            backoff_max_seconds=settings.backoff_max_seconds,
+        ),
+    )
+
+    from bot.api import api, health
+    from bot.webhook import webhook
+
+    app.register_blueprint(webhook)
+    app.register_blueprint(health)
+    app.register_blueprint(api, url_prefix="/api")
+
+    @app.errorhandler(HTTPException)
+    def _http_error(exc: HTTPException) -> Any:
+        """JSON for every HTTP error (404, 405, 413, ...): GitHub shows it in the delivery log."""
+        reason = exc.description or exc.name
+        if exc.code == 413:
+            reason = f"payload larger than {settings.max_body_bytes} bytes"
+        return jsonify(error=reason), exc.code
+
+    return app

@@ -1,0 +1,196 @@
+"""Database schema and engine: one database holds deliveries, the job queue, results and the cache.
+
+SQLAlchemy Core tables, so the same statements run on SQLite (one node, the default) and
+PostgreSQL (many nodes). The exactly-once guarantees are constraints, not Python locks, so they hold
+across processes and machines:
+
+* ``deliveries.id`` is the primary key: a redelivered ``X-GitHub-Delivery`` cannot be stored twice.
+* ``uq_jobs_pending_eval``: at most one queued-or-running evaluation per (repo, PR, head SHA), so
+  concurrent triggers for the same commit coalesce into one job.
+* ``uq_jobs_running_pr``: at most one running job per (repo, PR), so two workers never evaluate
+  or comment on the same pull request at once.
+
+Times are epoch seconds (floats) from the workers' clocks; nodes need NTP-synchronised clocks, and
+the lease (minutes) dwarfs ordinary skew.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Engine,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    and_,
+    create_engine,
+    event,
+    text,
+)
+
+metadata = MetaData()
+
+PENDING = ("queued", "running")
+
+deliveries = Table(
+    "deliveries",
+    metadata,
+    Column("id", String(100), primary_key=True),  # X-GitHub-Delivery
+    Column("event", String(64), nullable=False),
+    Column("action", String(64)),
+    Column("status", String(16), nullable=False),  # queued | coalesced | ignored | recorded | pong
+    Column("outcome", String(500), nullable=False),
+    Column("job_id", Integer),
+    Column("repo", String(200)),
+    Column("pr", Integer),
+    Column("received_at", Float, nullable=False),
+)
+
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("kind", String(16), nullable=False),  # evaluate | command
+    Column("repo", String(200), nullable=False),
+    Column("number", Integer, nullable=False),
+    Column("head_sha", String(40)),  # evaluate jobs; commands learn it from GitHub
+    Column("installation_id", BigInteger),
+    Column("trigger", String(32), nullable=False),
+    Column("comment_id", BigInteger),
+    Column("commenter", String(100)),
+    Column("status", String(16), nullable=False),  # queued | running | done | dead
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("max_attempts", Integer, nullable=False),
+    Column("triggers", Integer, nullable=False, default=1),  # deliveries coalesced into this job
+    Column("run_after", Float, nullable=False),
+    Column("lease_until", Float),
+    Column("leased_by", String(200)),
+    Column("last_error", Text),
+    Column("note", Text),
+    Column("delivery_id", String(100)),
+    Column("parent_id", Integer),  # the /evaluate command that spawned this evaluation
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Column("finished_at", Float),
+)
+Index("ix_jobs_ready", jobs.c.status, jobs.c.run_after)
+Index("ix_jobs_pr", jobs.c.repo, jobs.c.number)
+_pending_eval = and_(jobs.c.kind == "evaluate", jobs.c.status.in_(PENDING))
+Index(
+    "uq_jobs_pending_eval", jobs.c.repo, jobs.c.number, jobs.c.head_sha, unique=True,
+    sqlite_where=_pending_eval, postgresql_where=_pending_eval,
+)
+_running = jobs.c.status == "running"
+Index(
+    "uq_jobs_running_pr", jobs.c.repo, jobs.c.number, unique=True,
+    sqlite_where=_running, postgresql_where=_running,
+)
+
+evaluations = Table(
+    "evaluations",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("repo", String(200), nullable=False),
+    Column("number", Integer, nullable=False),
+    Column("head_sha", String(40), nullable=False),
+    Column("scorer_version", String(40), nullable=False),
+    Column("author", String(100), nullable=False),
+    Column("trigger", String(32)),
+    Column("evaluated_at", String(40), nullable=False),
+    Column("overall_score", Integer, nullable=False),
+    Column("overall_band", String(16), nullable=False),
+    Column("agent_performance", Integer, nullable=False),
+    Column("task_outcome_quality", Integer, nullable=False),
+    Column("process_compliance", Integer, nullable=False),
+    Column("judge_status", String(16)),
+    Column("job_id", Integer),
+    Column("comment_url", String(500)),
+    Column("result_json", Text, nullable=False),
+    Column("stored_at", Float, nullable=False),
+)
+Index("ix_evaluations_key", evaluations.c.repo, evaluations.c.number, evaluations.c.head_sha,
+      evaluations.c.scorer_version)
+Index("ix_evaluations_author", evaluations.c.repo, evaluations.c.author)
+
+installation_events = Table(
+    "installation_events",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("delivery_id", String(100), nullable=False),
+    Column("installation_id", BigInteger, nullable=False),
+    Column("action", String(64), nullable=False),
+    Column("account", String(100)),
+    Column("repositories_added", Text, nullable=False),  # JSON list of full names
+    Column("repositories_removed", Text, nullable=False),
+    Column("received_at", Float, nullable=False),
+)
+
+judge_cache = Table(
+    "judge_cache",
+    metadata,
+    Column("key", String(200), primary_key=True),
+    Column("value", Text, nullable=False),
+    Column("stored_at", Float, nullable=False),
+)
+
+# Serialises concurrent create_all calls from many processes on PostgreSQL.
+_SCHEMA_LOCK = 0x7461736B  # "task"
+
+
+def make_engine(url: str, **kwargs: Any) -> Engine:
+    """An engine tuned per dialect.
+
+    SQLite: WAL (readers never block the writer), ``synchronous=FULL`` (a delivery acknowledged is
+    on disk, even across power loss), a busy timeout below gunicorn's request timeout, and
+    ``BEGIN IMMEDIATE`` so every transaction takes the write lock up front instead of failing
+    on upgrade (pysqlite's own transaction handling is switched off, as SQLAlchemy documents).
+    PostgreSQL: pre-ping so a restarted server does not fail the first request.
+    """
+    if url.startswith("sqlite"):
+        connect_args = {"check_same_thread": False, "timeout": 5.0}
+        connect_args.update(kwargs.pop("connect_args", {}))
+        engine = create_engine(url, connect_args=connect_args, **kwargs)
+
+        @event.listens_for(engine, "connect")
+        def _connect(dbapi_conn: Any, _record: Any) -> None:
+            dbapi_conn.isolation_level = None
+            cur = dbapi_conn.cursor()
+            if ":memory:" not in url and url not in ("sqlite://", "sqlite:///"):
+                cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=FULL")
+            cur.execute("PRAGMA busy_timeout=5000")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _begin(conn: Any) -> None:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return engine
+    kwargs.setdefault("pool_pre_ping", True)
+    return create_engine(url, **kwargs)
+
+
+def init_schema(engine: Engine) -> None:
+    """Create missing tables and indexes; safe to run from every process at start-up."""
+    with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SCHEMA_LOCK})
+        metadata.create_all(conn, checkfirst=True)
+
+
+def describe_url(url: str) -> str:
+    """The database URL without credentials, for logs and /healthz."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # an unparsable URL must not leak through the error
+        return "(unparsable DATABASE_URL)"

@@ -1,0 +1,151 @@
+"""Job handlers: small functions from a claimed job to an outcome, over a narrow ``Core`` port.
+
+Handlers decide nothing about scores; they call the core (``taskeval.pipeline`` /
+``taskeval.github``) through :class:`Core`, which the tests replace with a tiny recording fake
+(python/bedevere style), and return what the queue stores in one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sqlalchemy import Engine
+
+from bot import events
+from bot.queue import Job
+from bot.results import DbJudgeCache, record_from_result
+from bot.settings import BotSettings
+
+log = logging.getLogger("bot.handlers")
+
+
+@dataclass(frozen=True)
+class GitHubContext:
+    """A GitHub client for one job, and who "we" are on GitHub (for comment upserts)."""
+
+    gh: Any
+    own_login: str | None = None
+    token: str | None = None  # token mode only: lets the judge fall back to GitHub Models
+
+
+@dataclass(frozen=True)
+class Outcome:
+    note: str
+    evaluation: dict[str, Any] | None = None  # an ``evaluations`` row to store
+    follow_up: events.Evaluate | None = None  # an evaluation to queue
+    error: str | None = None  # done, but something the operator should see
+
+
+class Core(Protocol):
+    def permission(self, ctx: GitHubContext, repo: str, login: str) -> str: ...
+
+    def react(self, ctx: GitHubContext, repo: str, comment_id: int, content: str) -> None: ...
+
+    def head_sha(self, ctx: GitHubContext, repo: str, number: int) -> str: ...
+
+    def evaluate(self, ctx: GitHubContext, repo: str, number: int,
+                 trigger: str) -> tuple[dict[str, Any], str]: ...
+
+    def publish(self, ctx: GitHubContext, repo: str, number: int, markdown: str) -> str: ...
+
+    def is_permanent_publish_error(self, exc: Exception) -> bool: ...
+
+
+def _react(core: Core, ctx: GitHubContext, job: Job, content: str) -> str | None:
+    """Reactions are a courtesy: a failure is logged and reported, never retried."""
+    if job.comment_id is None:
+        return None
+    try:
+        core.react(ctx, job.repo, job.comment_id, content)
+    except Exception as exc:  # see docstring
+        log.warning("could not add the %s reaction: %s", content, exc)
+        return f"could not add the {content} reaction: {exc}"
+    return None
+
+
+def handle_command(core: Core, ctx: GitHubContext, job: Job) -> Outcome:
+    """``/evaluate``: only write, maintain or admin may ask; others get a ``confused`` reaction."""
+    login = job.commenter or ""
+    permission = core.permission(ctx, job.repo, login)
+    if permission not in events.ALLOWED_PERMISSIONS:
+        problem = _react(core, ctx, job, "confused")
+        return Outcome(
+            note=f"refused: {login} has {permission} permission; /evaluate needs write, "
+                 "maintain or admin",
+            error=problem,
+        )
+    problem = _react(core, ctx, job, "eyes")
+    sha = core.head_sha(ctx, job.repo, job.number)
+    return Outcome(
+        note=f"accepted: /evaluate by {login} ({permission}) at {sha[:7]}",
+        follow_up=events.Evaluate(job.repo, job.number, sha, job.installation_id,
+                                  trigger="issue_comment"),
+        error=problem,
+    )
+
+
+def handle_evaluate(core: Core, ctx: GitHubContext, job: Job) -> Outcome:
+    """Evaluate, upsert the one PR comment, and hand the result to the queue to store.
+
+    The comment goes first and the result is stored with the job's completion: if the worker dies
+    in between, the retry upserts the same comment and stores the result once.
+    """
+    result, markdown = core.evaluate(ctx, job.repo, job.number, job.trigger)
+    summary = f"{result['overallScore']} ({result['overallBand']})"
+    try:
+        url = core.publish(ctx, job.repo, job.number, markdown)
+    except Exception as exc:
+        if not core.is_permanent_publish_error(exc):
+            raise
+        # Missing permission: retrying cannot help; keep the result, surface the problem.
+        return Outcome(note=f"evaluated: {summary}; comment not posted",
+                       evaluation=record_from_result(result), error=f"comment not posted: {exc}")
+    return Outcome(note=f"evaluated: {summary}; comment {url}",
+                   evaluation=record_from_result(result, comment_url=url))
+
+
+HANDLERS = {"command": handle_command, "evaluate": handle_evaluate}
+
+
+class PipelineCore:
+    """The real :class:`Core`: thin calls into ``taskeval.github`` and ``taskeval.pipeline``."""
+
+    def __init__(self, settings: BotSettings, engine: Engine) -> None:
+        self.settings = settings
+        self.cache = DbJudgeCache(engine)
+
+    def permission(self, ctx: GitHubContext, repo: str, login: str) -> str:
+        from taskeval.github import collaborator_permission
+
+        return collaborator_permission(ctx.gh, repo, login)
+
+    def react(self, ctx: GitHubContext, repo: str, comment_id: int, content: str) -> None:
+        from taskeval.github import add_reaction
+
+        add_reaction(ctx.gh, repo, comment_id, content)
+
+    def head_sha(self, ctx: GitHubContext, repo: str, number: int) -> str:
+        return str(ctx.gh.get_repo(repo).get_pull(number).head.sha)
+
+    def evaluate(self, ctx: GitHubContext, repo: str, number: int,
+                 trigger: str) -> tuple[dict[str, Any], str]:
+        from taskeval.pipeline import Options, evaluate_pull_request
+
+        options = Options(ai=self.settings.ai, trigger=trigger, env=dict(self.settings.env),
+                          github_token=ctx.token, cache=self.cache)
+        evaluation = evaluate_pull_request(ctx.gh, repo, number, options)
+        return json.loads(evaluation.result.to_json()), evaluation.markdown
+
+    def publish(self, ctx: GitHubContext, repo: str, number: int, markdown: str) -> str:
+        from taskeval.pipeline import publish_comment
+
+        url, _created = publish_comment(ctx.gh, repo, number, markdown, own_login=ctx.own_login)
+        return url
+
+    def is_permanent_publish_error(self, exc: Exception) -> bool:
+        from taskeval.github import AuthError
+
+        return isinstance(exc, AuthError)

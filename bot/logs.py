@@ -1,0 +1,152 @@
+"""Structured JSON logs: one object per line, with delivery id, job id, repo and PR on every line.
+
+The four correlation fields live in context variables, so a line logged deep inside the core
+(PyGithub, the judge) still carries the delivery or job it belongs to. Every line passes a
+redaction filter: configured secrets and anything shaped like a GitHub/OpenAI token become
+``[redacted]`` before the formatter sees them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import json
+import logging
+import re
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+_delivery: contextvars.ContextVar[str | None] = contextvars.ContextVar("delivery", default=None)
+_job: contextvars.ContextVar[int | None] = contextvars.ContextVar("job", default=None)
+_repo: contextvars.ContextVar[str | None] = contextvars.ContextVar("repo", default=None)
+_pr: contextvars.ContextVar[int | None] = contextvars.ContextVar("pr", default=None)
+_VARS: dict[str, contextvars.ContextVar[Any]] = {
+    "delivery": _delivery, "job": _job, "repo": _repo, "pr": _pr,
+}
+
+# GitHub token prefixes (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_), JWTs, OpenAI-style keys,
+# bearer headers and PEM blocks.
+_TOKEN_RE = re.compile(
+    r"(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9_-]{16,}"
+    r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----"
+    r"|(?i:bearer|token)\s+[A-Za-z0-9_.=-]{16,})",
+    re.DOTALL,
+)
+_secrets: list[str] = []
+
+
+def register_secrets(values: Iterable[str]) -> None:
+    """Add values (tokens, keys, the webhook secret) that must never be printed."""
+    for value in values:
+        if value and value not in _secrets:
+            _secrets.append(value)
+    _secrets.sort(key=len, reverse=True)
+
+
+def redact(text: str) -> str:
+    """Replace registered secrets and token-shaped strings with ``[redacted]``."""
+    for secret in _secrets:
+        if secret in text:
+            text = text.replace(secret, "[redacted]")
+    return _TOKEN_RE.sub("[redacted]", text)
+
+
+@contextlib.contextmanager
+def context(**fields: Any) -> Iterator[None]:
+    """Bind correlation fields (delivery, job, repo, pr) for the lines logged inside the block.
+
+    All four are restored on exit, including any :func:`bind` made inside, so a thread that
+    serves the next request starts clean.
+    """
+    tokens = [(var, var.set(fields.get(name, var.get()))) for name, var in _VARS.items()]
+    try:
+        yield
+    finally:
+        for var, token in reversed(tokens):
+            var.reset(token)
+
+
+def bind(**fields: Any) -> None:
+    """Set correlation fields for the rest of the current context (e.g. once parsed)."""
+    for key, value in fields.items():
+        if key in _VARS:
+            _VARS[key].set(value)
+
+
+def current() -> dict[str, Any]:
+    return {name: var.get() for name, var in _VARS.items()}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line; extra fields passed as ``extra={"fields": {...}}`` are merged."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        data: dict[str, Any] = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        data.update(current())
+        extra = getattr(record, "fields", None)
+        if isinstance(extra, dict):
+            for key, value in extra.items():
+                data.setdefault(key, value)
+        if record.exc_info:
+            data["exc"] = self.formatException(record.exc_info)
+        return redact(json.dumps(data, default=str, ensure_ascii=False))
+
+
+class RedactFilter(logging.Filter):
+    """Scrubs the rendered message too, for handlers that do not use :class:`JsonFormatter`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        cleaned = redact(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        return True
+
+
+def logconfig_dict(level: str = "info") -> dict[str, Any]:
+    """A ``logging.config.dictConfig`` used by gunicorn and the workers alike."""
+    level = level.upper()
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "filters": {"redact": {"()": "bot.logs.RedactFilter"}},
+        "formatters": {"json": {"()": "bot.logs.JsonFormatter"}},
+        "handlers": {
+            "stderr": {
+                "class": "logging.StreamHandler",
+                "stream": "ext://sys.stderr",
+                "formatter": "json",
+                "filters": ["redact"],
+            }
+        },
+        "root": {"level": level, "handlers": ["stderr"]},
+        "loggers": {
+            "gunicorn.error": {"level": level, "handlers": ["stderr"], "propagate": False},
+            "gunicorn.access": {"level": level, "handlers": ["stderr"], "propagate": False},
+            # urllib3 logs full URLs at debug; they hold no tokens but are noise at info.
+            "urllib3": {"level": "WARNING"},
+        },
+    }
+
+
+def setup(level: str = "info", secrets: Iterable[str] = ()) -> None:
+    """Configure the root logger for a bot process (gunicorn applies the same dict itself)."""
+    import logging.config
+
+    register_secrets(secrets)
+    logging.config.dictConfig(logconfig_dict(level))
+    logging.captureWarnings(True)
+    sys.excepthook = _log_uncaught
+
+
+def _log_uncaught(exc_type: type[BaseException], exc: BaseException, tb: Any) -> None:
+    logging.getLogger("bot").critical("uncaught exception", exc_info=(exc_type, exc, tb))

@@ -1,0 +1,374 @@
+"""The durable job queue: accept deliveries, lease jobs to workers, retry, dead-letter.
+
+Written by hand on SQLAlchemy rather than with a task library (Celery, RQ, Dramatiq): those need a
+broker beside the database, and the guarantees here (delivery stored before the 202, coalescing by
+PR and head SHA, one running job per PR) are transactional with the results, which only the same
+database can give. PostgreSQL claims with ``FOR UPDATE SKIP LOCKED``; SQLite serialises writers
+with ``BEGIN IMMEDIATE``, where the same statement needs no row locks.
+
+Every state change checks ``leased_by`` so a worker that lost its lease (it stalled past expiry and
+another worker took the job) can never complete, fail or release a job it no longer owns.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sqlalchemy import Connection, Engine, and_, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from bot import events, logs
+from bot.db import PENDING, deliveries, evaluations, installation_events, jobs
+
+log = logging.getLogger("bot.queue")
+
+AckStatus = Literal["queued", "coalesced", "duplicate", "ignored", "recorded", "pong"]
+MAX_ERROR_CHARS = 2000
+_RETRIES = 5  # unique-constraint races are resolved by re-reading; a few rounds always suffice
+
+
+@dataclass(frozen=True)
+class Ack:
+    """What the receiver answers: the delivery is stored, and this is what became of it."""
+
+    status: AckStatus
+    job_id: int | None
+    message: str
+
+
+@dataclass(frozen=True)
+class Job:
+    id: int
+    kind: str
+    repo: str
+    number: int
+    head_sha: str | None
+    installation_id: int | None
+    trigger: str
+    comment_id: int | None
+    commenter: str | None
+    attempts: int
+    max_attempts: int
+
+
+class LeaseLost(RuntimeError):
+    """The job is no longer this worker's (lease expired and taken over, or released)."""
+
+
+def _job(row: Any) -> Job:
+    return Job(
+        id=row.id, kind=row.kind, repo=row.repo, number=row.number, head_sha=row.head_sha,
+        installation_id=row.installation_id, trigger=row.trigger, comment_id=row.comment_id,
+        commenter=row.commenter, attempts=row.attempts, max_attempts=row.max_attempts,
+    )
+
+
+def clean_error(message: str) -> str:
+    """Errors are stored and served by the API: redact secrets and bound the size."""
+    message = logs.redact(message.strip())
+    if len(message) > MAX_ERROR_CHARS:
+        message = message[: MAX_ERROR_CHARS - 14] + "… [truncated]"
+    return message
+
+
+class Queue:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        lease_seconds: float = 120.0,
+        max_attempts: int = 5,
+        backoff_seconds: float = 30.0,
+        backoff_max_seconds: float = 3600.0,
+        clock: Callable[[], float] = time.time,
+        jitter: Callable[[], float] = random.random,
+    ) -> None:
+        self.engine = engine
+        self.lease_seconds = lease_seconds
+        self.max_attempts = max_attempts
+        self.backoff_seconds = backoff_seconds
+        self.backoff_max_seconds = backoff_max_seconds
+        self.clock = clock
+        self.jitter = jitter
+
+    # ------------------------------------------------------------------ receiving
+
+    def accept(self, delivery_id: str, event: str, action: str | None,
+               decision: events.Decision) -> Ack:
+        """Store the delivery and whatever it asks for in one transaction, then say what happened.
+
+        A delivery id seen before is a redelivery: it is acknowledged with the original outcome
+        and nothing is queued again. Unique-constraint races with concurrent requests are settled
+        by retrying, which then reads the winner's committed row.
+        """
+        for _ in range(_RETRIES):
+            try:
+                with self.engine.begin() as conn:
+                    return self._accept(conn, delivery_id, event, action, decision)
+            except IntegrityError:
+                continue
+        raise RuntimeError(f"delivery {delivery_id}: could not settle a concurrent insert")
+
+    def _accept(self, conn: Connection, delivery_id: str, event: str, action: str | None,
+                decision: events.Decision) -> Ack:
+        seen = conn.execute(
+            select(deliveries.c.status, deliveries.c.outcome, deliveries.c.job_id)
+            .where(deliveries.c.id == delivery_id)
+        ).first()
+        if seen is not None:
+            return Ack("duplicate", seen.job_id,
+                       f"duplicate delivery, already stored: {seen.outcome}")
+        now = self.clock()
+        repo: str | None = None
+        pr: int | None = None
+        job_id: int | None = None
+        status: AckStatus
+        if isinstance(decision, events.Pong):
+            status, message = "pong", "pong"
+        elif isinstance(decision, events.Ignore):
+            status, message = "ignored", f"ignored: {decision.reason}"
+        elif isinstance(decision, events.InstallationChange):
+            conn.execute(insert(installation_events).values(
+                delivery_id=delivery_id, installation_id=decision.installation_id,
+                action=decision.action, account=decision.account,
+                repositories_added=json.dumps(list(decision.repositories_added)),
+                repositories_removed=json.dumps(list(decision.repositories_removed)),
+                received_at=now,
+            ))
+            status = "recorded"
+            message = f"recorded: {decision.action} (installation {decision.installation_id})"
+        elif isinstance(decision, events.Evaluate):
+            repo, pr = decision.repo, decision.number
+            job_id, created = self._enqueue_evaluation(conn, decision, delivery_id, now)
+            status = "queued" if created else "coalesced"
+            message = (f"queued: evaluate {repo}#{pr} at {decision.head_sha[:7]}" if created else
+                       f"coalesced with job {job_id} (same pull request and head SHA)")
+        elif isinstance(decision, events.Command):
+            repo, pr = decision.repo, decision.number
+            job_id = self._insert_job(conn, now, kind="command", repo=repo, number=pr,
+                                      head_sha=None, installation_id=decision.installation_id,
+                                      trigger="issue_comment", comment_id=decision.comment_id,
+                                      commenter=decision.commenter, delivery_id=delivery_id)
+            status = "queued"
+            message = f"queued: {events.COMMAND} by {decision.commenter} on {repo}#{pr}"
+        else:  # pragma: no cover - Decision is a closed union
+            raise TypeError(f"unknown decision {decision!r}")
+        conn.execute(insert(deliveries).values(
+            id=delivery_id, event=event, action=action, status=status, outcome=message[:500],
+            job_id=job_id, repo=repo, pr=pr, received_at=now,
+        ))
+        return Ack(status, job_id, message)
+
+    def _insert_job(self, conn: Connection, now: float, **values: Any) -> int:
+        result = conn.execute(insert(jobs).values(
+            status="queued", attempts=0, max_attempts=self.max_attempts, triggers=1,
+            run_after=now, created_at=now, updated_at=now, **values,
+        ))
+        return int(result.inserted_primary_key[0])
+
+    def _enqueue_evaluation(self, conn: Connection, ev: events.Evaluate, delivery_id: str | None,
+                            now: float, parent_id: int | None = None) -> tuple[int, bool]:
+        """(job id, created): join a queued or running evaluation of the same PR and head SHA."""
+        existing = conn.execute(
+            select(jobs.c.id).where(
+                jobs.c.kind == "evaluate", jobs.c.repo == ev.repo, jobs.c.number == ev.number,
+                jobs.c.head_sha == ev.head_sha, jobs.c.status.in_(PENDING),
+            )
+        ).first()
+        if existing is not None:
+            conn.execute(update(jobs).where(jobs.c.id == existing.id)
+                         .values(triggers=jobs.c.triggers + 1, updated_at=now))
+            return int(existing.id), False
+        job_id = self._insert_job(
+            conn, now, kind="evaluate", repo=ev.repo, number=ev.number, head_sha=ev.head_sha,
+            installation_id=ev.installation_id, trigger=ev.trigger, delivery_id=delivery_id,
+            parent_id=parent_id,
+        )
+        return job_id, True
+
+    # ------------------------------------------------------------------ working
+
+    def claim(self, worker_id: str) -> Job | None:
+        """Lease the oldest ready job whose PR has no running job; None when there is none."""
+        for _ in range(_RETRIES):
+            try:
+                with self.engine.begin() as conn:
+                    now = self.clock()
+                    self._reap(conn, now)
+                    other = jobs.alias("other")
+                    busy = (
+                        select(other.c.id)
+                        .where(other.c.repo == jobs.c.repo, other.c.number == jobs.c.number,
+                               other.c.status == "running")
+                        .exists()
+                    )
+                    row = conn.execute(
+                        select(jobs)
+                        .where(jobs.c.status == "queued", jobs.c.run_after <= now, ~busy)
+                        .order_by(jobs.c.run_after, jobs.c.id)
+                        .limit(1)
+                        .with_for_update(skip_locked=True)
+                    ).first()
+                    if row is None:
+                        return None
+                    taken = conn.execute(
+                        update(jobs)
+                        .where(jobs.c.id == row.id, jobs.c.status == "queued")
+                        .values(status="running", attempts=jobs.c.attempts + 1,
+                                lease_until=now + self.lease_seconds, leased_by=worker_id,
+                                updated_at=now)
+                    )
+                    if taken.rowcount != 1:
+                        continue
+                    job = _job(row)
+                    return Job(**{**job.__dict__, "attempts": job.attempts + 1})
+            except IntegrityError:
+                # Another worker started a job for the same PR in the meantime: the unique index
+                # on running jobs per PR refused ours. Look again.
+                continue
+        return None
+
+    def _reap(self, conn: Connection, now: float) -> None:
+        """Jobs whose lease ran out belong to a worker that died: requeue them, or dead-letter
+        them when they have used all their attempts (a job that kills its worker every time)."""
+        expired = and_(jobs.c.status == "running", jobs.c.lease_until < now)
+        conn.execute(
+            update(jobs)
+            .where(expired, jobs.c.attempts >= jobs.c.max_attempts)
+            .values(status="dead", lease_until=None, leased_by=None, finished_at=now,
+                    updated_at=now,
+                    last_error="lease expired on the last attempt: the worker stopped mid-job "
+                               "(killed, crashed or stalled)")
+        )
+        conn.execute(
+            update(jobs)
+            .where(expired)
+            .values(status="queued", lease_until=None, leased_by=None, run_after=now,
+                    updated_at=now,
+                    last_error="lease expired: the worker stopped mid-job (killed, crashed or "
+                               "stalled); requeued")
+        )
+
+    def heartbeat(self, job_id: int, worker_id: str) -> bool:
+        """Extend the lease; False when the job is no longer ours."""
+        now = self.clock()
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                update(jobs)
+                .where(jobs.c.id == job_id, jobs.c.leased_by == worker_id,
+                       jobs.c.status == "running")
+                .values(lease_until=now + self.lease_seconds, updated_at=now)
+            )
+        return result.rowcount == 1
+
+    def complete(
+        self,
+        job_id: int,
+        worker_id: str,
+        *,
+        note: str | None = None,
+        error: str | None = None,
+        evaluation: dict[str, Any] | None = None,
+        follow_up: events.Evaluate | None = None,
+    ) -> int | None:
+        """Mark the job done, storing its result and queueing its follow-up in the same
+        transaction; returns the follow-up job id. Raises :class:`LeaseLost` (nothing is stored)."""
+        for _ in range(_RETRIES):
+            try:
+                with self.engine.begin() as conn:
+                    now = self.clock()
+                    done = conn.execute(
+                        update(jobs)
+                        .where(jobs.c.id == job_id, jobs.c.leased_by == worker_id,
+                               jobs.c.status == "running")
+                        .values(status="done", lease_until=None, finished_at=now, updated_at=now,
+                                note=note, last_error=clean_error(error) if error else None)
+                    )
+                    if done.rowcount != 1:
+                        raise LeaseLost(f"job {job_id} is no longer leased by this worker")
+                    if evaluation is not None:
+                        conn.execute(insert(evaluations).values(
+                            **evaluation, job_id=job_id, stored_at=now))
+                    if follow_up is None:
+                        return None
+                    follow_id, _ = self._enqueue_evaluation(conn, follow_up, None, now,
+                                                            parent_id=job_id)
+                    return follow_id
+            except IntegrityError:
+                continue
+        raise RuntimeError(f"job {job_id}: could not settle a concurrent insert")
+
+    def backoff(self, attempts: int) -> float:
+        """Exponential backoff with jitter: base * 2^(attempt-1), capped, scaled by 0.5..1."""
+        delay = min(self.backoff_max_seconds, self.backoff_seconds * 2 ** max(0, attempts - 1))
+        return delay * (0.5 + self.jitter() / 2)
+
+    def fail(self, job_id: int, worker_id: str, error: str, *, transient: bool,
+             retry_at: float | None = None) -> str:
+        """Record a failure: requeue with backoff when transient and attempts remain, else dead.
+        Returns the new status (``queued``, ``dead``, or ``lost`` when the job is not ours)."""
+        message = clean_error(error)
+        with self.engine.begin() as conn:
+            row = conn.execute(
+                select(jobs.c.attempts, jobs.c.max_attempts)
+                .where(jobs.c.id == job_id, jobs.c.leased_by == worker_id,
+                       jobs.c.status == "running")
+            ).first()
+            if row is None:
+                return "lost"
+            now = self.clock()
+            if transient and row.attempts < row.max_attempts:
+                run_after = now + self.backoff(row.attempts)
+                if retry_at is not None:
+                    run_after = max(run_after, retry_at)
+                conn.execute(
+                    update(jobs).where(jobs.c.id == job_id)
+                    .values(status="queued", lease_until=None, leased_by=None,
+                            run_after=run_after, last_error=message, updated_at=now)
+                )
+                return "queued"
+            reason = message if not transient else (
+                f"gave up after {row.attempts} attempts: {message}")
+            conn.execute(
+                update(jobs).where(jobs.c.id == job_id)
+                .values(status="dead", lease_until=None, finished_at=now,
+                        last_error=clean_error(reason), updated_at=now)
+            )
+            return "dead"
+
+    def release(self, job_id: int, worker_id: str) -> bool:
+        """Give a claimed job back untouched (graceful shutdown): the attempt does not count."""
+        now = self.clock()
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                update(jobs)
+                .where(jobs.c.id == job_id, jobs.c.leased_by == worker_id,
+                       jobs.c.status == "running")
+                .values(status="queued", attempts=jobs.c.attempts - 1, lease_until=None,
+                        leased_by=None, run_after=now, updated_at=now,
+                        last_error="released by a worker shutting down; requeued")
+            )
+        return result.rowcount == 1
+
+    # ------------------------------------------------------------------ observing
+
+    def depth(self) -> dict[str, int]:
+        """Jobs per status (queued, running, done, dead), zeros included."""
+        counts = {"queued": 0, "running": 0, "done": 0, "dead": 0}
+        with self.engine.connect() as conn:
+            for status, count in conn.execute(
+                select(jobs.c.status, func.count()).group_by(jobs.c.status)
+            ):
+                counts[status] = int(count)
+        return counts
+
+    def job(self, job_id: int) -> dict[str, Any] | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(jobs).where(jobs.c.id == job_id)).first()
+        return dict(row._mapping) if row is not None else None

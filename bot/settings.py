@@ -1,0 +1,170 @@
+"""Bot configuration, read once from the environment and validated.
+
+A plain frozen dataclass rather than pydantic-settings: the variables are few, their names are part
+of the fixed interface (design.md), and every problem must be reported as one readable line naming
+the variable, never echoing its value (several are secrets).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+DEFAULT_DATABASE_URL = "sqlite:///taskeval-bot.sqlite3"
+# GitHub caps webhook payloads at 25 MB and drops larger ones; anything bigger is not from GitHub.
+DEFAULT_MAX_BODY_BYTES = 25 * 1024 * 1024
+
+AuthMode = Literal["app", "token", "none"]
+
+
+class SettingsError(ValueError):
+    """A missing or invalid setting; the message names the variable, never its value."""
+
+
+def normalise_database_url(url: str) -> str:
+    """Map ``postgres://`` / ``postgresql://`` to the psycopg 3 driver the bot extra installs.
+
+    SQLAlchemy's default PostgreSQL driver is psycopg2, which is not a dependency; operators
+    (and Heroku-style platforms) write the bare scheme.
+    """
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    return url
+
+
+def _int(env: Mapping[str, str], name: str, default: int, low: int = 1) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise SettingsError(f"{name} must be an integer, got {raw!r}") from exc
+    if value < low:
+        raise SettingsError(f"{name} must be at least {low}, got {value}")
+    return value
+
+
+def _float(env: Mapping[str, str], name: str, default: float, low: float = 0.0) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise SettingsError(f"{name} must be a number, got {raw!r}") from exc
+    if value < low:
+        raise SettingsError(f"{name} must be at least {low}, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class BotSettings:
+    """Everything the receiver, the workers and the API read from the environment."""
+
+    webhook_secret: str = field(repr=False)
+    database_url: str = DEFAULT_DATABASE_URL
+    api_token: str | None = field(default=None, repr=False)
+    api_url: str = "https://api.github.com"
+    app_id: str | None = None
+    private_key: str | None = field(default=None, repr=False)
+    app_slug: str | None = None
+    github_token: str | None = field(default=None, repr=False)
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    lease_seconds: float = 120.0
+    max_attempts: int = 5
+    backoff_seconds: float = 30.0
+    backoff_max_seconds: float = 3600.0
+    poll_seconds: float = 1.0
+    queue_workers: int = 2
+    shutdown_grace_seconds: float = 20.0
+    ai: Literal["auto", "on", "off"] = "auto"
+    env: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def auth_mode(self) -> AuthMode:
+        if self.app_id and self.private_key:
+            return "app"
+        if self.github_token:
+            return "token"
+        return "none"
+
+    def secrets(self) -> list[str]:
+        """Values that must never reach a log line, a stored error or an HTTP answer."""
+        from sqlalchemy.engine import make_url
+
+        try:
+            db_password = make_url(self.database_url).password
+        except Exception:  # an unparsable URL has no password to protect
+            db_password = None
+        values = [self.webhook_secret, self.api_token, self.private_key, self.github_token,
+                  self.env.get("OPENAI_API_KEY"), str(db_password) if db_password else None]
+        return [v for v in values if v and len(v) >= 4]
+
+    def require_github_auth(self) -> None:
+        """Workers call GitHub; refuse to start them without credentials."""
+        if self.auth_mode == "none":
+            raise SettingsError(
+                "no GitHub credentials: set GITHUB_APP_ID with GITHUB_APP_PRIVATE_KEY or "
+                "GITHUB_APP_PRIVATE_KEY_PATH (App mode), or GITHUB_TOKEN (token mode)"
+            )
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> BotSettings:
+        env = dict(os.environ if env is None else env)
+        secret = env.get("GITHUB_WEBHOOK_SECRET", "")
+        if not secret.strip():
+            raise SettingsError(
+                "GITHUB_WEBHOOK_SECRET is not set; the bot refuses to accept unsigned deliveries"
+            )
+        app_id = env.get("GITHUB_APP_ID", "").strip() or None
+        key = env.get("GITHUB_APP_PRIVATE_KEY", "").strip() or None
+        key_path = env.get("GITHUB_APP_PRIVATE_KEY_PATH", "").strip()
+        if key is None and key_path:
+            try:
+                key = Path(key_path).read_text(encoding="utf-8").strip() or None
+            except OSError as exc:
+                raise SettingsError(
+                    f"GITHUB_APP_PRIVATE_KEY_PATH: cannot read {key_path}: {exc.strerror}"
+                ) from exc
+        if key is not None and "PRIVATE KEY" not in key:
+            raise SettingsError("GITHUB_APP_PRIVATE_KEY(_PATH) does not hold a PEM private key")
+        if key is not None and app_id is None:
+            raise SettingsError("a GitHub App private key is set but GITHUB_APP_ID is not")
+        if app_id is not None and not app_id.isdigit():
+            raise SettingsError("GITHUB_APP_ID must be the App's numeric id")
+        if app_id is not None and key is None:
+            raise SettingsError(
+                "GITHUB_APP_ID is set but neither GITHUB_APP_PRIVATE_KEY nor "
+                "GITHUB_APP_PRIVATE_KEY_PATH is"
+            )
+        ai = env.get("TASKEVAL_AI", "auto").strip().lower() or "auto"
+        if ai not in ("auto", "on", "off"):
+            raise SettingsError(f"TASKEVAL_AI must be auto, on or off, got {ai!r}")
+        lease = _float(env, "TASKEVAL_LEASE_SECONDS", 120.0, low=1.0)
+        return cls(
+            webhook_secret=secret,
+            database_url=normalise_database_url(
+                env.get("DATABASE_URL", "").strip() or DEFAULT_DATABASE_URL
+            ),
+            api_token=env.get("TASKEVAL_API_TOKEN", "").strip() or None,
+            api_url=(env.get("GITHUB_API_URL", "").strip() or "https://api.github.com").rstrip("/"),
+            app_id=app_id,
+            private_key=key,
+            app_slug=env.get("GITHUB_APP_SLUG", "").strip() or None,
+            github_token=(env.get("GITHUB_TOKEN", "").strip() or None),
+            max_body_bytes=_int(env, "TASKEVAL_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, low=1024),
+            lease_seconds=lease,
+            max_attempts=_int(env, "TASKEVAL_MAX_ATTEMPTS", 5),
+            backoff_seconds=_float(env, "TASKEVAL_BACKOFF_SECONDS", 30.0),
+            backoff_max_seconds=_float(env, "TASKEVAL_BACKOFF_MAX_SECONDS", 3600.0),
+            poll_seconds=_float(env, "TASKEVAL_POLL_SECONDS", 1.0, low=0.01),
+            queue_workers=_int(env, "TASKEVAL_QUEUE_WORKERS", 2),
+            shutdown_grace_seconds=_float(env, "TASKEVAL_SHUTDOWN_GRACE", 20.0),
+            ai=ai,  # type: ignore[arg-type]
+            env=env,
+        )

@@ -1,0 +1,300 @@
+"""Queue workers: claim a job, keep its lease alive, run its handler, record the outcome.
+
+``python -m bot.worker`` runs one worker loop (one job at a time). SIGTERM or SIGINT asks it to
+stop: an idle worker exits at once; a busy one finishes its job within the grace period, and a
+job still running after that (or after a second signal) is released back to the queue without
+counting the attempt. A worker killed outright loses nothing either: its lease expires and another
+worker takes the job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError
+
+from bot import logs
+from bot.handlers import HANDLERS, Core, GitHubContext, PipelineCore
+from bot.queue import Job, LeaseLost, Queue
+from bot.settings import BotSettings, SettingsError
+
+log = logging.getLogger("bot.worker")
+
+
+def classify(exc: BaseException) -> tuple[bool, float | None]:
+    """(transient, retry_at): GitHub 5xx/429/rate limits, network and database faults are
+    transient; a missing PR, a missing permission or another 4xx is not. Unknown errors are
+    retried too, within the attempt budget, because a lost evaluation is worse than a late one."""
+    from github import GithubException
+    from requests import RequestException
+
+    from taskeval.github import AuthError, GitHubError, NotFoundError, RateLimitError
+
+    if isinstance(exc, RateLimitError):
+        reset = getattr(exc, "reset_at", None) or getattr(exc, "reset", None)
+        retry_at = reset.timestamp() if hasattr(reset, "timestamp") else (
+            float(reset) if isinstance(reset, int | float) else None)
+        return True, retry_at
+    if isinstance(exc, NotFoundError | AuthError):
+        return False, None
+    status = getattr(exc, "status", None)
+    if isinstance(exc, GitHubError | GithubException) and isinstance(status, int):
+        return status >= 500 or status == 429, None
+    if isinstance(exc, RequestException | DBAPIError | ConnectionError | TimeoutError):
+        return True, None
+    return True, None
+
+
+def describe(exc: BaseException) -> str:
+    text = str(exc).strip() or "(no message)"
+    return f"{type(exc).__name__}: {text}"
+
+
+class Clients:
+    """GitHub clients per job: one token client, or one client per App installation.
+
+    In App mode PyGithub's ``AppInstallationAuth`` mints the installation token from a JWT signed
+    with the App key and reuses it until shortly before it expires, so caching the client per
+    installation is caching the token.
+    """
+
+    def __init__(self, settings: BotSettings,
+                 make_client: Callable[..., Any] | None = None) -> None:
+        self.settings = settings
+        self._make = make_client
+        self._clients: dict[int, Any] = {}
+        self._token_client: Any = None
+        self._own_login: str | None = None
+        self._lock = threading.Lock()
+
+    def _factory(self) -> Callable[..., Any]:
+        if self._make is None:
+            from taskeval.github import make_client
+
+            self._make = make_client
+        return self._make
+
+    def _integration(self) -> Any:
+        from github import Auth, GithubIntegration
+
+        return GithubIntegration(
+            auth=Auth.AppAuth(int(self.settings.app_id or 0), self.settings.private_key or ""),
+            base_url=self.settings.api_url,
+        )
+
+    def for_job(self, job: Job) -> GitHubContext:
+        with self._lock:
+            if self.settings.auth_mode == "token":
+                if self._token_client is None:
+                    self._token_client = self._factory()(
+                        self.settings.github_token, base_url=self.settings.api_url)
+                return GitHubContext(self._token_client,
+                                     self.settings.env.get("TASKEVAL_BOT_LOGIN"),
+                                     self.settings.github_token)
+            installation = job.installation_id
+            if installation is None:  # a repository webhook pointed at an App-mode bot
+                owner, name = job.repo.split("/", 1)
+                installation = int(self._integration().get_repo_installation(owner, name).id)
+            client = self._clients.get(installation)
+            if client is None:
+                client = self._factory()(
+                    app_id=self.settings.app_id, private_key=self.settings.private_key,
+                    installation_id=installation, base_url=self.settings.api_url)
+                self._clients[installation] = client
+            if self._own_login is None:
+                slug = self.settings.app_slug or self._integration().get_app().slug
+                self._own_login = f"{slug}[bot]"
+            return GitHubContext(client, self._own_login, None)
+
+
+class Worker:
+    def __init__(
+        self,
+        settings: BotSettings,
+        engine: Engine,
+        *,
+        core: Core | None = None,
+        clients: Clients | None = None,
+        queue: Queue | None = None,
+        worker_id: str | None = None,
+    ) -> None:
+        self.settings = settings
+        self.engine = engine
+        self.core = core or PipelineCore(settings, engine)
+        self.clients = clients or Clients(settings)
+        self.queue = queue or Queue(
+            engine, lease_seconds=settings.lease_seconds, max_attempts=settings.max_attempts,
+            backoff_seconds=settings.backoff_seconds,
+            backoff_max_seconds=settings.backoff_max_seconds,
+        )
+        self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
+
+    # ------------------------------------------------------------------ one job
+
+    def run_one(self, job: Job) -> str:
+        """Run a claimed job to its end; returns the job's new status."""
+        with logs.context(job=job.id, repo=job.repo, pr=job.number):
+            lost = threading.Event()
+            done = threading.Event()
+            beat = threading.Thread(target=self._heartbeat, args=(job, done, lost),
+                                    name=f"lease-{job.id}", daemon=True)
+            beat.start()
+            started = time.monotonic()
+            try:
+                return self._execute(job, lost)
+            finally:
+                done.set()
+                beat.join(timeout=5)
+                log.info("job finished", extra={"fields": {
+                    "kind": job.kind, "attempt": job.attempts,
+                    "seconds": round(time.monotonic() - started, 3)}})
+
+    def _execute(self, job: Job, lost: threading.Event) -> str:
+        handler = HANDLERS.get(job.kind)
+        if handler is None:
+            return self.queue.fail(job.id, self.id, f"unknown job kind {job.kind!r}",
+                                   transient=False)
+        log.info("job started", extra={"fields": {"kind": job.kind, "attempt": job.attempts}})
+        try:
+            ctx = self.clients.for_job(job)
+            outcome = handler(self.core, ctx, job)
+        except Exception as exc:  # every failure is recorded on the job
+            transient, retry_at = classify(exc)
+            status = self.queue.fail(job.id, self.id, describe(exc), transient=transient,
+                                     retry_at=retry_at)
+            level = logging.ERROR if status == "dead" else logging.WARNING
+            log.log(level, "job failed (%s): %s", status, describe(exc),
+                    exc_info=not transient, extra={"fields": {"transient": transient}})
+            return status
+        if lost.is_set():
+            log.warning("lease lost mid-job; another worker owns it now")
+        try:
+            follow = self.queue.complete(job.id, self.id, note=outcome.note, error=outcome.error,
+                                         evaluation=outcome.evaluation,
+                                         follow_up=outcome.follow_up)
+        except LeaseLost:
+            log.warning("lease lost before completion; outcome discarded (the new owner redoes it)")
+            return "lost"
+        fields: dict[str, Any] = {"note": outcome.note}
+        if follow is not None:
+            fields["follow_up_job"] = follow
+        if outcome.error:
+            log.error("job done with a problem: %s", outcome.error, extra={"fields": fields})
+        else:
+            log.info("job done", extra={"fields": fields})
+        return "done"
+
+    def _heartbeat(self, job: Job, done: threading.Event, lost: threading.Event) -> None:
+        interval = max(0.05, self.settings.lease_seconds / 3)
+        with logs.context(job=job.id, repo=job.repo, pr=job.number):
+            while not done.wait(interval):
+                try:
+                    if not self.queue.heartbeat(job.id, self.id):
+                        lost.set()
+                        return
+                except Exception as exc:  # a missed beat is retried next interval
+                    log.warning("lease heartbeat failed: %s", describe(exc))
+
+    # ------------------------------------------------------------------ the loop
+
+    def run(self, stop: threading.Event, hurry: threading.Event | None = None, *,
+            parent_pid: int | None = None, max_jobs: int | None = None) -> int:
+        """Claim and run jobs until ``stop``; returns how many jobs were run."""
+        hurry = hurry or threading.Event()
+        count = 0
+        log.info("worker started", extra={"fields": {"worker": self.id}})
+        while not stop.is_set():
+            if parent_pid is not None and os.getppid() != parent_pid:
+                log.warning("parent process went away; stopping")
+                break
+            try:
+                job = self.queue.claim(self.id)
+            except Exception as exc:  # the database may be restarting
+                log.warning("could not claim a job: %s", describe(exc))
+                stop.wait(min(5.0, self.settings.poll_seconds * 5))
+                continue
+            if job is None:
+                stop.wait(self.settings.poll_seconds)
+                continue
+            self._run_until_stopped(job, stop, hurry)
+            count += 1
+            if max_jobs is not None and count >= max_jobs:
+                break
+        log.info("worker stopped", extra={"fields": {"worker": self.id, "jobs": count}})
+        return count
+
+    def _run_until_stopped(self, job: Job, stop: threading.Event, hurry: threading.Event) -> None:
+        """Run the job in a thread so a shutdown can wait a bounded time and then release it."""
+        runner = threading.Thread(target=self.run_one, args=(job,), name=f"job-{job.id}",
+                                  daemon=True)
+        runner.start()
+        deadline: float | None = None
+        while runner.is_alive():
+            runner.join(0.1)
+            if stop.is_set() and deadline is None:
+                deadline = time.monotonic() + self.settings.shutdown_grace_seconds
+                with logs.context(job=job.id, repo=job.repo, pr=job.number):
+                    log.info("shutdown requested; finishing the current job",
+                             extra={"fields": {"grace_seconds":
+                                               self.settings.shutdown_grace_seconds}})
+            if deadline is not None and runner.is_alive() and (
+                hurry.is_set() or time.monotonic() >= deadline
+            ):
+                released = self.queue.release(job.id, self.id)
+                with logs.context(job=job.id, repo=job.repo, pr=job.number):
+                    log.warning("job %s to the queue at shutdown",
+                                "released" if released else "could not be released")
+                return
+
+
+def install_signals(stop: threading.Event, hurry: threading.Event) -> None:
+    """First SIGTERM/SIGINT: stop after the current job; second: release it and stop now."""
+
+    def handler(signum: int, _frame: Any) -> None:
+        if stop.is_set():
+            hurry.set()
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bot.worker",
+                                     description="Run one taskeval queue worker.")
+    parser.add_argument("--log-level", default=os.environ.get("TASKEVAL_LOG_LEVEL", "info"),
+                        choices=["debug", "info", "warning", "error"])
+    parser.add_argument("--parent-pid", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    logs.setup(args.log_level)
+    try:
+        settings = BotSettings.from_env()
+        settings.require_github_auth()
+    except SettingsError as exc:
+        log.error("cannot start the worker: %s", exc)
+        print(f"taskeval worker: {exc}", file=sys.stderr)
+        return 2
+    logs.register_secrets(settings.secrets())
+    from bot.db import init_schema, make_engine
+
+    engine = make_engine(settings.database_url)
+    init_schema(engine)
+    stop, hurry = threading.Event(), threading.Event()
+    install_signals(stop, hurry)
+    Worker(settings, engine).run(stop, hurry, parent_pid=args.parent_pid)
+    engine.dispose()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

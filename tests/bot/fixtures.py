@@ -1,0 +1,52 @@
+"""Shared fixtures for the bot tests (loaded with ``pytest_plugins = ["tests.bot.fixtures"]``).
+
+``engine`` runs each queue/store test twice: on a SQLite file and on the PostgreSQL server named
+by ``DATABASE_URL_POSTGRES`` (``.ci/run`` starts one). Without that variable the PostgreSQL half
+is skipped with a reason that says so plainly; with it set but the server down, the tests fail.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from bot.db import init_schema, make_engine, metadata
+from tests.bot.helpers import POSTGRES_SKIP, postgres_url
+
+
+def _reset(engine: Engine) -> None:
+    metadata.drop_all(engine)
+    init_schema(engine)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty database URL of each dialect."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'bot.sqlite3'}"
+        return
+    url = postgres_url()
+    if url is None:
+        warnings.warn(POSTGRES_SKIP, stacklevel=1)
+        pytest.skip(POSTGRES_SKIP)
+    engine = make_engine(url)
+    _reset(engine)
+    engine.dispose()
+    yield url
+
+
+@pytest.fixture
+def engine(db_url: str) -> Iterator[Engine]:
+    eng = make_engine(db_url)
+    init_schema(eng)
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'bot.sqlite3'}"

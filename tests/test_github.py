@@ -1,0 +1,650 @@
+"""Collection, comments and permissions against the fake GitHub (HTTP-level mocks only)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from github import Github
+
+from taskeval.github import (
+    MARKER,
+    AuthError,
+    GitHubError,
+    NotFoundError,
+    RateLimitError,
+    add_reaction,
+    api_url,
+    collaborator_permission,
+    collect,
+    make_client,
+    parse_pr_ref,
+    upsert_comment,
+)
+from tests.fakegithub import ACTIONS_PERMISSIONS, FAKE_TOKEN, FakeGitHub, Fault
+
+REPO = "octo-org/widgets"
+# One request each: repository, PR, commits, reviews, review comments, conversation comments,
+# files, config, check runs, workflow runs.
+BASELINE_REQUESTS = 10
+
+
+def client(fake: FakeGitHub, token: str | None = FAKE_TOKEN, **kwargs: object) -> Github:
+    options: dict[str, object] = {"retries": 2, "backoff_factor": 0, "max_wait": 5}
+    options.update(kwargs)
+    return make_client(token, base_url=fake.url, **options)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    github = FakeGitHub()
+    with github.mock():
+        yield github
+
+
+# ------------------------------------------------------------------------------------ collection
+
+
+def test_collects_a_merged_agent_pr_completely(fake: FakeGitHub) -> None:
+    pr = fake.add_pr(REPO, 482, config_text="ai: false\n")
+
+    raw = collect(client(fake), REPO, 482)
+
+    assert raw.repository == REPO and raw.default_branch == "main"
+    assert raw.html_base == "https://github.com"
+    assert raw.pull.merged and raw.pull.merged_by is not None
+    assert raw.pull.merged_by.login == "octocat"
+    assert raw.pull.user.login == "copilot-swe-agent[bot]" and raw.pull.user.is_bot
+    assert raw.pull.head_sha == pr.head_sha and raw.pull.labels == ["bug"]
+    assert "Fixes #12" in raw.pull.body
+    assert [c.sha for c in raw.commits] == pr.commit_shas
+    assert raw.commits[1].message.startswith("Handle empty input in parse_widget")
+    assert all(c.verified and c.verification_reason == "valid" for c in raw.commits)
+    assert raw.commits[1].parents == [pr.commit_shas[0]]
+    assert [(r.user.login if r.user else None, r.state) for r in raw.reviews] == [
+        ("octocat", "APPROVED")
+    ]
+    assert [c.path for c in raw.review_comments] == ["src/widgets/parser.py"]
+    assert [c.user.login for c in raw.issue_comments if c.user] == [
+        "octocat", "copilot-swe-agent[bot]"
+    ]
+    assert [f.filename for f in raw.files] == [
+        "src/widgets/parser.py", "tests/test_parser.py", "CHANGELOG.md"
+    ]
+    assert sorted((c.name, c.conclusion) for c in raw.check_runs) == [
+        ("lint", "success"), ("test", "success")
+    ]
+    assert all(c.app_slug == "github-actions" for c in raw.check_runs)
+    assert sorted(r.head_sha for r in raw.workflow_runs) == sorted(pr.commit_shas)
+    assert raw.config_text == "ai: false\n"
+    assert raw.issues == []
+    assert raw.requests == BASELINE_REQUESTS == len(fake.log)
+    assert (raw.rate_limit_remaining, raw.rate_limit_limit) == (fake.rate_remaining, 5000)
+
+
+def test_file_patches_are_never_collected(fake: FakeGitHub) -> None:
+    fake.add_pr(REPO, 482)
+
+    raw = collect(client(fake), REPO, 482)
+
+    assert raw.files and all("patch" not in f.model_dump() for f in raw.files)
+    assert "added line" not in raw.model_dump_json()
+
+
+@pytest.mark.parametrize(
+    ("knob", "count", "route"),
+    [
+        ("commits", 300, "pulls.commits"),  # GitHub lists at most 250 of them
+        ("files", 230, "pulls.files"),
+        ("reviews", 101, "pulls.reviews"),
+        ("issue_comments", 205, "issues.comments"),
+    ],
+)
+def test_long_listings_page_at_100_without_a_request_per_item(
+    fake: FakeGitHub, knob: str, count: int, route: str
+) -> None:
+    # No CI here: the fake makes one workflow run per commit, which would page on their own.
+    if knob == "commits":
+        fake.add_pr(REPO, 482, commits=count, ci="none")
+        listed = min(count, 250)
+    elif knob == "files":
+        fake.add_pr(REPO, 482, ci="none",
+                    files=[{"filename": f"src/m{i}.py"} for i in range(count)])
+        listed = count
+    elif knob == "reviews":
+        fake.add_pr(REPO, 482, ci="none", reviews=[{"user": f"rev{i}", "state": "COMMENTED"}
+                                                   for i in range(count)])
+        listed = count
+    else:
+        fake.add_pr(REPO, 482, ci="none", issue_comments=[
+            {"user": "octocat", "body": f"note {i}"} for i in range(count)])
+        listed = count
+
+    raw = collect(client(fake), REPO, 482)
+
+    pages = math.ceil(listed / 100)
+    assert len(getattr(raw, knob)) == listed
+    assert fake.count(route=route) == pages
+    assert raw.requests == len(fake.log) == BASELINE_REQUESTS - 1 + pages
+    assert set(fake.counts()) <= {
+        "repos.get", "pulls.get", "pulls.commits", "pulls.reviews", "pulls.review_comments",
+        "issues.comments", "pulls.files", "repos.contents", "checks.list", "actions.runs",
+    }
+
+
+def test_pr_beyond_githubs_250_commit_listing_says_so(fake: FakeGitHub) -> None:
+    fake.add_pr(REPO, 482, commits=260)
+
+    raw = collect(client(fake), REPO, 482)
+
+    assert raw.pull.commits == 260 and len(raw.commits) == 250
+    assert [(i.resource, i.status) for i in raw.issues] == [("commits", None)]
+    assert "250 of 260" in raw.issues[0].message
+
+
+def test_pr_without_ci_collects_no_checks_and_no_issue(fake: FakeGitHub) -> None:
+    fake.add_pr(REPO, 482, ci="none")
+
+    raw = collect(client(fake), REPO, 482)
+
+    assert raw.check_runs == [] and raw.workflow_runs == [] and raw.issues == []
+    assert raw.requests == BASELINE_REQUESTS
+
+
+def test_missing_config_is_none_not_an_issue(fake: FakeGitHub) -> None:
+    fake.add_pr(REPO, 482)
+
+    raw = collect(client(fake), REPO, 482)
+
+    assert raw.config_text is None and raw.issues == []
+    assert [r.status for r in fake.log if r.route == "repos.contents"] == [404]
+
+
+def test_fail_then_fix_and_reruns_keep_every_attempt(fake: FakeGitHub) -> None:
+    pr = fake.add_pr(REPO, 482, commits=3, ci="fail-then-fix", rerun=True)
+
+    raw = collect(client(fake), REPO, 482)
+
+    by_sha = {r.head_sha: r for r in raw.workflow_runs}
+    assert [by_sha[s].conclusion for s in pr.commit_shas] == ["failure", "failure", "success"]
+    assert by_sha[pr.head_sha].run_attempt == 2
+    tests = sorted((c.started_at, c.conclusion) for c in raw.check_runs if c.name == "test")
+    assert [conclusion for _, conclusion in tests] == ["failure", "success"]
+
+
+def test_fork_pr_runs_are_found_by_branch_and_kept_only_for_its_commits(
+    fake: FakeGitHub,
+) -> None:
+    pr = fake.add_pr(REPO, 77, fork="contributor", commits=2)
+    decoy = fake.add_workflow_run(REPO, "f" * 40, "patch-1", "failure", event="push")
+
+    raw = collect(client(fake), REPO, 77)
+
+    assert raw.pull.head_repo == "contributor/widgets" and raw.pull.head_ref == "patch-1"
+    assert {r.head_sha for r in raw.workflow_runs} == set(pr.commit_shas)
+    assert decoy["id"] not in {r.id for r in raw.workflow_runs}
+    runs_query = next(r.query for r in fake.log if r.route == "actions.runs")
+    assert runs_query["branch"] == "patch-1"
+
+
+def test_runs_listing_is_bounded_to_the_prs_lifetime(fake: FakeGitHub) -> None:
+    pr = fake.add_pr(REPO, 482, commits=1)
+    old = fake.add_workflow_run(REPO, pr.head_sha, pr.head_ref, "failure",
+                                created_at=datetime(2024, 1, 1, tzinfo=UTC))
+
+    raw = collect(client(fake), REPO, 482)
+
+    assert old["id"] not in {r.id for r in raw.workflow_runs}
+    assert len(raw.workflow_runs) == 1
+
+
+@pytest.mark.parametrize(
+    ("missing", "resource", "hint"),
+    [
+        ("checks", "check_runs", "checks: read"),
+        ("actions", "workflow_runs", "actions: read"),
+        ("contents", "config", "contents: read"),
+    ],
+)
+def test_a_forbidden_secondary_resource_becomes_an_issue(
+    missing: str, resource: str, hint: str
+) -> None:
+    token = "ghs_InstallationToken00000000000000000000"
+    fake = FakeGitHub(token=None)
+    fake.add_token(token, "taskeval[bot]", integration=True,
+                   permissions={k: v for k, v in ACTIONS_PERMISSIONS.items() if k != missing})
+    fake.add_pr(REPO, 482, config_text="ai: false\n")
+    with fake.mock():
+        raw = collect(client(fake, token), REPO, 482)
+
+    assert [(i.resource, i.status) for i in raw.issues] == [(resource, 403)]
+    assert hint in raw.issues[0].message and token not in raw.issues[0].message
+    assert len(raw.commits) == 3 and len(raw.reviews) == 1 and raw.pull.number == 482
+    assert (raw.check_runs == []) == (resource == "check_runs")
+    assert (raw.workflow_runs == []) == (resource == "workflow_runs")
+
+
+def test_a_404_on_check_runs_is_an_issue_too(fake: FakeGitHub) -> None:
+    pr = fake.add_pr(REPO, 482)
+    fake.inject(f"/repos/{REPO}/commits/{pr.head_sha}/check-runs", Fault.not_found())
+
+    raw = collect(client(fake), REPO, 482)
+
+    assert [(i.resource, i.status) for i in raw.issues] == [("check_runs", 404)]
+    assert raw.workflow_runs
+
+
+@pytest.mark.parametrize(
+    ("repository", "number", "message"),
+    [
+        ("octo-org/nope", 482, "repository octo-org/nope or PR #482 not found"),
+        (REPO, 999, "PR #999 in octo-org/widgets not found"),
+    ],
+)
+def test_missing_repository_or_pr_raises_not_found(
+    fake: FakeGitHub, repository: str, number: int, message: str
+) -> None:
+    fake.add_pr(REPO, 482)
+
+    with pytest.raises(NotFoundError) as caught:
+        collect(client(fake), repository, number)
+
+    assert message in str(caught.value) and caught.value.status == 404
+    assert fake.count(route="pulls.commits") == 0
+
+
+def test_private_repository_is_invisible_without_a_token() -> None:
+    fake = FakeGitHub(token=None)
+    fake.add_repo("octo-org/secret", private=True)
+    fake.add_pr("octo-org/secret", 1)
+    fake.add_pr("octo-org/public", 2)
+    with fake.mock():
+        anonymous = client(fake, None)
+        assert collect(anonymous, "octo-org/public", 2).pull.number == 2
+        with pytest.raises(NotFoundError):
+            collect(anonymous, "octo-org/secret", 1)
+    assert all(r.login is None for r in fake.log)
+
+
+def test_bad_credentials_raise_auth_error_without_the_token(fake: FakeGitHub) -> None:
+    fake.add_pr(REPO, 482)
+    wrong = "ghp_WrongToken11111111111111111111111111111"
+
+    with pytest.raises(AuthError) as caught:
+        collect(client(fake, wrong), REPO, 482)
+
+    assert caught.value.status == 401 and "Bad credentials" in str(caught.value)
+    assert wrong not in str(caught.value) and FAKE_TOKEN not in str(caught.value)
+
+
+def test_a_502_is_retried_and_collection_succeeds(fake: FakeGitHub) -> None:
+    fake.add_pr(REPO, 482, commits=150, ci="none")
+    fake.inject(f"/repos/{REPO}/pulls/482/commits", Fault.server_error(502))
+
+    raw = collect(client(fake), REPO, 482)
+
+    assert len(raw.commits) == 150
+    assert [r.status for r in fake.log if r.route == "pulls.commits"] == [502, 200, 200]
+    assert raw.requests == len(fake.log) == BASELINE_REQUESTS + 2
+
+
+def test_persistent_5xx_fails_after_bounded_retries(fake: FakeGitHub) -> None:
+    fake.add_pr(REPO, 482)
+    fake.inject(f"/repos/{REPO}/pulls/482/files", Fault.server_error(503), times=10)
+
+    with pytest.raises(GitHubError) as caught:
+        collect(client(fake, retries=2), REPO, 482)
+
+    assert caught.value.status == 503 and "changed files" in str(caught.value)
+    assert fake.count(route="pulls.files") == 3  # the first try and two retries
+
+
+def test_secondary_rate_limit_waits_retry_after_then_succeeds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake = FakeGitHub()
+    fake.add_pr(REPO, 482)
+    fake.inject(f"/repos/{REPO}/pulls/482/reviews", Fault.secondary_rate_limit(retry_after=3))
+    waits: list[float] = []
+    monkeypatch.setattr(time, "sleep", waits.append)  # record the waits instead of waiting
+
+    with fake.serve():
+        raw = collect(client(fake, max_wait=10), REPO, 482)
+
+    assert waits == [3]
+    assert [r.status for r in fake.log if r.route == "pulls.reviews"] == [403, 200]
+    assert len(raw.reviews) == 1 and raw.requests == len(fake.log) == BASELINE_REQUESTS + 1
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [Fault.primary_rate_limit(reset_in=3600), Fault.secondary_rate_limit(retry_after=600)],
+    ids=["primary", "secondary-long-retry-after"],
+)
+def test_a_limit_longer_than_the_allowed_wait_fails_fast(
+    fake: FakeGitHub, fault: Fault
+) -> None:
+    fake.add_pr(REPO, 482)
+    fake.inject(f"/repos/{REPO}/pulls/482/files", fault)
+
+    with pytest.raises(RateLimitError) as caught:
+        collect(client(fake, max_wait=5), REPO, 482)
+
+    assert fake.count(route="pulls.files") == 1
+    assert caught.value.reset_at is not None and caught.value.reset_at > datetime.now(UTC)
+    assert "rate limit" in str(caught.value)
+
+
+def test_a_secondary_limit_that_persists_exhausts_retries(fake: FakeGitHub) -> None:
+    fake.add_pr(REPO, 482)
+    fake.inject(f"/repos/{REPO}/pulls/482/comments", Fault.secondary_rate_limit(1), times=10)
+
+    with pytest.raises(RateLimitError):
+        collect(client(fake, retries=2, max_wait=5), REPO, 482)
+
+    assert fake.count(route="pulls.review_comments") == 3
+
+
+def test_truncated_json_is_a_clear_error(fake: FakeGitHub) -> None:
+    fake.add_pr(REPO, 482)
+    fake.inject(f"/repos/{REPO}/pulls/482/files", Fault.truncated_json())
+
+    with pytest.raises(GitHubError, match="malformed JSON"):
+        collect(client(fake), REPO, 482)
+
+
+def test_concurrent_collection_over_http_matches_sequential() -> None:
+    fake = FakeGitHub(latency=0.01)
+    fake.add_pr(REPO, 482, commits=120, ci="fail-then-fix")
+    with fake.serve():
+        parallel = collect(client(fake), REPO, 482, max_workers=8)
+        sequential = collect(client(fake), REPO, 482, max_workers=1)
+
+    assert parallel.model_dump(exclude={"requests", "rate_limit_remaining"}) == \
+        sequential.model_dump(exclude={"requests", "rate_limit_remaining"})
+    # 120 commits and 120 workflow runs: two pages each.
+    assert parallel.requests == sequential.requests == BASELINE_REQUESTS + 2
+    assert len(fake.log) == 2 * parallel.requests and {r.status for r in fake.log} <= {200, 404}
+
+
+def test_github_api_url_is_honoured(monkeypatch: pytest.MonkeyPatch, fake: FakeGitHub) -> None:
+    fake.add_pr(REPO, 482)
+    monkeypatch.setenv("GITHUB_API_URL", fake.url + "/")
+
+    raw = collect(make_client(FAKE_TOKEN, retries=0), REPO, 482)
+
+    assert raw.pull.number == 482 and len(fake.log) == raw.requests
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, "https://api.github.com"),
+        ({"GITHUB_API_URL": ""}, "https://api.github.com"),
+        ({"GITHUB_API_URL": "https://ghe.example.com/api/v3/"}, "https://ghe.example.com/api/v3"),
+        ({"GITHUB_API_URL": " http://127.0.0.1:8080 "}, "http://127.0.0.1:8080"),
+    ],
+)
+def test_api_url(env: dict[str, str], expected: str) -> None:
+    assert api_url(env) == expected
+
+
+def test_app_installation_auth_goes_through_the_same_factory() -> None:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private_pem = key.private_bytes(serialization.Encoding.PEM,
+                                    serialization.PrivateFormat.PKCS8,
+                                    serialization.NoEncryption()).decode()
+    public_pem = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                               serialization.PublicFormat.SubjectPublicKeyInfo
+                                               ).decode()
+    fake = FakeGitHub(token=None)
+    fake.add_app(12345, public_pem, slug="taskeval", installations={42: [REPO]})
+    fake.add_pr(REPO, 482)
+    with fake.serve():
+        gh = make_client(base_url=fake.url, app_id="12345", private_key=private_pem,
+                         installation_id=42, retries=0)
+        raw = collect(gh, REPO, 482)
+        _, created = upsert_comment(gh, REPO, 482, "score: 81", own_login="taskeval[bot]")
+
+    assert raw.pull.number == 482 and raw.issues == []
+    assert fake.count(route="app.token") == 1  # one installation token, reused
+    assert raw.requests == BASELINE_REQUESTS  # the token exchange is not the PR's
+    assert {r.login for r in fake.log if r.route != "app.token"} == {"taskeval[bot]"}
+    assert created and fake.comments(REPO, 482)[-1]["user"]["login"] == "taskeval[bot]"
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"app_id": "1"},
+        {"private_key": "-----BEGIN PRIVATE KEY-----"},
+        {"token": "ghp_x", "app_id": "1", "private_key": "k"},
+        {"base_url": "ftp://example.com"},
+    ],
+)
+def test_make_client_rejects_inconsistent_credentials(kwargs: dict[str, str]) -> None:
+    with pytest.raises(ValueError):
+        make_client(**kwargs)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------------ references
+
+
+@pytest.mark.parametrize(
+    ("ref", "expected"),
+    [
+        ("octo-org/widgets#482", ("octo-org/widgets", 482)),
+        ("  octo-org/widgets#482\n", ("octo-org/widgets", 482)),
+        ("octo-org/widgets/pull/482", ("octo-org/widgets", 482)),
+        ("https://github.com/octo-org/widgets/pull/482", ("octo-org/widgets", 482)),
+        ("https://github.com/octo-org/widgets/pull/482/files", ("octo-org/widgets", 482)),
+        ("https://github.com/octo-org/widgets/pull/482/", ("octo-org/widgets", 482)),
+        ("https://github.com/octo-org/widgets/pull/482#issuecomment-1", ("octo-org/widgets", 482)),
+        ("https://ghe.corp.example/team/my.repo_x/pull/7/commits?w=1", ("team/my.repo_x", 7)),
+        ("http://localhost:8080/a/b/pull/1", ("a/b", 1)),
+    ],
+)
+def test_parse_pr_ref_accepts(ref: str, expected: tuple[str, int]) -> None:
+    assert parse_pr_ref(ref) == expected
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "", "octo-org/widgets", "octo-org/widgets#", "octo-org/widgets#0", "widgets#12",
+        "octo-org/widgets#12a", "https://github.com/octo-org/widgets/issues/482",
+        "https://github.com/octo-org/widgets", "octo-org/widgets/pull/-3", "a/b/c#1",
+        "-bad/widgets#1",
+    ],
+)
+def test_parse_pr_ref_rejects_with_a_clear_message(ref: str) -> None:
+    with pytest.raises(ValueError, match="OWNER/REPO#N"):
+        parse_pr_ref(ref)
+
+
+# -------------------------------------------------------------------------------------- comments
+
+
+def marker_comments(fake: FakeGitHub, number: int = 482) -> list[dict[str, object]]:
+    return [c for c in fake.comments(REPO, number) if str(c["body"]).startswith(MARKER)]
+
+
+def test_upsert_creates_once_then_updates_in_place(fake: FakeGitHub) -> None:
+    fake.add_pr(REPO, 482)
+    gh = client(fake)
+
+    first_url, first_created = upsert_comment(gh, REPO, 482, f"{MARKER}\nscore: 70")
+    second_url, second_created = upsert_comment(gh, REPO, 482, f"{MARKER}\nscore: 81")
+
+    assert (first_created, second_created) == (True, False) and first_url == second_url
+    ours = marker_comments(fake)
+    assert len(ours) == 1 and ours[0]["body"] == f"{MARKER}\nscore: 81"
+    assert ours[0]["user"]["login"] == "taskeval-user"  # type: ignore[index]
+    assert fake.count(route="issues.create_comment") == 1
+    assert fake.count(route="issues.update_comment") == 1
+
+
+def test_upsert_adds_the_marker_so_the_next_run_finds_it(fake: FakeGitHub) -> None:
+    fake.add_pr(REPO, 482)
+    gh = client(fake)
+
+    upsert_comment(gh, REPO, 482, "score: 70", own_login="taskeval-user")
+    _, created = upsert_comment(gh, REPO, 482, "score: 75", own_login="taskeval-user")
+
+    assert not created
+    assert [c["body"] for c in marker_comments(fake)] == [f"{MARKER}\nscore: 75"]
+
+
+def test_upsert_never_edits_a_marker_comment_by_someone_else(fake: FakeGitHub) -> None:
+    fake.add_pr(REPO, 482)
+    pasted = fake.add_issue_comment(REPO, 482, f"{MARKER}\nI copied this from another PR",
+                                    user="mallory", author_association="NONE")
+
+    _, created = upsert_comment(client(fake), REPO, 482, "score: 90")
+
+    assert created
+    assert pasted["body"] == f"{MARKER}\nI copied this from another PR"
+    assert [c["user"]["login"] for c in marker_comments(fake)] == [  # type: ignore[index]
+        "mallory", "taskeval-user"
+    ]
+
+
+def test_upsert_finds_its_comment_on_a_later_page(fake: FakeGitHub) -> None:
+    fake.add_pr(REPO, 482, issue_comments=[{"user": "octocat", "body": f"chatter {i}"}
+                                           for i in range(150)])
+    gh = client(fake)
+    upsert_comment(gh, REPO, 482, "score: 60", own_login="taskeval-user")
+
+    _, created = upsert_comment(gh, REPO, 482, "score: 61", own_login="taskeval-user")
+
+    assert not created and len(marker_comments(fake)) == 1
+
+
+@pytest.mark.parametrize(
+    ("permissions", "existing", "route"),
+    [
+        ({**ACTIONS_PERMISSIONS, "issues": "read", "pull_requests": "read"}, False,
+         "issues.create_comment"),
+        ({**ACTIONS_PERMISSIONS, "issues": "read", "pull_requests": "read"}, True,
+         "issues.update_comment"),
+    ],
+)
+def test_upsert_without_write_permission_names_it(
+    permissions: dict[str, str], existing: bool, route: str
+) -> None:
+    token = "ghs_ReadOnlyInstallation000000000000000000"
+    fake = FakeGitHub(token=None)
+    fake.add_token(token, "taskeval[bot]", integration=True, permissions=permissions)
+    fake.add_pr(REPO, 482)
+    if existing:
+        fake.add_issue_comment(REPO, 482, f"{MARKER}\nold", user="taskeval[bot]")
+    with fake.mock(), pytest.raises(AuthError) as caught:
+        upsert_comment(client(fake, token), REPO, 482, "score", own_login="taskeval[bot]")
+
+    assert "pull-requests: write" in str(caught.value) and token not in str(caught.value)
+    assert [r.status for r in fake.log if r.route == route] == [403]
+
+
+def test_upsert_as_the_actions_token_falls_back_to_github_actions_bot(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    token = "ghs_ActionsToken000000000000000000000000000"
+    fake = FakeGitHub(token=None)
+    fake.add_token(token, "github-actions[bot]", integration=True)
+    fake.add_pr(REPO, 482)
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    with fake.mock():
+        gh = client(fake, token)
+        _, first = upsert_comment(gh, REPO, 482, "score: 70")
+        _, second = upsert_comment(gh, REPO, 482, "score: 72")
+
+    assert (first, second) == (True, False)
+    assert [r.status for r in fake.log if r.route == "user"] == [403, 403]
+    assert len(marker_comments(fake)) == 1
+
+
+def test_upsert_with_an_installation_token_outside_actions_needs_own_login(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    token = "ghs_AppToken00000000000000000000000000000"
+    fake = FakeGitHub(token=None)
+    fake.add_token(token, "taskeval[bot]", integration=True)
+    fake.add_pr(REPO, 482)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    with fake.mock(), pytest.raises(AuthError, match="own_login"):
+        upsert_comment(client(fake, token), REPO, 482, "score")
+
+    assert fake.comments(REPO, 482) == fake.comments(REPO, 482)[:2]  # nothing was posted
+    assert fake.count(method="POST") == 0
+
+
+def test_a_failed_post_is_not_resent(fake: FakeGitHub) -> None:
+    fake.add_pr(REPO, 482)
+    fake.inject(f"/repos/{REPO}/issues/482/comments", Fault.server_error(502).on("POST"))
+
+    with pytest.raises(GitHubError) as caught:
+        upsert_comment(client(fake, retries=3), REPO, 482, "score", own_login="taskeval-user")
+
+    assert caught.value.status == 502
+    assert fake.count(route="issues.create_comment") == 1 and marker_comments(fake) == []
+
+
+def test_a_rate_limited_post_is_retried(fake: FakeGitHub) -> None:
+    fake.add_pr(REPO, 482)
+    fake.inject(f"/repos/{REPO}/issues/482/comments",
+                Fault.secondary_rate_limit(retry_after=1).on("POST"))
+
+    _, created = upsert_comment(client(fake), REPO, 482, "score", own_login="taskeval-user")
+
+    assert created and len(marker_comments(fake)) == 1
+    assert [r.status for r in fake.log if r.route == "issues.create_comment"] == [403, 201]
+
+
+# --------------------------------------------------------------------- permissions and reactions
+
+
+@pytest.mark.parametrize(
+    ("login", "permission", "role_name", "expected"),
+    [
+        ("octocat", "admin", "admin", "admin"),
+        ("mona", "write", "maintain", "maintain"),
+        ("hubot", "read", "triage", "triage"),
+        ("dev", "write", "write", "write"),
+        ("auditor", "read", "security-reviewer", "read"),  # a custom role: its base permission
+        ("stranger", None, None, "read"),  # public repository: everyone reads
+        ("ghost-user", None, None, "none"),  # 404: not a user
+    ],
+)
+def test_collaborator_permission(
+    fake: FakeGitHub, login: str, permission: str | None, role_name: str | None, expected: str
+) -> None:
+    fake.add_repo(REPO)
+    if permission is not None:
+        fake.set_permission(REPO, login, permission, role_name)
+
+    assert collaborator_permission(client(fake), REPO, login) == expected
+
+
+def test_add_reaction_reacts_once(fake: FakeGitHub) -> None:
+    fake.add_pr(REPO, 482)
+    comment = fake.add_issue_comment(REPO, 482, "/evaluate", user="octocat")
+    gh = client(fake)
+
+    add_reaction(gh, REPO, comment["id"], "eyes")
+    add_reaction(gh, REPO, comment["id"], "eyes")
+
+    assert [r["content"] for r in fake.reactions[comment["id"]]] == ["eyes"]
+    with pytest.raises(ValueError, match="reaction must be one of"):
+        add_reaction(gh, REPO, comment["id"], "thumbsup")
+
+
+def test_add_reaction_on_a_missing_comment_is_not_found(fake: FakeGitHub) -> None:
+    fake.add_repo(REPO)
+
+    with pytest.raises(NotFoundError):
+        add_reaction(client(fake), REPO, 123, "eyes")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 CONFIG_PATH = ".github/taskeval.yml"
 MAX_CONFIG_BYTES = 64 * 1024
@@ -88,21 +88,130 @@ class Patterns(_Section):
 class Thresholds(_Section):
     """Curve parameters for the deterministic signals; each default says where it comes from.
 
-    Owned by ``taskeval.signals``: every field here is read by exactly one signal.
+    Owned by ``taskeval.signals``: every field here is read by exactly one signal (the signal id
+    is named in brackets). Half-lives are in the signal's own unit: the score halves each time the
+    measured quantity grows by that much, so no value is ever a cliff.
     """
 
     comfortable_change_lines: int = Field(
         default=200, ge=1,
-        description="Changed lines up to which review is fully effective (SmartBear/Cisco study: 200-400 LOC per review).",
+        description="[process.change_size] Changed lines up to which review is fully effective "
+        "(SmartBear/Cisco study: 200-400 LOC per review; 100-200 is comfortable).",
     )
     max_change_lines: int = Field(
         default=1000, ge=2,
-        description="Changed lines at which the size signal reaches its floor.",
+        description="[process.change_size] Changed lines at which the size signal reaches its "
+        "floor. The fall from 100 is quadratic, steepest just past the comfortable size, so 400 "
+        "lines (where the same study sees defect discovery drop) already scores about 60.",
+    )
+    change_size_floor: int = Field(
+        default=10, ge=0, le=100,
+        description="[process.change_size] Score of a change at or beyond max_change_lines: large "
+        "mechanical changes are hard to review but not proof of a bad process.",
+    )
+    head_failing_half_life: float = Field(
+        default=0.5, gt=0,
+        description="[outcome.ci_head] Failing checks at the head commit per halving of the score "
+        "(a pending or cancelled check counts half): one red check -> 25, two -> 6. Red CI on the "
+        "shipped commit is the strongest correctness evidence a PR carries.",
+    )
+    merge_failing_half_life: float = Field(
+        default=0.5, gt=0,
+        description="[process.ci_at_merge] Checks red at merge time per halving (pending at merge "
+        "counts half): merging over red CI breaks the most basic merge expectation.",
+    )
+    red_push_half_life: float = Field(
+        default=2.0, gt=0,
+        description="[agent.red_pushes] Pushes with red CI (flaky re-runs excluded) per halving: "
+        "one red push -> 71, two -> 50; iterating against CI is normal, repeated red pushes are "
+        "not.",
+    )
+    churn_ratio_zero: float = Field(
+        default=0.5, gt=0, le=1,
+        description="[agent.commit_churn] Share of fixup/squash commits and in-PR reverts at which "
+        "the score reaches 0 (linear): when half the commits undo or patch others, the work "
+        "went in circles.",
+    )
+    intervention_ratio_zero: float = Field(
+        default=0.5, gt=0, le=1,
+        description="[agent.human_intervention] Share of commits pushed by other people after the "
+        "PR opened at which the score reaches 0 (linear): by then the author no longer carried "
+        "the task.",
+    )
+    review_rounds_half_life: float = Field(
+        default=2.0, gt=0,
+        description="[agent.review_rounds] Human change requests per halving: one round -> 71, two "
+        "-> 50; a round or two is ordinary review, more means the work kept missing the mark.",
+    )
+    hygiene_half_life: float = Field(
+        default=1.0, gt=0,
+        description="[agent.text_hygiene] Weighted text findings per halving (see leakage_weight, "
+        "boilerplate_weight).",
+    )
+    leakage_weight: float = Field(
+        default=2.0, ge=0,
+        description="[agent.text_hygiene] Weight of one prompt-leakage finding: one leak -> 25, "
+        "since it shows unreviewed model output shipped as PR text.",
+    )
+    boilerplate_weight: float = Field(
+        default=0.5, ge=0,
+        description="[agent.text_hygiene] Weight of one chat-boilerplate finding: one -> 71; "
+        "noise, not harm.",
+    )
+    claims_half_life: float = Field(
+        default=0.75, gt=0,
+        description="[outcome.claims] Contradicted PR claims per halving: one -> 40 (failing "
+        "band), two -> 16; a claim the evidence disproves misleads every reviewer.",
+    )
+    post_approval_half_life: float = Field(
+        default=2.0, gt=0,
+        description="[outcome.post_approval_changes] Commits pushed after the last human approval "
+        "per halving: one small follow-up -> 71, two -> 50.",
+    )
+    test_ratio_half: float = Field(
+        default=0.25, gt=0,
+        description="[outcome.test_evidence] Test-to-source changed-line ratio that scores 50; 1:1 "
+        "scores 94. Healthy codebases carry roughly 1:1 to 1:3 test-to-code ratios.",
+    )
+    test_leniency_lines: float = Field(
+        default=10.0, gt=0,
+        description="[outcome.test_evidence] Source lines per halving of the allowance for "
+        "untested changes: a 3-line fix without tests still scores 81, a 50-line one 3.",
+    )
+    doc_ratio_half: float = Field(
+        default=0.05, gt=0,
+        description="[process.docs_with_surface] Doc-to-surface changed-line ratio that scores 50 "
+        "(docs are terser than code: 10 doc lines for a 200-line API change score 50).",
+    )
+    doc_leniency_lines: float = Field(
+        default=10.0, gt=0,
+        description="[process.docs_with_surface] Public-surface lines per halving of the allowance "
+        "for changes without docs (a 2-line version bump needs none).",
+    )
+    approval_half: float = Field(
+        default=0.3, gt=0,
+        description="[process.human_approval] Independent human approvals that score 50: 0.3 puts "
+        "one approval at 90 and two at 99 (one is GitHub's usual branch-protection minimum).",
+    )
+    change_request_half_life: float = Field(
+        default=0.5, gt=0,
+        description="[process.change_requests] Change requests still standing at merge per "
+        "halving: one -> 25; merging over a reviewer's objection is a process breach.",
+    )
+    description_half_chars: float = Field(
+        default=100.0, gt=0,
+        description="[process.description] Characters of real PR description that score 50; ~300 "
+        "(a few sentences of what and why) scores 88.",
+    )
+    template_half_life: float = Field(
+        default=1.0, gt=0,
+        description="[process.template_filled] Unfilled PR-template findings per halving: "
+        "one -> 50.",
     )
 
     @field_validator("max_change_lines")
     @classmethod
-    def _after_comfortable(cls, value: int, info) -> int:  # type: ignore[no-untyped-def]
+    def _after_comfortable(cls, value: int, info: ValidationInfo) -> int:
         low = info.data.get("comfortable_change_lines")
         if low is not None and value <= low:
             raise ValueError("must be greater than comfortable_change_lines")

@@ -139,6 +139,7 @@ class RunEntry(Model):
     conclusion: str | None = None
     attempt: int = 1
     created_at: str | None = None
+    started_at: str | None = None  # start of the latest attempt (run_started_at)
     updated_at: str | None = None
 
 

@@ -1,0 +1,1025 @@
+"""Raw GitHub data -> the capped, truncated, ID'd evidence bundle.
+
+:func:`build_bundle` is pure and config-independent: the same :class:`RawCollection` always gives a
+byte-identical bundle, because every list is put in a documented, stable order and no clock,
+environment or repository config is read. Signals re-read the bundle's ``facts`` with the repo's
+config, so nothing configurable is baked in here (file ``kind`` in ``documents`` is descriptive
+only, from the default patterns).
+
+Which GitHub data goes where (IDs as in docs/internals.md; caps from the contract):
+
+``taskMetadata``
+    ``pr:<n>``: the PR itself (title, body excerpt, author, labels, merge facts, size, default
+    branch), then ``issue:<n>`` / ``issue:<owner>/<repo>#<n>`` for each issue the title or body
+    links (closing keywords first, then plain mentions, by number).
+``commits`` (cap 20)
+    ``commit:<sha7>`` (lengthened only if two SHAs share 7 characters). Kept when capped: the
+    first and last commit, then every commit with failing CI, every revert and merge, then
+    fixup/squash commits and commits by someone other than the PR author, then the newest of the
+    rest. Shown in PR order; ``total`` is GitHub's commit count, which can exceed the 250 it lists.
+``workflow``
+    ``check:<name>`` (``#<id>`` added when two check runs share a name) and ``run:<id>``. Kept and
+    shown in this order: failing checks at head, unfinished/cancelled checks at head, failing or
+    cancelled workflow runs at head, passing checks at head, failures at earlier commits (the
+    fail-then-fix story), passing runs at head, the rest.
+``reviews``
+    ``review:<id>`` and ``review-comment:<id>``. Kept: decisive reviews (approved, changes
+    requested, dismissed), reviews with a body, top-level review comments, replies, empty
+    "commented" reviews. Shown chronologically.
+``documents``
+    ``file:<path>``: changed files. Kept: the biggest file of each kind (source, test, docs,
+    generated), then the biggest of the rest. Shown by kind, biggest first; ``total`` is GitHub's
+    changed-file count (it lists at most 3,000).
+``taskActivity``
+    ``timeline:<n>`` (opened, first review, first approval, merge, hours between them, commits
+    after opening, comment counts), then ``comment:<id>`` issue comments: people before bots,
+    shown chronologically. taskeval's own comment is left out everywhere, so re-evaluating a PR
+    does not change its evidence.
+``agentLogs``
+    ``log:check-<id>``: bounded output of failing check runs, head first; ``log:comment-<id>`` /
+    ``log:review-comment-<id>``: agent session notes (comments by a bot account or by the PR
+    author that carry agent session markers). Empty when there are none.
+``runAudit``
+    ``audit:unavailable-<resource>`` for each part collection could not read, ``audit:ci-<n>``
+    (run counts, failures, cancellations, re-runs, CI wall time), ``audit:flaky-check-<id>`` /
+    ``audit:flaky-run-<id>`` (same commit failed, then passed), ``audit:rerun-<id>`` (attempt > 1),
+    ``audit:cancelled-<id>``.
+
+``facts`` (:class:`BundleFacts`) holds compact, complete lists up to GitHub's own listing limits,
+so every count a signal needs stays exact after capping: no patches, logs or payloads, ever.
+Request counts and rate-limit figures are deliberately not stored: they differ between two
+collections of the same PR and would change the bundle hash.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from fnmatch import fnmatchcase
+from typing import Final, Literal
+
+from taskeval.config import Patterns
+from taskeval.models import (
+    GROUP_CAPS,
+    GROUP_ORDER,
+    BundleFacts,
+    CheckEntry,
+    CommentEntry,
+    CommitEntry,
+    EvidenceBundle,
+    EvidenceGroup,
+    EvidenceItem,
+    FileEntry,
+    GroupName,
+    PullFacts,
+    ReviewEntry,
+    RunEntry,
+    Scalar,
+)
+from taskeval.raw import (
+    RawCheckRun,
+    RawCollection,
+    RawCommit,
+    RawFile,
+    RawIssueComment,
+    RawReviewComment,
+    RawUser,
+    RawWorkflowRun,
+)
+
+EXCERPT_LIMIT: Final = 500
+SUBJECT_LIMIT: Final = 160
+TRUNCATION_MARKER: Final = "… [truncated]"
+BODY_LIMIT: Final = 8_000
+TITLE_LIMIT: Final = 256  # GitHub's own limit on PR titles
+# The marker taskeval's own PR comment starts with (taskeval.report.MARKER); such comments are
+# our output, not evidence.
+OWN_COMMENT_MARKER: Final = "<!-- taskeval:evaluation -->"
+
+PASSING_CONCLUSIONS: Final = frozenset({"success"})
+FAILING_CONCLUSIONS: Final = frozenset(
+    {"failure", "timed_out", "action_required", "startup_failure"}
+)
+CANCELLED_CONCLUSIONS: Final = frozenset({"cancelled"})
+
+Outcome = Literal["pass", "fail", "cancelled", "neutral", "pending"]
+
+# C0/C1 controls except tab and newline, bidi overrides/isolates (they can hide text), BOM.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ufeff]")
+_REVERTS = re.compile(r"This reverts commit ([0-9a-f]{7,40})")
+_FIXUP = re.compile(r"^(fixup|squash|amend)! ", re.IGNORECASE)
+_REVERT_SUBJECT = re.compile(r'^(Revert "|revert(\([^)]*\))?!?: )', re.IGNORECASE)
+_TRAILER = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*)\s*:\s+(\S.*)$")
+# GitHub's closing keywords (docs: "Linking a pull request to an issue") and plain mentions.
+_ISSUE_REF = re.compile(
+    r"(?i)(?:\b(?P<kw>close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s*:?\s+)?"
+    r"(?:(?P<repo>[\w.-]+/[\w.-]+)#|https?://[^\s/]+/(?P<urlrepo>[\w.-]+/[\w.-]+)/issues/|(?<![\w/#])#)"
+    r"(?P<num>\d+)\b"
+)
+_FENCE = re.compile(r"^(```|~~~).*?^\1", re.MULTILINE | re.DOTALL)
+_INLINE_CODE = re.compile(r"`[^`\n]*`")
+_SESSION_NOTE = re.compile(
+    r"(?i)app\.devin\.ai/sessions|chatgpt\.com/codex|/copilot/|copilot coding agent|"
+    r"(?:started|finished) work on behalf of|agent session|session (?:log|link|id|summary)|"
+    r"\bsession:|trajector(?:y|ies)|tool calls?\b|run log"
+)
+
+
+# --------------------------------------------------------------------------- text helpers
+
+
+def excerpt(text: str | None, limit: int = EXCERPT_LIMIT) -> str:
+    """Bounded, clean text: at most ``limit`` characters including the marker when cut.
+
+    Newlines are normalised to ``\\n`` and control/bidi characters removed, so stored text is
+    inert wherever it is shown and stable across platforms.
+    """
+    if limit <= len(TRUNCATION_MARKER):
+        raise ValueError(f"limit must exceed the marker length ({len(TRUNCATION_MARKER)})")
+    if not text:
+        return ""
+    clean = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n")
+    clean = _CONTROL.sub("", clean.replace("\u2029", "\n")).strip()
+    if len(clean) <= limit:
+        return clean
+    return clean[: limit - len(TRUNCATION_MARKER)].rstrip() + TRUNCATION_MARKER
+
+
+def subject_of(message: str | None) -> str:
+    """First line of a commit message, bounded to :data:`SUBJECT_LIMIT`."""
+    first = excerpt(message, 1 << 30).split("\n", 1)[0]
+    return excerpt(first, SUBJECT_LIMIT)
+
+
+def _message_body(message: str) -> str:
+    parts = excerpt(message, 1 << 30).split("\n", 1)
+    return parts[1].strip() if len(parts) > 1 else ""
+
+
+def parse_trailers(message: str) -> dict[str, str]:
+    """Git-style trailers (``Key: value`` lines) of the last paragraph, never of the subject.
+
+    Hand-written because no library parses trailers without running git; repeated keys are
+    joined with ``", "`` in order.
+    """
+    body = _message_body(message)
+    if not body:
+        return {}
+    last = re.split(r"\n\s*\n", body)[-1].strip("\n")
+    out: dict[str, str] = {}
+    for line in last.split("\n"):
+        if not line.strip():
+            continue
+        if line[0].isspace() and out:  # continuation of the previous trailer
+            continue
+        match = _TRAILER.match(line)
+        if not match:
+            return {}
+        key, value = match.group(1), excerpt(match.group(2).strip(), SUBJECT_LIMIT)
+        out[key] = f"{out[key]}, {value}" if key in out else value
+    return out
+
+
+def strip_code(text: str) -> str:
+    """Text without fenced code blocks and inline code spans (quoted code is not a claim)."""
+    return _INLINE_CODE.sub(" ", _FENCE.sub("\n", text))
+
+
+def is_fixup(subject: str) -> bool:
+    return bool(_FIXUP.match(subject))
+
+
+def is_revert(subject: str) -> bool:
+    return bool(_REVERT_SUBJECT.match(subject))
+
+
+def reverted_sha(message: str | None) -> str | None:
+    match = _REVERTS.search(message or "")
+    return match.group(1) if match else None
+
+
+def iso(value: datetime | None) -> str | None:
+    """UTC, second precision, ``Z`` suffix: one spelling, so strings compare in time order."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_iso(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+def _seconds(start: datetime | None, end: datetime | None) -> int | None:
+    if start is None or end is None:
+        return None
+    a = start if start.tzinfo else start.replace(tzinfo=UTC)
+    b = end if end.tzinfo else end.replace(tzinfo=UTC)
+    return max(0, int((b - a).total_seconds()))
+
+
+def _hours(start: datetime | None, end: datetime | None) -> float | None:
+    secs = _seconds(start, end)
+    return None if secs is None else round(secs / 3600, 2)
+
+
+def _is_bot(user: RawUser | None) -> bool:
+    return bool(user and user.is_bot)
+
+
+def _login(user: RawUser | None) -> str | None:
+    return user.login if user else None
+
+
+def _own_comment(body: str) -> bool:
+    return body.lstrip().startswith(OWN_COMMENT_MARKER)
+
+
+# --------------------------------------------------------------------------- outcomes and IDs
+
+
+def outcome_of(status: str | None, conclusion: str | None) -> Outcome:
+    """One word for a check or run: a conclusion wins over a status, unknown ones are neutral."""
+    if conclusion:
+        if conclusion in PASSING_CONCLUSIONS:
+            return "pass"
+        if conclusion in FAILING_CONCLUSIONS:
+            return "fail"
+        if conclusion in CANCELLED_CONCLUSIONS:
+            return "cancelled"
+        return "neutral"  # neutral, skipped, stale and anything GitHub adds later
+    return "neutral" if status == "completed" else "pending"
+
+
+def commit_ids(shas: Iterable[str]) -> dict[str, str]:
+    """``sha -> commit:<prefix>``: 7 characters, longer only where two SHAs would collide."""
+    unique = sorted(set(shas))
+    out: dict[str, str] = {}
+    for sha in unique:
+        n = 7
+        while n < len(sha) and any(o != sha and o.startswith(sha[:n]) for o in unique):
+            n += 1
+        out[sha] = f"commit:{sha[:n]}"
+    return out
+
+
+def check_ids(checks: Iterable[tuple[int, str]]) -> dict[int, str]:
+    """``check run id -> check:<name>``, with ``#<id>`` when another check run has that name."""
+    pairs = list(checks)
+    counts: dict[str, int] = defaultdict(int)
+    for _, name in pairs:
+        counts[name] += 1
+    return {
+        cid: f"check:{name}" if counts[name] == 1 else f"check:{name}#{cid}"
+        for cid, name in pairs
+    }
+
+
+def pr_id(number: int) -> str:
+    return f"pr:{number}"
+
+
+def issue_id(number: int, repo: str | None = None) -> str:
+    return f"issue:{repo}#{number}" if repo else f"issue:{number}"
+
+
+@dataclass(frozen=True)
+class IssueLink:
+    number: int
+    repo: str | None  # None: the PR's own repository
+    keyword: str | None  # closing keyword as written (lower case), None for a plain mention
+
+    @property
+    def closing(self) -> bool:
+        return self.keyword is not None
+
+    @property
+    def id(self) -> str:
+        return issue_id(self.number, self.repo)
+
+
+def linked_issues(text: str, repository: str) -> list[IssueLink]:
+    """Issues a PR text links: closing-keyword links first, then mentions, each by number."""
+    found: dict[tuple[str | None, int], IssueLink] = {}
+    for match in _ISSUE_REF.finditer(strip_code(text)):
+        repo = match.group("repo") or match.group("urlrepo")
+        if repo and repo.lower() == repository.lower():
+            repo = None
+        key = (repo, int(match.group("num")))
+        kw = match.group("kw")
+        link = IssueLink(key[1], repo, kw.lower() if kw else None)
+        if key not in found or (link.closing and not found[key].closing):
+            found[key] = link
+    return sorted(found.values(), key=lambda i: (not i.closing, i.repo or "", i.number))
+
+
+# --------------------------------------------------------------------------- CI per commit
+
+
+def _check_time(c: RawCheckRun) -> tuple[str, int]:
+    return (iso(c.started_at or c.completed_at) or "", c.id)
+
+
+def _run_time(r: RawWorkflowRun) -> tuple[str, int, int]:
+    return (iso(r.run_started_at or r.created_at) or "", r.run_attempt, r.id)
+
+
+def _latest_outcomes(raw: RawCollection) -> dict[str, list[Outcome]]:
+    """Per SHA, the latest outcome of each check name (or of each workflow when no checks)."""
+    checks: dict[str, dict[str, RawCheckRun]] = defaultdict(dict)
+    for c in sorted(raw.check_runs, key=_check_time):
+        checks[c.head_sha][c.name] = c
+    runs: dict[str, dict[str, RawWorkflowRun]] = defaultdict(dict)
+    for r in sorted(raw.workflow_runs, key=_run_time):
+        runs[r.head_sha][str(r.workflow_id or r.name)] = r
+    out: dict[str, list[Outcome]] = {}
+    for sha in set(checks) | set(runs):
+        if checks.get(sha):
+            out[sha] = [outcome_of(c.status, c.conclusion) for c in checks[sha].values()]
+        else:
+            out[sha] = [outcome_of(r.status, r.conclusion) for r in runs[sha].values()]
+    return out
+
+
+def ci_state(outcomes: Sequence[Outcome]) -> str:
+    """Worst-first summary of several outcomes: fail > pending > cancelled > pass > neutral."""
+    for state in ("fail", "pending", "cancelled", "pass"):
+        if state in outcomes:
+            return state
+    return "neutral" if outcomes else "none"
+
+
+# --------------------------------------------------------------------------- groups
+
+
+@dataclass
+class _Candidate:
+    rank: tuple[object, ...]  # lower is kept first when the group is capped
+    show: tuple[object, ...]  # display order of the kept items
+    item: EvidenceItem
+
+
+def _group(
+    source: GroupName, candidates: list[_Candidate], total: int | None = None
+) -> EvidenceGroup:
+    cap = GROUP_CAPS[source]
+    kept = sorted(candidates, key=lambda c: c.rank)[:cap]
+    kept.sort(key=lambda c: c.show)
+    count = max(total if total is not None else 0, len(candidates))
+    return EvidenceGroup(
+        source=source,
+        items=[c.item for c in kept],
+        total=count,
+        omitted=count - len(kept),
+    )
+
+
+def _facts(**values: Scalar) -> dict[str, Scalar]:
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _task_metadata(raw: RawCollection, links: list[IssueLink]) -> EvidenceGroup:
+    pull = raw.pull
+    closing = [f"{i.repo or ''}#{i.number}" for i in links if i.closing]
+    pr_item = EvidenceItem(
+        id=pr_id(pull.number),
+        kind="pull_request",
+        label=subject_of(pull.title) or f"PR #{pull.number}",
+        excerpt=excerpt(pull.body) or None,
+        url=pull.html_url,
+        facts=_facts(
+            number=pull.number,
+            state=pull.state,
+            draft=pull.draft,
+            merged=pull.merged,
+            author=pull.user.login,
+            authorIsBot=pull.user.is_bot,
+            authorAssociation=pull.author_association,
+            labels=", ".join(sorted(pull.labels)) or None,
+            createdAt=iso(pull.created_at),
+            mergedAt=iso(pull.merged_at),
+            closedAt=iso(pull.closed_at),
+            mergedBy=_login(pull.merged_by),
+            headSha=pull.head_sha,
+            headRef=excerpt(pull.head_ref, SUBJECT_LIMIT),
+            baseRef=excerpt(pull.base_ref, SUBJECT_LIMIT),
+            defaultBranch=raw.default_branch,
+            mergeCommitSha=pull.merge_commit_sha,
+            isFork=_is_fork(raw),
+            additions=pull.additions,
+            deletions=pull.deletions,
+            changedFiles=pull.changed_files,
+            commitCount=pull.commits,
+            commitsListed=len(raw.commits),
+            hoursToMerge=_hours(pull.created_at, pull.merged_at),
+            closingIssues=", ".join(closing) or None,
+        ),
+    )
+    candidates = [_Candidate((0,), (0,), pr_item)]
+    base = raw.html_base.rstrip("/")
+    for pos, link in enumerate(links, start=1):
+        repo = link.repo or raw.repository
+        verb = link.keyword or "mentions"
+        candidates.append(
+            _Candidate(
+                (1, pos), (1, pos),
+                EvidenceItem(
+                    id=link.id,
+                    kind="issue",
+                    label=f"{verb} {repo}#{link.number}",
+                    url=f"{base}/{repo}/issues/{link.number}",
+                    facts=_facts(number=link.number, repository=repo, keyword=link.keyword,
+                                 closing=link.closing),
+                ),
+            )
+        )
+    return _group("taskMetadata", candidates)
+
+
+def _is_fork(raw: RawCollection) -> bool:
+    head = raw.pull.head_repo
+    return head is not None and head.lower() != raw.repository.lower()
+
+
+def _commit_flags(commits: list[RawCommit], author: str) -> list[dict[str, bool]]:
+    shas = {c.sha for c in commits}
+    flags = []
+    for c in commits:
+        subject = subject_of(c.message)
+        target = reverted_sha(c.message)
+        flags.append({
+            "revert": is_revert(subject) or target is not None,
+            "revertsPrCommit": target is not None and any(s.startswith(target) for s in shas),
+            "fixup": is_fixup(subject),
+            "merge": len(c.parents) > 1,
+            "otherAuthor": c.author_login is not None and c.author_login != author,
+        })
+    return flags
+
+
+def _commits(raw: RawCollection, ci: dict[str, list[Outcome]]) -> EvidenceGroup:
+    ids = commit_ids(c.sha for c in raw.commits)
+    flags = _commit_flags(raw.commits, raw.pull.user.login)
+    last = len(raw.commits) - 1
+    candidates = []
+    for pos, (c, f) in enumerate(zip(raw.commits, flags, strict=True)):
+        state = ci_state(ci.get(c.sha, []))
+        if pos in (0, last):
+            tier = 0
+        elif state == "fail" or f["revert"] or f["merge"]:
+            tier = 1
+        elif f["fixup"] or f["otherAuthor"]:
+            tier = 2
+        else:
+            tier = 3
+        trailers = parse_trailers(c.message)
+        item = EvidenceItem(
+            id=ids[c.sha],
+            kind="commit",
+            label=subject_of(c.message) or "(no subject)",
+            excerpt=excerpt(_message_body(c.message)) or None,
+            url=c.html_url,
+            facts=_facts(
+                sha=c.sha,
+                position=pos + 1,
+                author=c.author_login or c.author_name,
+                authorIsBot=c.author_type == "Bot" or (c.author_login or "").endswith("[bot]"),
+                committer=c.committer_login or c.committer_name,
+                authoredAt=iso(c.authored_at),
+                committedAt=iso(c.committed_at),
+                verified=c.verified,
+                parents=len(c.parents),
+                isMerge=f["merge"],
+                isRevert=f["revert"],
+                revertsPrCommit=f["revertsPrCommit"] or None,
+                isFixup=f["fixup"],
+                ciState=state,
+                trailers=excerpt("; ".join(f"{k}: {v}" for k, v in trailers.items())) or None,
+            ),
+        )
+        # Tier 3 keeps the newest first: the commits closest to what shipped.
+        candidates.append(_Candidate((tier, -pos if tier == 3 else pos), (pos,), item))
+    return _group("commits", candidates, total=max(raw.pull.commits, len(raw.commits)))
+
+
+def _check_item(c: RawCheckRun, cid: str, head: str) -> EvidenceItem:
+    state = outcome_of(c.status, c.conclusion)
+    return EvidenceItem(
+        id=cid,
+        kind="check_run",
+        label=excerpt(f"{c.name}: {c.conclusion or c.status}", SUBJECT_LIMIT),
+        excerpt=excerpt(c.output_title) or None,
+        url=c.html_url,
+        facts=_facts(
+            checkRunId=c.id, name=excerpt(c.name, SUBJECT_LIMIT), sha=c.head_sha, status=c.status,
+            conclusion=c.conclusion, outcome=state, app=c.app_slug,
+            startedAt=iso(c.started_at), completedAt=iso(c.completed_at),
+            durationSeconds=_seconds(c.started_at, c.completed_at), atHead=c.head_sha == head,
+        ),
+    )
+
+
+def _run_item(r: RawWorkflowRun, head: str) -> EvidenceItem:
+    state = outcome_of(r.status, r.conclusion)
+    name = r.name or f"workflow {r.workflow_id}"
+    number = f" #{r.run_number}" if r.run_number is not None else ""
+    end = r.updated_at if r.status == "completed" else None
+    return EvidenceItem(
+        id=f"run:{r.id}",
+        kind="workflow_run",
+        label=excerpt(f"{name}{number} (attempt {r.run_attempt}): {r.conclusion or r.status}",
+                      SUBJECT_LIMIT),
+        url=r.html_url,
+        facts=_facts(
+            runId=r.id, name=excerpt(name, SUBJECT_LIMIT), workflowId=r.workflow_id, sha=r.head_sha,
+            event=r.event, status=r.status, conclusion=r.conclusion, outcome=state,
+            attempt=r.run_attempt, runNumber=r.run_number, createdAt=iso(r.created_at),
+            startedAt=iso(r.run_started_at), updatedAt=iso(r.updated_at),
+            durationSeconds=_seconds(r.run_started_at or r.created_at, end),
+            actor=r.actor, triggeringActor=r.triggering_actor, atHead=r.head_sha == head,
+        ),
+    )
+
+
+def _workflow(raw: RawCollection, cids: dict[int, str]) -> EvidenceGroup:
+    head = raw.pull.head_sha
+    candidates = []
+    for c in raw.check_runs:
+        state = outcome_of(c.status, c.conclusion)
+        at_head = c.head_sha == head
+        if at_head:
+            tier = {"fail": 0, "pending": 1, "cancelled": 1}.get(state, 3)
+        else:
+            tier = 4 if state == "fail" else 6
+        key = (tier, 0, c.name, c.id)
+        candidates.append(_Candidate(key, key, _check_item(c, cids[c.id], head)))
+    for r in raw.workflow_runs:
+        state = outcome_of(r.status, r.conclusion)
+        if r.head_sha == head:
+            tier = 2 if state in ("fail", "cancelled", "pending") else 5
+        else:
+            tier = 4 if state == "fail" else 6
+        key = (tier, 1, iso(r.created_at) or "", str(r.id).zfill(20))
+        candidates.append(_Candidate(key, key, _run_item(r, head)))
+    return _group("workflow", candidates)
+
+
+def _reviews(raw: RawCollection) -> EvidenceGroup:
+    candidates = []
+    for r in raw.reviews:
+        decisive = r.state in ("APPROVED", "CHANGES_REQUESTED", "DISMISSED")
+        tier = 0 if decisive else (1 if r.body.strip() else 4)
+        who = _login(r.user) or "ghost"
+        when = iso(r.submitted_at) or ""
+        item = EvidenceItem(
+            id=f"review:{r.id}",
+            kind="review",
+            label=f"{r.state} by {who}",
+            excerpt=excerpt(r.body) or None,
+            url=r.html_url,
+            facts=_facts(
+                reviewId=r.id, state=r.state, author=_login(r.user), authorIsBot=_is_bot(r.user),
+                authorAssociation=r.author_association, submittedAt=iso(r.submitted_at),
+                commitId=r.commit_id,
+                atHead=r.commit_id == raw.pull.head_sha if r.commit_id else None,
+            ),
+        )
+        candidates.append(_Candidate((tier, when, r.id), (when, 0, r.id), item))
+    for rc in raw.review_comments:
+        tier = 2 if rc.in_reply_to_id is None else 3
+        who = _login(rc.user) or "ghost"
+        when = iso(rc.created_at) or ""
+        where = f" on {rc.path}" if rc.path else ""
+        item = EvidenceItem(
+            id=f"review-comment:{rc.id}",
+            kind="review_comment",
+            label=excerpt(f"comment by {who}{where}", SUBJECT_LIMIT),
+            excerpt=excerpt(rc.body) or None,
+            url=rc.html_url,
+            facts=_facts(
+                commentId=rc.id, author=_login(rc.user), authorIsBot=_is_bot(rc.user),
+                path=rc.path, createdAt=iso(rc.created_at), inReplyTo=rc.in_reply_to_id,
+            ),
+        )
+        candidates.append(_Candidate((tier, when, rc.id), (when, 1, rc.id), item))
+    return _group("reviews", candidates)
+
+
+_KIND_ORDER = ("source", "test", "docs", "generated")
+_DEFAULT_PATTERNS: Final = Patterns()
+
+
+def file_kind(path: str) -> str:
+    """Descriptive kind from the *default* patterns; signals re-classify with the repo config."""
+    for kind, globs in (
+        ("generated", _DEFAULT_PATTERNS.ignore_paths),
+        ("test", _DEFAULT_PATTERNS.test_paths),
+        ("docs", _DEFAULT_PATTERNS.doc_paths),
+    ):
+        if any(fnmatchcase(path, g) for g in globs):
+            return kind
+    return "source"
+
+
+def _documents(raw: RawCollection) -> EvidenceGroup:
+    kinds = {f.filename: file_kind(f.filename) for f in raw.files}
+    biggest: dict[str, RawFile] = {}
+    for f in sorted(raw.files, key=lambda f: (-_size(f), f.filename)):
+        biggest.setdefault(kinds[f.filename], f)
+    candidates = []
+    for f in raw.files:
+        kind = kinds[f.filename]
+        first = biggest[kind] is f
+        item = EvidenceItem(
+            id=f"file:{f.filename}",
+            kind="file",
+            label=excerpt(f"{f.filename} ({f.status}, +{f.additions}/-{f.deletions})",
+                          SUBJECT_LIMIT),
+            facts=_facts(
+                path=f.filename, status=f.status, additions=f.additions, deletions=f.deletions,
+                changes=_size(f), previousPath=f.previous_filename, kind=kind,
+                publicSurface=any(fnmatchcase(f.filename, g)
+                                  for g in _DEFAULT_PATTERNS.public_surface_paths),
+            ),
+        )
+        candidates.append(_Candidate(
+            (0 if first else 1, -_size(f), f.filename),
+            (_KIND_ORDER.index(kind), -_size(f), f.filename),
+            item,
+        ))
+    return _group("documents", candidates, total=max(raw.pull.changed_files, len(raw.files)))
+
+
+def _size(f: RawFile) -> int:
+    return f.changes or (f.additions + f.deletions)
+
+
+def _comments(raw: RawCollection) -> list[RawIssueComment]:
+    return [c for c in raw.issue_comments if not _own_comment(c.body)]
+
+
+def _task_activity(raw: RawCollection) -> EvidenceGroup:
+    pull = raw.pull
+    human_reviews = sorted(
+        (r for r in raw.reviews if r.user and not r.user.is_bot and r.user.login != pull.user.login
+         and r.submitted_at is not None and r.state != "PENDING"),
+        key=lambda r: (iso(r.submitted_at) or "", r.id),
+    )
+    approvals = [r for r in human_reviews if r.state == "APPROVED"]
+    commit_times = [c.committed_at or c.authored_at for c in raw.commits]
+    known = [t for t in commit_times if t is not None]
+    opened = iso(pull.created_at) or ""
+    after_open = sum(1 for t in known if (iso(t) or "") > opened)
+    first_review = human_reviews[0].submitted_at if human_reviews else None
+    comments = _comments(raw)
+    people = {c.user.login for c in comments if c.user and not c.user.is_bot}
+    people |= {r.user.login for r in raw.reviews if r.user and not r.user.is_bot}
+    people |= {rc.user.login for rc in raw.review_comments if rc.user and not rc.user.is_bot}
+    people.discard(pull.user.login)
+    timeline = EvidenceItem(
+        id=f"timeline:{pull.number}",
+        kind="timeline",
+        label=f"PR #{pull.number} timeline",
+        url=pull.html_url,
+        facts=_facts(
+            openedAt=opened or None,
+            firstCommitAt=iso(min(known)) if known else None,
+            lastCommitAt=iso(max(known)) if known else None,
+            firstHumanReviewAt=iso(first_review),
+            firstApprovalAt=iso(approvals[0].submitted_at) if approvals else None,
+            lastApprovalAt=iso(approvals[-1].submitted_at) if approvals else None,
+            mergedAt=iso(pull.merged_at),
+            closedAt=iso(pull.closed_at),
+            hoursToFirstReview=_hours(pull.created_at, first_review),
+            hoursToMerge=_hours(pull.created_at, pull.merged_at),
+            commitsAfterOpening=after_open,
+            issueComments=len(comments),
+            reviewComments=len(raw.review_comments),
+            reviews=len(raw.reviews),
+            otherParticipants=len(people),
+        ),
+    )
+    candidates = [_Candidate((0,), (0, ""), timeline)]
+    for c in comments:
+        when = iso(c.created_at) or ""
+        who = _login(c.user) or "ghost"
+        candidates.append(_Candidate(
+            (1 if _is_bot(c.user) else 0, 1, when, c.id),
+            (1, when, c.id),
+            EvidenceItem(
+                id=f"comment:{c.id}",
+                kind="issue_comment",
+                label=f"comment by {who}",
+                excerpt=excerpt(c.body) or None,
+                url=c.html_url,
+                facts=_facts(commentId=c.id, author=_login(c.user), authorIsBot=_is_bot(c.user),
+                             authorAssociation=c.author_association, createdAt=when or None),
+            ),
+        ))
+    return _group("taskActivity", candidates)
+
+
+def _check_output(c: RawCheckRun) -> str:
+    parts = [p for p in (c.output_title, c.output_summary, c.output_text) if p and p.strip()]
+    return "\n".join(parts)
+
+
+def _agent_logs(raw: RawCollection) -> EvidenceGroup:
+    head = raw.pull.head_sha
+    author = raw.pull.user.login
+    candidates = []
+    for c in raw.check_runs:
+        output = _check_output(c)
+        if outcome_of(c.status, c.conclusion) != "fail" or not output:
+            continue
+        key = (0 if c.head_sha == head else 1, c.name, c.id)
+        candidates.append(_Candidate(key, key, EvidenceItem(
+            id=f"log:check-{c.id}",
+            kind="check_output",
+            label=excerpt(f"{c.name} output ({c.conclusion})", SUBJECT_LIMIT),
+            excerpt=excerpt(output),
+            url=c.html_url,
+            facts=_facts(checkRunId=c.id, name=excerpt(c.name, SUBJECT_LIMIT), sha=c.head_sha,
+                         conclusion=c.conclusion, outputChars=len(output),
+                         atHead=c.head_sha == head),
+        )))
+    notes: list[tuple[str, RawIssueComment | RawReviewComment]] = [
+        ("comment", c) for c in _comments(raw)
+    ] + [("review-comment", rc) for rc in raw.review_comments]
+    for prefix, note in notes:
+        by_agent = _is_bot(note.user) or _login(note.user) == author
+        if not by_agent or not _SESSION_NOTE.search(note.body):
+            continue
+        when = iso(note.created_at) or ""
+        key = (2, when, prefix, note.id)
+        candidates.append(_Candidate(key, key, EvidenceItem(
+            id=f"log:{prefix}-{note.id}",
+            kind="session_note",
+            label=f"agent session note by {_login(note.user) or 'ghost'}",
+            excerpt=excerpt(note.body),
+            url=note.html_url,
+            facts=_facts(commentId=note.id, author=_login(note.user), createdAt=when or None,
+                         source=prefix),
+        )))
+    return _group("agentLogs", candidates)
+
+
+def _flaky_checks(raw: RawCollection) -> list[tuple[RawCheckRun, RawCheckRun]]:
+    """(failed, passed) pairs: the same check on the same commit failed, then passed."""
+    pairs = []
+    series: dict[tuple[str, str], list[RawCheckRun]] = defaultdict(list)
+    for c in sorted(raw.check_runs, key=_check_time):
+        series[(c.head_sha, c.name)].append(c)
+    for runs in series.values():
+        failed = None
+        for c in runs:
+            state = outcome_of(c.status, c.conclusion)
+            if state == "fail":
+                failed = c
+            elif state == "pass" and failed is not None:
+                pairs.append((failed, c))
+                failed = None
+    return pairs
+
+
+def _flaky_runs(raw: RawCollection) -> list[tuple[RawWorkflowRun, RawWorkflowRun]]:
+    pairs = []
+    series: dict[tuple[str, str], list[RawWorkflowRun]] = defaultdict(list)
+    for r in sorted(raw.workflow_runs, key=_run_time):
+        series[(r.head_sha, str(r.workflow_id or r.name))].append(r)
+    for runs in series.values():
+        failed = None
+        for r in runs:
+            state = outcome_of(r.status, r.conclusion)
+            if state == "fail":
+                failed = r
+            elif state == "pass" and failed is not None:
+                pairs.append((failed, r))
+                failed = None
+    return pairs
+
+
+def _run_audit(raw: RawCollection, cids: dict[int, str]) -> EvidenceGroup:
+    pull = raw.pull
+    head = pull.head_sha
+    candidates: list[_Candidate] = []
+    by_resource: dict[str, list[str]] = defaultdict(list)
+    statuses: dict[str, int | None] = {}
+    for issue in raw.issues:
+        by_resource[issue.resource].append(issue.message)
+        statuses.setdefault(issue.resource, issue.status)
+    for resource in sorted(by_resource):
+        status = statuses[resource]
+        key = (0, resource)
+        candidates.append(_Candidate(key, key, EvidenceItem(
+            id=f"audit:unavailable-{resource}",
+            kind="collection_gap",
+            label=excerpt(f"could not read {resource}" + (f" (HTTP {status})" if status else ""),
+                          SUBJECT_LIMIT),
+            excerpt=excerpt("\n".join(by_resource[resource])),
+            facts=_facts(resource=resource, httpStatus=status),
+        )))
+
+    runs = raw.workflow_runs
+    states = [outcome_of(r.status, r.conclusion) for r in runs]
+    starts = [t for r in runs if (t := r.run_started_at or r.created_at) is not None]
+    ends = [r.updated_at for r in runs if r.updated_at is not None and r.status == "completed"]
+    durations = [
+        d for r in runs if r.status == "completed"
+        and (d := _seconds(r.run_started_at or r.created_at, r.updated_at)) is not None
+    ]
+    wall = _seconds(min(starts), max(ends)) if starts and ends else None
+    head_checks = [outcome_of(c.status, c.conclusion) for c in raw.check_runs if c.head_sha == head]
+    flaky_checks = _flaky_checks(raw)
+    flaky_runs = _flaky_runs(raw)
+    key = (1,)
+    candidates.append(_Candidate(key, key, EvidenceItem(
+        id=f"audit:ci-{pull.number}",
+        kind="ci_summary",
+        label=f"CI activity on PR #{pull.number}",
+        facts=_facts(
+            workflowRuns=len(runs),
+            failedRuns=states.count("fail"),
+            cancelledRuns=states.count("cancelled"),
+            rerunRuns=sum(1 for r in runs if r.run_attempt > 1),
+            maxAttempt=max((r.run_attempt for r in runs), default=0),
+            commitsWithRuns=len({r.head_sha for r in runs} | {c.head_sha for c in raw.check_runs}),
+            checkRuns=len(raw.check_runs),
+            checksAtHead=len(head_checks),
+            failingChecksAtHead=head_checks.count("fail"),
+            pendingChecksAtHead=head_checks.count("pending"),
+            flakyPairs=len(flaky_checks) + len(flaky_runs),
+            firstRunAt=iso(min(starts)) if starts else None,
+            lastRunEndedAt=iso(max(ends)) if ends else None,
+            ciWallMinutes=round(wall / 60, 1) if wall is not None else None,
+            runMinutes=round(sum(durations) / 60, 1) if durations else None,
+        ),
+    )))
+    for failed, passed in flaky_checks:
+        key = (2, passed.name, passed.id)
+        candidates.append(_Candidate(key, key, EvidenceItem(
+            id=f"audit:flaky-check-{passed.id}",
+            kind="flaky",
+            label=excerpt(f"{passed.name} failed, then passed on the same commit", SUBJECT_LIMIT),
+            facts=_facts(name=excerpt(passed.name, SUBJECT_LIMIT), sha=passed.head_sha,
+                         failedCheck=cids[failed.id], passedCheck=cids[passed.id]),
+        )))
+    for failed, passed in flaky_runs:
+        key = (2, passed.name or "", passed.id)
+        candidates.append(_Candidate(key, key, EvidenceItem(
+            id=f"audit:flaky-run-{passed.id}",
+            kind="flaky",
+            label=excerpt(f"{passed.name or 'workflow'} failed, then passed on the same commit",
+                          SUBJECT_LIMIT),
+            facts=_facts(name=passed.name, sha=passed.head_sha, failedRun=f"run:{failed.id}",
+                         passedRun=f"run:{passed.id}"),
+        )))
+    for r in runs:
+        if r.run_attempt > 1:
+            key = (3, r.id)
+            candidates.append(_Candidate(key, key, EvidenceItem(
+                id=f"audit:rerun-{r.id}",
+                kind="rerun",
+                label=excerpt(f"{r.name or 'workflow'} re-run: attempt {r.run_attempt}, "
+                              f"{r.conclusion or r.status}", SUBJECT_LIMIT),
+                url=r.html_url,
+                facts=_facts(run=f"run:{r.id}", attempts=r.run_attempt, conclusion=r.conclusion,
+                             sha=r.head_sha, atHead=r.head_sha == head,
+                             triggeringActor=r.triggering_actor),
+            )))
+        if outcome_of(r.status, r.conclusion) == "cancelled":
+            key = (4, r.id)
+            candidates.append(_Candidate(key, key, EvidenceItem(
+                id=f"audit:cancelled-{r.id}",
+                kind="cancelled",
+                label=excerpt(f"{r.name or 'workflow'} cancelled", SUBJECT_LIMIT),
+                url=r.html_url,
+                facts=_facts(run=f"run:{r.id}", sha=r.head_sha, atHead=r.head_sha == head,
+                             updatedAt=iso(r.updated_at)),
+            )))
+    return _group("runAudit", candidates)
+
+
+# --------------------------------------------------------------------------- facts
+
+
+def _pull_facts(raw: RawCollection) -> PullFacts:
+    pull = raw.pull
+    return PullFacts(
+        number=pull.number,
+        title=excerpt(pull.title, TITLE_LIMIT),
+        body=excerpt(pull.body, BODY_LIMIT),
+        author=pull.user.login,
+        author_is_bot=pull.user.is_bot,
+        author_association=pull.author_association,
+        labels=sorted(pull.labels),
+        state=pull.state,
+        draft=pull.draft,
+        merged=pull.merged,
+        merged_by=_login(pull.merged_by),
+        created_at=iso(pull.created_at) or "",
+        closed_at=iso(pull.closed_at),
+        merged_at=iso(pull.merged_at),
+        head_sha=pull.head_sha,
+        head_ref=excerpt(pull.head_ref, SUBJECT_LIMIT),
+        base_ref=excerpt(pull.base_ref, SUBJECT_LIMIT),
+        merge_commit_sha=pull.merge_commit_sha,
+        is_fork=_is_fork(raw),
+        additions=pull.additions,
+        deletions=pull.deletions,
+        changed_files=pull.changed_files,
+        commit_count=max(pull.commits, len(raw.commits)),
+        url=pull.html_url,
+    )
+
+
+def _commit_entry(c: RawCommit) -> CommitEntry:
+    return CommitEntry(
+        sha=c.sha,
+        subject=subject_of(c.message),
+        message_excerpt=excerpt(_message_body(c.message)),
+        trailers=parse_trailers(c.message),
+        author_login=c.author_login,
+        author_is_bot=c.author_type == "Bot" or (c.author_login or "").endswith("[bot]"),
+        committer_login=c.committer_login,
+        authored_at=iso(c.authored_at),
+        committed_at=iso(c.committed_at),
+        verified=c.verified,
+        is_merge=len(c.parents) > 1,
+    )
+
+
+def _by_time_id(when: datetime | None, ident: int) -> tuple[str, int]:
+    return (iso(when) or "", ident)
+
+
+def _facts_of(raw: RawCollection) -> BundleFacts:
+    comments = [
+        CommentEntry(id=c.id, author=_login(c.user), author_is_bot=_is_bot(c.user), kind="issue",
+                     created_at=iso(c.created_at), body_excerpt=excerpt(c.body))
+        for c in _comments(raw)
+    ] + [
+        CommentEntry(id=c.id, author=_login(c.user), author_is_bot=_is_bot(c.user), kind="review",
+                     created_at=iso(c.created_at), body_excerpt=excerpt(c.body))
+        for c in raw.review_comments
+    ]
+    return BundleFacts(
+        pull=_pull_facts(raw),
+        commits=[_commit_entry(c) for c in raw.commits],
+        files=[
+            FileEntry(path=f.filename, status=f.status, additions=f.additions,
+                      deletions=f.deletions, previous_path=f.previous_filename)
+            for f in sorted(raw.files, key=lambda f: f.filename)
+        ],
+        reviews=[
+            ReviewEntry(id=r.id, author=_login(r.user), author_is_bot=_is_bot(r.user),
+                        state=r.state, submitted_at=iso(r.submitted_at), commit_id=r.commit_id,
+                        body_excerpt=excerpt(r.body))
+            for r in sorted(raw.reviews, key=lambda r: _by_time_id(r.submitted_at, r.id))
+        ],
+        comments=sorted(comments, key=lambda c: (c.created_at or "", c.kind, c.id)),
+        checks=[
+            CheckEntry(id=c.id, name=c.name, status=c.status, conclusion=c.conclusion,
+                       head_sha=c.head_sha, app=c.app_slug, started_at=iso(c.started_at),
+                       completed_at=iso(c.completed_at))
+            for c in sorted(raw.check_runs, key=lambda c: c.id)
+        ],
+        runs=[
+            RunEntry(id=r.id, name=r.name, workflow_id=r.workflow_id, head_sha=r.head_sha,
+                     event=r.event, status=r.status, conclusion=r.conclusion, attempt=r.run_attempt,
+                     created_at=iso(r.created_at), started_at=iso(r.run_started_at),
+                     updated_at=iso(r.updated_at))
+            for r in sorted(raw.workflow_runs, key=lambda r: r.id)
+        ],
+        unavailable=sorted({i.resource for i in raw.issues}),
+    )
+
+
+def build_bundle(raw: RawCollection) -> EvidenceBundle:
+    """The evidence bundle for one PR: pure, config-independent and deterministic."""
+    pull = raw.pull
+    links = linked_issues(f"{pull.title}\n{pull.body}", raw.repository)
+    cids = check_ids((c.id, c.name) for c in raw.check_runs)
+    ci = _latest_outcomes(raw)
+    builders: dict[GroupName, Callable[[], EvidenceGroup]] = {
+        "taskMetadata": lambda: _task_metadata(raw, links),
+        "commits": lambda: _commits(raw, ci),
+        "workflow": lambda: _workflow(raw, cids),
+        "reviews": lambda: _reviews(raw),
+        "documents": lambda: _documents(raw),
+        "taskActivity": lambda: _task_activity(raw),
+        "agentLogs": lambda: _agent_logs(raw),
+        "runAudit": lambda: _run_audit(raw, cids),
+    }
+    return EvidenceBundle(
+        repository=raw.repository,
+        pull_request=pull.number,
+        head_sha=pull.head_sha,
+        html_base=raw.html_base,
+        groups=[builders[name]() for name in GROUP_ORDER],
+        facts=_facts_of(raw),
+    )

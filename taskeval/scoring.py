@@ -1,0 +1,109 @@
+"""Signals -> deterministic category scores.
+
+Each category's score is the weighted mean of its conclusive signals. Inconclusive signals (no
+data) are left out rather than counted as 0; a category with no conclusive signal gets a neutral
+50, marked not conclusive, and says so. Arithmetic is in :class:`~decimal.Decimal` and rounds half
+up through :func:`taskeval.contract.round_half_up`, so re-scoring a bundle is byte-identical.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
+
+from taskeval.config import Settings
+from taskeval.contract import CATEGORIES, Category, round_half_up
+from taskeval.models import Signal
+
+NEUTRAL_SCORE = 50
+_CATEGORY_NAMES: dict[Category, str] = {
+    "agentPerformance": "agent performance",
+    "taskOutcomeQuality": "task outcome quality",
+    "processCompliance": "process compliance",
+}
+
+
+@dataclass(frozen=True)
+class CategoryOutcome:
+    score: int
+    conclusive: bool
+    rationale: str
+    evidence: list[str]
+
+
+def _counted(s: Signal) -> bool:
+    return s.status == "ok" and s.score is not None and s.weight > 0
+
+
+def _evidence(signals: list[Signal]) -> list[str]:
+    out: list[str] = []
+    for s in signals:
+        out.extend(e for e in s.evidence if e not in out)
+    return out
+
+
+def _clause(s: Signal) -> str:
+    reason = s.reason.rstrip(".")
+    return f"{s.name} ({s.score}): {reason[:1].lower()}{reason[1:]}" if reason else s.name
+
+
+def _rationale(category: Category, score: int, counted: list[Signal], skipped: int) -> str:
+    """Two sentences: what the score rests on, then the strongest positive and the biggest drag."""
+    label = _CATEGORY_NAMES[category]
+    plural = "s" if len(counted) != 1 else ""
+    tail = f", {skipped} inconclusive" if skipped else ""
+    title = f"{label[:1].upper()}{label[1:]}"
+    head = f"{title} {score} from {len(counted)} conclusive signal{plural}{tail}."
+    # The drag is the signal that lost the most weighted points against a perfect 100; the
+    # strongest positive gained the most weighted points above the neutral 50.
+    losers = [s for s in counted if (s.score or 0) < 100]
+    drag = max(losers, key=lambda s: (100 - (s.score or 0)) * s.weight, default=None)
+    gainers = [s for s in counted if (s.score or 0) > NEUTRAL_SCORE and s is not drag]
+    best = max(gainers, key=lambda s: ((s.score or 0) - NEUTRAL_SCORE) * s.weight, default=None)
+    if drag is None:
+        top = max(counted, key=lambda s: s.weight)
+        return f"{head} Every signal scored 100, led by {_clause(top)}."
+    if best is None:
+        return f"{head} Biggest drag: {_clause(drag)}; no other signal scored above 50."
+    return f"{head} Strongest: {_clause(best)}; biggest drag: {_clause(drag)}."
+
+
+def deterministic_scores(
+    signals: list[Signal], settings: Settings
+) -> dict[Category, CategoryOutcome]:
+    """Weighted mean of conclusive signals per category; fills each signal's ``contribution``.
+
+    ``settings`` is accepted for symmetry with :func:`taskeval.signals.compute_signals` (weights
+    are already on the signals, so a stored signal list re-scores the same way).
+    """
+    del settings
+    out: dict[Category, CategoryOutcome] = {}
+    for category in CATEGORIES:
+        mine = [s for s in signals if s.category == category]
+        counted = [s for s in mine if _counted(s)]
+        skipped = [s for s in mine if s.status != "ok"]
+        for s in mine:
+            s.contribution = 0.0
+        if not counted:
+            why = (", ".join(s.name for s in skipped) + " had no data") if skipped else (
+                "no signal is enabled for it")
+            out[category] = CategoryOutcome(
+                score=NEUTRAL_SCORE,
+                conclusive=False,
+                rationale=(f"No conclusive signal for {_CATEGORY_NAMES[category]} ({why}), so it "
+                           f"gets a neutral {NEUTRAL_SCORE}."),
+                evidence=_evidence(mine),
+            )
+            continue
+        total = sum((Decimal(str(s.weight)) for s in counted), Decimal(0))
+        points = {s.id: Decimal(str(s.weight)) * Decimal(s.score or 0) / total for s in counted}
+        score = round_half_up(sum(points.values(), Decimal(0)))
+        for s in counted:
+            s.contribution = float(points[s.id].quantize(Decimal("0.01"), ROUND_HALF_UP))
+        out[category] = CategoryOutcome(
+            score=max(0, min(100, score)),
+            conclusive=True,
+            rationale=_rationale(category, score, counted, len(skipped)),
+            evidence=_evidence(counted),
+        )
+    return out

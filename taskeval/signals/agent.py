@@ -1,0 +1,261 @@
+"""agentPerformance: execution effectiveness, recovery from issues, quality of decisions."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from taskeval import evidence as ev
+from taskeval.contract import Category
+
+from .base import Ctx, Measure, Verdict, inconclusive, names, ok, plural, signal
+from .curves import decay, linear
+from .hygiene import detect_text_issues
+
+CAT: Category = "agentPerformance"
+
+
+def _no_ci(ctx: Ctx) -> Measure:
+    if ctx.ci_unavailable:
+        return inconclusive("Check runs or workflow runs could not be read, so CI history is "
+                            "unknown.", [f"audit:unavailable-{r}" for r in ctx.facts.unavailable])
+    return inconclusive("No CI ran on this PR.", [ctx.pr])
+
+
+@signal("agent.ci_recovery", CAT, "Recovery from CI failures", 2.0,
+        ["facts.checks", "facts.runs", "facts.pull.headSha"])
+def ci_recovery(ctx: Ctx) -> Measure:
+    """Share of checks that failed at some point and pass at the head: fail-then-fix."""
+    view = ctx.ci
+    if not view.shas():
+        return _no_ci(ctx)
+    head = ctx.pull.head_sha
+    # One source per commit (checks when there are any): a failing job and its workflow run
+    # are one failure, not two.
+    failures: dict[tuple[str, str], list[Verdict]] = defaultdict(list)
+    for v in view.all():
+        if v.outcome == "fail":
+            failures[(v.source, v.key)].append(v)
+    if not failures:
+        return inconclusive("CI never failed on this PR, so there was nothing to recover from.",
+                            [v.evidence for v in view.at(head)])
+    at_head = {(v.source, v.key): v for src in (view.checks, view.runs)
+               for v in src.get(head, {}).values()}
+    recovered, stuck = [], []
+    for key in sorted(failures):
+        now = at_head.get(key)
+        if now is not None and now.outcome == "pass":
+            recovered.append(key)
+        elif now is not None and now.outcome == "fail":
+            stuck.append(key)
+    cited = [failures[k][0].evidence for k in stuck + recovered]
+    cited += [at_head[k].evidence for k in stuck + recovered]
+    if not recovered and not stuck:
+        return inconclusive(
+            f"{plural(len(failures), 'check')} failed earlier but did not run again at the head "
+            "commit, so recovery cannot be told.", cited)
+    value = len(recovered) / (len(recovered) + len(stuck))
+    label = {k: at_head[k].label for k in stuck + recovered}
+    if stuck:
+        total = plural(len(recovered) + len(stuck), "CI failure")
+        reason = (f"Fixed {len(recovered)} of {total} by the head commit; still failing: "
+                  f"{names(label[k] for k in stuck)}.")
+    else:
+        reason = (f"Every CI failure ({names(label[k] for k in recovered)}) was fixed by a later "
+                  "commit and passes at the head.")
+    return ok(value, linear(value, 1.0, 0.0), reason, cited)
+
+
+@signal("agent.red_pushes", CAT, "Pushes that broke CI", 1.5, ["facts.checks", "facts.runs"])
+def red_pushes(ctx: Ctx) -> Measure:
+    """Commits whose CI was red after all re-runs: flaky failures re-run to green don't count."""
+    view = ctx.ci
+    if not view.shas():
+        return _no_ci(ctx)
+    order = {c.sha: n for n, c in enumerate(ctx.facts.commits)}
+    shas = sorted(view.shas(), key=lambda s: (order.get(s, len(order)), s))
+    red = [s for s in shas if any(v.outcome == "fail" for v in view.at(s))]
+    flaky = [v for v in view.all() if v.flaky]
+    cited = [ctx.commit_id(s) for s in red]
+    cited += [v.evidence for s in red for v in view.at(s) if v.outcome == "fail"]
+    cited += [v.evidence for v in flaky]
+    note = (f" ({plural(len(flaky), 'flaky failure')} re-run to green on the same commit not "
+            "counted)") if flaky else ""
+    if red:
+        shorts = names(s[:7] for s in red)
+        reason = (f"{len(red)} of {plural(len(shas), 'commit')} with CI results "
+                  f"{'was' if len(red) == 1 else 'were'} red ({shorts}){note}.")
+    else:
+        reason = f"None of the {plural(len(shas), 'commit')} with CI results was red{note}."
+    threshold = ctx.settings.thresholds.red_push_half_life
+    return ok(len(red), decay(len(red), threshold), reason, cited)
+
+
+def _in_pr_reverts(ctx: Ctx) -> list[str]:
+    shas = [c.sha for c in ctx.facts.commits]
+    subjects = {c.subject for c in ctx.facts.commits}
+    out = []
+    for c in ctx.facts.commits:
+        target = ev.reverted_sha(c.message_excerpt)
+        by_sha = bool(target) and any(s.startswith(target or "") for s in shas if s != c.sha)
+        by_subject = c.subject.startswith('Revert "') and c.subject[8:].rstrip('"') in subjects
+        if by_sha or by_subject:
+            out.append(c.sha)
+    return out
+
+
+@signal("agent.commit_churn", CAT, "Reverts and fixup churn", 1.0, ["facts.commits"])
+def commit_churn(ctx: Ctx) -> Measure:
+    """Share of commits that undo (in-PR reverts) or patch (fixup!/squash!) the PR's own work."""
+    commits = [c for c in ctx.facts.commits if not c.is_merge]
+    if not commits:
+        return inconclusive("The PR lists no commits of its own.", [ctx.pr])
+    reverts = _in_pr_reverts(ctx)
+    fixups = [c.sha for c in commits if ev.is_fixup(c.subject) and c.sha not in reverts]
+    churn = reverts + fixups
+    value = len(churn) / len(commits)
+    zero = ctx.settings.thresholds.churn_ratio_zero
+    if churn:
+        parts = []
+        if reverts:
+            parts.append(f"{plural(len(reverts), 'revert')} of the PR's own commits")
+        if fixups:
+            parts.append(f"{plural(len(fixups), 'fixup/squash commit')}")
+        reason = f"{' and '.join(parts)} among {plural(len(commits), 'commit')}."
+        reason = reason[0].upper() + reason[1:]
+    else:
+        reason = f"No reverts or fixup commits among {plural(len(commits), 'commit')}."
+    cited = [ctx.commit_id(s) for s in churn] or [ctx.pr]
+    return ok(value, linear(value, 0.0, zero), reason, cited)
+
+
+@signal("agent.human_intervention", CAT, "Commits needed from other people", 2.0,
+        ["facts.commits", "facts.pull.author", "facts.pull.createdAt"])
+def human_intervention(ctx: Ctx) -> Measure:
+    """Share of commits that other people pushed after the PR opened: the author needed help."""
+    known = [c for c in ctx.facts.commits if not c.is_merge and c.author_login]
+    if not known:
+        return inconclusive("No commit has a GitHub author, so who did the work is unknown.",
+                            [ctx.pr])
+    opened = ctx.pull.created_at
+    others = [
+        c for c in known
+        if ctx.is_other_human(c.author_login, c.author_is_bot)
+        and (c.committed_at or c.authored_at or "") > opened
+    ]
+    value = len(others) / len(known)
+    who = sorted({c.author_login or "" for c in others})
+    if others:
+        reason = (f"{len(others)} of {plural(len(known), 'commit')} were pushed by other people "
+                  f"({names(who)}) after the PR opened.")
+    else:
+        reason = (f"None of the {plural(len(known), 'commit')} with a known author came from "
+                  "another person after the PR opened.")
+    zero = ctx.settings.thresholds.intervention_ratio_zero
+    cited = [ctx.commit_id(c.sha) for c in others] or [ctx.pr]
+    return ok(value, linear(value, 0.0, zero), reason, cited)
+
+
+@signal("agent.review_rounds", CAT, "Change-request rounds", 1.5, ["facts.reviews"])
+def review_rounds(ctx: Ctx) -> Measure:
+    """How often human reviewers sent the work back: each round is a miss the author made."""
+    human = [r for r in ctx.facts.reviews
+             if r.state != "PENDING" and ctx.is_other_human(r.author, r.author_is_bot)]
+    if not human:
+        return inconclusive("No one other than the author reviewed the PR.", [ctx.pr])
+    rounds = [r for r in human if r.state == "CHANGES_REQUESTED"]
+    half = ctx.settings.thresholds.review_rounds_half_life
+    if rounds:
+        reason = (f"Reviewers requested changes {plural(len(rounds), 'time')} "
+                  f"({names(sorted({r.author or '' for r in rounds}))}) in "
+                  f"{plural(len(human), 'human review')}.")
+    else:
+        reason = f"No change requests in {plural(len(human), 'human review')}."
+    cited = [f"review:{r.id}" for r in (rounds or human)]
+    return ok(len(rounds), decay(len(rounds), half), reason, cited)
+
+
+@signal("agent.feedback_addressed", CAT, "Review feedback followed up", 1.0,
+        ["facts.reviews", "facts.comments", "facts.commits"])
+def feedback_addressed(ctx: Ctx) -> Measure:
+    """Share of human review feedback followed by a commit, an author reply or an approval."""
+    author = ctx.pull.author
+    feedback: list[tuple[str, str, str]] = []  # (evidence id, reviewer, time)
+    for r in ctx.facts.reviews:
+        if (r.state == "CHANGES_REQUESTED" or (r.state == "COMMENTED" and r.body_excerpt)) and \
+                ctx.is_other_human(r.author, r.author_is_bot) and r.submitted_at:
+            feedback.append((f"review:{r.id}", r.author or "", r.submitted_at))
+    for c in ctx.facts.comments:
+        if c.kind == "review" and ctx.is_other_human(c.author, c.author_is_bot) and c.created_at:
+            feedback.append((f"review-comment:{c.id}", c.author or "", c.created_at))
+    if not feedback:
+        return inconclusive("No human review feedback to follow up.", [ctx.pr])
+    pushes = [c.committed_at or c.authored_at or "" for c in ctx.facts.commits if not c.is_merge]
+    replies = [c.created_at or "" for c in ctx.facts.comments if c.author == author]
+    replies += [r.submitted_at or "" for r in ctx.facts.reviews if r.author == author]
+    approvals: dict[str, list[str]] = defaultdict(list)
+    for r in ctx.facts.reviews:
+        if r.state == "APPROVED" and r.author:
+            approvals[r.author].append(r.submitted_at or "")
+    open_items = [
+        eid for eid, who, when in feedback
+        if not any(t > when for t in pushes)
+        and not any(t > when for t in replies)
+        and not any(t > when for t in approvals.get(who, []))
+    ]
+    done = len(feedback) - len(open_items)
+    value = done / len(feedback)
+    if open_items:
+        reason = (f"{done} of {plural(len(feedback), 'piece')} of review feedback got a later "
+                  f"commit, reply or approval; {len(open_items)} got none.")
+    else:
+        reason = (f"All {plural(len(feedback), 'piece')} of review feedback got a later commit, "
+                  "reply or approval.")
+    return ok(value, linear(value, 1.0, 0.0), reason, open_items or [e for e, _, _ in feedback])
+
+
+def _texts(ctx: Ctx) -> list[tuple[str, str, str]]:
+    """(evidence id, where, text) the author is answerable for."""
+    out = [(ctx.pr, "the PR text", f"{ctx.pull.title}\n\n{ctx.pull.body}")]
+    for c in ctx.facts.commits:
+        out.append((ctx.commit_id(c.sha), f"commit {c.sha[:7]}",
+                    f"{c.subject}\n\n{c.message_excerpt}"))
+    mine = {ctx.pull.author}
+    for r in ctx.facts.reviews:
+        if r.author in mine or ctx.is_agent(r.author):
+            out.append((f"review:{r.id}", f"review {r.id}", r.body_excerpt))
+    for c in ctx.facts.comments:
+        if c.author in mine or ctx.is_agent(c.author):
+            prefix = "comment" if c.kind == "issue" else "review-comment"
+            out.append((f"{prefix}:{c.id}", f"{prefix} {c.id}", c.body_excerpt))
+    return out
+
+
+@signal("agent.text_hygiene", CAT, "No prompt leakage or chat boilerplate", 2.0,
+        ["facts.pull.title", "facts.pull.body", "facts.commits", "facts.reviews", "facts.comments"])
+def text_hygiene(ctx: Ctx) -> Measure:
+    """Prompt leakage and chat boilerplate in text the author wrote (PR, commits, own comments)."""
+    t = ctx.settings.thresholds
+    weights = {"leakage": t.leakage_weight, "boilerplate": t.boilerplate_weight}
+    texts = _texts(ctx)
+    hits: list[tuple[str, str, str, str]] = []  # (evidence id, where, kind, description)
+    for eid, where, text in texts:
+        seen: set[str] = set()
+        for f in detect_text_issues(text):
+            if f.kind in weights and f.rule not in seen:
+                seen.add(f.rule)
+                hits.append((eid, where, f.kind, f.describe()))
+    value = sum(weights[kind] for _, _, kind, _ in hits)
+    if hits:
+        leaks = [f"{d} in {w}" for _, w, k, d in hits if k == "leakage"]
+        chat = [f"{d} in {w}" for _, w, k, d in hits if k == "boilerplate"]
+        parts = []
+        if leaks:
+            parts.append(f"prompt leakage: {names(leaks, 2)}")
+        if chat:
+            parts.append(f"chat boilerplate: {names(chat, 2)}")
+        reason = "Found " + "; ".join(parts) + "."
+    else:
+        reason = (f"No prompt leakage or chat boilerplate in the PR text, "
+                  f"{plural(len(ctx.facts.commits), 'commit message')} or the author's comments.")
+    cited = [eid for eid, _, _, _ in hits] or [ctx.pr]
+    return ok(value, decay(value, t.hygiene_half_life), reason, cited)

@@ -1,0 +1,295 @@
+"""What every signal shares: the registry, the per-bundle context and the CI view.
+
+A signal is a small pure function of the bundle and the settings. It is written as
+``measure(ctx) -> Measure`` and registered with :func:`signal`, which turns it into the
+``(bundle, settings) -> Signal`` function the registry holds, filling id, category, weight and
+``reads`` and mapping cited IDs onto the bundle (an ID capped out of its group becomes the PR item,
+so every citation resolves).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Literal, TypeVar
+
+from taskeval import evidence as ev
+from taskeval.config import Settings
+from taskeval.contract import Category
+from taskeval.models import CheckEntry, EvidenceBundle, RunEntry, Signal
+
+from .curves import to_score
+
+SignalFunc = Callable[[EvidenceBundle, Settings], Signal]
+FileClass = Literal["ignored", "test", "docs", "source"]
+
+
+@dataclass(frozen=True)
+class Measure:
+    """What a signal found, before the registry dresses it as a :class:`Signal`."""
+
+    status: Literal["ok", "inconclusive"]
+    reason: str
+    value: float | None = None
+    score: int | None = None
+    evidence: tuple[str, ...] = ()
+
+
+def ok(value: float, score: float, reason: str, evidence: Iterable[str] = ()) -> Measure:
+    return Measure("ok", reason, round(float(value), 4), to_score(score), tuple(evidence))
+
+
+def inconclusive(reason: str, evidence: Iterable[str] = (), value: float | None = None) -> Measure:
+    return Measure("inconclusive", reason, value, None, tuple(evidence))
+
+
+@dataclass(frozen=True)
+class SignalSpec:
+    id: str
+    category: Category
+    name: str
+    weight: float
+    reads: tuple[str, ...]
+    run: SignalFunc
+
+
+REGISTRY: list[SignalSpec] = []
+
+
+def signal(
+    id: str, category: Category, name: str, weight: float, reads: Iterable[str]
+) -> Callable[[Callable[[Ctx], Measure]], SignalFunc]:
+    """Register ``measure`` as signal ``id``; returns the ``(bundle, settings) -> Signal`` form."""
+    reads_t = tuple(reads)
+
+    def wrap(measure: Callable[[Ctx], Measure]) -> SignalFunc:
+        @functools.wraps(measure)
+        def run(bundle: EvidenceBundle, settings: Settings) -> Signal:
+            ctx = Ctx(bundle, settings)
+            found = measure(ctx)
+            return Signal(
+                id=id, category=category, name=name, status=found.status, value=found.value,
+                score=found.score, weight=settings.signal_weights.get(id, weight),
+                reason=found.reason, evidence=ctx.cite(found.evidence), reads=list(reads_t),
+            )
+
+        if any(spec.id == id for spec in REGISTRY):
+            raise ValueError(f"signal {id} registered twice")
+        REGISTRY.append(SignalSpec(id, category, name, weight, reads_t, run))
+        return run
+
+    return wrap
+
+
+# --------------------------------------------------------------------------- context
+
+
+class Ctx:
+    """One bundle and its settings, with the derived lookups several signals need (lazy)."""
+
+    def __init__(self, bundle: EvidenceBundle, settings: Settings) -> None:
+        self.bundle = bundle
+        self.settings = settings
+        self.facts = bundle.facts
+        self.pull = bundle.facts.pull
+        self.pr = ev.pr_id(bundle.pull_request)
+
+    @functools.cached_property
+    def present(self) -> set[str]:
+        return self.bundle.evidence_ids()
+
+    def cite(self, ids: Iterable[str]) -> list[str]:
+        """IDs in first-seen order; one capped out of its group is replaced by the PR item."""
+        out: list[str] = []
+        for evidence_id in ids:
+            chosen = evidence_id if evidence_id in self.present else self.pr
+            if chosen not in out:
+                out.append(chosen)
+        return out
+
+    @functools.cached_property
+    def commit_ids(self) -> dict[str, str]:
+        return ev.commit_ids(c.sha for c in self.facts.commits)
+
+    def commit_id(self, sha: str) -> str:
+        return self.commit_ids.get(sha) or f"commit:{sha[:7]}"
+
+    @functools.cached_property
+    def check_ids(self) -> dict[int, str]:
+        return ev.check_ids((c.id, c.name) for c in self.facts.checks)
+
+    @functools.cached_property
+    def item_facts(self) -> dict[str, dict[str, object]]:
+        return {item.id: dict(item.facts) for g in self.bundle.groups for item in g.items}
+
+    # ----------------------------------------------------------------- people
+
+    def is_bot(self, login: str | None, flagged: bool = False) -> bool:
+        if login is None:
+            return False
+        bots = {b.lower() for b in self.settings.patterns.bot_logins}
+        return flagged or login.endswith("[bot]") or login.lower() in bots
+
+    def is_agent(self, login: str | None) -> bool:
+        return login is not None and login.lower() in {
+            a.lower() for a in self.settings.patterns.agent_logins
+        }
+
+    def is_other_human(self, login: str | None, flagged: bool = False) -> bool:
+        """A person who is not the PR author: not a bot account, not a configured agent."""
+        return (
+            login is not None and login != self.pull.author
+            and not self.is_bot(login, flagged) and not self.is_agent(login)
+        )
+
+    # ----------------------------------------------------------------- files
+
+    def classify(self, path: str) -> FileClass:
+        p = self.settings.patterns
+        for cls, globs in (("ignored", p.ignore_paths), ("test", p.test_paths),
+                           ("docs", p.doc_paths)):
+            if any(fnmatchcase(path, g) for g in globs):
+                return cls  # type: ignore[return-value]
+        return "source"
+
+    def is_surface(self, path: str) -> bool:
+        return any(fnmatchcase(path, g) for g in self.settings.patterns.public_surface_paths)
+
+    @functools.cached_property
+    def lines_by_class(self) -> dict[FileClass, int]:
+        out: dict[FileClass, int] = defaultdict(int)
+        for f in self.facts.files:
+            out[self.classify(f.path)] += f.additions + f.deletions
+        return out
+
+    def files_of(self, cls: FileClass) -> list[str]:
+        return [f.path for f in self.facts.files if self.classify(f.path) == cls]
+
+    def biggest_file_ids(self, paths: Iterable[str], most: int = 3) -> list[str]:
+        sizes = {f.path: f.additions + f.deletions for f in self.facts.files}
+        ranked = sorted(paths, key=lambda p: (-sizes.get(p, 0), p))
+        return [f"file:{p}" for p in ranked[:most]]
+
+    # ----------------------------------------------------------------- CI
+
+    @functools.cached_property
+    def ci(self) -> CIView:
+        return CIView.of(self)
+
+    def ci_at(self, as_of: str | None) -> CIView:
+        return CIView.of(self, as_of)
+
+    @property
+    def ci_unavailable(self) -> bool:
+        return bool({"check_runs", "workflow_runs"} & set(self.facts.unavailable))
+
+
+# --------------------------------------------------------------------------- CI view
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The latest state of one check (by name) or workflow (by id) at one commit."""
+
+    source: Literal["check", "run"]
+    key: str
+    label: str
+    sha: str
+    outcome: ev.Outcome
+    evidence: str
+    flaky: bool  # an earlier attempt on the same commit failed and this one passed
+
+
+@dataclass(frozen=True)
+class CIView:
+    """Per commit, the latest verdict of every check and workflow, optionally as of a moment."""
+
+    checks: dict[str, dict[str, Verdict]]
+    runs: dict[str, dict[str, Verdict]]
+
+    @classmethod
+    def of(cls, ctx: Ctx, as_of: str | None = None) -> CIView:
+        checks: dict[str, dict[str, Verdict]] = defaultdict(dict)
+        by_check: dict[tuple[str, str], list[CheckEntry]] = defaultdict(list)
+        for c in ctx.facts.checks:
+            by_check[(c.head_sha, c.name)].append(c)
+        for (sha, name), series in by_check.items():
+            verdict = _latest(
+                [(c.started_at or c.completed_at or "", c.id, c) for c in series], as_of,
+                lambda c: (c.started_at, c.completed_at, ev.outcome_of(c.status, c.conclusion)),
+            )
+            if verdict is not None:
+                entry, outcome, flaky = verdict
+                checks[sha][name] = Verdict("check", name, name, sha, outcome,
+                                            ctx.check_ids[entry.id], flaky)
+        runs: dict[str, dict[str, Verdict]] = defaultdict(dict)
+        by_run: dict[tuple[str, str], list[RunEntry]] = defaultdict(list)
+        for r in ctx.facts.runs:
+            by_run[(r.head_sha, str(r.workflow_id or r.name))].append(r)
+        for (sha, key), series in by_run.items():
+            verdict = _latest(
+                [(r.started_at or r.created_at or "", r.id, r) for r in series], as_of,
+                lambda r: (r.started_at or r.created_at,
+                           r.updated_at if r.status == "completed" else None,
+                           ev.outcome_of(r.status, r.conclusion)),
+            )
+            if verdict is not None:
+                entry, outcome, flaky = verdict
+                rerun_green = as_of is None and entry.attempt > 1 and outcome == "pass"
+                runs[sha][key] = Verdict("run", key, entry.name or key, sha, outcome,
+                                         f"run:{entry.id}", flaky or rerun_green)
+        return cls(dict(checks), dict(runs))
+
+    def at(self, sha: str) -> list[Verdict]:
+        """Checks at ``sha`` when there are any (finer: one per job), else workflow runs."""
+        found = self.checks.get(sha) or self.runs.get(sha) or {}
+        return sorted(found.values(), key=lambda v: v.key)
+
+    def shas(self) -> set[str]:
+        return set(self.checks) | set(self.runs)
+
+    def all(self) -> list[Verdict]:
+        return [v for sha in sorted(self.shas()) for v in self.at(sha)]
+
+
+
+_T = TypeVar("_T")
+
+
+def _latest(
+    series: list[tuple[str, int, _T]],
+    as_of: str | None,
+    describe: Callable[[_T], tuple[str | None, str | None, ev.Outcome]],
+) -> tuple[_T, ev.Outcome, bool] | None:
+    """Latest attempt (optionally among those started by ``as_of``), its outcome then, and
+    whether an earlier attempt on the same commit failed before it passed (a flaky re-run)."""
+    ordered = [entry for _, _, entry in sorted(series, key=lambda t: (t[0], t[1]))]
+    if as_of is not None:
+        ordered = [e for e in ordered if (describe(e)[0] or "") <= as_of]
+    if not ordered:
+        return None
+    latest = ordered[-1]
+    _, done, outcome = describe(latest)
+    if as_of is not None and (done is None or done > as_of):
+        outcome = "pending"
+    failed_before = any(describe(e)[2] == "fail" for e in ordered[:-1])
+    return latest, outcome, failed_before and outcome == "pass"
+
+
+def plural(n: float, word: str, many: str | None = None) -> str:
+    """``1 check``, ``2 checks``; numbers print without a trailing ``.0``."""
+    count = int(n) if float(n).is_integer() else n
+    return f"{count} {word if n == 1 else (many or word + 's')}"
+
+
+def names(items: Iterable[str], most: int = 3) -> str:
+    """``a, b and c`` / ``a, b, c and 2 more``: short lists for reasons."""
+    seq = list(items)
+    if len(seq) > most:
+        return ", ".join(seq[:most]) + f" and {len(seq) - most} more"
+    if len(seq) <= 1:
+        return "".join(seq)
+    return ", ".join(seq[:-1]) + " and " + seq[-1]

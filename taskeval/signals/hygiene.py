@@ -1,0 +1,187 @@
+"""One detector for text that should never ship in a PR: prompt leakage, chat boilerplate and
+unfilled PR-template text.
+
+It is the single place these patterns live: the ``agent.text_hygiene`` and
+``process.template_filled`` signals score its findings, and the AI judge uses it to flag
+prompt-injection attempts in the evidence it is shown. Hand-written because no library knows
+GitHub PR templates or the chat-model tells below; each rule is a plain regex, and the table tests
+in tests/test_signals.py hold positive and negative examples for every one.
+
+Text inside fenced code blocks and inline code is ignored unless ``include_code`` is set: a PR
+that *discusses* ``<|im_start|>`` is not leaking it. The judge scans with ``include_code=True``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final, Literal
+
+FindingKind = Literal["leakage", "boilerplate", "template"]
+MATCH_LIMIT: Final = 80
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    line: int  # 1-based line of the scanned text
+    kind: FindingKind
+    rule: str
+    match: str  # the offending text, at most MATCH_LIMIT characters
+
+    def describe(self) -> str:
+        return f'{self.rule} ("{self.match}")'
+
+
+_RULES: Final[tuple[tuple[FindingKind, str, re.Pattern[str]], ...]] = tuple(
+    (kind, rule, re.compile(rx, re.IGNORECASE | re.MULTILINE))
+    for kind, rule, rx in (
+        ("leakage", "ai-disclaimer",
+         r"\bas an ai(?: language| coding)? (?:model|assistant)\b|\bas a large language model\b"),
+        ("leakage", "instruction-override",
+         r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?(?:of\s+)?(?:the\s+|your\s+|my\s+)?"
+         r"(?:previous|prior|above|earlier|preceding)\s+(?:instructions|prompts?|directions|rules)\b"),
+        ("leakage", "chat-template-token",
+         r"<\|(?:im_start|im_end|im_sep|endoftext|system|user|assistant|eot_id|start_header_id|"
+         r"end_header_id)\|>|\[/?INST\]|<</?SYS>>"),
+        ("leakage", "system-prompt-echo",
+         r"^\s*(?:#+\s*)?system(?: prompt| message)?\s*:|<system(?:-reminder)?>|"
+         r"\byou are (?:chatgpt|claude|copilot|gemini)\b|"
+         r"\byou are an? (?:helpful|harmless|honest|large language|ai)\b[^.\n]{0,40}"
+         r"\b(?:assistant|model|agent)\b|"
+         r"\bmy (?:system )?(?:prompt|instructions) (?:says?|tells?|is|are)\b"),
+        ("leakage", "tool-call-markup",
+         r"</?(?:function_calls|tool_call|tool_use|tool_result|thinking)>"),
+        ("leakage", "knowledge-cutoff",
+         r"\b(?:my|as of my) (?:last )?(?:knowledge|training)(?: data)? "
+         r"(?:cutoff|cut-off|update)\b|"
+         r"\bI (?:don't|do not|cannot|can't) (?:browse|access) the internet\b"),
+        ("leakage", "refusal",
+         r"\bI(?:'m| am) (?:sorry|afraid),? but (?:as an ai|I (?:can't|cannot|am unable to))"),
+        ("boilerplate", "chat-closing",
+         r"\bI hope (?:this|that) helps\b|\blet me know if (?:you (?:need|have|want|would like)|"
+         r"there(?:'s| is))\b|\bfeel free to (?:ask|reach out|let me know)\b|\bhappy coding\b"),
+        ("boilerplate", "chat-opening",
+         r"^\s*(?:certainly|sure|absolutely|of course)[!,.]\s+(?:here|I(?:'ve| have| will|'ll))\b|"
+         r"\bgreat question\b|^\s*here(?:'s| is) (?:the|an?|your) (?:updated|revised|corrected|"
+         r"modified|complete) (?:code|version|implementation|file)\b"),
+        ("template", "todo-fill",
+         r"\bTODO:?\s*(?:fill|add|write|describe|complete)\b(?:\s+(?:in|me|this|out))?|"
+         r"\blorem ipsum\b"),
+        ("template", "placeholder-token",
+         r"\[(?:insert|add|describe|your|enter)\b[^\]\n]{0,60}\](?!\()|"
+         r"#\s*\((?:issue|issue number|ticket)\)|#(?:x{3,}|n{3,})\b"),
+    )
+)
+# Template instructions: a finding on a plain line; on a heading only when its section is empty.
+_INSTRUCTION: Final = re.compile(
+    r"\b(?:describe|explain|summari[sz]e) (?:your|the|what) (?:changes?|pr|pull request|problem|"
+    r"motivation)\b|\bplease (?:describe|include|provide|explain|add) (?:a |the )?(?:summary|"
+    r"description|details?|changes|context)\b|\bwhat does this (?:pr|pull request) do\?",
+    re.IGNORECASE,
+)
+_HEADING: Final = re.compile(r"^\s{0,3}#{1,6}\s")
+_HTML_COMMENT: Final = re.compile(r"<!--.*?-->", re.DOTALL)
+# One-token comments such as "<!-- taskeval:evaluation -->" are machine markers, not placeholders.
+_MACHINE_MARKER: Final = re.compile(r"<!--\s*[\w.-]+(?::[\w.-]+)+\s*-->")
+_FENCE: Final = re.compile(r"^\s{0,3}(```|~~~).*?^\s{0,3}\1[^\n]*$", re.MULTILINE | re.DOTALL)
+_INLINE_CODE: Final = re.compile(r"`[^`\n]+`")
+_TASK_ITEM: Final = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[([ xX])\]\s+\S", re.MULTILINE)
+
+
+def _blank(match: re.Match[str]) -> str:
+    """Same length, same newlines, no content: line numbers survive the removal."""
+    return re.sub(r"[^\n]", " ", match.group(0))
+
+
+def blank_code(text: str) -> str:
+    """``text`` with fenced code blocks and inline code spans blanked out, line numbers kept."""
+    return _INLINE_CODE.sub(_blank, _FENCE.sub(_blank, text))
+
+
+def visible_text(text: str) -> str:
+    """What a reader of the rendered PR sees as prose: no HTML comments, no code."""
+    return _HTML_COMMENT.sub(_blank, blank_code(text.replace("\r\n", "\n")))
+
+
+def prose_length(text: str) -> int:
+    """Characters of written description: no HTML comments, headings or runs of whitespace."""
+    plain = _HTML_COMMENT.sub(" ", text.replace("\r\n", "\n"))
+    kept = [line for line in plain.split("\n") if not _HEADING.match(line)]
+    return len(" ".join(" ".join(kept).split()))
+
+
+def task_items(text: str) -> list[bool]:
+    """Checked state of each markdown task-list item outside code and comments."""
+    return [m.group(1) != " " for m in _TASK_ITEM.finditer(visible_text(text))]
+
+
+def _line_of(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def _clip(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= MATCH_LIMIT else flat[: MATCH_LIMIT - 1] + "…"
+
+
+def _sections(lines: list[str]) -> list[tuple[int, int]]:
+    """(first, last) line indexes of each heading-delimited section, heading line included."""
+    starts = [0] + [i for i, line in enumerate(lines) if i > 0 and _HEADING.match(line)]
+    return [(s, (starts[n + 1] - 1) if n + 1 < len(starts) else len(lines) - 1)
+            for n, s in enumerate(starts)]
+
+
+def _template_findings(prose: str) -> list[Finding]:
+    """Placeholders left as is: template comments and instruction headings over empty sections,
+    instruction text in prose, task lists whose every box is unchecked."""
+    out: list[Finding] = []
+    no_comments = _HTML_COMMENT.sub(_blank, prose)
+    raw_lines = prose.split("\n")
+    lines = no_comments.split("\n")
+    comments = [
+        m for m in _HTML_COMMENT.finditer(prose) if not _MACHINE_MARKER.fullmatch(m.group(0))
+    ]
+    for first, last in _sections(lines):
+        heading = _HEADING.match(lines[first]) is not None
+        body = lines[first + 1 : last + 1] if heading else lines[first : last + 1]
+        if any(line.strip() for line in body):
+            continue
+        inside = [m for m in comments if first <= _line_of(prose, m.start()) - 1 <= last]
+        if inside:
+            out.append(Finding(_line_of(prose, inside[0].start()), "template", "html-placeholder",
+                               _clip(inside[0].group(0))))
+        if heading and _INSTRUCTION.search(raw_lines[first]):
+            out.append(Finding(first + 1, "template", "instruction-text", _clip(raw_lines[first])))
+    for n, line in enumerate(lines):
+        match = _INSTRUCTION.search(line)
+        if match and not _HEADING.match(line):
+            out.append(Finding(n + 1, "template", "instruction-text", _clip(match.group(0))))
+    run: list[tuple[int, bool]] = []
+    for n, line in enumerate([*lines, "end"]):
+        item = _TASK_ITEM.match(line)
+        if item:
+            run.append((n, item.group(1) != " "))
+        elif line.strip():
+            if len(run) >= 2 and not any(checked for _, checked in run):
+                out.append(Finding(run[0][0] + 1, "template", "unchecked-checklist",
+                                   _clip(f"{len(run)} unchecked items: {lines[run[0][0]]}")))
+            run = []
+    return out
+
+
+def detect_text_issues(text: str | None, *, include_code: bool = False) -> list[Finding]:
+    """Every leakage, boilerplate and template finding in ``text``: by line, one per rule a line."""
+    if not text:
+        return []
+    normal = text.replace("\r\n", "\n").replace("\r", "\n")
+    prose = normal if include_code else blank_code(normal)
+    # Leaks hidden in HTML comments still count; template rules only look at what renders.
+    rendered = _HTML_COMMENT.sub(_blank, prose)
+    found: dict[tuple[int, str], Finding] = {}
+    for kind, rule, pattern in _RULES:
+        for match in pattern.finditer(rendered if kind == "template" else prose):
+            line = _line_of(prose, match.start())
+            found.setdefault((line, rule), Finding(line, kind, rule, _clip(match.group(0))))
+    for f in _template_findings(prose):
+        found.setdefault((f.line, f.rule), f)
+    return sorted(found.values())

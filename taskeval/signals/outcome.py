@@ -1,0 +1,301 @@
+"""taskOutcomeQuality: correctness, completeness, verification quality, shipped-result quality."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from taskeval import evidence as ev
+from taskeval.contract import Category
+
+from .base import Ctx, Measure, inconclusive, names, ok, plural, signal
+from .curves import coverage, decay, linear
+from .hygiene import task_items, visible_text
+
+CAT: Category = "taskOutcomeQuality"
+
+
+def _head_ci_missing(ctx: Ctx) -> Measure:
+    if ctx.ci_unavailable:
+        return inconclusive("CI results could not be read, so the head commit's state is unknown.",
+                            [f"audit:unavailable-{r}" for r in ctx.facts.unavailable])
+    if ctx.ci.shas():
+        return inconclusive("CI ran on earlier commits but not on the head commit that shipped.",
+                            [ctx.pr])
+    return inconclusive("No CI ran on this PR.", [ctx.pr])
+
+
+@signal("outcome.ci_head", CAT, "CI at the head commit", 3.0,
+        ["facts.checks", "facts.runs", "facts.pull.headSha"])
+def ci_head(ctx: Ctx) -> Measure:
+    """Latest state of every check at the commit that shipped; red is strong negative evidence."""
+    verdicts = ctx.ci.at(ctx.pull.head_sha)
+    failing = [v for v in verdicts if v.outcome == "fail"]
+    waiting = [v for v in verdicts if v.outcome in ("pending", "cancelled")]
+    passing = [v for v in verdicts if v.outcome == "pass"]
+    if not verdicts:
+        return _head_ci_missing(ctx)
+    if not (failing or waiting or passing):
+        return inconclusive(f"All {plural(len(verdicts), 'check')} at the head commit were skipped "
+                            "or neutral.", [v.evidence for v in verdicts])
+    value = len(failing) + 0.5 * len(waiting)
+    counted = len(failing) + len(waiting) + len(passing)
+    if failing or waiting:
+        parts = []
+        if failing:
+            parts.append(f"{len(failing)} of {plural(counted, 'check')} fail at the head commit "
+                         f"({names(v.label for v in failing)})")
+        if waiting:
+            parts.append(f"{plural(len(waiting), 'check')} did not finish "
+                         f"({names(v.label for v in waiting)})")
+        reason = "; ".join(parts) + "."
+        reason = reason[0].upper() + reason[1:]
+    else:
+        reason = f"All {plural(len(passing), 'check')} at the head commit pass."
+    flaky = [v for v in passing if v.flaky]
+    if flaky:
+        reason += f" {names(v.label for v in flaky)} passed on a re-run after a flaky failure."
+    cited = [v.evidence for v in failing + waiting + passing]
+    half = ctx.settings.thresholds.head_failing_half_life
+    return ok(value, decay(value, half), reason, cited)
+
+
+# --------------------------------------------------------------------------- claims
+
+_NOT_A_CLAIM: Final = re.compile(
+    r"(?i)\b(?:make sure|ensure|verify|check(?: that)?|should|must|will|to|if|until|once|"
+    r"wait for|whether|please)\s+(?:that\s+)?(?:all\s+)?(?:the\s+)?(?:new\s+)?$"
+)
+_CLAIMS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
+    ("tests pass", re.compile(
+        r"(?i)\b(?:all\s+)?(?:the\s+)?(?:unit\s+|integration\s+|e2e\s+)?(?:tests?|checks?|ci|specs?|"
+        r"test suite|builds?)\s+(?:are\s+|is\s+|now\s+|still\s+)*(?:pass(?:es|ed|ing)?|green|"
+        r"succeed(?:s|ed|ing)?)\b|\ball\s+green\b|\bpass(?:es|ing)?\s+(?:all\s+)?(?:the\s+)?"
+        r"(?:tests|checks|ci)\b")),
+    ("adds tests", re.compile(
+        r"(?i)\b(?:add(?:s|ed|ing)?|updat(?:e|es|ed|ing)|writ(?:e|es|ten|ing)|extend(?:s|ed|ing)?|"
+        r"includ(?:e|es|ed|ing)|expand(?:s|ed)?)\s+(?:new\s+|more\s+|a\s+|the\s+)?(?:unit\s+|"
+        r"integration\s+|e2e\s+|regression\s+|end-to-end\s+)?(?:tests?|test cases?|specs?|"
+        r"test coverage)\b|\b(?:new\s+)?tests?\s+(?:were\s+|have been\s+|are\s+)?added\b|"
+        r"\bwith (?:unit |integration |regression )?tests\b")),
+    ("updates docs", re.compile(
+        r"(?i)\b(?:add(?:s|ed|ing)?|updat(?:e|es|ed|ing)|writ(?:e|es|ten|ing)|improv(?:e|es|ed|ing)|"
+        r"revis(?:e|es|ed))\s+(?:the\s+)?(?:docs|documentation|readme|changelog|user guide)\b|"
+        r"\b(?:docs|documentation|readme|changelog)\s+(?:is\s+|are\s+|was\s+|were\s+|has been\s+|"
+        r"have been\s+)?updated\b")),
+)
+_UNCHECKED_LINE: Final = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[ \].*$", re.MULTILINE)
+
+Verdict = Literal["supported", "contradicted", "unverifiable"]
+
+
+@dataclass(frozen=True)
+class Claim:
+    what: str  # the kind, e.g. "tests pass", "fixes #12"
+    quote: str  # the words as written
+    verdict: Verdict
+    why: str
+    evidence: tuple[str, ...]
+
+
+def claim_text(title: str, body: str) -> str:
+    """What the PR asserts: rendered prose only, without unchecked checklist items."""
+    return _UNCHECKED_LINE.sub("", visible_text(f"{title}\n\n{body}"))
+
+
+def _find(text: str, pattern: re.Pattern[str]) -> str | None:
+    for match in pattern.finditer(text):
+        if not _NOT_A_CLAIM.search(text[max(0, match.start() - 40): match.start()]):
+            return " ".join(match.group(0).split())
+    return None
+
+
+def _check_tests_pass(ctx: Ctx, quote: str) -> Claim:
+    verdicts = ctx.ci.at(ctx.pull.head_sha)
+    failing = [v for v in verdicts if v.outcome == "fail"]
+    passing = [v for v in verdicts if v.outcome == "pass"]
+    if failing:
+        return Claim("tests pass", quote, "contradicted",
+                     f"{names(v.label for v in failing)} "
+                     f"{'fails' if len(failing) == 1 else 'fail'} at the head commit",
+                     tuple(v.evidence for v in failing))
+    if passing and not [v for v in verdicts if v.outcome in ("pending", "cancelled")]:
+        return Claim("tests pass", quote, "supported", "CI passes at the head commit",
+                     tuple(v.evidence for v in passing))
+    return Claim("tests pass", quote, "unverifiable", "no finished CI at the head commit",
+                 (ctx.pr,))
+
+
+def _check_changed(ctx: Ctx, what: str, quote: str, cls: Literal["test", "docs"]) -> Claim:
+    files = ctx.files_of(cls)
+    if files:
+        return Claim(what, quote, "supported",
+                     f"{plural(len(files), 'test file' if cls == 'test' else 'doc file')} changed",
+                     tuple(ctx.biggest_file_ids(files)))
+    if not ctx.facts.files:
+        return Claim(what, quote, "unverifiable", "the changed files could not be read", (ctx.pr,))
+    kind = "test" if cls == "test" else "documentation"
+    return Claim(what, quote, "contradicted", f"no {kind} file changed",
+                 (ctx.pr, *ctx.biggest_file_ids(f.path for f in ctx.facts.files)))
+
+
+def _check_fix(ctx: Ctx, link: ev.IssueLink) -> Claim:
+    pull = ctx.pull
+    ref = f"#{link.number}" if link.repo is None else f"{link.repo}#{link.number}"
+    what = f"{link.keyword} {ref}"
+    cited = (link.id, ctx.pr)
+    if link.repo is None and link.number == pull.number:
+        return Claim("fixes an issue", what, "contradicted", "it points at this PR itself", cited)
+    if not pull.merged:
+        if pull.state == "closed":
+            return Claim("fixes an issue", what, "contradicted",
+                         "the PR was closed without merging", cited)
+        return Claim("fixes an issue", what, "unverifiable", "the PR is not merged yet", cited)
+    default = ctx.item_facts.get(ctx.pr, {}).get("defaultBranch")
+    if isinstance(default, str) and default and pull.base_ref != default:
+        return Claim("fixes an issue", what, "contradicted",
+                     f"it merged into {pull.base_ref}, not the default branch {default}, so "
+                     "GitHub does not close the issue", cited)
+    return Claim("fixes an issue", what, "supported", "merged with a closing link", cited)
+
+
+def check_claims(ctx: Ctx) -> list[Claim]:
+    """Each claim the PR text makes about tests, docs or fixed issues, checked against evidence."""
+    text = claim_text(ctx.pull.title, ctx.pull.body)
+    out = []
+    for kind, pattern in _CLAIMS:
+        quote = _find(text, pattern)
+        if quote is None:
+            continue
+        if kind == "tests pass":
+            out.append(_check_tests_pass(ctx, quote))
+        else:
+            out.append(_check_changed(ctx, kind, quote, "test" if kind == "adds tests" else "docs"))
+    for link in ev.linked_issues(text, ctx.bundle.repository):
+        if link.closing:
+            out.append(_check_fix(ctx, link))
+    return out
+
+
+@signal("outcome.claims", CAT, "PR claims match the evidence", 2.0,
+        ["facts.pull.title", "facts.pull.body", "facts.checks", "facts.runs", "facts.files",
+         "facts.pull.merged", "facts.pull.baseRef"])
+def claims(ctx: Ctx) -> Measure:
+    """Cross-field check: "tests pass", "adds tests", "updates docs", "fixes #N" vs. evidence."""
+    found = check_claims(ctx)
+    checked = [c for c in found if c.verdict != "unverifiable"]
+    cited = [e for c in found for e in c.evidence]
+    if not checked:
+        if found:
+            return inconclusive("The PR's claims could not be checked: "
+                                + "; ".join(f'"{c.quote}" ({c.why})' for c in found) + ".", cited)
+        return inconclusive("The PR text makes no checkable claim about tests, docs or fixed "
+                            "issues.", [ctx.pr])
+    bad = [c for c in checked if c.verdict == "contradicted"]
+    good = [c for c in checked if c.verdict == "supported"]
+    if bad:
+        reason = "Contradicted: " + "; ".join(f'"{c.quote}" ({c.why})' for c in bad)
+        if good:
+            reason += "; supported: " + ", ".join(f'"{c.quote}"' for c in good)
+        reason += "."
+    else:
+        reason = (f"{'The claim' if len(good) == 1 else f'All {len(good)} claims'} "
+                  + ", ".join(f'"{c.quote}"' for c in good) + " match the evidence.")
+    cited = [e for c in bad + good for e in c.evidence]
+    half = ctx.settings.thresholds.claims_half_life
+    return ok(len(bad), decay(len(bad), half), reason, cited)
+
+
+# --------------------------------------------------------------------------- delivery
+
+
+_DELIVERY: Final[dict[str, tuple[float, str]]] = {
+    "merged": (1.0, "The PR was merged: the result shipped."),
+    "open": (0.5, "The PR is open and not merged yet: the result has not shipped."),
+    "draft": (0.25, "The PR is still a draft: the work is not offered as finished."),
+    "closed": (0.0, "The PR was closed without merging: nothing shipped."),
+}
+
+
+@signal("outcome.delivery", CAT, "Result shipped", 1.5,
+        ["facts.pull.merged", "facts.pull.state", "facts.pull.draft"])
+def delivery(ctx: Ctx) -> Measure:
+    """Whether the work shipped. A documented table, not a curve: the state is categorical."""
+    pull = ctx.pull
+    state = "merged" if pull.merged else ("draft" if pull.draft else pull.state)
+    value, reason = _DELIVERY.get(state, _DELIVERY["open"])
+    return ok(value, 100 * value, reason, [ctx.pr])
+
+
+@signal("outcome.task_list", CAT, "Task list completed", 1.0, ["facts.pull.body"])
+def task_list(ctx: Ctx) -> Measure:
+    """Share of the PR's own task-list items checked off. A list with no box checked is an
+    unfilled template (process.template_filled), not a plan, so it is left out here."""
+    items = task_items(ctx.pull.body)
+    if not items:
+        return inconclusive("The PR description has no task list.", [ctx.pr])
+    done = sum(items)
+    if not done:
+        return inconclusive(f"None of the {plural(len(items), 'task-list item')} is checked: an "
+                            "unfilled template rather than a plan.", [ctx.pr])
+    value = done / len(items)
+    if done == len(items):
+        reason = f"All {plural(len(items), 'task-list item')} in the description are checked."
+    else:
+        reason = f"{done} of {plural(len(items), 'task-list item')} in the description are checked."
+    return ok(value, linear(value, 1.0, 0.0), reason, [ctx.pr])
+
+
+@signal("outcome.post_approval_changes", CAT, "Shipped what was approved", 1.0,
+        ["facts.reviews", "facts.commits"])
+def post_approval_changes(ctx: Ctx) -> Measure:
+    """Commits pushed after the last human approval: code that shipped without review."""
+    approvals = [r for r in ctx.facts.reviews
+                 if r.state == "APPROVED" and ctx.is_other_human(r.author, r.author_is_bot)]
+    if not approvals:
+        return inconclusive("No human approval, so there is no approved state to compare with.",
+                            [ctx.pr])
+    last = approvals[-1]
+    commits = ctx.facts.commits
+    position = next((n for n, c in enumerate(commits) if c.sha == last.commit_id), None)
+    if position is not None:
+        later = [c for c in commits[position + 1:] if not c.is_merge]
+    else:
+        later = [c for c in commits if not c.is_merge
+                 and (c.committed_at or c.authored_at or "") > (last.submitted_at or "")]
+    half = ctx.settings.thresholds.post_approval_half_life
+    who = last.author or "a reviewer"
+    if later:
+        reason = (f"{plural(len(later), 'commit')} landed after {who}'s last approval without "
+                  "another approval.")
+    else:
+        reason = f"Nothing was pushed after {who}'s approval: what shipped is what was approved."
+    cited = [f"review:{last.id}", *(ctx.commit_id(c.sha) for c in later)]
+    return ok(len(later), decay(len(later), half), reason, cited)
+
+
+@signal("outcome.test_evidence", CAT, "Tests changed with the source", 2.0, ["facts.files"])
+def test_evidence(ctx: Ctx) -> Measure:
+    """Changed test lines against changed source lines, lenient for tiny changes."""
+    if not ctx.facts.files:
+        if "files" in ctx.facts.unavailable:
+            return inconclusive("The changed files could not be read.", ["audit:unavailable-files"])
+        return inconclusive("The PR changes no files.", [ctx.pr])
+    source = ctx.lines_by_class.get("source", 0)
+    tests = ctx.lines_by_class.get("test", 0)
+    if source == 0:
+        return inconclusive("No source lines changed (docs, tests or generated files only), so "
+                            "there is nothing for tests to cover.",
+                            ctx.biggest_file_ids(f.path for f in ctx.facts.files))
+    t = ctx.settings.thresholds
+    value = tests / source
+    if tests:
+        reason = (f"{tests} test lines changed alongside {source} source lines "
+                  f"(ratio {value:.2f}).")
+    else:
+        reason = f"No test file changed for {plural(source, 'source line')}."
+    cited = ctx.biggest_file_ids(ctx.files_of("test"))
+    cited += ctx.biggest_file_ids(ctx.files_of("source"))
+    score = coverage(tests, source, t.test_ratio_half, t.test_leniency_lines)
+    return ok(value, score, reason, cited)

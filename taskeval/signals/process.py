@@ -1,0 +1,241 @@
+"""processCompliance: tests run before merge, review/merge expectations, docs, commit and task
+conventions, a reviewable size and a filled-in description."""
+
+from __future__ import annotations
+
+import re
+
+from taskeval import evidence as ev
+from taskeval.contract import Category
+from taskeval.models import ReviewEntry
+
+from .base import Ctx, Measure, inconclusive, names, ok, plural, signal
+from .curves import coverage, decay, eased_drop, linear, saturating
+from .hygiene import detect_text_issues, prose_length, visible_text
+
+CAT: Category = "processCompliance"
+
+
+@signal("process.ci_at_merge", CAT, "CI green when merged", 3.0,
+        ["facts.checks", "facts.runs", "facts.pull.mergedAt", "facts.pull.headSha"])
+def ci_at_merge(ctx: Ctx) -> Measure:
+    """Checks at the head as they stood at the merge moment: red or unfinished is a breach."""
+    pull = ctx.pull
+    if not pull.merged or not pull.merged_at:
+        return inconclusive("The PR is not merged.", [ctx.pr])
+    verdicts = ctx.ci_at(pull.merged_at).at(pull.head_sha)
+    if not verdicts:
+        if ctx.ci_unavailable:
+            return inconclusive("CI results could not be read.",
+                                [f"audit:unavailable-{r}" for r in ctx.facts.unavailable])
+        return inconclusive("No CI had run on the head commit when the PR was merged.", [ctx.pr])
+    red = [v for v in verdicts if v.outcome == "fail"]
+    waiting = [v for v in verdicts if v.outcome in ("pending", "cancelled")]
+    green = [v for v in verdicts if v.outcome == "pass"]
+    if not (red or waiting or green):
+        return inconclusive("Every check at merge time was skipped or neutral.",
+                            [v.evidence for v in verdicts])
+    value = len(red) + 0.5 * len(waiting)
+    counted = len(red) + len(waiting) + len(green)
+    if red or waiting:
+        parts = []
+        if red:
+            parts.append(f"{len(red)} of {plural(counted, 'check')} red "
+                         f"({names(v.label for v in red)})")
+        if waiting:
+            parts.append(f"{plural(len(waiting), 'check')} unfinished "
+                         f"({names(v.label for v in waiting)})")
+        reason = f"Merged with {' and '.join(parts)}."
+    else:
+        reason = f"All {plural(counted, 'check')} had passed when the PR was merged."
+    half = ctx.settings.thresholds.merge_failing_half_life
+    return ok(value, decay(value, half), reason, [v.evidence for v in red + waiting + green])
+
+
+def _standing(reviews: list[ReviewEntry], ctx: Ctx, until: str | None) -> dict[str, ReviewEntry]:
+    """Each human reviewer's latest decisive review (approve / request changes / dismissed)."""
+    out: dict[str, ReviewEntry] = {}
+    for r in reviews:
+        if r.state not in ("APPROVED", "CHANGES_REQUESTED", "DISMISSED") or not r.author:
+            continue
+        if until is not None and (r.submitted_at or "") > until:
+            continue
+        if ctx.is_other_human(r.author, r.author_is_bot):
+            out[r.author] = r
+    return out
+
+
+@signal("process.human_approval", CAT, "Approved by another person", 2.0,
+        ["facts.reviews", "facts.pull.author"])
+def human_approval(ctx: Ctx) -> Measure:
+    """Independent human approvals still standing; bot and agent approvals do not count."""
+    if "reviews" in ctx.facts.unavailable:
+        return inconclusive("Reviews could not be read.", ["audit:unavailable-reviews"])
+    standing = _standing(ctx.facts.reviews, ctx, ctx.pull.merged_at)
+    approvers = sorted(a for a, r in standing.items() if r.state == "APPROVED")
+    machine = sorted({
+        r.author or "" for r in ctx.facts.reviews
+        if r.state == "APPROVED"
+        and (ctx.is_bot(r.author, r.author_is_bot) or ctx.is_agent(r.author))
+    })
+    if approvers:
+        reason = (f"Approved by {plural(len(approvers), 'person', 'people')} other than the author "
+                  f"({names(approvers)}).")
+    else:
+        reason = "No one other than the author approved the PR."
+    if machine:
+        reason += f" Approvals by bots or agents ({names(machine)}) do not count."
+    cited = [f"review:{standing[a].id}" for a in approvers] or [ctx.pr]
+    half = ctx.settings.thresholds.approval_half
+    return ok(len(approvers), saturating(len(approvers), half), reason, cited)
+
+
+@signal("process.change_requests", CAT, "Change requests resolved before merge", 2.0,
+        ["facts.reviews", "facts.pull.mergedAt"])
+def change_requests(ctx: Ctx) -> Measure:
+    """Human change requests still standing at merge (not approved over or dismissed)."""
+    asked = [r for r in ctx.facts.reviews
+             if r.state == "CHANGES_REQUESTED" and ctx.is_other_human(r.author, r.author_is_bot)]
+    if not asked:
+        return inconclusive("No reviewer requested changes.", [ctx.pr])
+    standing = _standing(ctx.facts.reviews, ctx, ctx.pull.merged_at)
+    open_ = sorted(a for a, r in standing.items() if r.state == "CHANGES_REQUESTED")
+    moment = "merged" if ctx.pull.merged else "evaluated"
+    who = sorted({r.author or "" for r in asked})
+    if open_:
+        reason = (f"{names(open_)}'s change request {'was' if len(open_) == 1 else 'were'} still "
+                  f"standing when the PR was {moment}.")
+    else:
+        reason = (f"Every change request ({names(who)}) was resolved by a later approval or "
+                  f"dismissal before the PR was {moment}.")
+    cited = [f"review:{standing[a].id}" for a in open_] + [f"review:{r.id}" for r in asked]
+    half = ctx.settings.thresholds.change_request_half_life
+    return ok(len(open_), decay(len(open_), half), reason, cited)
+
+
+@signal("process.docs_with_surface", CAT, "Docs updated with public surface", 1.0,
+        ["facts.files"])
+def docs_with_surface(ctx: Ctx) -> Measure:
+    """Doc lines against changed public-surface lines (APIs, CLIs, manifests)."""
+    surface = [f for f in ctx.facts.files if ctx.classify(f.path) == "source"
+               and ctx.is_surface(f.path)]
+    if not surface:
+        return inconclusive("No public-surface file (API, CLI, manifest, exports) changed.",
+                            [ctx.pr])
+    lines = sum(f.additions + f.deletions for f in surface)
+    docs = ctx.lines_by_class.get("docs", 0)
+    if lines == 0:
+        return inconclusive("Public-surface files were only renamed or had no line changes.",
+                            ctx.biggest_file_ids(f.path for f in surface))
+    t = ctx.settings.thresholds
+    value = docs / lines
+    paths = [f.path for f in surface]
+    if docs:
+        reason = (f"{docs} doc lines changed alongside {lines} public-surface lines in "
+                  f"{names(paths, 2)}.")
+    else:
+        reason = f"Public surface changed ({names(paths, 2)}, {lines} lines) with no doc change."
+    cited = ctx.biggest_file_ids(ctx.files_of("docs")) + ctx.biggest_file_ids(paths)
+    return ok(value, coverage(docs, lines, t.doc_ratio_half, t.doc_leniency_lines), reason, cited)
+
+
+@signal("process.conventional_commits", CAT, "Commit subjects follow the convention", 1.0,
+        ["facts.commits"])
+def conventional_commits(ctx: Ctx) -> Measure:
+    """Share of commit subjects matching ``patterns.commit_convention``; git's own
+    ``Revert "..."`` subjects count as conforming."""
+    commits = [c for c in ctx.facts.commits if not c.is_merge]
+    if not commits:
+        return inconclusive("The PR lists no commits of its own.", [ctx.pr])
+    pattern = re.compile(ctx.settings.patterns.commit_convention)
+    bad = [c for c in commits
+           if not pattern.search(c.subject) and not c.subject.startswith('Revert "')]
+    value = (len(commits) - len(bad)) / len(commits)
+    if bad:
+        reason = (f"{len(commits) - len(bad)} of {plural(len(commits), 'commit subject')} follow "
+                  f"the convention; not: {names([repr(c.subject[:60]) for c in bad], 2)}.")
+    else:
+        reason = f"All {plural(len(commits), 'commit subject')} follow the convention."
+    cited = [ctx.commit_id(c.sha) for c in bad] or [ctx.commit_id(c.sha) for c in commits[:3]]
+    return ok(value, linear(value, 1.0, 0.0), reason, cited)
+
+
+@signal("process.task_reference", CAT, "Linked to a task", 1.0,
+        ["facts.pull.title", "facts.pull.body", "facts.commits"])
+def task_reference(ctx: Ctx) -> Measure:
+    """A task reference in the PR text, or else the share of commits with a task trailer."""
+    pattern = re.compile(ctx.settings.patterns.task_id_pattern)
+    text = visible_text(f"{ctx.pull.title}\n\n{ctx.pull.body}")
+    match = pattern.search(text)
+    keys = {k.lower() for k in ctx.settings.patterns.task_trailers}
+    commits = [c for c in ctx.facts.commits if not c.is_merge]
+    tagged = [c for c in commits if keys & {k.lower() for k in c.trailers}]
+    if match:
+        quote = " ".join(match.group(0).split())
+        issues = [i.id for i in ev.linked_issues(match.group(0), ctx.bundle.repository)]
+        return ok(1.0, 100, f'The PR text references a task ("{quote}").', [ctx.pr, *issues])
+    value = len(tagged) / len(commits) if commits else 0.0
+    trailers = ", ".join(ctx.settings.patterns.task_trailers[:3])
+    if tagged:
+        reason = (f"No task reference in the PR title or body; {len(tagged)} of "
+                  f"{plural(len(commits), 'commit')} carry a task trailer.")
+    else:
+        reason = f"No task reference in the PR title, body or commit trailers ({trailers}, ...)."
+    cited = [ctx.pr, *(ctx.commit_id(c.sha) for c in tagged)]
+    return ok(value, linear(value, 1.0, 0.0), reason, cited)
+
+
+@signal("process.change_size", CAT, "Reviewable change size", 1.5,
+        ["facts.files", "facts.pull.additions", "facts.pull.deletions", "facts.pull.changedFiles"])
+def change_size(ctx: Ctx) -> Measure:
+    """Changed lines outside generated/vendored files: review effectiveness drops past ~400."""
+    pull = ctx.pull
+    files = ctx.facts.files
+    if not files and "files" in ctx.facts.unavailable and not (pull.additions + pull.deletions):
+        return inconclusive("The changed files could not be read.", ["audit:unavailable-files"])
+    ignored = ctx.lines_by_class.get("ignored", 0)
+    listed = sum(f.additions + f.deletions for f in files)
+    if len(files) < pull.changed_files:  # GitHub lists at most 3,000 files; trust its totals
+        lines = max(0, pull.additions + pull.deletions - ignored)
+    else:
+        lines = listed - ignored
+    t = ctx.settings.thresholds
+    note = f" ({ignored} generated/lockfile lines excluded)" if ignored else ""
+    if lines <= t.comfortable_change_lines:
+        reason = (f"{plural(lines, 'changed line')}{note}: within the comfortable "
+                  f"{t.comfortable_change_lines} for one review.")
+    else:
+        reason = (f"{plural(lines, 'changed line')}{note}: past the comfortable "
+                  f"{t.comfortable_change_lines} for one review, which loses effectiveness as "
+                  "size grows.")
+    cited = ctx.biggest_file_ids((f.path for f in files if ctx.classify(f.path) != "ignored"), 3)
+    score = eased_drop(lines, t.comfortable_change_lines, t.max_change_lines, t.change_size_floor)
+    return ok(lines, score, reason, cited or [ctx.pr])
+
+
+@signal("process.description", CAT, "PR has a real description", 1.0, ["facts.pull.body"])
+def description(ctx: Ctx) -> Measure:
+    """Length of the written description (saturating: a few sentences are enough)."""
+    chars = prose_length(ctx.pull.body)
+    half = ctx.settings.thresholds.description_half_chars
+    if chars == 0:
+        reason = "The PR has no description."
+    else:
+        reason = f"The PR description has {plural(chars, 'character')} of text."
+    return ok(chars, saturating(chars, half), reason, [ctx.pr])
+
+
+@signal("process.template_filled", CAT, "PR template filled in", 1.0, ["facts.pull.body"])
+def template_filled(ctx: Ctx) -> Measure:
+    """Unfilled PR-template text left in the description (placeholders, instructions, empty
+    checklists), from the shared text detector."""
+    if not ctx.pull.body.strip():
+        return inconclusive("The PR has no description to check.", [ctx.pr])
+    found = [f for f in detect_text_issues(ctx.pull.body) if f.kind == "template"]
+    half = ctx.settings.thresholds.template_half_life
+    if found:
+        reason = ("Unfilled template text in the description: "
+                  + names([f"{f.describe()} on line {f.line}" for f in found], 2) + ".")
+    else:
+        reason = "No unfilled PR-template text in the description."
+    return ok(len(found), decay(len(found), half), reason, [ctx.pr])

@@ -279,11 +279,30 @@ def test_prompt_is_bounded_and_trims_least_important_first(cap: int) -> None:
     assert pull["title"] == bundle.facts.pull.title and pull["body"] == bundle.facts.pull.body
     assert "pr:482" in rendered.shown_ids, "PR metadata is never trimmed"
     assert rendered.trimmed and rendered.trimmed[0].startswith("runAudit: ")
-    ids = {g.source: [i.id for i in g.items] for g in bundle.groups}
-    if not set(ids["commits"]) <= rendered.shown_ids:
-        low = ids["runAudit"] + ids["taskActivity"] + ids["agentLogs"]
-        assert not rendered.shown_ids & set(low), "logs and activity go before commits"
-    assert set(ids["taskMetadata"]) <= rendered.shown_ids <= bundle.evidence_ids()
+    assert set(rendered.shown_ids) <= bundle.evidence_ids()
+    if cap == 60_000:  # the default: logs, activity and audit absorb the whole cut
+        kept = ("taskMetadata", "commits", "workflow", "reviews", "documents")
+        assert all(t.split(":")[0] in ("runAudit", "taskActivity", "agentLogs")
+                   for t in rendered.trimmed), rendered.trimmed
+        assert {i.id for g in bundle.groups if g.source in kept for i in g.items} <= (
+            rendered.shown_ids
+        )
+        assert "[left out for size]" not in user.split('"group": "taskActivity"')[0]
+
+
+def test_room_left_by_a_late_large_cut_is_refilled() -> None:
+    signals = [
+        Signal(id=f"s{n}", category="processCompliance", name=f"Signal {n}", status="ok",
+               score=50, weight=1.0, reason="r" * 240)
+        for n in range(30)
+    ]
+    bundle = make_bundle(body="b" * 7_000, per_group=3)
+    rendered = render_prompt(bundle, signals, 12_000)
+    # Only dropping the findings (the last step) makes it fit; every item then fits again.
+    assert rendered.trimmed == ["deterministic findings left out"]
+    assert rendered.shown_ids == bundle.evidence_ids()
+    assert "[left out for size]" not in rendered.messages[1]["content"]
+    assert rendered.chars <= 12_000
 
 
 def test_commit_trimming_keeps_the_newest_commits() -> None:

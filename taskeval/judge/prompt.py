@@ -10,8 +10,8 @@ the decoded string does not see structure either.
 
 Size is bounded by ``max_prompt_chars``: the least important evidence is left out first (run
 audit, task activity and agent log excerpts, then those items, then changed files, then older
-commits, ...). The instructions, the findings and the PR metadata are never trimmed; when they
-alone exceed the bound, :class:`PromptTooLarge` says so and nothing is sent.
+commits, ..., and last the deterministic findings). The instructions and the PR metadata are never
+trimmed; when they alone exceed the bound, :class:`PromptTooLarge` says so and nothing is sent.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 from taskeval.contract import CATEGORIES
@@ -33,6 +33,8 @@ MAX_SIGNAL_REASON: Final = 240
 MAX_FILES_SHOWN: Final = 60
 TRUNCATION: Final = "… [truncated]"
 EXCERPT_LEFT_OUT: Final = "[left out for size]"
+FINDINGS_LEFT_OUT: Final = "- (left out for size)"
+SAME_AS_BODY: Final = "[see pullRequest.body]"
 
 # Category definitions from the scoring contract (seed "Task Evaluations Scoring Contract").
 CATEGORY_DEFINITIONS: Final[dict[str, str]] = {
@@ -90,8 +92,8 @@ SYSTEM_PROMPT: Final = "\n".join([
 
 # Least important first: what is trimmed first when the prompt is too large. Each step is
 # (group, what, keep): "excerpt" replaces excerpts, "item" drops whole items until ``keep`` are
-# left, "line" drops the changed-files line. taskMetadata is never trimmed. The newest commits
-# stay longer than review and check excerpts: they are the history the judge is asked about.
+# left, "line" drops the changed-files line or the findings. taskMetadata is never trimmed. The
+# newest commits stay longer than review and check excerpts: they are the history being judged.
 TRIM_ORDER: Final[tuple[tuple[str, str, int], ...]] = (
     ("runAudit", "excerpt", 0),
     ("taskActivity", "excerpt", 0),
@@ -109,6 +111,7 @@ TRIM_ORDER: Final[tuple[tuple[str, str, int], ...]] = (
     ("commits", "item", 0),
     ("reviews", "item", 0),
     ("workflow", "item", 0),
+    ("findings", "line", 0),
 )
 # Groups listed in time order, where the latest entries describe the PR as merged: trimmed
 # oldest first. Other groups are trimmed from the end of the builder's list.
@@ -177,13 +180,16 @@ def _bound(text: str, limit: int) -> str:
 class _Item:
     group: GroupName
     item: EvidenceItem
-    age: int  # lower is older; only meaningful for commits
+    age: int  # lower is older; only meaningful for commits and reviews
     show_excerpt: bool = True
     shown: bool = True
+    excerpt_is_body: bool = False  # the PR item's excerpt repeats the body shown in full above
 
     def render(self) -> str:
         obj: dict[str, Any] = {"id": self.item.id, "kind": self.item.kind, "label": self.item.label}
-        if self.item.excerpt:
+        if self.excerpt_is_body:
+            obj["excerpt"] = SAME_AS_BODY
+        elif self.item.excerpt:
             obj["excerpt"] = self.item.excerpt if self.show_excerpt else EXCERPT_LEFT_OUT
         if self.item.facts:
             obj["facts"] = self.item.facts
@@ -198,7 +204,7 @@ class _Prompt:
     items: list[_Item]
     files_line: str | None
     show_files: bool = True
-    trimmed: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    show_findings: bool = True
 
     @property
     def nonce(self) -> str:
@@ -239,7 +245,7 @@ class _Prompt:
             f"{json.dumps(self.bundle.repository)}.",
             "",
             "## Deterministic findings",
-            self.findings,
+            self.findings if self.show_findings else FINDINGS_LEFT_OUT,
             "",
             EVIDENCE_HEADING,
             f"The evidence is the block between the lines {start} and {end}. Each line in it is "
@@ -301,7 +307,11 @@ def _units(bundle: EvidenceBundle) -> list[_Item]:
             if group.source == "commits":
                 sha = str(item.facts.get("sha") or item.id.partition(":")[2])[:7]
                 age = ages.get(sha, pos)
-            units.append(_Item(group.source, item, age))
+            unit = _Item(group.source, item, age)
+            if item.id == f"pr:{bundle.pull_request}" and item.excerpt:
+                body, text = bundle.facts.pull.body, item.excerpt.removesuffix(TRUNCATION)
+                unit.excerpt_is_body = body.startswith(text) and len(text) > len(SAME_AS_BODY)
+            units.append(unit)
     return units
 
 
@@ -317,14 +327,16 @@ def _trim_candidates(prompt: _Prompt, group: str, what: str, keep: int) -> list[
 
 
 def _describe(trimmed: dict[tuple[str, str], list[str]]) -> list[str]:
-    """One line per group and kind, groups in the order trimming reached them, items first."""
-    groups = list(dict.fromkeys(group for group, _ in trimmed))
+    """One line per group and kind, groups in trimming order, whole items before excerpts."""
+    order = list(dict.fromkeys(group for group, _, _ in TRIM_ORDER))
+    groups = sorted({group for group, _ in trimmed}, key=order.index)
     steps = [(g, w) for g in groups for w in ("item", "line", "excerpt") if trimmed.get((g, w))]
     out = []
     for group, what in steps:
         ids = trimmed[(group, what)]
         if what == "line":
-            out.append("changed-files list left out")
+            out.append(f"{'changed-files list' if group == 'files' else 'deterministic findings'}"
+                       " left out")
             continue
         shown = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
         noun = "excerpts of " if what == "excerpt" else ""
@@ -341,53 +353,102 @@ class RenderedPrompt:
     chars: int
 
 
+@dataclass
+class _Cut:
+    """One trimming action, undoable."""
+
+    group: str
+    what: str
+    unit: _Item | None = None  # None for the files line and the findings
+    applied: bool = True
+
+    def saving(self, prompt: _Prompt) -> int:
+        """Characters this cut saves as things stand (upper bound on what undoing it costs)."""
+        if self.unit is None:
+            if self.group == "files":
+                return len(prompt.files_line or "") + 1
+            return len(prompt.findings) - len(FINDINGS_LEFT_OUT)
+        if self.what == "item":
+            return len(self.unit.render()) + 1 + 2  # + a header digit that may grow back
+        self.unit.show_excerpt = True
+        full = len(self.unit.render())
+        self.unit.show_excerpt = False
+        return full - len(self.unit.render())
+
+    def set(self, prompt: _Prompt, applied: bool) -> None:
+        self.applied = applied
+        if self.unit is None:
+            if self.group == "files":
+                prompt.show_files = not applied
+            else:
+                prompt.show_findings = not applied
+        elif self.what == "item":
+            self.unit.shown = not applied
+        else:
+            self.unit.show_excerpt = not applied
+
+
+def _cuts(prompt: _Prompt, group: str, what: str, keep: int) -> list[_Cut]:
+    if group == "files":
+        return [_Cut(group, what)] if prompt.files_line is not None else []
+    if group == "findings":
+        return [_Cut(group, what)]
+    return [_Cut(group, what, u) for u in _trim_candidates(prompt, group, what, keep)]
+
+
 def render_prompt(
     bundle: EvidenceBundle, signals: list[Signal] | None, max_prompt_chars: int
 ) -> RenderedPrompt:
     """Build the prompt within ``max_prompt_chars``, trimming the least important evidence first.
 
-    Raises :class:`PromptTooLarge` when the instructions, findings and PR metadata alone do not
+    Trimming walks :data:`TRIM_ORDER` until the prompt fits, then puts back, most important
+    first, whatever still fits (a late, large cut can leave room for earlier small ones).
+    Raises :class:`PromptTooLarge` when the instructions and the PR metadata alone do not
     fit: nothing is sent then, rather than a prompt that breaks the bound.
     """
     prompt = _Prompt(bundle, SYSTEM_PROMPT, _findings(signals or []), _units(bundle),
                      _files_line(bundle))
     size = prompt.size()
+    done: list[_Cut] = []
     for group, what, keep in TRIM_ORDER if size > max_prompt_chars else ():
-        if group == "files":
-            if prompt.files_line is not None and prompt.show_files:
-                prompt.show_files = False
-                size -= len(prompt.files_line) + 1
-                prompt.trimmed[(group, what)] = ["files"]
-        else:
-            for unit in _trim_candidates(prompt, group, what, keep):
-                before = len(unit.render())
-                if what == "excerpt":
-                    unit.show_excerpt = False
-                    size += len(unit.render()) - before
-                else:
-                    unit.shown = False
-                    size -= before + 1
-                prompt.trimmed.setdefault((group, what), []).append(unit.item.id)
-                if size <= max_prompt_chars:
-                    break
+        for cut in _cuts(prompt, group, what, keep):
+            size -= cut.saving(prompt) - (2 if what == "item" else 0)
+            cut.set(prompt, True)
+            done.append(cut)
+            if size <= max_prompt_chars:
+                break
         if size <= max_prompt_chars:
             break
-    # Excerpts trimmed before their whole item went are reported once, as the item.
-    gone = {i.item.id for i in prompt.items if not i.shown}
-    for (_group, what), ids in prompt.trimmed.items():
-        if what == "excerpt":
-            ids[:] = [i for i in ids if i not in gone]
-    # Header counts only shrink as items go, so the running size is an upper bound; measure.
-    messages = prompt.messages()
-    size = sum(len(m["content"]) for m in messages)
+    size = prompt.size()
     if size > max_prompt_chars:
         raise PromptTooLarge(
             f"max_prompt_chars={max_prompt_chars} is below the {size} characters that the "
-            "instructions, deterministic findings and PR metadata need on their own"
+            "instructions and the PR metadata need on their own"
         )
+    refilled = []
+    for cut in reversed(done):
+        if cut.what == "excerpt" and cut.unit is not None and not cut.unit.shown:
+            continue  # its item is gone; the excerpt is moot
+        cost = cut.saving(prompt)
+        if size + cost <= max_prompt_chars:
+            cut.set(prompt, False)
+            refilled.append(cut)
+            size += cost
+    messages = prompt.messages()
+    size = sum(len(m["content"]) for m in messages)
+    if size > max_prompt_chars:  # cannot happen while costs are upper bounds; stay in bounds
+        for cut in refilled:
+            cut.set(prompt, True)
+        messages = prompt.messages()
+        size = sum(len(m["content"]) for m in messages)
+    trimmed: dict[tuple[str, str], list[str]] = {}
+    for cut in done:
+        if not cut.applied or (cut.what == "excerpt" and cut.unit and not cut.unit.shown):
+            continue  # put back, or reported once as its whole item
+        trimmed.setdefault((cut.group, cut.what), []).append(cut.unit.item.id if cut.unit else "")
     return RenderedPrompt(
         messages=messages,
-        trimmed=_describe(prompt.trimmed),
+        trimmed=_describe(trimmed),
         shown_ids=frozenset(i.item.id for i in prompt.items if i.shown),
         chars=size,
     )

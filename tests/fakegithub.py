@@ -229,6 +229,7 @@ _ROUTES: Final[Sequence[tuple[str, str, str]]] = (
     ("PATCH", rf"{_REPO}/issues/comments/(?P<id>\d+)", "issues.update_comment"),
     ("GET", rf"{_REPO}/issues/comments/(?P<id>\d+)/reactions", "reactions.list"),
     ("POST", rf"{_REPO}/issues/comments/(?P<id>\d+)/reactions", "reactions.create"),
+    ("GET", rf"{_REPO}/commits/(?P<ref>{_SEG})", "commits.get"),
     ("GET", rf"{_REPO}/commits/(?P<ref>{_SEG})/check-runs", "checks.list"),
     ("GET", rf"{_REPO}/actions/runs", "actions.runs"),
     ("GET", rf"{_REPO}/contents/(?P<path>.+)", "repos.contents"),
@@ -250,6 +251,7 @@ _NEEDS: Final[Mapping[str, tuple[tuple[str, ...], str]]] = {
     "issues.create_comment": (("issues", "pull_requests"), "write"),
     "issues.update_comment": (("issues", "pull_requests"), "write"),
     "reactions.create": (("issues", "pull_requests"), "write"),
+    "commits.get": (("contents",), "read"),
     "checks.list": (("checks",), "read"),
     "actions.runs": (("actions",), "read"),
     "repos.contents": (("contents",), "read"),
@@ -822,6 +824,13 @@ class FakeGitHub:
                             "content": content, "created_at": _iso(BASE_TIME)}
                 reactions.append(reaction)
                 return 201, reaction, {}
+            if route == "commits.get":
+                for pull in repo.pulls.values():
+                    for commit in pull.commits:
+                        if commit["sha"].startswith(match["ref"].lower()):
+                            return 200, {**commit, "stats": {"total": 0, "additions": 0,
+                                                             "deletions": 0}, "files": []}, {}
+                raise _Answer(422, _error_body(f"No commit found for SHA: {match['ref']}", 422))
             if route == "checks.list":
                 runs = repo.check_runs.get(match["ref"], [])
                 if query.get("filter", "latest") == "latest":

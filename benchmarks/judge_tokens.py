@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
               f"on GitHub; bundle JSON {res['bundle_json_chars']:,} characters; findings from "
               f"{res['signals']} ({res['signal_count']}).\n")
         print("| max_prompt_chars | prompt chars | prompt tokens | items shown / in bundle "
-              "| trim steps | render ms |")
+              "| trim report lines | render ms |")
         print("|---:|---:|---:|---:|---:|---:|")
         for row in res["rows"]:
             cap = f"{row['cap']:,}" if row["cap"] else "unbounded"

@@ -9,9 +9,10 @@ chat-template tokens, role labels, code fences, invisible bidi controls) so that
 the decoded string does not see structure either.
 
 Size is bounded by ``max_prompt_chars``: the least important evidence is left out first (run
-audit, task activity and agent log excerpts, then those items, then changed files, then older
-commits, ..., and last the deterministic findings). The instructions and the PR metadata are never
-trimmed; when they alone exceed the bound, :class:`PromptTooLarge` says so and nothing is sent.
+audit, task activity and agent log excerpts, the changed-files list, commit excerpts, older
+commits, review and check excerpts, then whole items, and last the deterministic findings). The
+instructions and the PR metadata are never trimmed; when they alone exceed the bound,
+:class:`PromptTooLarge` says so and nothing is sent.
 """
 
 from __future__ import annotations
@@ -92,21 +93,22 @@ SYSTEM_PROMPT: Final = "\n".join([
 
 # Least important first: what is trimmed first when the prompt is too large. Each step is
 # (group, what, keep): "excerpt" replaces excerpts, "item" drops whole items until ``keep`` are
-# left, "line" drops the changed-files line or the findings. taskMetadata is never trimmed. The
-# newest commits stay longer than review and check excerpts: they are the history being judged.
+# left, "line" drops the changed-files line or the findings. taskMetadata is never trimmed.
+# Excerpts go before items: an item without its excerpt still carries its facts (status, counts,
+# timings) in a few hundred characters. The five newest commits stay until the end.
 TRIM_ORDER: Final[tuple[tuple[str, str, int], ...]] = (
     ("runAudit", "excerpt", 0),
     ("taskActivity", "excerpt", 0),
     ("agentLogs", "excerpt", 0),
-    ("runAudit", "item", 0),
-    ("taskActivity", "item", 0),
-    ("agentLogs", "item", 0),
     ("files", "line", 0),
     ("commits", "excerpt", 0),
     ("commits", "item", 5),
     ("documents", "excerpt", 0),
     ("reviews", "excerpt", 0),
     ("workflow", "excerpt", 0),
+    ("runAudit", "item", 0),
+    ("taskActivity", "item", 0),
+    ("agentLogs", "item", 0),
     ("documents", "item", 0),
     ("commits", "item", 0),
     ("reviews", "item", 0),

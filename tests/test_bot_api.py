@@ -1,0 +1,154 @@
+"""Read API and health: bearer auth, latest/history, leaderboard ranking, database reachability."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import Engine, insert
+
+from bot.app import create_app
+from bot.db import evaluations, make_engine
+from bot.results import record_from_result
+from tests.bot.helpers import API_TOKEN, settings_for
+
+pytest_plugins = ["tests.bot.fixtures"]
+AUTH = {"Authorization": f"Bearer {API_TOKEN}"}
+
+
+def result(repo: str, number: int, author: str, finals: tuple[int, int, int], overall: int,
+           sha: str = "c" * 40, evaluated_at: str = "2026-03-02T10:11:12Z") -> dict[str, Any]:
+    """The stored fields of a result, in the contract's camelCase shape."""
+    names = ("agentPerformance", "taskOutcomeQuality", "processCompliance")
+    return {
+        "schemaVersion": "1", "scorerVersion": "2026.11.1", "repository": repo,
+        "pullRequest": {"number": number, "title": "t", "url": "u", "author": author,
+                        "merged": True, "mergedAt": evaluated_at},
+        "headSha": sha, "evaluatedAt": evaluated_at, "trigger": "pull_request",
+        "overallScore": overall, "overallBand": "strong",
+        "categoryScores": [{"category": n, "finalScore": f} for n, f in zip(names, finals,
+                                                                             strict=True)],
+        "judge": {"status": "off"},
+    }
+
+
+def store(engine: Engine, data: dict[str, Any]) -> None:
+    with engine.begin() as conn:
+        conn.execute(insert(evaluations).values(**record_from_result(data), stored_at=0.0))
+
+
+@pytest.fixture
+def app(db_url: str) -> Iterator[Flask]:
+    app = create_app(settings_for(db_url, api_token=API_TOKEN))
+    yield app
+    app.extensions["taskeval"].engine.dispose()
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()
+
+
+@pytest.fixture
+def engine_of(app: Flask) -> Engine:
+    return app.extensions["taskeval"].engine
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [({}, 401), ({"Authorization": "Bearer wrong"}, 401), ({"Authorization": API_TOKEN}, 401),
+     ({"Authorization": f"Basic {API_TOKEN}"}, 401), (AUTH, 404),
+     ({"Authorization": f"bearer {API_TOKEN}"}, 404)],
+)
+def test_api_requires_the_bearer_token(client: FlaskClient, headers: dict[str, str],
+                                       status: int) -> None:
+    response = client.get("/api/evaluations/octo-org/widgets/1", headers=headers)
+    assert response.status_code == status  # 404: authorised, nothing stored yet
+    assert API_TOKEN not in response.get_data(as_text=True)
+    if status == 401:
+        assert response.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_api_is_disabled_without_a_token(sqlite_url: str) -> None:
+    client = create_app(settings_for(sqlite_url)).test_client()
+    for path in ("/api/evaluations/o/r/1", "/api/leaderboard"):
+        response = client.get(path, headers=AUTH)
+        assert response.status_code == 404
+        assert "TASKEVAL_API_TOKEN" in response.get_json()["error"]
+
+
+def test_latest_and_history(client: FlaskClient, engine_of: Engine) -> None:
+    store(engine_of, result("octo-org/widgets", 42, "copilot-swe-agent[bot]", (60, 70, 80), 70,
+                            sha="1" * 40))
+    store(engine_of, result("octo-org/widgets", 42, "copilot-swe-agent[bot]", (90, 90, 90), 90,
+                            sha="2" * 40))
+    store(engine_of, result("octo-org/widgets", 43, "octocat", (10, 10, 10), 10))
+    latest = client.get("/api/evaluations/octo-org/widgets/42", headers=AUTH)
+    assert latest.status_code == 200
+    assert (latest.get_json()["headSha"], latest.get_json()["overallScore"]) == ("2" * 40, 90)
+    history = client.get("/api/evaluations/octo-org/widgets/42?all=1", headers=AUTH).get_json()
+    assert history["count"] == 2
+    assert [e["headSha"] for e in history["evaluations"]] == ["2" * 40, "1" * 40]
+    missing = client.get("/api/evaluations/octo-org/widgets/44", headers=AUTH)
+    assert missing.status_code == 404 and "octo-org/widgets#44" in missing.get_json()["error"]
+
+
+def test_leaderboard_ranks_by_mean_then_count(client: FlaskClient, engine_of: Engine) -> None:
+    repo = "octo-org/widgets"
+    # Copilot: two PRs, 80 and 90 -> 85. Devin: one PR at 85 -> tie on mean, fewer evaluations.
+    store(engine_of, result(repo, 1, "Copilot", (70, 80, 90), 80))
+    store(engine_of, result(repo, 2, "Copilot", (80, 90, 100), 90))
+    store(engine_of, result(repo, 3, "devin-ai-integration[bot]", (85, 85, 85), 85))
+    # A re-evaluation replaces the PR's earlier score instead of counting twice.
+    store(engine_of, result(repo, 4, "octocat", (10, 10, 10), 10, sha="1" * 40))
+    store(engine_of, result(repo, 4, "octocat", (95, 95, 95), 95, sha="2" * 40))
+    # Another repository stays out of this repo's board.
+    store(engine_of, result("octo-org/gadgets", 1, "Copilot", (0, 0, 0), 0))
+    board = client.get(f"/api/leaderboard?repo={repo}", headers=AUTH).get_json()
+    assert board["repository"] == repo
+    assert [(e["rank"], e["author"], e["count"], e["meanOverall"]) for e in board["entries"]] == [
+        (1, "octocat", 1, 95.0),
+        (2, "Copilot", 2, 85.0),
+        (3, "devin-ai-integration[bot]", 1, 85.0),
+    ]
+    assert board["entries"][1]["meanCategories"] == {
+        "agentPerformance": 75.0, "taskOutcomeQuality": 85.0, "processCompliance": 95.0}
+    everywhere = client.get("/api/leaderboard", headers=AUTH).get_json()["entries"]
+    copilot = next(e for e in everywhere if e["author"] == "Copilot")
+    assert (copilot["count"], copilot["meanOverall"]) == (3, 56.7)
+
+
+@pytest.mark.parametrize(
+    ("path", "status"),
+    [("/api/leaderboard?repo=not-a-repo", 400), ("/api/evaluations/o/r/notanumber", 404),
+     ("/api/evaluations/o/r%20x/1", 400), ("/api/jobs/999", 404)],
+)
+def test_api_bad_requests(client: FlaskClient, path: str, status: int) -> None:
+    response = client.get(path, headers=AUTH)
+    assert response.status_code == status
+    assert "error" in response.get_json()
+
+
+def test_healthz_reports_database_and_queue_depth(client: FlaskClient) -> None:
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    body = response.get_json()
+    assert body["database"] == "ok"
+    assert body["queue"] == {"queued": 0, "running": 0, "done": 0, "dead": 0}
+
+
+def test_healthz_fails_when_the_database_is_unreachable(tmp_path: Any) -> None:
+    missing_dir = tmp_path / "gone"
+    missing_dir.mkdir()
+    url = f"sqlite:///{missing_dir / 'bot.sqlite3'}"
+    app = create_app(settings_for(url))
+    app.extensions["taskeval"].engine.dispose()
+    (missing_dir / "bot.sqlite3").unlink()
+    missing_dir.rmdir()
+    app.extensions["taskeval"].engine = make_engine(url, connect_args={"timeout": 0.1})
+    response = app.test_client().get("/healthz")
+    assert response.status_code == 503
+    assert response.get_json()["database"].startswith("unreachable: OperationalError")

@@ -1,0 +1,279 @@
+"""The durable queue on SQLite and on a real PostgreSQL server (``DATABASE_URL_POSTGRES``)."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from sqlalchemy import Engine, func, select
+
+from bot import events
+from bot.db import deliveries, evaluations, jobs
+from bot.queue import LeaseLost, Queue
+from bot.results import DbJudgeCache
+
+pytest_plugins = ["tests.bot.fixtures"]
+
+SHA_A = "a" * 40
+SHA_B = "b" * 40
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make_queue(engine: Engine, clock: Clock | None = None, **kw: float) -> Queue:
+    return Queue(engine, clock=clock or Clock(), jitter=lambda: 1.0,
+                 **{"lease_seconds": 60, "max_attempts": 3, "backoff_seconds": 10, **kw})
+
+
+def evaluate(number: int = 7, sha: str = SHA_A, repo: str = "octo-org/widgets") -> events.Evaluate:
+    return events.Evaluate(repo, number, sha, 99)
+
+
+def row_count(engine: Engine, table: object) -> int:
+    with engine.connect() as conn:
+        return int(conn.execute(select(func.count()).select_from(table)).scalar_one())
+
+
+def test_jobs_are_claimed_oldest_first_and_one_per_pull_request(engine: Engine) -> None:
+    q = make_queue(engine)
+    first = q.accept("d1", "pull_request", "closed", evaluate(7, SHA_A)).job_id
+    q.accept("d2", "pull_request", "closed", evaluate(7, SHA_B))
+    other = q.accept("d3", "pull_request", "closed", evaluate(8, SHA_A)).job_id
+    job = q.claim("w1")
+    assert job is not None and job.id == first and job.attempts == 1
+    nxt = q.claim("w2")
+    assert nxt is not None and nxt.id == other  # PR 7 is busy, PR 8 is not
+    assert q.claim("w3") is None
+    q.complete(first, "w1", note="ok")
+    later = q.claim("w3")
+    assert later is not None and (later.number, later.head_sha) == (7, SHA_B)
+
+
+def test_triggers_for_the_same_commit_coalesce_until_the_job_ends(engine: Engine) -> None:
+    q = make_queue(engine)
+    a = q.accept("d1", "pull_request", "closed", evaluate())
+    b = q.accept("d2", "issue_comment", "created", evaluate())
+    assert (a.status, b.status, b.job_id) == ("queued", "coalesced", a.job_id)
+    job = q.claim("w1")
+    assert job is not None
+    c = q.accept("d3", "pull_request", "closed", evaluate())  # joins the running job
+    assert (c.status, c.job_id) == ("coalesced", a.job_id)
+    q.complete(job.id, "w1", note="ok")
+    d = q.accept("d4", "pull_request", "closed", evaluate())  # finished: a new request runs anew
+    assert d.status == "queued" and d.job_id != a.job_id
+    assert q.job(a.job_id)["triggers"] == 3  # type: ignore[index]
+
+
+def test_redelivery_returns_the_original_outcome(engine: Engine) -> None:
+    q = make_queue(engine)
+    first = q.accept("same", "pull_request", "closed", evaluate())
+    again = q.accept("same", "pull_request", "closed", evaluate(9))
+    assert again.status == "duplicate" and again.job_id == first.job_id
+    assert "queued: evaluate" in again.message
+    assert row_count(engine, jobs) == 1
+
+
+def test_concurrent_duplicate_deliveries_store_once(engine: Engine) -> None:
+    q = make_queue(engine)
+    start = threading.Barrier(8)
+
+    def send(_: int) -> tuple[str, int | None]:
+        start.wait()
+        ack = q.accept("dup-delivery", "pull_request", "closed", evaluate())
+        return ack.status, ack.job_id
+
+    with ThreadPoolExecutor(8) as pool:
+        acks = list(pool.map(send, range(8)))
+    assert Counter(status for status, _ in acks) == {"queued": 1, "duplicate": 7}
+    assert len({job for _, job in acks}) == 1
+    assert row_count(engine, deliveries) == 1 and row_count(engine, jobs) == 1
+
+
+def test_concurrent_distinct_deliveries_for_one_commit_make_one_job(engine: Engine) -> None:
+    q = make_queue(engine)
+    start = threading.Barrier(8)
+
+    def send(i: int) -> int | None:
+        start.wait()
+        return q.accept(f"delivery-{i}", "pull_request", "closed", evaluate()).job_id
+
+    with ThreadPoolExecutor(8) as pool:
+        ids = set(pool.map(send, range(8)))
+    assert len(ids) == 1
+    assert row_count(engine, deliveries) == 8 and row_count(engine, jobs) == 1
+    assert q.job(ids.pop())["triggers"] == 8  # type: ignore[index]
+
+
+def test_concurrent_claims_never_run_two_jobs_of_one_pull_request(engine: Engine) -> None:
+    q = Queue(engine, lease_seconds=60)
+    for i in range(4):
+        q.accept(f"a{i}", "pull_request", "closed", evaluate(1, f"{i:x}" * 40))
+        q.accept(f"b{i}", "pull_request", "closed", evaluate(2, f"{i:x}" * 40))
+    start = threading.Barrier(6)
+
+    def claim(i: int) -> int | None:
+        start.wait()
+        job = q.claim(f"w{i}")
+        return job.number if job else None
+
+    with ThreadPoolExecutor(6) as pool:
+        claimed = [n for n in pool.map(claim, range(6)) if n is not None]
+    assert sorted(claimed) == [1, 2]
+    with engine.connect() as conn:
+        running = conn.execute(
+            select(jobs.c.number, func.count()).where(jobs.c.status == "running")
+            .group_by(jobs.c.number)
+        ).all()
+    assert sorted(running) == [(1, 1), (2, 1)]
+
+
+def test_an_expired_lease_hands_the_job_to_another_worker(engine: Engine) -> None:
+    clock = Clock()
+    q = make_queue(engine, clock)
+    job_id = q.accept("d1", "pull_request", "closed", evaluate()).job_id
+    assert q.claim("dead-worker") is not None
+    clock.now += 30
+    assert q.heartbeat(job_id, "dead-worker")  # alive: lease now runs to +90
+    clock.now += 50
+    assert q.claim("w2") is None  # still leased (until +90)
+    clock.now += 11
+    taken = q.claim("w2")
+    assert taken is not None and taken.id == job_id and taken.attempts == 2
+    assert "lease expired" in q.job(job_id)["last_error"]  # type: ignore[index]
+    with pytest.raises(LeaseLost):
+        q.complete(job_id, "dead-worker", note="late")
+    assert not q.heartbeat(job_id, "dead-worker")
+    assert q.fail(job_id, "dead-worker", "boom", transient=True) == "lost"
+    q.complete(job_id, "w2", note="ok")
+    assert q.job(job_id)["status"] == "done"  # type: ignore[index]
+
+
+def test_a_job_that_keeps_killing_its_worker_is_dead_lettered(engine: Engine) -> None:
+    clock = Clock()
+    q = make_queue(engine, clock)
+    job_id = q.accept("d1", "pull_request", "closed", evaluate()).job_id
+    for attempt in range(3):
+        job = q.claim(f"w{attempt}")
+        assert job is not None and job.attempts == attempt + 1
+        clock.now += 61
+    assert q.claim("w9") is None
+    row = q.job(job_id)
+    assert row is not None and row["status"] == "dead"
+    assert "last attempt" in row["last_error"]
+
+
+def test_transient_failures_back_off_exponentially_then_die(engine: Engine) -> None:
+    clock = Clock()
+    q = make_queue(engine, clock)
+    job_id = q.accept("d1", "pull_request", "closed", evaluate()).job_id
+    waits = []
+    for _ in range(2):
+        job = q.claim("w1")
+        assert job is not None
+        assert q.fail(job.id, "w1", "GitHub answered 502", transient=True) == "queued"
+        row = q.job(job_id)
+        assert row is not None
+        waits.append(row["run_after"] - clock.now)
+        assert q.claim("w1") is None  # not before the backoff
+        clock.now = row["run_after"]
+    assert waits == [10, 20]
+    job = q.claim("w1")
+    assert job is not None and job.attempts == 3
+    assert q.fail(job.id, "w1", "GitHub answered 502", transient=True) == "dead"
+    row = q.job(job_id)
+    assert row is not None and row["status"] == "dead"
+    assert row["last_error"] == "gave up after 3 attempts: GitHub answered 502"
+
+
+def test_permanent_failure_dies_at_once_with_the_error(engine: Engine) -> None:
+    q = make_queue(engine)
+    job_id = q.accept("d1", "pull_request", "closed", evaluate()).job_id
+    assert q.claim("w1") is not None
+    assert q.fail(job_id, "w1", "pull request octo-org/widgets#7 not found",
+                  transient=False) == "dead"
+    assert q.job(job_id)["last_error"] == "pull request octo-org/widgets#7 not found"  # type: ignore[index]
+    assert q.depth() == {"queued": 0, "running": 0, "done": 0, "dead": 1}
+
+
+def test_rate_limit_reset_is_respected(engine: Engine) -> None:
+    clock = Clock()
+    q = make_queue(engine, clock)
+    job_id = q.accept("d1", "pull_request", "closed", evaluate()).job_id
+    assert q.claim("w1") is not None
+    q.fail(job_id, "w1", "rate limited", transient=True, retry_at=clock.now + 900)
+    clock.now += 899
+    assert q.claim("w1") is None
+    clock.now += 1
+    assert q.claim("w1") is not None
+
+
+def test_errors_are_stored_without_secrets_and_bounded(engine: Engine) -> None:
+    q = make_queue(engine)
+    job_id = q.accept("d1", "pull_request", "closed", evaluate()).job_id
+    assert q.claim("w1") is not None
+    token = "ghs_" + "A1b2C3d4" * 5
+    q.fail(job_id, "w1", f"401 with token {token} " + "x" * 5000, transient=False)
+    error = q.job(job_id)["last_error"]  # type: ignore[index]
+    assert token not in error and "[redacted]" in error and len(error) <= 2000
+
+
+def test_released_jobs_run_again_without_spending_an_attempt(engine: Engine) -> None:
+    q = make_queue(engine)
+    job_id = q.accept("d1", "pull_request", "closed", evaluate()).job_id
+    assert q.claim("w1") is not None
+    assert q.release(job_id, "w1")
+    assert not q.release(job_id, "w1")
+    job = q.claim("w2")
+    assert job is not None and job.attempts == 1
+
+
+def test_completion_stores_the_result_and_queues_the_follow_up_atomically(engine: Engine) -> None:
+    q = make_queue(engine)
+    cmd = events.Command("octo-org/widgets", 7, 555, "octocat", 99)
+    cmd_id = q.accept("d1", "issue_comment", "created", cmd).job_id
+    pending = q.accept("d2", "pull_request", "closed", evaluate()).job_id
+    job = q.claim("w1")
+    assert job is not None and job.id == cmd_id and job.kind == "command"
+    follow = q.complete(cmd_id, "w1", note="accepted", follow_up=evaluate())
+    assert follow == pending  # same PR and head SHA: coalesced with the queued evaluation
+    follow_other = q.accept("d3", "issue_comment", "created",
+                            events.Command("octo-org/widgets", 7, 556, "octocat", 99)).job_id
+    job = q.claim("w1")
+    assert job is not None and job.id == pending
+    row = {"repo": "octo-org/widgets", "number": 7, "head_sha": SHA_A, "scorer_version": "1",
+           "author": "copilot-swe-agent[bot]", "trigger": "pull_request",
+           "evaluated_at": "2026-03-02T10:11:12Z", "overall_score": 80, "overall_band": "strong",
+           "agent_performance": 70, "task_outcome_quality": 85, "process_compliance": 82,
+           "judge_status": "off", "comment_url": None, "result_json": "{}"}
+    q.complete(pending, "w1", note="evaluated", evaluation=row)
+    assert row_count(engine, evaluations) == 1
+    job = q.claim("w1")
+    assert job is not None and job.id == follow_other
+
+
+def test_lost_lease_stores_nothing(engine: Engine) -> None:
+    clock = Clock()
+    q = make_queue(engine, clock)
+    job_id = q.accept("d1", "pull_request", "closed", evaluate()).job_id
+    assert q.claim("w1") is not None
+    clock.now += 61
+    assert q.claim("w2") is not None
+    with pytest.raises(LeaseLost):
+        q.complete(job_id, "w1", note="x", evaluation={"repo": "r"})
+    assert row_count(engine, evaluations) == 0
+
+
+def test_judge_cache_round_trip_and_overwrite(engine: Engine) -> None:
+    cache = DbJudgeCache(engine)
+    assert cache.get("k") is None
+    cache.put("k", {"categories": [1]})
+    cache.put("k", {"categories": [2]})
+    assert cache.get("k") == {"categories": [2]}

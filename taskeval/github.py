@@ -839,7 +839,7 @@ def upsert_comment(
     """
     base = _repo_path(repository)
     text = body if body.startswith(MARKER) else f"{MARKER}\n{body}"
-    what = f"the evaluation comment on {repository}#{number}"
+    what = f"the comments of PR #{number} in {repository}"
     requester = _clone(gh)
     try:
         login = own_login or _own_login(requester)

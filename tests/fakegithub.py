@@ -577,6 +577,13 @@ class FakeGitHub:
             for _ in range(times):
                 queue.extend(faults)
 
+    def clear_faults(self) -> int:
+        """Drop every queued fault (an outage ends); returns how many were dropped."""
+        with self._lock:
+            dropped = self.pending_faults()
+            self._faults.clear()
+            return dropped
+
     def pending_faults(self) -> int:
         with self._lock:
             return sum(len(q) for q in self._faults.values())

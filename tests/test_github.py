@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import socket
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -282,6 +283,36 @@ def test_bad_credentials_raise_auth_error_without_the_token(fake: FakeGitHub) ->
     assert wrong not in str(caught.value) and FAKE_TOKEN not in str(caught.value)
 
 
+def test_an_echoed_token_is_redacted_from_errors(fake: FakeGitHub) -> None:
+    fake.add_pr(REPO, 482)
+    fake.inject(f"/repos/{REPO}", Fault(403, {"message": f"token {FAKE_TOKEN} is blocked"}))
+
+    with pytest.raises(AuthError) as caught:
+        collect(client(fake), REPO, 482)
+
+    assert FAKE_TOKEN not in str(caught.value) and "[redacted]" in str(caught.value)
+
+
+def test_an_unreachable_api_is_a_github_error() -> None:
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    gh = make_client(FAKE_TOKEN, base_url=f"http://127.0.0.1:{port}", retries=1,
+                     backoff_factor=0, timeout=2)
+
+    with pytest.raises(GitHubError, match="could not reach GitHub") as caught:
+        collect(gh, REPO, 482)
+
+    assert caught.value.status is None and FAKE_TOKEN not in str(caught.value)
+
+
+def test_upsert_on_a_missing_pr_is_not_found(fake: FakeGitHub) -> None:
+    fake.add_repo(REPO)
+
+    with pytest.raises(NotFoundError, match="PR #5 in octo-org/widgets"):
+        upsert_comment(client(fake), REPO, 5, "score", own_login="taskeval-user")
+
+
 def test_a_502_is_retried_and_collection_succeeds(fake: FakeGitHub) -> None:
     fake.add_pr(REPO, 482, commits=150, ci="none")
     fake.inject(f"/repos/{REPO}/pulls/482/commits", Fault.server_error(502))
@@ -319,6 +350,21 @@ def test_secondary_rate_limit_waits_retry_after_then_succeeds(
     assert waits == [3]
     assert [r.status for r in fake.log if r.route == "pulls.reviews"] == [403, 200]
     assert len(raw.reviews) == 1 and raw.requests == len(fake.log) == BASELINE_REQUESTS + 1
+
+
+def test_a_primary_limit_resetting_soon_is_waited_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeGitHub()
+    fake.add_pr(REPO, 482)
+    fake.inject(f"/repos/{REPO}/pulls/482/files", Fault.primary_rate_limit(reset_in=2))
+    waits: list[float] = []
+    monkeypatch.setattr(time, "sleep", waits.append)
+
+    with fake.serve():
+        raw = collect(client(fake, max_wait=10), REPO, 482)
+
+    # GithubRetry waits until X-RateLimit-Reset plus a second: 2-3 s for a reset 2 s away.
+    assert len(waits) == 1 and 1 < waits[0] <= 3.5
+    assert len(raw.files) == 3 and raw.requests == len(fake.log) == BASELINE_REQUESTS + 1
 
 
 @pytest.mark.parametrize(

@@ -652,3 +652,25 @@ def test_commit_fixture_ids_match_internals_format() -> None:
     """Guards the fixtures themselves: IDs look like the evidence builder's."""
     ids = make_bundle().evidence_ids()
     assert f"commit:{sha(0)[:7]}" in ids and "pr:482" in ids
+
+
+def test_pipeline_blends_a_hijacked_judge_within_the_30_percent_share() -> None:
+    """End to end through taskeval.pipeline: even a judge obeying the injection moves each final
+    score by at most 30 points, and the result records what the judge did."""
+    from taskeval.config import load_config
+    from taskeval.pipeline import Options, score_bundle
+
+    bundle = make_bundle(body=INJECTIONS[0], comment_body=INJECTIONS[2])
+    obeying = Reply(lambda body: judgement(100, evidence_ids_in(body)[:1]))
+    with FakeOpenAI().script(obeying) as fake:
+        env = {"OPENAI_API_KEY": fake.api_key, "OPENAI_BASE_URL": fake.base_url}
+        options = Options(ai="on", env=env, cache=MemoryCache(),
+                          evaluated_at="2026-01-02T00:00:00Z")
+        result = score_bundle(bundle, load_config(None, None), options)
+        assert len(fake.requests) == 1
+    assert result.judge.status == "ok" and result.judge.prompt_tokens
+    for cat in result.category_scores:
+        assert cat.ai_score == 100
+        assert cat.final_score == blend(cat.deterministic_score, 100)
+        assert cat.final_score - cat.deterministic_score <= 30
+        assert cat.ai_evidence == ["pr:482"]

@@ -41,7 +41,9 @@ MAX_ID: Final = 200
 MAX_SERVER_MESSAGE: Final = 300
 CACHE_FORMAT: Final = 1
 
-# The strict json_schema response format, built by the openai library from the pydantic model.
+# The strict json_schema response format, built by the openai library from the pydantic model
+# (the helper behind ``chat.completions.parse``; imported from where every release since structured
+# outputs keeps it, as the public re-export is newer than the versions pyproject allows).
 SCHEMA_FORMAT: Final = type_to_response_format_param(JudgeOutput)
 JSON_MODE: Final = {"type": "json_object"}
 

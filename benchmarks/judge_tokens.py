@@ -27,10 +27,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from taskeval.judge import render_prompt  # noqa: E402
-from taskeval.judge.prompt import PROMPT_VERSION  # noqa: E402
-from taskeval.models import EvidenceBundle, Signal  # noqa: E402
-from taskeval.raw import (  # noqa: E402
+from taskeval.judge import render_prompt
+from taskeval.judge.prompt import PROMPT_VERSION
+from taskeval.models import EvidenceBundle, Signal
+from taskeval.raw import (
     RawCheckRun,
     RawCollection,
     RawCommit,
@@ -45,7 +45,7 @@ from taskeval.raw import (  # noqa: E402
 
 CAPS = (60_000, 30_000, 15_000)
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
-LOG_LINE = "2026-03-01T09:00:00Z tests/test_fetch.py::test_retry_backoff[case] FAILED assert 3 == 4\n"
+LOG_LINE = "2026-03-01T09:00:00Z tests/test_fetch.py::test_retry[case] FAILED assert 3 == 4\n"
 
 
 def token_counter() -> tuple[str, Callable[[str], int]]:
@@ -78,8 +78,9 @@ def raw_pr(commits: int, listed: int, files: int, checks: int, log_chars: int,
     head = _sha(listed - 1)
     raw_commits = [
         RawCommit(sha=_sha(n), message=f"fix: step {n} of the retry rework\n\n{long_text}",
-                  author_login=agent.login, author_type="Bot", authored_at=T0 + timedelta(minutes=n),
-                  committed_at=T0 + timedelta(minutes=n), parents=[_sha(n - 1)] if n else [])
+                  author_login=agent.login, author_type="Bot",
+                  authored_at=T0 + timedelta(minutes=n), committed_at=T0 + timedelta(minutes=n),
+                  parents=[_sha(n - 1)] if n else [])
         for n in range(listed)
     ]
     log = (LOG_LINE * (log_chars // len(LOG_LINE) + 1))[:log_chars]
@@ -87,8 +88,9 @@ def raw_pr(commits: int, listed: int, files: int, checks: int, log_chars: int,
         RawCheckRun(id=5_000 + n, name=f"ci/test-{n % 12}", status="completed",
                     conclusion="failure" if n % 5 == 0 else "success",
                     head_sha=head if n % 2 else _sha(max(0, listed - 2)),
-                    started_at=T0, completed_at=T0 + timedelta(minutes=7), app_slug="github-actions",
-                    output_title="pytest", output_summary=long_text[:600], output_text=log)
+                    started_at=T0, completed_at=T0 + timedelta(minutes=7),
+                    app_slug="github-actions", output_title="pytest",
+                    output_summary=long_text[:600], output_text=log)
         for n in range(checks)
     ]
     runs = [
@@ -98,7 +100,8 @@ def raw_pr(commits: int, listed: int, files: int, checks: int, log_chars: int,
         for n in range(max(1, checks // 2))
     ]
     reviews = [
-        RawReview(id=7_000 + n, user=human, state="CHANGES_REQUESTED" if n % 3 == 0 else "COMMENTED",
+        RawReview(id=7_000 + n, user=human,
+                  state="CHANGES_REQUESTED" if n % 3 == 0 else "COMMENTED",
                   body=long_text, submitted_at=T0 + timedelta(hours=n), commit_id=head)
         for n in range(chatter)
     ] + [RawReview(id=7_999, user=human, state="APPROVED", body="LGTM",

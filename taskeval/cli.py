@@ -32,7 +32,7 @@ def _write_output(path: str | None, text: str) -> None:
         target.write_text(text + "\n", encoding="utf-8")
 
 
-def _options(args: argparse.Namespace, trigger: str, token: str | None):  # noqa: ANN202
+def _options(args: argparse.Namespace, trigger: str, token: str | None):
     from taskeval.pipeline import Options
 
     return Options(

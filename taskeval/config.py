@@ -232,7 +232,11 @@ class Settings(_Section):
     )
     disabled_signals: list[str] = Field(default_factory=list, description="Signal ids to skip.")
     ai: bool = Field(default=True, description="Let the AI judge supply its advisory 30 % share.")
-    max_prompt_chars: int = Field(default=60_000, ge=2_000, description="Upper bound on the judge prompt.")
+    max_prompt_chars: int = Field(
+        default=60_000, ge=12_000,
+        description="Upper bound on the judge prompt in characters "
+        "(instructions and PR metadata alone take up to ~11,000).",
+    )
 
     @field_validator("signal_weights")
     @classmethod

@@ -272,7 +272,7 @@ class JudgeCategory(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     category: Category
-    aiScore: int = Field(ge=0, le=100)  # noqa: N815 - fixed JSON name
+    aiScore: int = Field(ge=0, le=100)
     rationale: str
     evidence: list[str]
 

@@ -115,7 +115,8 @@ class RawCheckRun(_Raw):
     id: int
     name: str
     status: str  # queued | in_progress | completed | ...
-    conclusion: str | None = None  # success | failure | neutral | cancelled | skipped | timed_out | action_required | stale
+    # success | failure | neutral | cancelled | skipped | timed_out | action_required | stale
+    conclusion: str | None = None
     head_sha: str
     started_at: datetime | None = None
     completed_at: datetime | None = None

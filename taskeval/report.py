@@ -32,6 +32,7 @@ BAND_ICONS = {
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>])")
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
+_UNSAFE_URL = re.compile(r"[\s<>`]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -48,6 +49,13 @@ def safe_inline(text: str | None, limit: int = 300) -> str:
     return _MENTION.sub("@\u2060", flat)
 
 
+def safe_code(text: str | None, limit: int = 80) -> str:
+    """Untrusted text for inside a code span: markdown is inert there, so only a backtick (which
+    would close the span), line breaks and invisible characters need handling."""
+    flat = _CONTROL.sub("", " ".join(str(text or "").split())).replace("`", "'")
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
 def _link_map(result: EvaluationResult) -> dict[str, str]:
     return {
         item.id: item.url
@@ -60,9 +68,9 @@ def _link_map(result: EvaluationResult) -> dict[str, str]:
 def _cite(ids: list[str], links: dict[str, str], most: int = 4) -> str:
     parts = []
     for evidence_id in ids[:most]:
-        label = safe_inline(evidence_id, 80)
+        label = safe_code(evidence_id)
         url = links.get(evidence_id)
-        parts.append(f"[`{evidence_id}`]({url})" if url and "`" not in evidence_id else f"`{label}`")
+        parts.append(f"[`{label}`](<{url}>)" if url and not _UNSAFE_URL.search(url) else f"`{label}`")
     if len(ids) > most:
         parts.append(f"+{len(ids) - most} more")
     return ", ".join(parts)
@@ -145,7 +153,7 @@ def _render(result: EvaluationResult, detail: int) -> str:
         f"{result.overall_band}",
         "",
         f"Evaluation of #{pr.number} *{safe_inline(pr.title, 120)}* by "
-        f"`{safe_inline(pr.author, 60)}` at `{result.head_sha[:7]}` "
+        f"`{safe_code(pr.author, 60)}` at `{result.head_sha[:7]}` "
         f"({'merged' if pr.merged else 'not merged'}; trigger: {safe_inline(result.trigger, 40)}).",
         "",
         *_category_rows(result),
@@ -168,16 +176,16 @@ def _render(result: EvaluationResult, detail: int) -> str:
         out += [f"*Inconclusive (no data, left out of the means):* {names}", ""]
     ai = _ai_section(result.category_scores, links, 600 if detail >= 2 else 200)
     if ai:
-        model = f" `{safe_inline(result.judge.model, 60)}`" if result.judge.model else ""
+        model = f" `{safe_code(result.judge.model, 60)}`" if result.judge.model else ""
         cached = " (cached)" if result.judge.cached else ""
         out += [f"### AI judge{model}{cached} — advisory, at most 30 % of each category", *ai, ""]
     if detail >= 1:
         table = _signal_table(result.signals, links, 3 if detail >= 3 else 1)
         out += ["<details><summary>All signals</summary>", "", *table, "", "</details>", ""]
     out.append(
-        f"<sub>taskeval scorer {safe_inline(result.scorer_version, 40)} · schema "
-        f"{safe_inline(result.schema_version, 10)} · bundle `{result.bundle_hash[:12]}` · "
-        f"config: {safe_inline(result.config.source, 80)} · judge: {safe_inline(result.judge.status, 20)}. "
+        f"<sub>taskeval scorer {safe_code(result.scorer_version, 40)} · schema "
+        f"{safe_code(result.schema_version, 10)} · bundle `{result.bundle_hash[:12]}` · "
+        f"config: `{safe_code(result.config.source, 80)}` · judge: {safe_code(result.judge.status, 20)}. "
         "Deterministic scoring is the authority; the AI share is advisory.</sub>"
     )
     return "\n".join(out) + "\n"

@@ -89,7 +89,7 @@ def test_overall(finals: dict[str, int], expected: int) -> None:
                           "processCompliance": 200}), "processCompliance"),
     ],
 )
-def test_bad_input_is_a_clear_error(call, message: str) -> None:  # noqa: ANN001
+def test_bad_input_is_a_clear_error(call, message: str) -> None:
     with pytest.raises(ScoreError, match=message):
         call()
 

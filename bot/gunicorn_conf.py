@@ -34,11 +34,15 @@ max_requests = 10_000
 max_requests_jitter = 1_000
 loglevel = os.environ.get("TASKEVAL_LOG_LEVEL", "info")
 logconfig_dict = _logconfig(loglevel)
-# The receiver logs one JSON line per delivery with its outcome; an access log would repeat it.
+# The receiver logs one JSON line per delivery with its outcome, so gunicorn's access log (which
+# would repeat it, and log every health probe) is off unless TASKEVAL_ACCESS_LOG=1.
 accesslog = None
 # Only trust X-Forwarded-* from a proxy on the same host unless told otherwise.
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
 proc_name = "taskeval-bot"
+# gunicorn's control socket defaults to one path per user ($HOME/.gunicorn/gunicorn.ctl), which
+# two receivers on one host would fight over; the bot does not use it.
+control_socket_disable = True
 
 
 def on_starting(server: Any) -> None:

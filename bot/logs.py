@@ -12,8 +12,10 @@ import contextlib
 import contextvars
 import json
 import logging
+import os
 import re
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -112,9 +114,11 @@ class RedactFilter(logging.Filter):
         return True
 
 
-def logconfig_dict(level: str = "info") -> dict[str, Any]:
+def logconfig_dict(level: str = "info", *, access_log: bool | None = None) -> dict[str, Any]:
     """A ``logging.config.dictConfig`` used by gunicorn and the workers alike."""
     level = level.upper()
+    if access_log is None:
+        access_log = os.environ.get("TASKEVAL_ACCESS_LOG", "").lower() in ("1", "true", "yes")
     return {
         "version": 1,
         "disable_existing_loggers": False,
@@ -131,7 +135,8 @@ def logconfig_dict(level: str = "info") -> dict[str, Any]:
         "root": {"level": level, "handlers": ["stderr"]},
         "loggers": {
             "gunicorn.error": {"level": level, "handlers": ["stderr"], "propagate": False},
-            "gunicorn.access": {"level": level, "handlers": ["stderr"], "propagate": False},
+            "gunicorn.access": {"level": level if access_log else "WARNING",
+                                "handlers": ["stderr"], "propagate": False},
             # urllib3 logs full URLs at debug; they hold no tokens but are noise at info.
             "urllib3": {"level": "WARNING"},
         },
@@ -146,6 +151,16 @@ def setup(level: str = "info", secrets: Iterable[str] = ()) -> None:
     logging.config.dictConfig(logconfig_dict(level))
     logging.captureWarnings(True)
     sys.excepthook = _log_uncaught
+    threading.excepthook = _log_thread_crash
+
+
+def _log_thread_crash(args: threading.ExceptHookArgs) -> None:
+    if args.exc_type is SystemExit:
+        return
+    logging.getLogger("bot").critical(
+        "uncaught exception in thread %s", args.thread.name if args.thread else "?",
+        exc_info=(args.exc_type, args.exc_value, args.exc_traceback),  # type: ignore[arg-type]
+    )
 
 
 def _log_uncaught(exc_type: type[BaseException], exc: BaseException, tb: Any) -> None:

@@ -53,7 +53,8 @@ def receive() -> tuple[Response, int]:
         fields.update(event=event or None, status=code,
                       ms=round((time.perf_counter() - started) * 1000, 2))
         level = logging.WARNING if code >= 400 else logging.INFO
-        log.log(level, "delivery %s", fields.get("outcome", ""), extra={"fields": fields})
+        log.log(level, "%s delivery: %s", event or "unnamed", fields.get("outcome", ""),
+                extra={"fields": fields})
     return response, code
 
 

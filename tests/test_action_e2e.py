@@ -1,0 +1,373 @@
+"""``python -m action`` as the runner starts it: a subprocess with the runner's environment,
+GitHub served by a local fake over HTTP, payloads shaped like GitHub's documented webhooks."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from action.main import run
+from tests.fakegithub import FAKE_TOKEN, FakeGitHub
+from tests.fakeopenai import FakeOpenAI
+from tests.test_action_events import DOCUMENTED_EVENTS
+from tests.test_action_runner import parse_output_file
+
+ROOT = Path(__file__).resolve().parent.parent
+EVENTS = Path(__file__).parent / "events"
+REPO = "octo-org/widgets"
+PR = 42
+MARKER = "<!-- taskeval:evaluation -->"
+ACTIONS_BOT = "github-actions[bot]"
+# What the runner passes for every input when the workflow sets none (action.yml defaults).
+DEFAULT_INPUTS = {
+    "github-token": FAKE_TOKEN, "pull-request": "", "config-path": "", "comment": "true",
+    "ai": "off", "model": "", "openai-api-key": "", "openai-base-url": "", "fail-under": "0",
+    "result-path": "taskeval-result.json",
+}
+
+
+@dataclass
+class ActionRun:
+    code: int
+    stdout: str
+    stderr: str
+    outputs: dict[str, str]
+    summary: str
+    workspace: Path
+
+    def annotations(self, kind: str) -> list[str]:
+        return [line for line in self.stdout.splitlines() if line.startswith(f"::{kind}")]
+
+    def result(self) -> dict[str, Any]:
+        return json.loads((self.workspace / self.outputs["result-path"]).read_text())
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    """GitHub as a workflow's GITHUB_TOKEN sees it: an installation token, no GET /user."""
+    gh = FakeGitHub(login=ACTIONS_BOT, integration=True)
+    gh.add_pr(REPO, PR)
+    gh.set_permission(REPO, "mona", "write", role_name="maintain")
+    with gh.serve():
+        yield gh
+
+
+def payload(name: str, **comment: Any) -> dict[str, Any]:
+    data = json.loads((EVENTS / f"{name}.json").read_text(encoding="utf-8"))
+    if comment:
+        data["comment"].update(comment)
+    return data
+
+
+def run_action(
+    tmp_path: Path, fake: FakeGitHub, event: str, event_payload: object | str,
+    inputs: Mapping[str, str] | None = None, extra_env: Mapping[str, str] | None = None,
+) -> ActionRun:
+    """Start the entrypoint the way a container action runs: cwd = workspace, file commands in
+    their own directory, RUNNER_TEMP naming a host path that does not exist in the container."""
+    workspace = tmp_path / "workspace"
+    commands = tmp_path / "file_commands"
+    home = tmp_path / "home"
+    for folder in (workspace, commands, home):
+        folder.mkdir(exist_ok=True)
+    event_file = tmp_path / "event.json"
+    text = event_payload if isinstance(event_payload, str) else json.dumps(event_payload)
+    event_file.write_text(text, encoding="utf-8")
+    output_file = commands / "set_output"
+    summary_file = commands / "step_summary"
+    output_file.write_text("")
+    summary_file.write_text("")
+    env = {
+        "PATH": "/usr/bin:/bin", "HOME": str(home), "GITHUB_ACTIONS": "true", "CI": "true",
+        "GITHUB_EVENT_NAME": event, "GITHUB_EVENT_PATH": str(event_file),
+        "GITHUB_REPOSITORY": REPO, "GITHUB_API_URL": fake.url,
+        "GITHUB_SERVER_URL": "https://github.com", "GITHUB_WORKSPACE": str(workspace),
+        "GITHUB_OUTPUT": str(output_file), "GITHUB_STEP_SUMMARY": str(summary_file),
+        "RUNNER_TEMP": "/home/runner/work/_temp", "PYTHONSAFEPATH": "1",
+        "PYTHONPATH": str(ROOT),
+    }
+    merged = {**DEFAULT_INPUTS, **(inputs or {})}
+    env.update({f"INPUT_{name.upper()}": value for name, value in merged.items()})
+    env.update(extra_env or {})
+    proc = subprocess.run([sys.executable, "-m", "action"], cwd=workspace, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    return ActionRun(proc.returncode, proc.stdout, proc.stderr,
+                     parse_output_file(output_file.read_text()), summary_file.read_text(),
+                     workspace)
+
+
+def taskeval_comments(fake: FakeGitHub) -> list[dict[str, Any]]:
+    return [c for c in fake.comments(REPO, PR) if c["body"].startswith(MARKER)]
+
+
+def reactions(fake: FakeGitHub, comment_id: int) -> list[tuple[str, str]]:
+    return [(r["content"], r["user"]["login"]) for r in fake.reactions.get(comment_id, [])]
+
+
+# ----------------------------------------------------------------------------------- evaluate
+
+
+def test_merged_pr_gets_outputs_summary_result_and_one_comment_updated_on_rerun(
+    tmp_path: Path, fake: FakeGitHub,
+) -> None:
+    first = run_action(tmp_path, fake, "pull_request", payload("pull_request.closed.merged"))
+    assert first.code == 0, first.stdout + first.stderr
+    result = first.result()
+    assert result["repository"] == REPO and result["pullRequest"]["number"] == PR
+    assert result["trigger"] == "pull_request"
+    scores = {c["category"]: c["finalScore"] for c in result["categoryScores"]}
+    assert first.outputs == {
+        "evaluated": "true",
+        "overall-score": str(result["overallScore"]),
+        "overall-band": result["overallBand"],
+        "agent-performance-score": str(scores["agentPerformance"]),
+        "task-outcome-quality-score": str(scores["taskOutcomeQuality"]),
+        "process-compliance-score": str(scores["processCompliance"]),
+        "result-path": "taskeval-result.json",
+        "comment-url": first.outputs["comment-url"],
+    }
+    comments = taskeval_comments(fake)
+    assert len(comments) == 1
+    assert first.outputs["comment-url"] == comments[0]["html_url"]
+    assert comments[0]["user"]["login"] == ACTIONS_BOT
+    assert first.summary.strip() == comments[0]["body"].strip()
+    assert f"{result['overallScore']}/100" in first.summary
+    assert "comment created" in first.stdout
+
+    # A re-run of the job updates the same comment instead of adding a second one.
+    second = run_action(tmp_path, fake, "pull_request", payload("pull_request.closed.merged"))
+    assert second.code == 0
+    assert len(taskeval_comments(fake)) == 1
+    assert second.outputs["comment-url"] == first.outputs["comment-url"]
+    assert "comment updated" in second.stdout
+    assert fake.count(route="issues.update_comment") == 1
+    assert fake.count(route="issues.create_comment") == 1
+
+
+def test_fail_under_fails_the_step_only_below_the_threshold(tmp_path: Path) -> None:
+    gh = FakeGitHub(login=ACTIONS_BOT, integration=True)
+    gh.add_pr(REPO, PR, ci="red")  # red CI at merge: far from a perfect score
+    with gh.serve():
+        failing = run_action(tmp_path, gh, "pull_request", payload("pull_request.closed.merged"),
+                             inputs={"fail-under": "100"})
+        score = int(failing.outputs["overall-score"])
+        assert failing.code == 1
+        assert [e for e in failing.annotations("error") if "fail-under" in e] == [
+            f"::error title=taskeval below threshold::Overall score {score} "
+            f"({failing.outputs['overall-band']}) is below fail-under 100"]
+        assert failing.result()["overallScore"] == score  # the result is still written
+        assert len(taskeval_comments(gh)) == 1  # and the comment still posted
+        at_threshold = run_action(tmp_path, gh, "pull_request",
+                                  payload("pull_request.closed.merged"),
+                                  inputs={"fail-under": str(score), "comment": "false"})
+    assert at_threshold.code == 0
+    assert at_threshold.annotations("error") == []
+    assert at_threshold.outputs["comment-url"] == ""
+    assert gh.count(route="issues.update_comment") == 0
+
+
+def test_evaluate_command_by_a_maintainer_is_acknowledged_and_evaluated(
+    tmp_path: Path, fake: FakeGitHub,
+) -> None:
+    command = fake.add_issue_comment(REPO, PR, "/evaluate please, after the rebase", user="mona",
+                                     author_association="MEMBER")
+    event = payload("issue_comment.evaluate.maintainer", id=command["id"], body=command["body"])
+    done = run_action(tmp_path, fake, "issue_comment", event)
+    assert done.code == 0, done.stdout + done.stderr
+    assert fake.count(route="repos.permission") == 1
+    assert reactions(fake, command["id"]) == [("eyes", ACTIONS_BOT)]
+    assert done.outputs["evaluated"] == "true"
+    assert done.result()["trigger"] == "issue_comment"
+    assert len(taskeval_comments(fake)) == 1
+
+
+@pytest.mark.parametrize(
+    ("permission", "role"), [("read", "read"), ("read", "triage"), ("none", "none")])
+def test_evaluate_command_without_write_permission_is_refused(
+    tmp_path: Path, fake: FakeGitHub, permission: str, role: str,
+) -> None:
+    fake.set_permission(REPO, "hubot-fan", permission, role_name=role)
+    # The association says CONTRIBUTOR; only the permission API decides.
+    command = fake.add_issue_comment(REPO, PR, "/evaluate", user="hubot-fan",
+                                     author_association="CONTRIBUTOR")
+    event = payload("issue_comment.evaluate.readonly", id=command["id"])
+    refused = run_action(tmp_path, fake, "issue_comment", event)
+    assert refused.code == 0
+    notice = " ".join(refused.annotations("notice"))
+    assert "needs write, maintain or admin" in notice and f"has '{role}'" in notice
+    assert refused.outputs == {"evaluated": "false"}
+    assert reactions(fake, command["id"]) == [("confused", ACTIONS_BOT)]
+    assert fake.count(route="pulls.get") == 0
+    assert taskeval_comments(fake) == []
+
+
+@pytest.mark.parametrize(
+    ("event", "fixture", "reason"),
+    [
+        ("issue_comment", "issue_comment.evaluate.bot", "written by a bot"),
+        ("issue_comment", "issue_comment.own", "taskeval's own comment"),
+        ("pull_request", "pull_request.closed.unmerged", "closed without being merged"),
+        ("push", "push", "push ignored"),
+    ],
+)
+def test_events_that_are_not_requests_are_skipped_without_calling_github(
+    tmp_path: Path, fake: FakeGitHub, event: str, fixture: str, reason: str,
+) -> None:
+    skipped = run_action(tmp_path, fake, event, payload(fixture))
+    assert skipped.code == 0
+    assert any(reason in n for n in skipped.annotations("notice"))
+    assert skipped.outputs == {"evaluated": "false"}
+    assert f"Skipped: {reason}" in skipped.summary or reason in skipped.summary
+    assert fake.log == []
+
+
+def test_workflow_dispatch_evaluates_the_pr_from_the_form(tmp_path: Path, fake: FakeGitHub) -> None:
+    done = run_action(tmp_path, fake, "workflow_dispatch", payload("workflow_dispatch"),
+                      inputs={"comment": "false", "result-path": "out/eval.json"})
+    assert done.code == 0, done.stdout + done.stderr
+    assert done.outputs["result-path"] == "out/eval.json"
+    assert (done.workspace / "out" / "eval.json").is_file()
+    assert done.result()["trigger"] == "workflow_dispatch"
+    assert taskeval_comments(fake) == []
+
+
+# ------------------------------------------------------------------------------------ failures
+
+
+def test_read_only_token_still_writes_result_and_outputs_and_names_the_permission(
+    tmp_path: Path,
+) -> None:
+    gh = FakeGitHub(login=ACTIONS_BOT, integration=True, permissions={
+        "metadata": "read", "contents": "read", "pull_requests": "read", "issues": "read",
+        "checks": "read", "actions": "read"})
+    gh.add_pr(REPO, PR, fork="contributor")
+    with gh.serve():
+        forked = run_action(tmp_path, gh, "pull_request", payload("pull_request.closed.merged"))
+    assert forked.code == 0
+    errors = forked.annotations("error")
+    assert len(errors) == 1 and "pull-requests: write" in errors[0]
+    assert forked.outputs["evaluated"] == "true"
+    assert forked.outputs["comment-url"] == ""
+    assert forked.result()["overallScore"] == int(forked.outputs["overall-score"])
+    assert taskeval_comments(gh) == []
+
+
+def test_a_pr_that_cannot_be_read_fails_the_step_with_one_error(
+    tmp_path: Path, fake: FakeGitHub,
+) -> None:
+    failed = run_action(tmp_path, fake, "workflow_dispatch", {"inputs": {}},
+                        inputs={"pull-request": "999"})
+    assert failed.code == 1
+    errors = failed.annotations("error")
+    assert len(errors) == 1 and f"Could not evaluate {REPO}#999" in errors[0]
+    assert failed.outputs == {"evaluated": "false"}
+    assert not (failed.workspace / "taskeval-result.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        ({"ai": "maybe"}, "'ai' must be auto, on or off"),
+        ({"fail-under": "120"}, "'fail-under' must be an integer 0..100"),
+        ({"pull-request": "latest"}, "'pull-request' must be a pull request number"),
+        ({"github-token": ""}, "Input 'github-token' is empty"),
+    ],
+)
+def test_unusable_inputs_exit_2_with_the_input_named(
+    tmp_path: Path, fake: FakeGitHub, inputs: dict[str, str], message: str,
+) -> None:
+    bad = run_action(tmp_path, fake, "pull_request", payload("pull_request.closed.merged"),
+                     inputs=inputs)
+    assert bad.code == 2
+    assert any(message in e for e in bad.annotations("error"))
+    assert fake.log == []
+
+
+def test_an_unreadable_event_payload_is_a_warning_not_a_crash(
+    tmp_path: Path, fake: FakeGitHub,
+) -> None:
+    broken = run_action(tmp_path, fake, "pull_request", '{"action": "closed", "pull_req')
+    assert broken.code == 0
+    assert any("not valid JSON" in w for w in broken.annotations("warning"))
+    assert any("'unknown' ignored" in n for n in broken.annotations("notice"))
+
+
+def test_config_problems_become_warnings_on_the_config_file(
+    tmp_path: Path, fake: FakeGitHub,
+) -> None:
+    fake.set_config(REPO, "thresholds:\n  comfortable_change_lines: many\n")
+    done = run_action(tmp_path, fake, "pull_request", payload("pull_request.closed.merged"))
+    assert done.code == 0
+    warnings = [w for w in done.annotations("warning") if "title=taskeval config" in w]
+    assert len(warnings) == 1
+    assert "file=.github/taskeval.yml" in warnings[0]
+    assert "comfortable_change_lines" in warnings[0]
+    assert done.result()["config"]["errors"]
+
+
+# ------------------------------------------------------------------------------------ AI inputs
+
+
+def test_ai_inputs_reach_the_judge_and_the_key_never_leaks(tmp_path: Path, fake: FakeGitHub) -> None:
+    key = "sk-test-action-secret-9f8e7d6c5b4a"
+    with FakeOpenAI(api_key=key) as model_server:
+        done = run_action(tmp_path, fake, "pull_request", payload("pull_request.closed.merged"),
+                          inputs={"ai": "on", "openai-api-key": key,
+                                  "openai-base-url": model_server.base_url,
+                                  "model": "judge-model-x"})
+        sent = model_server.requests
+    assert done.code == 0, done.stdout + done.stderr
+    assert len(sent) == 1
+    assert sent[0].body["model"] == "judge-model-x"
+    assert sent[0].headers["authorization"] == f"Bearer {key}"
+    assert done.result()["judge"]["status"] == "ok"
+    assert [c["aiScore"] for c in done.result()["categoryScores"]] == [80, 80, 80]
+    assert f"::add-mask::{key}" in done.stdout
+    stdout_without_mask = done.stdout.replace(f"::add-mask::{key}", "")
+    comment = taskeval_comments(fake)[0]["body"]
+    for text in (stdout_without_mask, done.stderr, done.summary, comment,
+                 (done.workspace / "taskeval-result.json").read_text()):
+        assert key not in text
+    assert FAKE_TOKEN not in stdout_without_mask.replace(f"::add-mask::{FAKE_TOKEN}", "")
+
+
+def test_ai_on_without_any_endpoint_is_a_degraded_warning(tmp_path: Path, fake: FakeGitHub) -> None:
+    # A GHES-style API URL: GitHub Models is not offered there, and no OpenAI key is given.
+    done = run_action(tmp_path, fake, "pull_request", payload("pull_request.closed.merged"),
+                      inputs={"ai": "on"})
+    assert done.code == 0
+    assert done.result()["judge"]["status"] == "error"
+    assert any("title=taskeval evaluation degraded" in w and "AI judge" in w
+               for w in done.annotations("warning"))
+
+
+# -------------------------------------------------------------------- every event, in process
+
+
+@pytest.mark.parametrize("event", DOCUMENTED_EVENTS)
+def test_every_documented_event_type_ends_cleanly(tmp_path: Path, event: str) -> None:
+    """Each event with a payload of the common webhook shape: a notice or a run, never a crash.
+    Nothing may be requested from GitHub here (no PR is named)."""
+    event_file = tmp_path / "event.json"
+    event_file.write_text(json.dumps({
+        "action": "created", "repository": {"full_name": REPO}, "sender": {"login": "mona"},
+        "installation": {"id": 1},
+    }))
+    out = io.StringIO()
+    env = {"GITHUB_EVENT_NAME": event, "GITHUB_EVENT_PATH": str(event_file),
+           "GITHUB_REPOSITORY": REPO, "GITHUB_API_URL": "http://127.0.0.1:9",
+           "GITHUB_WORKSPACE": str(tmp_path), "GITHUB_OUTPUT": str(tmp_path / "out"),
+           "INPUT_GITHUB-TOKEN": FAKE_TOKEN}
+    code = run(env, out)
+    assert code == 0
+    assert "::notice title=taskeval skipped::" in out.getvalue()
+    assert parse_output_file((tmp_path / "out").read_text()) == {"evaluated": "false"}

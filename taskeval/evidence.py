@@ -555,7 +555,7 @@ def _workflow(raw: RawCollection, cids: dict[int, str]) -> EvidenceGroup:
             tier = {"fail": 0, "pending": 1, "cancelled": 1}.get(state, 3)
         else:
             tier = 4 if state == "fail" else 6
-        key = (tier, 0, c.name, c.id)
+        key: tuple[object, ...] = (tier, 0, c.name, c.id)
         candidates.append(_Candidate(key, key, _check_item(c, cids[c.id], head)))
     for r in raw.workflow_runs:
         state = outcome_of(r.status, r.conclusion)
@@ -736,7 +736,7 @@ def _agent_logs(raw: RawCollection) -> EvidenceGroup:
         output = _check_output(c)
         if outcome_of(c.status, c.conclusion) != "fail" or not output:
             continue
-        key = (0 if c.head_sha == head else 1, c.name, c.id)
+        key: tuple[object, ...] = (0 if c.head_sha == head else 1, c.name, c.id)
         candidates.append(_Candidate(key, key, EvidenceItem(
             id=f"log:check-{c.id}",
             kind="check_output",
@@ -814,7 +814,7 @@ def _run_audit(raw: RawCollection, cids: dict[int, str]) -> EvidenceGroup:
         statuses.setdefault(issue.resource, issue.status)
     for resource in sorted(by_resource):
         status = statuses[resource]
-        key = (0, resource)
+        key: tuple[object, ...] = (0, resource)
         candidates.append(_Candidate(key, key, EvidenceItem(
             id=f"audit:unavailable-{resource}",
             kind="collection_gap",
@@ -868,15 +868,15 @@ def _run_audit(raw: RawCollection, cids: dict[int, str]) -> EvidenceGroup:
             facts=_facts(name=excerpt(passed.name, SUBJECT_LIMIT), sha=passed.head_sha,
                          failedCheck=cids[failed.id], passedCheck=cids[passed.id]),
         )))
-    for failed, passed in flaky_runs:
-        key = (2, passed.name or "", passed.id)
+    for failed_run, passed_run in flaky_runs:
+        key = (2, passed_run.name or "", passed_run.id)
         candidates.append(_Candidate(key, key, EvidenceItem(
-            id=f"audit:flaky-run-{passed.id}",
+            id=f"audit:flaky-run-{passed_run.id}",
             kind="flaky",
-            label=excerpt(f"{passed.name or 'workflow'} failed, then passed on the same commit",
+            label=excerpt(f"{passed_run.name or 'workflow'} failed, then passed on the same commit",
                           SUBJECT_LIMIT),
-            facts=_facts(name=passed.name, sha=passed.head_sha, failedRun=f"run:{failed.id}",
-                         passedRun=f"run:{passed.id}"),
+            facts=_facts(name=passed_run.name, sha=passed_run.head_sha,
+                         failedRun=f"run:{failed_run.id}", passedRun=f"run:{passed_run.id}"),
         )))
     for r in runs:
         if r.run_attempt > 1:

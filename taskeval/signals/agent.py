@@ -38,9 +38,12 @@ def ci_recovery(ctx: Ctx) -> Measure:
     if not failures:
         return inconclusive("CI never failed on this PR, so there was nothing to recover from.",
                             [v.evidence for v in view.at(head)])
-    at_head = {(v.source, v.key): v for src in (view.checks, view.runs)
-               for v in src.get(head, {}).values()}
-    recovered, stuck = [], []
+    at_head: dict[tuple[str, str], Verdict] = {
+        (v.source, v.key): v for src in (view.checks, view.runs)
+        for v in src.get(head, {}).values()
+    }
+    recovered: list[tuple[str, str]] = []
+    stuck: list[tuple[str, str]] = []
     for key in sorted(failures):
         now = at_head.get(key)
         if now is not None and now.outcome == "pass":
@@ -223,10 +226,10 @@ def _texts(ctx: Ctx) -> list[tuple[str, str, str]]:
     for r in ctx.facts.reviews:
         if r.author in mine or ctx.is_agent(r.author):
             out.append((f"review:{r.id}", f"review {r.id}", r.body_excerpt))
-    for c in ctx.facts.comments:
-        if c.author in mine or ctx.is_agent(c.author):
-            prefix = "comment" if c.kind == "issue" else "review-comment"
-            out.append((f"{prefix}:{c.id}", f"{prefix} {c.id}", c.body_excerpt))
+    for note in ctx.facts.comments:
+        if note.author in mine or ctx.is_agent(note.author):
+            prefix = "comment" if note.kind == "issue" else "review-comment"
+            out.append((f"{prefix}:{note.id}", f"{prefix} {note.id}", note.body_excerpt))
     return out
 
 

@@ -149,10 +149,12 @@ class Ctx:
 
     def classify(self, path: str) -> FileClass:
         p = self.settings.patterns
-        for cls, globs in (("ignored", p.ignore_paths), ("test", p.test_paths),
-                           ("docs", p.doc_paths)):
+        order: tuple[tuple[FileClass, list[str]], ...] = (
+            ("ignored", p.ignore_paths), ("test", p.test_paths), ("docs", p.doc_paths),
+        )
+        for cls, globs in order:
             if any(fnmatchcase(path, g) for g in globs):
-                return cls  # type: ignore[return-value]
+                return cls
         return "source"
 
     def is_surface(self, path: str) -> bool:
@@ -229,18 +231,18 @@ class CIView:
         by_run: dict[tuple[str, str], list[RunEntry]] = defaultdict(list)
         for r in ctx.facts.runs:
             by_run[(r.head_sha, str(r.workflow_id or r.name))].append(r)
-        for (sha, key), series in by_run.items():
-            verdict = _latest(
-                [(r.started_at or r.created_at or "", r.id, r) for r in series], as_of,
+        for (sha, key), run_series in by_run.items():
+            run_verdict = _latest(
+                [(r.started_at or r.created_at or "", r.id, r) for r in run_series], as_of,
                 lambda r: (r.started_at or r.created_at,
                            r.updated_at if r.status == "completed" else None,
                            ev.outcome_of(r.status, r.conclusion)),
             )
-            if verdict is not None:
-                entry, outcome, flaky = verdict
-                rerun_green = as_of is None and entry.attempt > 1 and outcome == "pass"
-                runs[sha][key] = Verdict("run", key, entry.name or key, sha, outcome,
-                                         f"run:{entry.id}", flaky or rerun_green)
+            if run_verdict is not None:
+                run, outcome, flaky = run_verdict
+                rerun_green = as_of is None and run.attempt > 1 and outcome == "pass"
+                runs[sha][key] = Verdict("run", key, run.name or key, sha, outcome,
+                                         f"run:{run.id}", flaky or rerun_green)
         return cls(dict(checks), dict(runs))
 
     def at(self, sha: str) -> list[Verdict]:

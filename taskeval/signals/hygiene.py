@@ -32,45 +32,45 @@ class Finding:
         return f'{self.rule} ("{self.match}")'
 
 
+_RULE_SOURCES: Final[tuple[tuple[FindingKind, str, str], ...]] = (
+    ("leakage", "ai-disclaimer",
+     r"\bas an ai(?: language| coding)? (?:model|assistant)\b|\bas a large language model\b"),
+    ("leakage", "instruction-override",
+     r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?(?:of\s+)?(?:the\s+|your\s+|my\s+)?"
+     r"(?:previous|prior|above|earlier|preceding)\s+(?:instructions|prompts?|directions|rules)\b"),
+    ("leakage", "chat-template-token",
+     r"<\|(?:im_start|im_end|im_sep|endoftext|system|user|assistant|eot_id|start_header_id|"
+     r"end_header_id)\|>|\[/?INST\]|<</?SYS>>"),
+    ("leakage", "system-prompt-echo",
+     r"^\s*(?:#+\s*)?system(?: prompt| message)?\s*:|<system(?:-reminder)?>|"
+     r"\byou are (?:chatgpt|claude|copilot|gemini)\b|"
+     r"\byou are an? (?:helpful|harmless|honest|large language|ai)\b[^.\n]{0,40}"
+     r"\b(?:assistant|model|agent)\b|"
+     r"\bmy (?:system )?(?:prompt|instructions) (?:says?|tells?|is|are)\b"),
+    ("leakage", "tool-call-markup",
+     r"</?(?:function_calls|tool_call|tool_use|tool_result|thinking)>"),
+    ("leakage", "knowledge-cutoff",
+     r"\b(?:my|as of my) (?:last )?(?:knowledge|training)(?: data)? "
+     r"(?:cutoff|cut-off|update)\b|"
+     r"\bI (?:don't|do not|cannot|can't) (?:browse|access) the internet\b"),
+    ("leakage", "refusal",
+     r"\bI(?:'m| am) (?:sorry|afraid),? but (?:as an ai|I (?:can't|cannot|am unable to))"),
+    ("boilerplate", "chat-closing",
+     r"\bI hope (?:this|that) helps\b|\blet me know if (?:you (?:need|have|want|would like)|"
+     r"there(?:'s| is))\b|\bfeel free to (?:ask|reach out|let me know)\b|\bhappy coding\b"),
+    ("boilerplate", "chat-opening",
+     r"^\s*(?:certainly|sure|absolutely|of course)[!,.]\s+(?:here|I(?:'ve| have| will|'ll))\b|"
+     r"\bgreat question\b|^\s*here(?:'s| is) (?:the|an?|your) (?:updated|revised|corrected|"
+     r"modified|complete) (?:code|version|implementation|file)\b"),
+    ("template", "todo-fill",
+     r"\bTODO:?\s*(?:fill|add|write|describe|complete)\b(?:\s+(?:in|me|this|out))?|"
+     r"\blorem ipsum\b"),
+    ("template", "placeholder-token",
+     r"\[(?:insert|add|describe|your|enter)\b[^\]\n]{0,60}\](?!\()|"
+     r"#\s*\((?:issue|issue number|ticket)\)|#(?:x{3,}|n{3,})\b"),
+)
 _RULES: Final[tuple[tuple[FindingKind, str, re.Pattern[str]], ...]] = tuple(
-    (kind, rule, re.compile(rx, re.IGNORECASE | re.MULTILINE))
-    for kind, rule, rx in (
-        ("leakage", "ai-disclaimer",
-         r"\bas an ai(?: language| coding)? (?:model|assistant)\b|\bas a large language model\b"),
-        ("leakage", "instruction-override",
-         r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?(?:of\s+)?(?:the\s+|your\s+|my\s+)?"
-         r"(?:previous|prior|above|earlier|preceding)\s+(?:instructions|prompts?|directions|rules)\b"),
-        ("leakage", "chat-template-token",
-         r"<\|(?:im_start|im_end|im_sep|endoftext|system|user|assistant|eot_id|start_header_id|"
-         r"end_header_id)\|>|\[/?INST\]|<</?SYS>>"),
-        ("leakage", "system-prompt-echo",
-         r"^\s*(?:#+\s*)?system(?: prompt| message)?\s*:|<system(?:-reminder)?>|"
-         r"\byou are (?:chatgpt|claude|copilot|gemini)\b|"
-         r"\byou are an? (?:helpful|harmless|honest|large language|ai)\b[^.\n]{0,40}"
-         r"\b(?:assistant|model|agent)\b|"
-         r"\bmy (?:system )?(?:prompt|instructions) (?:says?|tells?|is|are)\b"),
-        ("leakage", "tool-call-markup",
-         r"</?(?:function_calls|tool_call|tool_use|tool_result|thinking)>"),
-        ("leakage", "knowledge-cutoff",
-         r"\b(?:my|as of my) (?:last )?(?:knowledge|training)(?: data)? "
-         r"(?:cutoff|cut-off|update)\b|"
-         r"\bI (?:don't|do not|cannot|can't) (?:browse|access) the internet\b"),
-        ("leakage", "refusal",
-         r"\bI(?:'m| am) (?:sorry|afraid),? but (?:as an ai|I (?:can't|cannot|am unable to))"),
-        ("boilerplate", "chat-closing",
-         r"\bI hope (?:this|that) helps\b|\blet me know if (?:you (?:need|have|want|would like)|"
-         r"there(?:'s| is))\b|\bfeel free to (?:ask|reach out|let me know)\b|\bhappy coding\b"),
-        ("boilerplate", "chat-opening",
-         r"^\s*(?:certainly|sure|absolutely|of course)[!,.]\s+(?:here|I(?:'ve| have| will|'ll))\b|"
-         r"\bgreat question\b|^\s*here(?:'s| is) (?:the|an?|your) (?:updated|revised|corrected|"
-         r"modified|complete) (?:code|version|implementation|file)\b"),
-        ("template", "todo-fill",
-         r"\bTODO:?\s*(?:fill|add|write|describe|complete)\b(?:\s+(?:in|me|this|out))?|"
-         r"\blorem ipsum\b"),
-        ("template", "placeholder-token",
-         r"\[(?:insert|add|describe|your|enter)\b[^\]\n]{0,60}\](?!\()|"
-         r"#\s*\((?:issue|issue number|ticket)\)|#(?:x{3,}|n{3,})\b"),
-    )
+    (kind, rule, re.compile(rx, re.IGNORECASE | re.MULTILINE)) for kind, rule, rx in _RULE_SOURCES
 )
 # Template instructions: a finding on a plain line; on a heading only when its section is empty.
 _INSTRUCTION: Final = re.compile(

@@ -26,7 +26,7 @@ def _head_ci_missing(ctx: Ctx) -> Measure:
     return inconclusive("No CI ran on this PR.", [ctx.pr])
 
 
-@signal("outcome.ci_head", CAT, "CI at the head commit", 3.0,
+@signal("outcome.ci_head", CAT, "CI at the head commit", 4.0,
         ["facts.checks", "facts.runs", "facts.pull.headSha"])
 def ci_head(ctx: Ctx) -> Measure:
     """Latest state of every check at the commit that shipped; red is strong negative evidence."""
@@ -218,7 +218,7 @@ _DELIVERY: Final[dict[str, tuple[float, str]]] = {
 }
 
 
-@signal("outcome.delivery", CAT, "Result shipped", 1.5,
+@signal("outcome.delivery", CAT, "Result shipped", 1.0,
         ["facts.pull.merged", "facts.pull.state", "facts.pull.draft"])
 def delivery(ctx: Ctx) -> Measure:
     """Whether the work shipped. A documented table, not a curve: the state is categorical."""

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from action.events import ALLOWED_PERMISSIONS, Decision, decide
 from action.inputs import ActionInputs, InputError
-from action.runner import Runner
+from action.runner import LogBridge, Runner
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
 CATEGORY_OUTPUTS = {
@@ -224,8 +224,12 @@ def evaluate(runner: Runner, ctx: Context, decision: Decision, env: Mapping[str,
         try:
             url, created = publish_comment(gh, ctx.repository, number, evaluation.markdown)
         except AuthError as exc:
+            hint = ""
+            if result.evidence.facts.pull.is_fork and ctx.event_name == "pull_request":
+                hint = (" PRs from forks get a read-only token under pull_request; see the "
+                        "fork-PR notes on pull_request_target.")
             runner.error(f"The evaluation is in the result file and outputs, but the PR comment "
-                         f"could not be posted: {exc}", title="taskeval comment not posted")
+                         f"could not be posted: {exc}.{hint}", title="taskeval comment not posted")
         except Exception as exc:  # a side effect: the evaluation itself still stands
             runner.error(f"The PR comment could not be posted ({type(exc).__name__}: {exc})",
                          title="taskeval comment not posted")
@@ -290,6 +294,9 @@ def main(env: Mapping[str, str] | None = None, out: TextIO | None = None) -> int
     """``python -m action``: :func:`run`, with anything unexpected turned into one error line."""
     env = dict(os.environ) if env is None else env
     runner = Runner(env, out)
+    import github  # noqa: F401 - PyGithub adds its stderr log handler at import; bridge after it
+
+    LogBridge.install(runner)
     try:
         return run(env, out)
     except KeyboardInterrupt:

@@ -8,6 +8,7 @@ safety, so it lives here where tests pin it down instead of in an extra image de
 
 from __future__ import annotations
 
+import logging
 import sys
 import uuid
 from collections.abc import Mapping
@@ -102,3 +103,40 @@ class Runner:
             return
         with Path(target).open("a", encoding="utf-8") as fh:
             fh.write(markdown if markdown.endswith("\n") else markdown + "\n")
+
+
+class LogBridge(logging.Handler):
+    """Library logging as workflow commands: taskeval's own warnings become ``::warning::``;
+    everything else (PyGithub's "Request GET /user failed with 403" for installation tokens,
+    HTTP client chatter) goes to ``::debug::``, shown only when step debug logging is on, so an
+    expected refusal never reads like a failure in the log."""
+
+    def __init__(self, runner: Runner) -> None:
+        super().__init__(logging.DEBUG)
+        self.runner = runner
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed log call must not break the action
+            message = str(record.msg)
+        if record.levelno >= logging.WARNING and record.name.split(".")[0] == "taskeval":
+            self.runner.warning(message, title="taskeval")
+        else:
+            self.runner.debug(f"{record.name}: {message}")
+
+    @classmethod
+    def install(cls, runner: Runner, own_handlers: tuple[str, ...] = ("github",)) -> LogBridge:
+        """Route the root logger here; ``own_handlers`` names libraries (PyGithub) that attach
+        their own stderr handler at import, which is dropped so records arrive once, here."""
+        handler = cls(runner)
+        root = logging.getLogger()
+        for existing in list(root.handlers):
+            root.removeHandler(existing)
+        for name in own_handlers:
+            lib = logging.getLogger(name)
+            for existing in list(lib.handlers):
+                lib.removeHandler(existing)
+        root.addHandler(handler)
+        root.setLevel(logging.DEBUG if runner.env.get("RUNNER_DEBUG") == "1" else logging.INFO)
+        return handler

@@ -255,6 +255,10 @@ def test_read_only_token_still_writes_result_and_outputs_and_names_the_permissio
     assert forked.code == 0
     errors = forked.annotations("error")
     assert len(errors) == 1 and "pull-requests: write" in errors[0]
+    assert "PRs from forks get a read-only token" in errors[0]
+    # PyGithub's own "Request ... failed with 403" lines are debug output, not stray stderr.
+    assert forked.stderr == ""
+    assert "::debug::github." in forked.stdout
     assert forked.outputs["evaluated"] == "true"
     assert forked.outputs["comment-url"] == ""
     assert forked.result()["overallScore"] == int(forked.outputs["overall-score"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import logging
 import re
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from action.inputs import ActionInputs, InputError, raw_input
-from action.runner import Runner, escape_data, output_block
+from action.runner import LogBridge, Runner, escape_data, output_block
 
 
 def parse_output_file(text: str) -> dict[str, str]:
@@ -102,6 +103,20 @@ def test_outside_a_runner_outputs_are_printed() -> None:
     out = io.StringIO()
     Runner({}, out).set_outputs({"overall-score": "81"})
     assert "output overall-score=81" in out.getvalue()
+
+
+def test_library_logging_becomes_debug_and_taskeval_warnings_become_annotations() -> None:
+    out = io.StringIO()
+    bridge = LogBridge(Runner({}, out))
+    for name, level, text in (("github.GithubRetry", logging.WARNING, "GET /user failed"),
+                              ("taskeval.judge.cache", logging.WARNING, "cache store failed"),
+                              ("taskeval.judge.run", logging.INFO, "asked the model")):
+        bridge.handle(logging.LogRecord(name, level, __file__, 1, text, None, None))
+    assert out.getvalue().splitlines() == [
+        "::debug::github.GithubRetry: GET /user failed",
+        "::warning title=taskeval::cache store failed",
+        "::debug::taskeval.judge.run: asked the model",
+    ]
 
 
 # ---------------------------------------------------------------------------------------- inputs

@@ -131,6 +131,9 @@ def _signal_table(signals: list[Signal], links: dict[str, str], cite_most: int) 
 
 
 def _ai_section(cats: list[CategoryScore], links: dict[str, str], limit: int) -> list[str]:
+    notes = {c.ai_note for c in cats}
+    if all(c.ai_score is None for c in cats) and len(notes) == 1 and None not in notes:
+        return [f"- No AI scores: {safe_inline(notes.pop(), 300)}. Finals are the deterministic scores."]
     lines = []
     for c in cats:
         title = CATEGORY_TITLES[c.category]

@@ -22,7 +22,7 @@ from taskeval import SCORER_VERSION, contract
 from taskeval.config import LoadedConfig, Settings, load_config
 from taskeval.evidence import build_bundle
 from taskeval.github import collect, upsert_comment
-from taskeval.judge import JudgeCache, JudgeConfig, JudgeResult, run_judge
+from taskeval.judge import FileCache, JudgeCache, JudgeConfig, JudgeResult, default_cache_dir, run_judge
 from taskeval.models import (
     CategoryScore,
     ConfigInfo,
@@ -90,8 +90,10 @@ def _judge(
     if config is None:
         status = "error" if options.ai == "on" else "off"
         return JudgeInfo(status=status, error=reason)
+    # The cache directory follows the adapter's environment (TASKEVAL_CACHE_DIR), not this process's.
+    cache = options.cache if options.cache is not None else FileCache(default_cache_dir(options.env))
     return run_judge(
-        bundle, config, cache=options.cache, max_prompt_chars=settings.max_prompt_chars,
+        bundle, config, cache=cache, max_prompt_chars=settings.max_prompt_chars,
         signals=signals,
     )
 

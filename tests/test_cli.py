@@ -22,8 +22,12 @@ def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = No
     base = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "OPENAI_", "TASKEVAL_"))}
     base.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "taskeval", *args], env=base, capture_output=True, text=True,
-        timeout=120, cwd=cwd,
+        [sys.executable, "-m", "taskeval", *args],
+        env=base,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
     )
 
 
@@ -39,7 +43,9 @@ def env(fake: FakeGitHub, tmp_path: Path) -> dict[str, str]:
     return {"GITHUB_TOKEN": FAKE_TOKEN, "GITHUB_API_URL": fake.url, "TASKEVAL_CACHE_DIR": str(tmp_path / "cache")}
 
 
-def test_evaluate_prints_comment_and_writes_a_valid_result(fake: FakeGitHub, env: dict[str, str], tmp_path: Path) -> None:
+def test_evaluate_prints_comment_and_writes_a_valid_result(
+    fake: FakeGitHub, env: dict[str, str], tmp_path: Path
+) -> None:
     fake.add_pr(REPO, 482, commits=4, ci="fail-then-fix")
     out = tmp_path / "out" / "result.json"
     proc = run_cli("evaluate", f"{REPO}#482", "--output", str(out), env=env)
@@ -48,7 +54,7 @@ def test_evaluate_prints_comment_and_writes_a_valid_result(fake: FakeGitHub, env
     assert "Traceback" not in proc.stderr
     result = EvaluationResult.model_validate_json(out.read_text())
     assert result.repository == REPO and result.pull_request.number == 482
-    assert [g.source for g in result.evidence.groups][0] == "taskMetadata"
+    assert next(g.source for g in result.evidence.groups) == "taskMetadata"
     assert result.judge.status == "off"  # no AI key: deterministic only, and it says why
     assert all(c.ai_score is None and c.final_score == c.deterministic_score for c in result.category_scores)
     assert f"{result.overall_score}/100" in proc.stdout
@@ -75,8 +81,16 @@ def test_collection_makes_one_request_per_page_for_150_commits(fake: FakeGitHub,
     assert proc.returncode == 0, proc.stderr
     # one request per page of each resource: 150 commits and their 150 workflow runs are two pages each
     assert dict(fake.counts()) == {
-        "repos.get": 1, "pulls.get": 1, "pulls.commits": 2, "actions.runs": 2, "pulls.reviews": 1,
-        "pulls.review_comments": 1, "issues.comments": 1, "pulls.files": 1, "checks.list": 1, "repos.contents": 1,
+        "repos.get": 1,
+        "pulls.get": 1,
+        "pulls.commits": 2,
+        "actions.runs": 2,
+        "pulls.reviews": 1,
+        "pulls.review_comments": 1,
+        "issues.comments": 1,
+        "pulls.files": 1,
+        "checks.list": 1,
+        "repos.contents": 1,
     }
 
 
@@ -89,7 +103,9 @@ def test_collection_makes_one_request_per_page_for_150_commits(fake: FakeGitHub,
         (("evaluate", f"{REPO}#1", "--config", "/nonexistent/taskeval.yml"), "/nonexistent/taskeval.yml"),
     ],
 )
-def test_bad_input_is_one_line_and_exit_2(fake: FakeGitHub, env: dict[str, str], args: tuple[str, ...], fragment: str) -> None:
+def test_bad_input_is_one_line_and_exit_2(
+    fake: FakeGitHub, env: dict[str, str], args: tuple[str, ...], fragment: str
+) -> None:
     fake.add_pr(REPO, 1)
     proc = run_cli(*args, env=env)
     assert proc.returncode == 2
@@ -119,7 +135,9 @@ def test_missing_token_still_reads_a_public_repo(fake: FakeGitHub, env: dict[str
     assert refused.returncode == 1 and "--comment needs GITHUB_TOKEN" in refused.stderr
 
 
-def test_broken_repo_config_is_reported_and_defaults_apply(fake: FakeGitHub, env: dict[str, str], tmp_path: Path) -> None:
+def test_broken_repo_config_is_reported_and_defaults_apply(
+    fake: FakeGitHub, env: dict[str, str], tmp_path: Path
+) -> None:
     fake.add_pr(REPO, 9, config_text="thresholds:\n  comfortable_change_lines: lots\n")
     out = tmp_path / "r.json"
     proc = run_cli("evaluate", f"{REPO}#9", "--no-ai", "--output", str(out), env=env)
@@ -144,7 +162,9 @@ def test_score_is_byte_identical_and_offline(fake: FakeGitHub, env: dict[str, st
     rescored = json.loads(first.stdout)
     assert rescored["trigger"] == "rescore"
     assert rescored["evaluatedAt"] == original["evaluatedAt"]
-    assert [c["finalScore"] for c in rescored["categoryScores"]] == [c["finalScore"] for c in original["categoryScores"]]
+    assert [c["finalScore"] for c in rescored["categoryScores"]] == [
+        c["finalScore"] for c in original["categoryScores"]
+    ]
     # a bare bundle re-scores too
     bundle = tmp_path / "bundle.json"
     bundle.write_text(json.dumps(original["evidence"]))
@@ -176,7 +196,9 @@ def test_score_with_local_config_changes_the_result(fake: FakeGitHub, env: dict[
         (lambda d: d.__setitem__("bundleHash", "0" * 64), "bundleHash does not match"),
     ],
 )
-def test_score_names_the_bad_field(fake: FakeGitHub, env: dict[str, str], tmp_path: Path, mutate, fragment: str) -> None:  # noqa: ANN001
+def test_score_names_the_bad_field(
+    fake: FakeGitHub, env: dict[str, str], tmp_path: Path, mutate, fragment: str
+) -> None:
     fake.add_pr(REPO, 13)
     stored = tmp_path / "stored.json"
     assert run_cli("evaluate", f"{REPO}#13", "--no-ai", "--output", str(stored), env=env).returncode == 0
@@ -191,7 +213,9 @@ def test_score_names_the_bad_field(fake: FakeGitHub, env: dict[str, str], tmp_pa
     assert "Traceback" not in proc.stderr
 
 
-@pytest.mark.parametrize(("content", "fragment"), [("{not json", "not valid JSON"), ("[1, 2]", "expected a JSON object")])
+@pytest.mark.parametrize(
+    ("content", "fragment"), [("{not json", "not valid JSON"), ("[1, 2]", "expected a JSON object")]
+)
 def test_score_rejects_non_bundles(tmp_path: Path, content: str, fragment: str) -> None:
     path = tmp_path / "x.json"
     path.write_text(content)

@@ -1,0 +1,112 @@
+"""Reference docs generated from the code, so docs/config.md and docs/signals.md cannot drift.
+
+``python -m taskeval.reference`` rewrites both files; a test fails when they are stale.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from taskeval.config import Settings
+from taskeval.report import CATEGORY_TITLES
+from taskeval.signals import signal_specs
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _default(value: object) -> str:
+    text = json.dumps(value, ensure_ascii=False).replace("|", "\\|")
+    if len(text) > 80 and isinstance(value, list):
+        return f"<details><summary>{len(value)} entries</summary>`{text}`</details>"
+    return f"`{text}`"
+
+
+def config_reference() -> str:
+    lines = [
+        "# Configuration reference: `.github/taskeval.yml`",
+        "",
+        "Generated from `taskeval/config.py` by `python -m taskeval.reference`; do not edit by hand.",
+        "Every key is optional. An invalid file is reported (naming the key) and the evaluation runs",
+        "on these defaults. Globs use `fnmatch` on the full path (`*` also matches `/`).",
+        "",
+    ]
+    defaults = Settings()
+
+    def section(title: str, model: BaseModel, prefix: str) -> None:
+        lines.extend([f"## {title}", "", "| key | default | meaning |", "|---|---|---|"])
+        nested = []
+        for name, field in type(model).model_fields.items():
+            value = getattr(model, name)
+            if isinstance(value, BaseModel):
+                nested.append((name, value))
+                lines.append(f"| `{prefix}{name}` | (section below) | {_cell(field.description or '')} |")
+                continue
+            lines.append(f"| `{prefix}{name}` | {_default(value)} | {_cell(field.description or '')} |")
+        lines.append("")
+        for name, value in nested:
+            section(f"`{prefix}{name}`", value, f"{prefix}{name}.")
+
+    section("Top level", defaults, "")
+    return "\n".join(lines)
+
+
+def signals_reference() -> str:
+    thresholds = Settings().thresholds
+    by_signal: dict[str, list[str]] = {}
+    for name, field in type(thresholds).model_fields.items():
+        desc = field.description or ""
+        if desc.startswith("[") and "]" in desc:
+            entry = f"`thresholds.{name}` = {getattr(thresholds, name)}"
+            by_signal.setdefault(desc[1 : desc.index("]")], []).append(entry)
+    lines = [
+        "# Signal reference",
+        "",
+        "Generated from `taskeval/signals/` by `python -m taskeval.reference`; do not edit by hand.",
+        "Each category's deterministic score is the weighted mean of its conclusive signals' scores;",
+        "an inconclusive signal (no data) is left out of the mean. Weights can be changed or set to 0",
+        "with `signal_weights` in the config, and signals turned off with `disabled_signals`.",
+        "",
+    ]
+    current = None
+    for spec in signal_specs():
+        if spec.category != current:
+            if current is not None:
+                lines.append("")
+            current = spec.category
+            lines.extend(
+                [
+                    f"## {CATEGORY_TITLES[current]} (`{current}`)",
+                    "",
+                    "| signal | default weight | measures | reads | parameters |",
+                    "|---|---:|---|---|---|",
+                ]
+            )
+        doc = _cell((spec.run.__doc__ or "").strip().split("\n\n")[0])
+        reads = ", ".join(f"`{r}`" for r in spec.reads)
+        params = "<br>".join(by_signal.get(spec.id, [])) or "—"
+        lines.append(f"| `{spec.id}`<br>{_cell(spec.name)} | {spec.weight:g} | {doc} | {reads} | {params} |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def write(docs: Path = DOCS) -> list[Path]:
+    docs.mkdir(exist_ok=True)
+    written = []
+    for name, text in (("config.md", config_reference()), ("signals.md", signals_reference())):
+        path = docs / name
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    for path in write(Path(sys.argv[1]) if len(sys.argv) > 1 else DOCS):
+        print(f"wrote {path}")

@@ -33,7 +33,7 @@ from taskeval.models import (
 )
 from taskeval.report import render_comment
 from taskeval.scoring import deterministic_scores
-from taskeval.signals import compute_signals
+from taskeval.signals import compute_signals, unknown_signal_ids
 
 AiMode = Literal["auto", "on", "off"]
 
@@ -111,6 +111,9 @@ def score_bundle(
     warnings = list(warnings or [])
     for err in loaded.errors:
         warnings.append(f"Config problem, evaluated with defaults: {err}")
+    unknown = unknown_signal_ids(settings)
+    if unknown:
+        warnings.append(f"Config names signals that do not exist (typo?): {', '.join(unknown)}")
     pull = bundle.facts.pull
     if not pull.merged:
         warnings.append(

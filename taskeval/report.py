@@ -52,7 +52,7 @@ def safe_inline(text: str | None, limit: int = 300) -> str:
 def safe_code(text: str | None, limit: int = 80) -> str:
     """Untrusted text for inside a code span: markdown is inert there, so only a backtick (which
     would close the span), line breaks and invisible characters need handling."""
-    flat = _CONTROL.sub("", " ".join(str(text or "").split())).replace("`", "'")
+    flat = _CONTROL.sub("", " ".join(str(text or "").split())).replace("`", "'").replace("<!--", "<!-\u2060-")
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 

@@ -1,0 +1,120 @@
+"""The PR comment: what a reader sees, and what a PR author must not be able to do with it."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from taskeval.config import LoadedConfig, Settings
+from taskeval.models import JudgeInfo
+from taskeval.pipeline import Options, score_bundle
+from taskeval.report import GITHUB_COMMENT_LIMIT, MARKER, render_comment, safe_inline
+from tests import builders
+
+
+def result_for(raw, **changes):
+    bundle = builders.bundle(raw)
+    result = score_bundle(
+        bundle, LoadedConfig(Settings(), "defaults"), Options(ai="off", env={}, evaluated_at="2025-01-01T00:00:00Z")
+    )
+    return result.model_copy(update=changes) if changes else result
+
+
+def test_comment_layout() -> None:
+    text = render_comment(result_for(builders.fail_then_fix()))
+    assert text.startswith(MARKER + "\n")
+    assert text.count(MARKER) == 1
+    for heading in (
+        "| Category | Score | Band | Deterministic | AI (advisory) | Weight |",
+        "<details><summary>All signals</summary>",
+        "taskeval scorer",
+    ):
+        assert heading in text
+    for title in ("Agent performance", "Task outcome quality", "Process compliance"):
+        assert title in text
+
+
+@pytest.mark.parametrize(
+    ("hostile", "must_not_contain"),
+    [
+        (f"{MARKER} fake", MARKER),
+        ("ping @octo-org/security and @alice", "@octo-org"),
+        ("ping @octo-org/security and @alice", "@alice"),
+        ("[click me](https://evil.example/steal)", "](https://evil.example"),
+        ("<img src=x onerror=alert(1)>", "<img"),
+        ("<details open><summary>hidden</summary>", "<details open>"),
+        ("line one\n\n## Fake heading\n| a | b |", "\n## Fake heading"),
+        ("`code` breaks out", "`code`"),
+    ],
+)
+def test_pr_controlled_text_is_inert(hostile: str, must_not_contain: str) -> None:
+    base = result_for(builders.merged_agent_pr())
+    pr = base.pull_request.model_copy(update={"title": hostile, "author": hostile})
+    text = render_comment(base.model_copy(update={"pull_request": pr, "warnings": [hostile]}))
+    assert text.count(MARKER) == 1 and text.startswith(MARKER)
+    # Inside code spans markdown, HTML and mentions are inert; everything else must be escaped.
+    rendered = re.sub(r"`[^`\n]*`", "", text.removeprefix(MARKER))
+    assert must_not_contain not in rendered
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("a|b", "a\\|b"),
+        ("x\x00y\u202ez", "xyz"),
+        ("  many   spaces \n", "many spaces"),
+        ("", ""),
+    ],
+)
+def test_safe_inline(raw: str, expected: str) -> None:
+    assert safe_inline(raw) == expected
+
+
+def test_comment_stays_under_github_limit_on_huge_input() -> None:
+    base = result_for(builders.many_commits())
+    signals = [
+        s.model_copy(update={"reason": "x" * 5000, "evidence": [f"commit:{i:07x}" for i in range(400)]})
+        for s in base.signals
+    ] * 30
+    huge = base.model_copy(update={"signals": signals, "warnings": ["w" * 10_000] * 500})
+    text = render_comment(huge)
+    assert len(text) < GITHUB_COMMENT_LIMIT
+    assert text.startswith(MARKER)
+
+
+def test_ai_rationale_is_shown_as_advisory_with_links() -> None:
+    base = result_for(builders.fail_then_fix())
+    cited = [i.id for g in base.evidence.groups for i in g.items if i.url][:2]
+    cats = [
+        c.model_copy(
+            update={
+                "ai_score": 70,
+                "ai_rationale": "CI recovered after one red push.",
+                "ai_evidence": cited,
+                "ai_note": None,
+            }
+        )
+        for c in base.category_scores
+    ]
+    text = render_comment(
+        base.model_copy(update={"category_scores": cats, "judge": JudgeInfo(status="ok", model="gpt-4o-mini")})
+    )
+    assert "advisory" in text and "`gpt-4o-mini`" in text
+    assert "CI recovered after one red push." in text
+    assert f"[`{cited[0]}`](<" in text
+
+
+def test_ai_off_is_said_once() -> None:
+    text = render_comment(result_for(builders.merged_agent_pr()))
+    assert text.count("No AI scores:") == 1
+
+
+def test_inconclusive_signals_are_listed_not_scored() -> None:
+    result = result_for(builders.no_ci())
+    inconclusive = [s for s in result.signals if s.status == "inconclusive"]
+    assert inconclusive, "a PR without CI must have inconclusive CI signals"
+    text = render_comment(result)
+    assert "Inconclusive (no data, left out of the means)" in text
+    for s in inconclusive:
+        assert s.contribution == 0

@@ -20,11 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import Connection, Engine, and_, func, insert, select, update
+from sqlalchemy import Connection, Engine, and_, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bot import events, logs
-from bot.db import PENDING, deliveries, evaluations, installation_events, jobs
+from bot.db import PENDING, deliveries, evaluations, installation_events, jobs, write
 
 log = logging.getLogger("bot.queue")
 
@@ -55,6 +55,25 @@ class Job:
     commenter: str | None
     attempts: int
     max_attempts: int
+
+
+# The receiver's statements, built once: building and cache-keying a Core statement per request
+# cost more CPU than running it (profiled), and a webhook acknowledgement is on GitHub's clock.
+_SEEN = select(deliveries.c.status, deliveries.c.outcome, deliveries.c.job_id).where(
+    deliveries.c.id == bindparam("b_id"))
+_INSERT_DELIVERY = insert(deliveries)
+_INSERT_JOB = insert(jobs)
+_JOB_DEFAULTS: dict[str, Any] = {
+    "status": "queued", "attempts": 0, "triggers": 1, "head_sha": None, "installation_id": None,
+    "comment_id": None, "commenter": None, "delivery_id": None, "parent_id": None,
+}
+_PENDING_EVALUATION = select(jobs.c.id).where(
+    jobs.c.kind == "evaluate", jobs.c.repo == bindparam("b_repo"),
+    jobs.c.number == bindparam("b_number"), jobs.c.head_sha == bindparam("b_sha"),
+    jobs.c.status.in_(PENDING),
+)
+_ADD_TRIGGER = update(jobs).where(jobs.c.id == bindparam("b_id")).values(
+    triggers=jobs.c.triggers + 1, updated_at=bindparam("b_now"))
 
 
 class LeaseLost(RuntimeError):
@@ -109,7 +128,7 @@ class Queue:
         """
         for _ in range(_RETRIES):
             try:
-                with self.engine.begin() as conn:
+                with write(self.engine) as conn:
                     return self._accept(conn, delivery_id, event, action, decision)
             except IntegrityError:
                 continue
@@ -117,10 +136,7 @@ class Queue:
 
     def _accept(self, conn: Connection, delivery_id: str, event: str, action: str | None,
                 decision: events.Decision) -> Ack:
-        seen = conn.execute(
-            select(deliveries.c.status, deliveries.c.outcome, deliveries.c.job_id)
-            .where(deliveries.c.id == delivery_id)
-        ).first()
+        seen = conn.execute(_SEEN, {"b_id": delivery_id}).first()
         if seen is not None:
             return Ack("duplicate", seen.job_id,
                        f"duplicate delivery, already stored: {seen.outcome}")
@@ -159,31 +175,26 @@ class Queue:
             message = f"queued: {events.COMMAND} by {decision.commenter} on {repo}#{pr}"
         else:  # pragma: no cover - Decision is a closed union
             raise TypeError(f"unknown decision {decision!r}")
-        conn.execute(insert(deliveries).values(
-            id=delivery_id, event=event, action=action, status=status, outcome=message[:500],
-            job_id=job_id, repo=repo, pr=pr, received_at=now,
-        ))
+        conn.execute(_INSERT_DELIVERY, {
+            "id": delivery_id, "event": event, "action": action, "status": status,
+            "outcome": message[:500], "job_id": job_id, "repo": repo, "pr": pr,
+            "received_at": now,
+        })
         return Ack(status, job_id, message)
 
     def _insert_job(self, conn: Connection, now: float, **values: Any) -> int:
-        result = conn.execute(insert(jobs).values(
-            status="queued", attempts=0, max_attempts=self.max_attempts, triggers=1,
-            run_after=now, created_at=now, updated_at=now, **values,
-        ))
+        row = {**_JOB_DEFAULTS, **values, "max_attempts": self.max_attempts, "run_after": now,
+               "created_at": now, "updated_at": now}
+        result = conn.execute(_INSERT_JOB, row)
         return int(result.inserted_primary_key[0])
 
     def _enqueue_evaluation(self, conn: Connection, ev: events.Evaluate, delivery_id: str | None,
                             now: float, parent_id: int | None = None) -> tuple[int, bool]:
         """(job id, created): join a queued or running evaluation of the same PR and head SHA."""
-        existing = conn.execute(
-            select(jobs.c.id).where(
-                jobs.c.kind == "evaluate", jobs.c.repo == ev.repo, jobs.c.number == ev.number,
-                jobs.c.head_sha == ev.head_sha, jobs.c.status.in_(PENDING),
-            )
-        ).first()
+        existing = conn.execute(_PENDING_EVALUATION, {
+            "b_repo": ev.repo, "b_number": ev.number, "b_sha": ev.head_sha}).first()
         if existing is not None:
-            conn.execute(update(jobs).where(jobs.c.id == existing.id)
-                         .values(triggers=jobs.c.triggers + 1, updated_at=now))
+            conn.execute(_ADD_TRIGGER, {"b_id": existing.id, "b_now": now})
             return int(existing.id), False
         job_id = self._insert_job(
             conn, now, kind="evaluate", repo=ev.repo, number=ev.number, head_sha=ev.head_sha,
@@ -198,7 +209,7 @@ class Queue:
         """Lease the oldest ready job whose PR has no running job; None when there is none."""
         for _ in range(_RETRIES):
             try:
-                with self.engine.begin() as conn:
+                with write(self.engine) as conn:
                     now = self.clock()
                     self._reap(conn, now)
                     other = jobs.alias("other")
@@ -258,7 +269,7 @@ class Queue:
     def heartbeat(self, job_id: int, worker_id: str) -> bool:
         """Extend the lease; False when the job is no longer ours."""
         now = self.clock()
-        with self.engine.begin() as conn:
+        with write(self.engine) as conn:
             result = conn.execute(
                 update(jobs)
                 .where(jobs.c.id == job_id, jobs.c.leased_by == worker_id,
@@ -281,7 +292,7 @@ class Queue:
         transaction; returns the follow-up job id. Raises :class:`LeaseLost` (nothing is stored)."""
         for _ in range(_RETRIES):
             try:
-                with self.engine.begin() as conn:
+                with write(self.engine) as conn:
                     now = self.clock()
                     done = conn.execute(
                         update(jobs)
@@ -314,7 +325,7 @@ class Queue:
         """Record a failure: requeue with backoff when transient and attempts remain, else dead.
         Returns the new status (``queued``, ``dead``, or ``lost`` when the job is not ours)."""
         message = clean_error(error)
-        with self.engine.begin() as conn:
+        with write(self.engine) as conn:
             row = conn.execute(
                 select(jobs.c.attempts, jobs.c.max_attempts)
                 .where(jobs.c.id == job_id, jobs.c.leased_by == worker_id,
@@ -345,7 +356,7 @@ class Queue:
     def release(self, job_id: int, worker_id: str) -> bool:
         """Give a claimed job back untouched (graceful shutdown): the attempt does not count."""
         now = self.clock()
-        with self.engine.begin() as conn:
+        with write(self.engine) as conn:
             result = conn.execute(
                 update(jobs)
                 .where(jobs.c.id == job_id, jobs.c.leased_by == worker_id,

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import Engine, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from bot.db import evaluations, judge_cache
+from bot.db import evaluations, judge_cache, write
 
 _CATEGORY_COLUMNS = {
     "agentPerformance": "agent_performance",
@@ -136,9 +136,9 @@ class DbJudgeCache:
         data = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
         now = time.time()
         try:
-            with self.engine.begin() as conn:
+            with write(self.engine) as conn:
                 conn.execute(insert(judge_cache).values(key=key, value=data, stored_at=now))
         except IntegrityError:
-            with self.engine.begin() as conn:
+            with write(self.engine) as conn:
                 conn.execute(update(judge_cache).where(judge_cache.c.key == key)
                              .values(value=data, stored_at=now))

@@ -145,6 +145,9 @@ class BotSettings:
         ai = env.get("TASKEVAL_AI", "auto").strip().lower() or "auto"
         if ai not in ("auto", "on", "off"):
             raise SettingsError(f"TASKEVAL_AI must be auto, on or off, got {ai!r}")
+        sync = env.get("TASKEVAL_SQLITE_SYNCHRONOUS", "full").strip().lower() or "full"
+        if sync not in ("full", "normal"):
+            raise SettingsError(f"TASKEVAL_SQLITE_SYNCHRONOUS must be full or normal, got {sync!r}")
         lease = _float(env, "TASKEVAL_LEASE_SECONDS", 120.0, low=1.0)
         return cls(
             webhook_secret=secret,

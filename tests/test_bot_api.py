@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from typing import Any
 
@@ -146,8 +147,7 @@ def test_healthz_fails_when_the_database_is_unreachable(tmp_path: Any) -> None:
     url = f"sqlite:///{missing_dir / 'bot.sqlite3'}"
     app = create_app(settings_for(url))
     app.extensions["taskeval"].engine.dispose()
-    (missing_dir / "bot.sqlite3").unlink()
-    missing_dir.rmdir()
+    shutil.rmtree(missing_dir)
     app.extensions["taskeval"].engine = make_engine(url, connect_args={"timeout": 0.1})
     response = app.test_client().get("/healthz")
     assert response.status_code == 503

@@ -117,6 +117,7 @@ evaluations = Table(
     Column("judge_status", String(16)),
     Column("job_id", Integer),
     Column("comment_url", String(500)),
+    Column("comment_signature", String(64)),  # sha256 of the comment markdown as posted
     Column("result_json", Text, nullable=False),
     Column("stored_at", Float, nullable=False),
 )

@@ -16,7 +16,7 @@ from sqlalchemy import Engine
 
 from bot import events
 from bot.queue import Job
-from bot.results import DbJudgeCache, record_from_result
+from bot.results import DbJudgeCache, comment_signature, previous_comment, record_from_result
 from bot.settings import BotSettings
 
 log = logging.getLogger("bot.handlers")
@@ -52,6 +52,8 @@ class Core(Protocol):
     def publish(self, ctx: GitHubContext, repo: str, number: int, markdown: str) -> str: ...
 
     def is_permanent_publish_error(self, exc: Exception) -> bool: ...
+
+    def previous_comment(self, repo: str, number: int, head_sha: str) -> tuple[str, str] | None: ...
 
 
 def _react(core: Core, ctx: GitHubContext, job: Job, content: str) -> str | None:
@@ -91,10 +93,18 @@ def handle_evaluate(core: Core, ctx: GitHubContext, job: Job) -> Outcome:
     """Evaluate, upsert the one PR comment, and hand the result to the queue to store.
 
     The comment goes first and the result is stored with the job's completion: if the worker dies
-    in between, the retry upserts the same comment and stores the result once.
+    in between, the retry upserts the same comment and stores the result once. When the comment
+    already posted for this PR and head SHA has the same content (signature), it is not edited
+    again, unless a person asked with ``/evaluate``.
     """
     result, markdown = core.evaluate(ctx, job.repo, job.number, job.trigger)
     summary = f"{result['overallScore']} ({result['overallBand']})"
+    signature = comment_signature(markdown)
+    previous = core.previous_comment(job.repo, job.number, result["headSha"])
+    if previous is not None and previous[0] == signature and job.trigger != "issue_comment":
+        return Outcome(note=f"evaluated: {summary}; comment unchanged {previous[1]}",
+                       evaluation=record_from_result(result, comment_url=previous[1],
+                                                     signature=signature))
     try:
         url = core.publish(ctx, job.repo, job.number, markdown)
     except Exception as exc:
@@ -104,7 +114,7 @@ def handle_evaluate(core: Core, ctx: GitHubContext, job: Job) -> Outcome:
         return Outcome(note=f"evaluated: {summary}; comment not posted",
                        evaluation=record_from_result(result), error=f"comment not posted: {exc}")
     return Outcome(note=f"evaluated: {summary}; comment {url}",
-                   evaluation=record_from_result(result, comment_url=url))
+                   evaluation=record_from_result(result, comment_url=url, signature=signature))
 
 
 HANDLERS = {"command": handle_command, "evaluate": handle_evaluate}
@@ -115,7 +125,11 @@ class PipelineCore:
 
     def __init__(self, settings: BotSettings, engine: Engine) -> None:
         self.settings = settings
+        self.engine = engine
         self.cache = DbJudgeCache(engine)
+
+    def previous_comment(self, repo: str, number: int, head_sha: str) -> tuple[str, str] | None:
+        return previous_comment(self.engine, repo, number, head_sha)
 
     def permission(self, ctx: GitHubContext, repo: str, login: str) -> str:
         from taskeval.github import collaborator_permission

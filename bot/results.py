@@ -6,6 +6,7 @@ carries the result JSON verbatim plus the few columns the leaderboard aggregates
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from typing import Any
@@ -22,7 +23,28 @@ _CATEGORY_COLUMNS = {
 }
 
 
-def record_from_result(result: dict[str, Any], *, comment_url: str | None = None) -> dict[str, Any]:
+def comment_signature(markdown: str) -> str:
+    return hashlib.sha256(markdown.encode()).hexdigest()
+
+
+def previous_comment(engine: Engine, repo: str, number: int,
+                     head_sha: str) -> tuple[str, str] | None:
+    """(signature, URL) of the comment last posted for this PR at this head SHA, if any."""
+    with engine.connect() as conn:
+        row = conn.execute(
+            select(evaluations.c.comment_signature, evaluations.c.comment_url)
+            .where(evaluations.c.repo == repo, evaluations.c.number == number,
+                   evaluations.c.head_sha == head_sha, evaluations.c.comment_url.is_not(None))
+            .order_by(evaluations.c.id.desc())
+            .limit(1)
+        ).first()
+    if row is None or row.comment_signature is None:
+        return None
+    return str(row.comment_signature), str(row.comment_url)
+
+
+def record_from_result(result: dict[str, Any], *, comment_url: str | None = None,
+                       signature: str | None = None) -> dict[str, Any]:
     """Columns of an ``evaluations`` row from a result JSON object (the contract's camelCase)."""
     finals = {c["category"]: c["finalScore"] for c in result["categoryScores"]}
     missing = [name for name in _CATEGORY_COLUMNS if name not in finals]
@@ -42,6 +64,7 @@ def record_from_result(result: dict[str, Any], *, comment_url: str | None = None
         **{column: int(finals[name]) for name, column in _CATEGORY_COLUMNS.items()},
         "judge_status": (result.get("judge") or {}).get("status"),
         "comment_url": comment_url,
+        "comment_signature": signature if comment_url else None,
         "result_json": json.dumps(result, ensure_ascii=False, separators=(",", ":")),
     }
 

@@ -10,6 +10,7 @@ import pytest
 from bot import events
 from bot.handlers import GitHubContext, handle_command, handle_evaluate
 from bot.queue import Job
+from bot.results import comment_signature
 
 HEAD = "6dcb09b5b57875f334f61aebed695e2e4193db5e"
 
@@ -24,6 +25,7 @@ class FakeCore:
     react_error: Exception | None = None
     publish_error: Exception | None = None
     permission_error: Exception | None = None
+    previous: tuple[str, str] | None = None
     calls: list[tuple[Any, ...]] = field(default_factory=list)
 
     def permission(self, ctx: GitHubContext, repo: str, login: str) -> str:
@@ -63,6 +65,10 @@ class FakeCore:
 
     def is_permanent_publish_error(self, exc: Exception) -> bool:
         return isinstance(exc, Refused)
+
+    def previous_comment(self, repo: str, number: int, head_sha: str) -> tuple[str, str] | None:
+        self.calls.append(("previous_comment", repo, number, head_sha))
+        return self.previous
 
 
 CTX = GitHubContext(gh=object(), own_login="taskeval[bot]")
@@ -114,8 +120,8 @@ def test_a_failed_permission_check_propagates_for_a_retry() -> None:
 def test_evaluate_posts_the_comment_then_hands_over_the_result() -> None:
     core = FakeCore()
     outcome = handle_evaluate(core, CTX, job("evaluate"))
-    assert [c[0] for c in core.calls] == ["evaluate", "publish"]
-    assert core.calls[1] == ("publish", "octo-org/widgets", 42, "<!-- taskeval:evaluation -->",
+    assert [c[0] for c in core.calls] == ["evaluate", "previous_comment", "publish"]
+    assert core.calls[2] == ("publish", "octo-org/widgets", 42, "<!-- taskeval:evaluation -->",
                              "taskeval[bot]")
     assert outcome.evaluation is not None
     assert (outcome.evaluation["overall_score"], outcome.evaluation["task_outcome_quality"],
@@ -136,3 +142,30 @@ def test_evaluate_raises_transient_publishing_faults_for_a_retry() -> None:
     core = FakeCore(publish_error=ConnectionError("502"))
     with pytest.raises(ConnectionError):
         handle_evaluate(core, CTX, job("evaluate"))
+
+
+MARKDOWN = "<!-- taskeval:evaluation -->\n**81** strong"
+OLD_URL = "https://github.com/octo-org/widgets/pull/42#issuecomment-9"
+
+
+@pytest.mark.parametrize(
+    ("previous", "trigger", "published"),
+    [
+        ((comment_signature(MARKDOWN), OLD_URL), "pull_request", False),  # same content: kept
+        ((comment_signature(MARKDOWN), OLD_URL), "issue_comment", True),  # asked for: re-posted
+        ((comment_signature("older text"), OLD_URL), "pull_request", True),  # content changed
+        (None, "pull_request", True),
+    ],
+)
+def test_an_unchanged_comment_for_the_same_head_is_not_edited_again(
+    previous: tuple[str, str] | None, trigger: str, published: bool
+) -> None:
+    core = FakeCore(previous=previous)
+    ev_job = Job(**{**job("evaluate").__dict__, "trigger": trigger})
+    outcome = handle_evaluate(core, CTX, ev_job)
+    assert any(c[0] == "publish" for c in core.calls) is published
+    assert outcome.evaluation is not None
+    assert outcome.evaluation["comment_signature"] == comment_signature(MARKDOWN)
+    if not published:
+        assert outcome.evaluation["comment_url"] == OLD_URL
+        assert "comment unchanged" in outcome.note

@@ -113,12 +113,17 @@ def test_merged_pr_gets_one_comment_and_one_stored_result(worker: Worker,
     assert drain(worker) == ["done"]
     assert len(own_comments(fake, 42, "taskeval-user")) == 1
     assert stored(worker.engine, 42) == 1
-    # A later trigger (after the first job ended) re-evaluates and updates the same comment.
-    worker.queue.accept("d2", "issue_comment", "created", events.Evaluate(REPO, 42, sha, None))
+    # A later delivery for the same head (after the first job ended) re-evaluates; the comment
+    # would not change, so it is not edited. An explicit /evaluate updates it in place.
+    worker.queue.accept("d2", "pull_request", "closed", events.Evaluate(REPO, 42, sha, None))
+    assert drain(worker) == ["done"]
+    assert fake.count(route="issues.update_comment") == 0
+    worker.queue.accept("d3", "issue_comment", "created",
+                        events.Evaluate(REPO, 42, sha, None, trigger="issue_comment"))
     assert drain(worker) == ["done"]
     assert len(own_comments(fake, 42, "taskeval-user")) == 1
     assert fake.count(route="issues.update_comment") == 1
-    assert stored(worker.engine, 42) == 2
+    assert stored(worker.engine, 42) == 3
 
 
 @pytest.mark.parametrize(("permission", "reaction", "comments"),
@@ -230,6 +235,9 @@ class BlockingCore:
 
     def publish(self, ctx: GitHubContext, repo: str, number: int, markdown: str) -> str:
         return "https://example.invalid/c"
+
+    def previous_comment(self, repo: str, number: int, head_sha: str) -> None:
+        return None
 
 
 class NoClients:

@@ -113,14 +113,15 @@ _REVERTS = re.compile(r"This reverts commit ([0-9a-f]{7,40})")
 _FIXUP = re.compile(r"^(fixup|squash|amend)! ", re.IGNORECASE)
 _REVERT_SUBJECT = re.compile(r'^(Revert "|revert(\([^)]*\))?!?: )', re.IGNORECASE)
 _TRAILER = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*)\s*:\s+(\S.*)$")
-# GitHub's closing keywords (docs: "Linking a pull request to an issue") and plain mentions.
+# GitHub's closing keywords (docs: "Linking a pull request to an issue") and plain mentions. The
+# lookbehinds anchor each alternative at a word start, keeping the scan linear on long bodies.
 _ISSUE_REF = re.compile(
     r"(?i)(?:\b(?P<kw>close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s*:?\s+)?"
-    r"(?:(?P<repo>[\w.-]+/[\w.-]+)#|https?://[^\s/]+/(?P<urlrepo>[\w.-]+/[\w.-]+)/issues/|(?<![\w/#])#)"
+    r"(?:(?<![\w.-])(?P<repo>[\w.-]+/[\w.-]+)#|https?://[^\s/]+/(?P<urlrepo>[\w.-]+/[\w.-]+)/issues/|"
+    r"(?<![\w/#])#)"
     r"(?P<num>\d+)\b"
 )
-_FENCE = re.compile(r"^(```|~~~).*?^\1", re.MULTILINE | re.DOTALL)
-_INLINE_CODE = re.compile(r"`[^`\n]*`")
+_INLINE_CODE = re.compile(r"`[^`\n]+`")
 _SESSION_NOTE = re.compile(
     r"(?i)app\.devin\.ai/sessions|chatgpt\.com/codex|/copilot/|copilot coding agent|"
     r"(?:started|finished) work on behalf of|agent session|session (?:log|link|id|summary)|"
@@ -183,9 +184,28 @@ def parse_trailers(message: str) -> dict[str, str]:
     return out
 
 
-def strip_code(text: str) -> str:
-    """Text without fenced code blocks and inline code spans (quoted code is not a claim)."""
-    return _INLINE_CODE.sub(" ", _FENCE.sub("\n", text))
+def blank_code(text: str) -> str:
+    """``text`` with fenced code blocks and inline code spans blanked out: same length, same
+    newlines, so line numbers survive. Quoted code is neither a claim nor a leak.
+
+    A line scan rather than one regex so that a body full of unclosed fences stays linear; an
+    unclosed fence runs to the end, as CommonMark renders it.
+    """
+    out: list[str] = []
+    fence: str | None = None
+    for line in text.split("\n"):
+        stripped = line.lstrip(" ")
+        marker = stripped[:3] if len(line) - len(stripped) <= 3 else ""
+        is_fence = marker in ("```", "~~~")
+        if fence is None and not is_fence:
+            out.append(_INLINE_CODE.sub(lambda m: " " * len(m.group(0)), line))
+            continue
+        out.append(" " * len(line))
+        if fence is None:
+            fence = marker
+        elif marker == fence:
+            fence = None
+    return "\n".join(out)
 
 
 def is_fixup(subject: str) -> bool:
@@ -305,7 +325,7 @@ class IssueLink:
 def linked_issues(text: str, repository: str) -> list[IssueLink]:
     """Issues a PR text links: closing-keyword links first, then mentions, each by number."""
     found: dict[tuple[str | None, int], IssueLink] = {}
-    for match in _ISSUE_REF.finditer(strip_code(text)):
+    for match in _ISSUE_REF.finditer(blank_code(text)):
         repo = match.group("repo") or match.group("urlrepo")
         if repo and repo.lower() == repository.lower():
             repo = None
@@ -1002,7 +1022,7 @@ def _facts_of(raw: RawCollection) -> BundleFacts:
 def build_bundle(raw: RawCollection) -> EvidenceBundle:
     """The evidence bundle for one PR: pure, config-independent and deterministic."""
     pull = raw.pull
-    links = linked_issues(f"{pull.title}\n{pull.body}", raw.repository)
+    links = linked_issues(f"{pull.title}\n{excerpt(pull.body, BODY_LIMIT)}", raw.repository)
     cids = check_ids((c.id, c.name) for c in raw.check_runs)
     ci = _latest_outcomes(raw)
     builders: dict[GroupName, Callable[[], EvidenceGroup]] = {

@@ -139,6 +139,7 @@ def test_every_item_id_is_unique_and_follows_the_documented_kinds() -> None:
     kinds = {"pr", "issue", "commit", "check", "run", "review", "review-comment", "comment",
              "file", "timeline", "log", "audit"}
     assert {i.partition(":")[0] for i in all_ids} <= kinds
+    assert all(i.facts for g in bundle.groups for i in g.items), "every item has drill-down facts"
 
 
 # --------------------------------------------------------------------------- groups
@@ -316,3 +317,23 @@ def test_bundle_round_trips_through_its_stored_json() -> None:
     bundle = build_bundle(b.flaky_rerun())
     again = EvidenceBundle.model_validate_json(bundle.to_json())
     assert again.hash() == bundle.hash()
+
+
+HOSTILE = {
+    "unclosed comments": "<!--" * 16_000,
+    "empty comments": "<!---->" * 9_000,
+    "unclosed fences": "```\n~~~\n" * 8_000,
+    "blank lines": "\n" * 65_000,
+    "one long word": "q" * 65_000,
+    "repo-like runs": "ab/cd#" * 10_000,
+    "keywords without numbers": "fixes   " * 8_000,
+}
+
+
+@pytest.mark.parametrize("body", HOSTILE.values(), ids=list(HOSTILE))
+def test_hostile_bodies_of_githubs_maximum_size_are_bounded(body: str) -> None:
+    """Bodies up to GitHub's 65,536-character limit built to make backtracking regexes explode:
+    the bundle still builds, and the body is bounded in it."""
+    bundle = build_bundle(b.merged_agent_pr(body=body))
+    assert len(bundle.facts.pull.body) <= BODY_LIMIT
+    assert ids(bundle, "taskMetadata") == ["pr:482"]

@@ -468,3 +468,15 @@ def test_configured_patterns_change_what_counts_as_a_test() -> None:
     custom = Settings.model_validate({"patterns": {"test_paths": ["checks/*"]}})
     assert measure(raw, "outcome.test_evidence").score == 0
     assert measure(raw, "outcome.test_evidence", custom).score == 94
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["<!--" * 16_000, "```\n" * 16_000, "\n" * 65_000, "- [ ] x\n" * 8_000,
+     "I hope this helps\n" * 3_500, "## h\n" * 13_000],
+    ids=["unclosed comments", "fences", "blank lines", "checklist", "boilerplate", "headings"],
+)
+def test_detector_handles_hostile_text_of_githubs_maximum_size(text: str) -> None:
+    found = detect_text_issues(text, include_code=True)
+    assert all(1 <= f.line <= text.count("\n") + 1 for f in found)
+    assert all(len(f.match) <= 80 for f in found)

@@ -14,8 +14,11 @@ that *discusses* ``<|im_start|>`` is not leaking it. The judge scans with ``incl
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Final, Literal
+
+from taskeval.evidence import blank_code
 
 FindingKind = Literal["leakage", "boilerplate", "template"]
 MATCH_LIMIT: Final = 80
@@ -42,7 +45,7 @@ _RULE_SOURCES: Final[tuple[tuple[FindingKind, str, str], ...]] = (
      r"<\|(?:im_start|im_end|im_sep|endoftext|system|user|assistant|eot_id|start_header_id|"
      r"end_header_id)\|>|\[/?INST\]|<</?SYS>>"),
     ("leakage", "system-prompt-echo",
-     r"^\s*(?:#+\s*)?system(?: prompt| message)?\s*:|<system(?:-reminder)?>|"
+     r"^[ \t]*(?:#+[ \t]*)?system(?: prompt| message)?[ \t]*:|<system(?:-reminder)?>|"
      r"\byou are (?:chatgpt|claude|copilot|gemini)\b|"
      r"\byou are an? (?:helpful|harmless|honest|large language|ai)\b[^.\n]{0,40}"
      r"\b(?:assistant|model|agent)\b|"
@@ -59,8 +62,8 @@ _RULE_SOURCES: Final[tuple[tuple[FindingKind, str, str], ...]] = (
      r"\bI hope (?:this|that) helps\b|\blet me know if (?:you (?:need|have|want|would like)|"
      r"there(?:'s| is))\b|\bfeel free to (?:ask|reach out|let me know)\b|\bhappy coding\b"),
     ("boilerplate", "chat-opening",
-     r"^\s*(?:certainly|sure|absolutely|of course)[!,.]\s+(?:here|I(?:'ve| have| will|'ll))\b|"
-     r"\bgreat question\b|^\s*here(?:'s| is) (?:the|an?|your) (?:updated|revised|corrected|"
+     r"^[ \t]*(?:certainly|sure|absolutely|of course)[!,.][ \t]+(?:here|I(?:'ve| have| will|'ll))\b|"
+     r"\bgreat question\b|^[ \t]*here(?:'s| is) (?:the|an?|your) (?:updated|revised|corrected|"
      r"modified|complete) (?:code|version|implementation|file)\b"),
     ("template", "todo-fill",
      r"\bTODO:?\s*(?:fill|add|write|describe|complete)\b(?:\s+(?:in|me|this|out))?|"
@@ -80,32 +83,47 @@ _INSTRUCTION: Final = re.compile(
     re.IGNORECASE,
 )
 _HEADING: Final = re.compile(r"^\s{0,3}#{1,6}\s")
-_HTML_COMMENT: Final = re.compile(r"<!--.*?-->", re.DOTALL)
 # One-token comments such as "<!-- taskeval:evaluation -->" are machine markers, not placeholders.
 _MACHINE_MARKER: Final = re.compile(r"<!--\s*[\w.-]+(?::[\w.-]+)+\s*-->")
-_FENCE: Final = re.compile(r"^\s{0,3}(```|~~~).*?^\s{0,3}\1[^\n]*$", re.MULTILINE | re.DOTALL)
-_INLINE_CODE: Final = re.compile(r"`[^`\n]+`")
-_TASK_ITEM: Final = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[([ xX])\]\s+\S", re.MULTILINE)
+_TASK_ITEM: Final = re.compile(
+    r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+\[([ xX])\][ \t]+\S", re.MULTILINE
+)
 
 
-def _blank(match: re.Match[str]) -> str:
+def _blank(text: str) -> str:
     """Same length, same newlines, no content: line numbers survive the removal."""
-    return re.sub(r"[^\n]", " ", match.group(0))
+    return "".join("\n" if ch == "\n" else " " for ch in text)
 
 
-def blank_code(text: str) -> str:
-    """``text`` with fenced code blocks and inline code spans blanked out, line numbers kept."""
-    return _INLINE_CODE.sub(_blank, _FENCE.sub(_blank, text))
+def html_comments(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each HTML comment; an unclosed one runs to the end, as GitHub renders
+    it. ``str.find`` instead of a lazy regex keeps this linear on hostile input."""
+    spans = []
+    pos = 0
+    while (start := text.find("<!--", pos)) != -1:
+        close = text.find("-->", start + 4)
+        end = len(text) if close == -1 else close + 3
+        spans.append((start, end))
+        pos = end
+    return spans
+
+
+def blank_comments(text: str) -> str:
+    parts, pos = [], 0
+    for start, end in html_comments(text):
+        parts += [text[pos:start], _blank(text[start:end])]
+        pos = end
+    return "".join([*parts, text[pos:]])
 
 
 def visible_text(text: str) -> str:
     """What a reader of the rendered PR sees as prose: no HTML comments, no code."""
-    return _HTML_COMMENT.sub(_blank, blank_code(text.replace("\r\n", "\n")))
+    return blank_comments(blank_code(text.replace("\r\n", "\n")))
 
 
 def prose_length(text: str) -> int:
     """Characters of written description: no HTML comments, headings or runs of whitespace."""
-    plain = _HTML_COMMENT.sub(" ", text.replace("\r\n", "\n"))
+    plain = blank_comments(text.replace("\r\n", "\n"))
     kept = [line for line in plain.split("\n") if not _HEADING.match(line)]
     return len(" ".join(" ".join(kept).split()))
 
@@ -115,8 +133,14 @@ def task_items(text: str) -> list[bool]:
     return [m.group(1) != " " for m in _TASK_ITEM.finditer(visible_text(text))]
 
 
-def _line_of(text: str, pos: int) -> int:
-    return text.count("\n", 0, pos) + 1
+class _Lines:
+    """Offset -> 1-based line number by bisection, so many findings stay cheap."""
+
+    def __init__(self, text: str) -> None:
+        self.starts = [0] + [n + 1 for n, ch in enumerate(text) if ch == "\n"]
+
+    def of(self, pos: int) -> int:
+        return bisect_right(self.starts, pos)
 
 
 def _clip(text: str) -> str:
@@ -135,21 +159,26 @@ def _template_findings(prose: str) -> list[Finding]:
     """Placeholders left as is: template comments and instruction headings over empty sections,
     instruction text in prose, task lists whose every box is unchecked."""
     out: list[Finding] = []
-    no_comments = _HTML_COMMENT.sub(_blank, prose)
+    no_comments = blank_comments(prose)
     raw_lines = prose.split("\n")
     lines = no_comments.split("\n")
-    comments = [
-        m for m in _HTML_COMMENT.finditer(prose) if not _MACHINE_MARKER.fullmatch(m.group(0))
-    ]
-    for first, last in _sections(lines):
+    sections = _sections(lines)
+    section_starts = [first for first, _ in sections]
+    where = _Lines(prose)
+    first_comment: dict[int, tuple[int, str]] = {}  # section index -> (line, comment)
+    for start, end in html_comments(prose):
+        comment = prose[start:end]
+        if not _MACHINE_MARKER.fullmatch(comment):
+            line = where.of(start)
+            first_comment.setdefault(bisect_right(section_starts, line - 1) - 1, (line, comment))
+    for index, (first, last) in enumerate(sections):
         heading = _HEADING.match(lines[first]) is not None
         body = lines[first + 1 : last + 1] if heading else lines[first : last + 1]
         if any(line.strip() for line in body):
             continue
-        inside = [m for m in comments if first <= _line_of(prose, m.start()) - 1 <= last]
-        if inside:
-            out.append(Finding(_line_of(prose, inside[0].start()), "template", "html-placeholder",
-                               _clip(inside[0].group(0))))
+        if index in first_comment:
+            line, comment = first_comment[index]
+            out.append(Finding(line, "template", "html-placeholder", _clip(comment)))
         if heading and _INSTRUCTION.search(raw_lines[first]):
             out.append(Finding(first + 1, "template", "instruction-text", _clip(raw_lines[first])))
     for n, line in enumerate(lines):
@@ -176,11 +205,12 @@ def detect_text_issues(text: str | None, *, include_code: bool = False) -> list[
     normal = text.replace("\r\n", "\n").replace("\r", "\n")
     prose = normal if include_code else blank_code(normal)
     # Leaks hidden in HTML comments still count; template rules only look at what renders.
-    rendered = _HTML_COMMENT.sub(_blank, prose)
+    rendered = blank_comments(prose)
+    where = _Lines(prose)
     found: dict[tuple[int, str], Finding] = {}
     for kind, rule, pattern in _RULES:
         for match in pattern.finditer(rendered if kind == "template" else prose):
-            line = _line_of(prose, match.start())
+            line = where.of(match.start())
             found.setdefault((line, rule), Finding(line, kind, rule, _clip(match.group(0))))
     for f in _template_findings(prose):
         found.setdefault((f.line, f.rule), f)

@@ -85,7 +85,7 @@ _CLAIMS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
         r"\b(?:docs|documentation|readme|changelog)\s+(?:is\s+|are\s+|was\s+|were\s+|has been\s+|"
         r"have been\s+)?updated\b")),
 )
-_UNCHECKED_LINE: Final = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[ \].*$", re.MULTILINE)
+_UNCHECKED_LINE: Final = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+\[ \][^\n]*$", re.MULTILINE)
 
 Verdict = Literal["supported", "contradicted", "unverifiable"]
 

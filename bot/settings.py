@@ -131,6 +131,8 @@ class BotSettings:
                 raise SettingsError(
                     f"GITHUB_APP_PRIVATE_KEY_PATH: cannot read {key_path}: {exc.strerror}"
                 ) from exc
+        if key is not None and "\n" not in key and "\\n" in key:
+            key = key.replace("\\n", "\n")  # a PEM pasted into one env line with \n escapes
         if key is not None and "PRIVATE KEY" not in key:
             raise SettingsError("GITHUB_APP_PRIVATE_KEY(_PATH) does not hold a PEM private key")
         if key is not None and app_id is None:

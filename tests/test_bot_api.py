@@ -11,6 +11,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import Engine, insert
 
+from bot import events
 from bot.app import create_app
 from bot.db import evaluations, make_engine
 from bot.results import record_from_result
@@ -152,3 +153,13 @@ def test_healthz_fails_when_the_database_is_unreachable(tmp_path: Any) -> None:
     response = app.test_client().get("/healthz")
     assert response.status_code == 503
     assert response.get_json()["database"].startswith("unreachable: OperationalError")
+
+
+def test_job_status_is_served(app: Flask, client: FlaskClient) -> None:
+    queue = app.extensions["taskeval"].queue
+    job_id = queue.accept("d1", "pull_request", "closed",
+                          events.Evaluate("octo-org/widgets", 42, "a" * 40, None)).job_id
+    body = client.get(f"/api/jobs/{job_id}", headers=AUTH).get_json()
+    assert (body["status"], body["repo"], body["number"], body["attempts"]) == (
+        "queued", "octo-org/widgets", 42, 0)
+    assert client.get(f"/api/jobs/{job_id}").status_code == 401

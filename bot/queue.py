@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import Connection, Engine, and_, bindparam, func, insert, select, update
+from sqlalchemy import Connection, Engine, and_, bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bot import events, logs
@@ -366,6 +366,17 @@ class Queue:
                         last_error="released by a worker shutting down; requeued")
             )
         return result.rowcount == 1
+
+    def prune(self, retention_seconds: float) -> int:
+        """Forget delivery ids older than the retention; returns how many were removed.
+
+        The ids only guard against redelivery, which GitHub allows for three days, so keeping
+        them a month bounds the table without weakening the guarantee. Jobs and results stay.
+        """
+        cutoff = self.clock() - retention_seconds
+        with write(self.engine) as conn:
+            result = conn.execute(delete(deliveries).where(deliveries.c.received_at < cutoff))
+        return int(result.rowcount or 0)
 
     # ------------------------------------------------------------------ observing
 

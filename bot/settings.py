@@ -82,6 +82,7 @@ class BotSettings:
     poll_seconds: float = 1.0
     queue_workers: int = 2
     shutdown_grace_seconds: float = 20.0
+    delivery_retention_days: float = 30.0
     ai: Literal["auto", "on", "off"] = "auto"
     env: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
@@ -170,6 +171,8 @@ class BotSettings:
             poll_seconds=_float(env, "TASKEVAL_POLL_SECONDS", 1.0, low=0.01),
             queue_workers=_int(env, "TASKEVAL_QUEUE_WORKERS", 2),
             shutdown_grace_seconds=_float(env, "TASKEVAL_SHUTDOWN_GRACE", 20.0),
+            delivery_retention_days=_float(env, "TASKEVAL_DELIVERY_RETENTION_DAYS", 30.0,
+                                           low=3.0),
             ai=ai,  # type: ignore[arg-type]
             env=env,
         )

@@ -29,6 +29,7 @@ from bot.queue import Job, LeaseLost, Queue
 from bot.settings import BotSettings, SettingsError
 
 log = logging.getLogger("bot.worker")
+PRUNE_INTERVAL = 3600.0  # seconds between deletions of expired delivery ids
 
 
 def classify(exc: BaseException) -> tuple[bool, float | None]:
@@ -212,11 +213,15 @@ class Worker:
         """Claim and run jobs until ``stop``; returns how many jobs were run."""
         hurry = hurry or threading.Event()
         count = 0
+        next_prune = 0.0
         log.info("worker started", extra={"fields": {"worker": self.id}})
         while not stop.is_set():
             if parent_pid is not None and os.getppid() != parent_pid:
                 log.warning("parent process went away; stopping")
                 break
+            if time.monotonic() >= next_prune:
+                next_prune = time.monotonic() + PRUNE_INTERVAL
+                self._prune()
             try:
                 job = self.queue.claim(self.id)
             except Exception as exc:  # the database may be restarting
@@ -232,6 +237,16 @@ class Worker:
                 break
         log.info("worker stopped", extra={"fields": {"worker": self.id, "jobs": count}})
         return count
+
+    def _prune(self) -> None:
+        try:
+            removed = self.queue.prune(self.settings.delivery_retention_days * 86400)
+        except Exception as exc:  # housekeeping never stops the worker
+            log.warning("could not prune old delivery ids: %s", describe(exc))
+            return
+        if removed:
+            log.info("pruned %d delivery ids older than %g days", removed,
+                     self.settings.delivery_retention_days)
 
     def _run_until_stopped(self, job: Job, stop: threading.Event, hurry: threading.Event) -> None:
         """Run the job in a thread so a shutdown can wait a bounded time and then release it."""

@@ -277,3 +277,14 @@ def test_judge_cache_round_trip_and_overwrite(engine: Engine) -> None:
     cache.put("k", {"categories": [1]})
     cache.put("k", {"categories": [2]})
     assert cache.get("k") == {"categories": [2]}
+
+
+def test_old_delivery_ids_are_pruned_but_jobs_stay(engine: Engine) -> None:
+    clock = Clock()
+    q = make_queue(engine, clock)
+    q.accept("old", "pull_request", "closed", evaluate(1))
+    clock.now += 10 * 86400
+    q.accept("new", "pull_request", "closed", evaluate(2))
+    assert q.prune(5 * 86400) == 1
+    assert q.accept("new", "pull_request", "closed", evaluate(2)).status == "duplicate"
+    assert row_count(engine, jobs) == 2

@@ -370,8 +370,9 @@ class Queue:
     def prune(self, retention_seconds: float) -> int:
         """Forget delivery ids older than the retention; returns how many were removed.
 
-        The ids only guard against redelivery, which GitHub allows for three days, so keeping
-        them a month bounds the table without weakening the guarantee. Jobs and results stay.
+        The ids only guard against redelivery, which github.com allows for 3 days and GitHub
+        Enterprise Server for 7 (the redelivered GUID is the original's), so keeping them a month
+        bounds the table without weakening the guarantee. Jobs and results stay.
         """
         cutoff = self.clock() - retention_seconds
         with write(self.engine) as conn:

@@ -172,7 +172,7 @@ class BotSettings:
             queue_workers=_int(env, "TASKEVAL_QUEUE_WORKERS", 2),
             shutdown_grace_seconds=_float(env, "TASKEVAL_SHUTDOWN_GRACE", 20.0),
             delivery_retention_days=_float(env, "TASKEVAL_DELIVERY_RETENTION_DAYS", 30.0,
-                                           low=3.0),
+                                           low=7.0),
             ai=ai,  # type: ignore[arg-type]
             env=env,
         )

@@ -56,6 +56,17 @@ def classify(exc: BaseException) -> tuple[bool, float | None]:
     return True, None
 
 
+def expected(exc: BaseException) -> bool:
+    """Faults of GitHub, the network or the database: logged in one line, without a traceback."""
+    from github import GithubException
+    from requests import RequestException
+
+    from taskeval.github import GitHubError
+
+    return isinstance(exc, GitHubError | GithubException | RequestException | DBAPIError
+                      | ConnectionError | TimeoutError)
+
+
 def describe(exc: BaseException) -> str:
     text = str(exc).strip() or "(no message)"
     return f"{type(exc).__name__}: {text}"
@@ -175,7 +186,7 @@ class Worker:
                                      retry_at=retry_at)
             level = logging.ERROR if status == "dead" else logging.WARNING
             log.log(level, "job failed (%s): %s", status, describe(exc),
-                    exc_info=not transient, extra={"fields": {"transient": transient}})
+                    exc_info=not expected(exc), extra={"fields": {"transient": transient}})
             return status
         if lost.is_set():
             log.warning("lease lost mid-job; another worker owns it now")

@@ -53,13 +53,14 @@ collections of the same PR and would change the bundle hash.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
-from typing import Final, Literal
+from typing import Final, Literal, TypeVar
 
 from taskeval.config import Patterns
 from taskeval.models import (
@@ -106,9 +107,12 @@ FAILING_CONCLUSIONS: Final = frozenset(
 CANCELLED_CONCLUSIONS: Final = frozenset({"cancelled"})
 
 Outcome = Literal["pass", "fail", "cancelled", "neutral", "pending"]
+_T = TypeVar("_T")
 
 # C0/C1 controls except tab and newline, bidi overrides/isolates (they can hide text), BOM.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ufeff]")
+# Lone UTF-16 halves arrive as JSON escapes ("\ud800") and cannot be encoded as UTF-8.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _REVERTS = re.compile(r"This reverts commit ([0-9a-f]{7,40})")
 _FIXUP = re.compile(r"^(fixup|squash|amend)! ", re.IGNORECASE)
 _REVERT_SUBJECT = re.compile(r'^(Revert "|revert(\([^)]*\))?!?: )', re.IGNORECASE)
@@ -143,7 +147,8 @@ def excerpt(text: str | None, limit: int = EXCERPT_LIMIT) -> str:
     if not text:
         return ""
     clean = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n")
-    clean = _CONTROL.sub("", clean.replace("\u2029", "\n")).strip()
+    clean = _CONTROL.sub("", clean.replace("\u2029", "\n"))
+    clean = _SURROGATE.sub("\ufffd", clean).strip()
     if len(clean) <= limit:
         return clean
     return clean[: limit - len(TRUNCATION_MARKER)].rstrip() + TRUNCATION_MARKER
@@ -646,6 +651,7 @@ def file_kind(path: str) -> str:
 
 
 def _documents(raw: RawCollection) -> EvidenceGroup:
+    files_url = f"{raw.pull.html_url}/files"
     kinds = {f.filename: file_kind(f.filename) for f in raw.files}
     biggest: dict[str, RawFile] = {}
     for f in sorted(raw.files, key=lambda f: (-_size(f), f.filename)):
@@ -657,6 +663,8 @@ def _documents(raw: RawCollection) -> EvidenceGroup:
         item = EvidenceItem(
             id=f"file:{f.filename}",
             kind="file",
+            # GitHub anchors each file of a PR diff at "diff-" + sha256 of its path.
+            url=f"{files_url}#diff-{hashlib.sha256(f.filename.encode()).hexdigest()}",
             label=excerpt(f"{f.filename} ({f.status}, +{f.additions}/-{f.deletions})",
                           SUBJECT_LIMIT),
             facts=_facts(
@@ -1019,8 +1027,44 @@ def _facts_of(raw: RawCollection) -> BundleFacts:
     )
 
 
+def _clean(value: object) -> object:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    return value
+
+
+def _unique(items: list[_T], key: Callable[[_T], object]) -> list[_T]:
+    seen: set[object] = set()
+    out = []
+    for item in items:
+        if key(item) not in seen:
+            seen.add(key(item))
+            out.append(item)
+    return out
+
+
+def normalise(raw: RawCollection) -> RawCollection:
+    """A copy safe to build from: every string encodable (lone surrogates -> U+FFFD, since file
+    paths, names and refs are kept as they are) and every listing free of repeats (a list that
+    shifted between pages can hand back the same commit twice), first occurrence kept."""
+    clean = RawCollection.model_validate(_clean(raw.model_dump()))
+    clean.commits = _unique(clean.commits, lambda c: c.sha)
+    clean.reviews = _unique(clean.reviews, lambda r: r.id)
+    clean.review_comments = _unique(clean.review_comments, lambda c: c.id)
+    clean.issue_comments = _unique(clean.issue_comments, lambda c: c.id)
+    clean.files = _unique(clean.files, lambda f: f.filename)
+    clean.check_runs = _unique(clean.check_runs, lambda c: c.id)
+    clean.workflow_runs = _unique(clean.workflow_runs, lambda r: r.id)
+    return clean
+
+
 def build_bundle(raw: RawCollection) -> EvidenceBundle:
     """The evidence bundle for one PR: pure, config-independent and deterministic."""
+    raw = normalise(raw)
     pull = raw.pull
     links = linked_issues(f"{pull.title}\n{excerpt(pull.body, BODY_LIMIT)}", raw.repository)
     cids = check_ids((c.id, c.name) for c in raw.check_runs)

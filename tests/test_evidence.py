@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Callable
 
@@ -193,6 +194,11 @@ def test_documents_keep_the_biggest_of_each_kind_then_the_biggest_overall() -> N
     source = [i for i in docs.items if i.facts["kind"] == "source"]
     assert source[0].id == "file:src/mod29.py", "biggest first within a kind"
     assert "file:src/mod00.py" not in kept, "the smallest source files are the ones left out"
+    # links go to the file in the PR diff (GitHub anchors files by the SHA-256 of the path)
+    assert source[0].url == (
+        "https://github.com/acme/widgets/pull/482/files"
+        "#diff-" + hashlib.sha256(b"src/mod29.py").hexdigest()
+    )
 
 
 def test_reviews_keep_decisive_reviews_when_comments_overflow() -> None:
@@ -337,3 +343,27 @@ def test_hostile_bodies_of_githubs_maximum_size_are_bounded(body: str) -> None:
     bundle = build_bundle(b.merged_agent_pr(body=body))
     assert len(bundle.facts.pull.body) <= BODY_LIMIT
     assert ids(bundle, "taskMetadata") == ["pr:482"]
+
+
+def test_lone_surrogates_become_replacement_characters_everywhere() -> None:
+    lone = "half of an emoji \ud83d, a stray low half \udfff"
+    raw = b.merged_agent_pr(title=lone, body=lone, files=[b.file(f"src/{lone}.py", 3)])
+    raw.commits[0].message = f"fix: {lone}\n\n{lone}"
+    bundle = build_bundle(raw)
+    text = bundle.canonical_json()
+    text.encode("utf-8")  # would raise on a surrogate
+    assert "\ufffd" in bundle.facts.pull.title and "\ufffd" in bundle.facts.files[0].path
+    assert len(bundle.hash()) == 64
+    assert excerpt("a\udc80b") == "a\ufffdb"
+
+
+def test_repeated_listings_count_once() -> None:
+    raw = b.fail_then_fix()
+    raw.commits.insert(1, raw.commits[0].model_copy())
+    raw.check_runs.append(raw.check_runs[0].model_copy())
+    raw.files.append(raw.files[0].model_copy())
+    bundle = build_bundle(raw)
+    assert [c.sha for c in bundle.facts.commits] == [b.sha("c1"), b.sha("c2"), b.sha("c3")]
+    assert len(bundle.facts.checks) == 3 and len(bundle.facts.files) == 3
+    all_ids = [i.id for g in bundle.groups for i in g.items]
+    assert len(all_ids) == len(set(all_ids))

@@ -191,6 +191,13 @@ def _pending_at_head() -> RawCollection:
     return b.merged_agent_pr(check_runs=checks, workflow_runs=[], merged=False, state="open")
 
 
+def _half_recovered() -> RawCollection:
+    raw = b.fail_then_fix()
+    raw.check_runs += [b.check(8102, "lint", b.sha("c2"), "failure", start=42),
+                       b.check(9101, "lint", b.HEAD, "failure", start=62)]
+    return raw
+
+
 def _human_fix_commit() -> RawCollection:
     commits = [*b.default_commits(), b.commit("c4", "fix: handle empty body", 70, author=b.ALICE)]
     return b.merged_agent_pr(commits=commits)
@@ -238,7 +245,10 @@ TASKS = "Plan:\n- [x] add retry loop\n- [x] add tests\n- [ ] tune constants\n- [
 CASES = [
     # ---- agentPerformance
     Case("agent.ci_recovery", b.fail_then_fix, "ok", 100, "fixed by a later commit"),
-    Case("agent.ci_recovery", b.red_ci_at_merge, "ok", 0, "still failing: test (3.11)"),
+    Case("agent.ci_recovery", b.red_ci_at_merge, "ok", 0,
+         "never fixed: test (3.11) still fails at the head commit"),
+    Case("agent.ci_recovery", _half_recovered, "ok", 50,
+         "Fixed 1 of 2 CI failures by the head commit; still failing: lint"),
     Case("agent.ci_recovery", b.merged_agent_pr, "inconclusive", None, "never failed"),
     Case("agent.ci_recovery", b.flaky_rerun, "inconclusive", None, "never failed"),
     Case("agent.ci_recovery", b.no_ci, "inconclusive", None, "No CI ran"),

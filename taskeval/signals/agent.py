@@ -21,7 +21,7 @@ def _no_ci(ctx: Ctx) -> Measure:
     return inconclusive("No CI ran on this PR.", [ctx.pr])
 
 
-@signal("agent.ci_recovery", CAT, "Recovery from CI failures", 2.0,
+@signal("agent.ci_recovery", CAT, "Recovered from CI failures", 2.0,
         ["facts.checks", "facts.runs", "facts.pull.headSha"])
 def ci_recovery(ctx: Ctx) -> Measure:
     """Share of checks that failed at some point and pass at the head: fail-then-fix."""
@@ -58,7 +58,10 @@ def ci_recovery(ctx: Ctx) -> Measure:
             "commit, so recovery cannot be told.", cited)
     value = len(recovered) / (len(recovered) + len(stuck))
     label = {k: at_head[k].label for k in stuck + recovered}
-    if stuck:
+    if stuck and not recovered:
+        reason = (f"CI failures were never fixed: {names(label[k] for k in stuck)} still "
+                  f"{'fails' if len(stuck) == 1 else 'fail'} at the head commit.")
+    elif stuck:
         total = plural(len(recovered) + len(stuck), "CI failure")
         reason = (f"Fixed {len(recovered)} of {total} by the head commit; still failing: "
                   f"{names(label[k] for k in stuck)}.")
@@ -68,7 +71,7 @@ def ci_recovery(ctx: Ctx) -> Measure:
     return ok(value, linear(value, 1.0, 0.0), reason, cited)
 
 
-@signal("agent.red_pushes", CAT, "Pushes that broke CI", 1.5, ["facts.checks", "facts.runs"])
+@signal("agent.red_pushes", CAT, "Pushes kept CI green", 1.5, ["facts.checks", "facts.runs"])
 def red_pushes(ctx: Ctx) -> Measure:
     """Commits whose CI was red after all re-runs: flaky failures re-run to green don't count."""
     view = ctx.ci
@@ -106,7 +109,7 @@ def _in_pr_reverts(ctx: Ctx) -> list[str]:
     return out
 
 
-@signal("agent.commit_churn", CAT, "Reverts and fixup churn", 1.0, ["facts.commits"])
+@signal("agent.commit_churn", CAT, "No revert or fixup churn", 1.0, ["facts.commits"])
 def commit_churn(ctx: Ctx) -> Measure:
     """Share of commits that undo (in-PR reverts) or patch (fixup!/squash!) the PR's own work."""
     commits = [c for c in ctx.facts.commits if not c.is_merge]
@@ -131,7 +134,7 @@ def commit_churn(ctx: Ctx) -> Measure:
     return ok(value, linear(value, 0.0, zero), reason, cited)
 
 
-@signal("agent.human_intervention", CAT, "Commits needed from other people", 2.0,
+@signal("agent.human_intervention", CAT, "No outside commits needed", 2.0,
         ["facts.commits", "facts.pull.author", "facts.pull.createdAt"])
 def human_intervention(ctx: Ctx) -> Measure:
     """Share of commits that other people pushed after the PR opened: the author needed help."""
@@ -158,7 +161,7 @@ def human_intervention(ctx: Ctx) -> Measure:
     return ok(value, linear(value, 0.0, zero), reason, cited)
 
 
-@signal("agent.review_rounds", CAT, "Change-request rounds", 1.5, ["facts.reviews"])
+@signal("agent.review_rounds", CAT, "Few change-request rounds", 1.5, ["facts.reviews"])
 def review_rounds(ctx: Ctx) -> Measure:
     """How often human reviewers sent the work back: each round is a miss the author made."""
     human = [r for r in ctx.facts.reviews

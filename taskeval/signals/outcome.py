@@ -26,7 +26,7 @@ def _head_ci_missing(ctx: Ctx) -> Measure:
     return inconclusive("No CI ran on this PR.", [ctx.pr])
 
 
-@signal("outcome.ci_head", CAT, "CI at the head commit", 4.0,
+@signal("outcome.ci_head", CAT, "CI green at the head commit", 4.0,
         ["facts.checks", "facts.runs", "facts.pull.headSha"])
 def ci_head(ctx: Ctx) -> Measure:
     """Latest state of every check at the commit that shipped; red is strong negative evidence."""

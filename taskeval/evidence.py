@@ -33,8 +33,8 @@ Which GitHub data goes where (IDs as in docs/internals.md; caps from the contrac
 ``taskActivity``
     ``timeline:<n>`` (opened, first review, first approval, merge, hours between them, commits
     after opening, comment counts), then ``comment:<id>`` issue comments: people before bots,
-    shown chronologically. taskeval's own comment is left out everywhere, so re-evaluating a PR
-    does not change its evidence.
+    shown chronologically. taskeval's own comment (the marker, not written by the PR author) is
+    left out everywhere, so re-evaluating a PR does not change its evidence.
 ``agentLogs``
     ``log:check-<id>``: bounded output of failing check runs, head first; ``log:comment-<id>`` /
     ``log:review-comment-<id>``: agent session notes (comments by a bot account or by the PR
@@ -260,8 +260,10 @@ def _login(user: RawUser | None) -> str | None:
     return user.login if user else None
 
 
-def _own_comment(body: str) -> bool:
-    return body.lstrip().startswith(OWN_COMMENT_MARKER)
+def _own_comment(comment: RawIssueComment, pr_author: str) -> bool:
+    """taskeval's earlier report on this PR. Anyone can type the marker, so a comment by the PR
+    author is never taken for one: an author cannot hide its own text from the evidence."""
+    return comment.body.lstrip().startswith(OWN_COMMENT_MARKER) and _login(comment.user) != pr_author
 
 
 # --------------------------------------------------------------------------- outcomes and IDs
@@ -687,7 +689,7 @@ def _size(f: RawFile) -> int:
 
 
 def _comments(raw: RawCollection) -> list[RawIssueComment]:
-    return [c for c in raw.issue_comments if not _own_comment(c.body)]
+    return [c for c in raw.issue_comments if not _own_comment(c, raw.pull.user.login)]
 
 
 def _task_activity(raw: RawCollection) -> EvidenceGroup:

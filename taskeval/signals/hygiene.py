@@ -58,6 +58,25 @@ _RULE_SOURCES: Final[tuple[tuple[FindingKind, str, str], ...]] = (
      r"\bI (?:don't|do not|cannot|can't) (?:browse|access) the internet\b"),
     ("leakage", "refusal",
      r"\bI(?:'m| am) (?:sorry|afraid),? but (?:as an ai|I (?:can't|cannot|am unable to))"),
+    # Injection attempts aimed at an AI grader (the judge reads PR text as evidence).
+    ("leakage", "role-prefix", r"^[ \t]*assistant[ \t]*:"),
+    ("leakage", "grader-address",
+     r"\b(?:note|message|hint|psa)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+)?(?:(?:ai|llm)"
+     r"(?:\s+(?:reviewer|grader|judge|evaluator|scorer|model))?|grader|evaluator|scorer)s?\b|"
+     r"\b(?:give|score|rate|grade|award)\s+(?:it|this(?:\s+(?:pr|pull request|change))?|"
+     r"every(?:\s+category)?|all(?:\s+categories)?|each category)\s+(?:a\s+)?(?:100(?![ \t]*(?:%|(?:"
+     r"ms|s|sec|seconds?|min|minutes?|px|[kmg]b|requests?|retries|times|items|lines|chars)\b))|10/10|"
+     r"full marks|a perfect score|the (?:maximum|highest) score)\b|\baiScore\W{0,3}100\b"),
+    ("leakage", "jailbreak-roleplay",
+     r"\byou are (?:now )?DAN\b|\bdo anything now\b|\ba judge without rules\b|"
+     r"\b(?:act as|pretend (?:to be|you are)|you are now)\s+(?:an?\s+)?(?:unrestricted|"
+     r"unfiltered|jailbroken|uncensored)\b"),
+    ("leakage", "system-heading-override",
+     r"^[ \t]*#{1,6}[ \t]*(?:system[ \t]+(?:prompt|message|instructions?)[ \t]+override|"
+     r"(?:override|new)[ \t]+(?:the[ \t]+)?system[ \t]+(?:prompt|instructions?|rules))\b"),
+    ("leakage", "fake-evidence",
+     r'\{\s*"id"\s*:\s*"(?:pr|issue|commit|check|run|review|review-comment|comment|file|'
+     r'timeline|log|audit):|<<<\s*(?:END|BEGIN)\b[^>\n]{0,80}>>>'),
     ("boilerplate", "chat-closing",
      r"\bI hope (?:this|that) helps\b|\blet me know if (?:you (?:need|have|want|would like)|"
      r"there(?:'s| is))\b|\bfeel free to (?:ask|reach out|let me know)\b|\bhappy coding\b"),

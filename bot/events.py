@@ -14,8 +14,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from taskeval.contract import COMMENT_MARKER
+
 COMMAND = "/evaluate"
-MARKER = "<!-- taskeval:evaluation -->"  # design.md: the comment's fixed hidden marker
+MARKER = COMMENT_MARKER
 ALLOWED_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 INSTALLATION_EVENTS = ("installation", "installation_repositories")
 

@@ -25,6 +25,8 @@ WEIGHTS: Final[Mapping[Category, float]] = {
     "taskOutcomeQuality": 0.45,
     "processCompliance": 0.25,
 }
+# The hidden first line of taskeval's one PR comment; how every adapter finds the comment to update.
+COMMENT_MARKER: Final = "<!-- taskeval:evaluation -->"
 DETERMINISTIC_SHARE: Final = Decimal("0.7")
 AI_SHARE: Final = Decimal("0.3")
 # Lower bound of each band, highest first.

@@ -49,6 +49,7 @@ from pydantic import ValidationError
 from urllib3.exceptions import ConnectTimeoutError, InvalidHeader
 
 from taskeval import __version__
+from taskeval.contract import COMMENT_MARKER
 from taskeval.raw import (
     CollectionIssue,
     RawCheckRun,
@@ -64,7 +65,7 @@ from taskeval.raw import (
 )
 
 DEFAULT_API_URL: Final = "https://api.github.com"
-MARKER: Final = "<!-- taskeval:evaluation -->"
+MARKER: Final = COMMENT_MARKER
 CONFIG_PATH: Final = ".github/taskeval.yml"
 PER_PAGE: Final = 100
 USER_AGENT: Final = f"taskeval/{__version__}"

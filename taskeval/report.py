@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 
+from taskeval.contract import COMMENT_MARKER
 from taskeval.models import CategoryScore, EvaluationResult, Signal
 
-MARKER = "<!-- taskeval:evaluation -->"
+MARKER = COMMENT_MARKER
 GITHUB_COMMENT_LIMIT = 65_536
 # Headroom for multi-byte characters and GitHub's own accounting.
 COMMENT_BUDGET = 60_000

@@ -600,10 +600,6 @@ def test_a_commit_list_changing_between_pages_still_gives_a_valid_evaluation(
     assert long_pr.count(route="pulls.commits") == 2
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "taskeval/github.py collect(): page-number pagination over a list that shifted lists the same "
-    "commit twice, and facts.commits keeps both (signals count it twice); dedupe by SHA and record "
-    "a CollectionIssue when the listing disagrees with the PR's commit count"))
 def test_a_commit_seen_on_two_pages_is_counted_once(
     quick: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, long_pr: FakeGitHub,
 ) -> None:
@@ -685,11 +681,6 @@ def test_huge_and_binary_looking_input_stays_within_every_cap(
     assert any("250 of 3000" in w for w in result.warnings)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "taskeval/evidence.py excerpt()/_CONTROL (and file paths, which skip excerpt): a lone "
-    "surrogate sent as a JSON escape (\\ud800) survives into the bundle and bundle.hash() "
-    "(taskeval/models.py:220) raises UnicodeEncodeError, a traceback from the CLI; replace "
-    "surrogates with U+FFFD where raw text enters the bundle"))
 @pytest.mark.parametrize("where", ["title", "body", "commit-message"])
 def test_escaped_invalid_surrogates_from_github_do_not_crash(
     quick: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, where: str,

@@ -188,16 +188,16 @@ def _template_findings(prose: str) -> list[Finding]:
     for start, end in html_comments(prose):
         comment = prose[start:end]
         if not _MACHINE_MARKER.fullmatch(comment):
-            line = where.of(start)
-            first_comment.setdefault(bisect_right(section_starts, line - 1) - 1, (line, comment))
+            at = where.of(start)
+            first_comment.setdefault(bisect_right(section_starts, at - 1) - 1, (at, comment))
     for index, (first, last) in enumerate(sections):
         heading = _HEADING.match(lines[first]) is not None
         body = lines[first + 1 : last + 1] if heading else lines[first : last + 1]
         if any(line.strip() for line in body):
             continue
         if index in first_comment:
-            line, comment = first_comment[index]
-            out.append(Finding(line, "template", "html-placeholder", _clip(comment)))
+            at, comment = first_comment[index]
+            out.append(Finding(at, "template", "html-placeholder", _clip(comment)))
         if heading and _INSTRUCTION.search(raw_lines[first]):
             out.append(Finding(first + 1, "template", "instruction-text", _clip(raw_lines[first])))
     for n, line in enumerate(lines):

@@ -93,6 +93,10 @@ class Thresholds(_Section):
     measured quantity grows by that much, so no value is ever a cliff.
     """
 
+    # An infinite curve parameter is never meant, and JSON stores it as null, which would make
+    # the result taskeval wrote unreadable when re-scored.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
     comfortable_change_lines: int = Field(
         default=200, ge=1,
         description="[process.change_size] Changed lines up to which review is fully effective "

@@ -509,3 +509,12 @@ def test_detector_handles_hostile_text_of_githubs_maximum_size(text: str) -> Non
     found = detect_text_issues(text, include_code=True)
     assert all(1 <= f.line <= text.count("\n") + 1 for f in found)
     assert all(len(f.match) <= 80 for f in found)
+
+
+@pytest.mark.parametrize("value", [".inf", "-.inf", ".nan"])
+def test_non_finite_curve_parameters_are_rejected_by_name(value: str) -> None:
+    from taskeval.config import parse_config
+
+    loaded = parse_config(f"thresholds:\n  hygiene_half_life: {value}\n", "repo:x")
+    assert loaded.settings == Settings()
+    assert loaded.errors == ["repo:x: thresholds.hygiene_half_life: Input should be a finite number"]

@@ -63,6 +63,7 @@ from fnmatch import fnmatchcase
 from typing import Final, Literal, TypeVar
 
 from taskeval.config import Patterns
+from taskeval.contract import COMMENT_MARKER
 from taskeval.models import (
     GROUP_CAPS,
     GROUP_ORDER,
@@ -96,9 +97,8 @@ SUBJECT_LIMIT: Final = 160
 TRUNCATION_MARKER: Final = "… [truncated]"
 BODY_LIMIT: Final = 8_000
 TITLE_LIMIT: Final = 256  # GitHub's own limit on PR titles
-# The marker taskeval's own PR comment starts with (taskeval.report.MARKER); such comments are
-# our output, not evidence.
-OWN_COMMENT_MARKER: Final = "<!-- taskeval:evaluation -->"
+# taskeval's own PR comment starts with this marker; such comments are our output, not evidence.
+OWN_COMMENT_MARKER: Final = COMMENT_MARKER
 
 PASSING_CONCLUSIONS: Final = frozenset({"success"})
 FAILING_CONCLUSIONS: Final = frozenset(

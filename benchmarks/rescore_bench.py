@@ -1,0 +1,185 @@
+"""Re-scoring throughput: stored evidence bundles per second, offline, through `taskeval score`'s path.
+
+Generates variations of realistic agent PRs (commit counts and messages, CI histories, reviews,
+changed files, PR text, open or merged), stores each one's evidence bundle as a JSON file, and
+re-scores the files with :func:`taskeval.pipeline.rescore_file` (what ``taskeval score FILE
+--no-ai`` runs) in chunks of 1,000 so disk use stays small. Every re-score is compared with the
+score the bundle got when it was stored: the run fails if a single byte differs. Run from the
+repository root:
+
+    python -m benchmarks.rescore_bench --count 10000
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from taskeval.config import load_config
+from taskeval.evidence import build_bundle
+from taskeval.models import EvidenceBundle
+from taskeval.pipeline import Options, rescore_file, score_bundle
+from taskeval.raw import CollectionIssue, RawCollection
+from tests import builders as b
+
+BODIES = (
+    b.GREEN_BODY, b.LEAKY_BODY, b.TEMPLATE_BODY, "",
+    "Fixes #7. Small refactor of the retry helper; no behaviour change.",
+    "## Summary\nAdds `--dry-run`.\n\n- [x] tests added\n- [ ] docs updated\n\nCloses #31",
+    "I hope this helps! Let me know if you need anything else.\n\nAll tests pass.",
+)
+SUBJECTS = (
+    "feat(fetcher): retry transient failures", "fix: handle empty input", "test: cover retries",
+    "docs: explain retries", "chore: bump deps", "refactor(core): split parser",
+    "Update fetcher.py", "WIP", "fixup! fix: handle empty input", 'Revert "chore: bump deps"',
+    "Merge branch 'main' into copilot/retry", "Initial plan",
+)
+PATHS = (
+    ("src/widgets/fetcher.py", 60), ("src/widgets/parser.py", 25), ("tests/test_fetcher.py", 40),
+    ("tests/test_parser.py", 12), ("README.md", 9), ("docs/usage.md", 20), ("CHANGELOG.md", 3),
+    ("poetry.lock", 400), ("src/widgets/cli.py", 30), ("pyproject.toml", 2),
+    ("src/widgets/api/routes.py", 80), ("vendor/lib.js", 900),
+)
+PEOPLE = (b.ALICE, b.BOB, b.AGENT, b.RENOVATE)
+STATES = ("APPROVED", "CHANGES_REQUESTED", "COMMENTED", "DISMISSED")
+
+
+def variant(rng: random.Random, n: int) -> RawCollection:
+    """One realistic PR: everything drawn from ``rng``, so a seed gives the same corpus anywhere."""
+    count = rng.choice((1, 2, 3, 3, 4, 6, 10, 25, 60))
+    commits = []
+    for i in range(count):
+        subject = rng.choice(SUBJECTS)
+        body = rng.choice(("", "\n\nTask-Id: WID-12", "\n\nCo-authored-by: alice <a@example.com>"))
+        author = b.AGENT if rng.random() < 0.8 else rng.choice(PEOPLE)
+        commits.append(b.commit(f"v{n}-c{i}", subject + body, 5 + 7 * i, author=author,
+                                parents=2 if subject.startswith("Merge") else 1))
+    head = commits[-1].sha
+    end = 10 + 7 * count
+    runs, checks = [], []
+    if rng.random() < 0.9:  # most repositories have CI
+        for i, c in enumerate(commits):
+            conclusion = rng.choices(("success", "failure", "cancelled", None), (7, 3, 1, 0.3))[0]
+            runs.append(b.run(50_000 + 100 * n + i, c.sha, conclusion, start=6 + 7 * i,
+                              attempt=rng.choice((1, 1, 1, 2))))
+        for j, name in enumerate(rng.sample(("lint", "test (3.11)", "test (3.12)", "build"),
+                                            rng.randint(1, 4))):
+            conclusion = rng.choices(("success", "failure", "timed_out"), (8, 2, 0.5))[0]
+            output = "2 failed, 40 passed\nFAILED tests/test_x.py::test_y" if conclusion != "success" else None
+            checks.append(b.check(90_000 + 10 * n + j, name, head, conclusion, start=end,
+                                  output=output))
+    files = [b.file(path, max(1, int(size * rng.uniform(0.2, 2.0))), rng.randint(0, 10))
+             for path, size in rng.sample(PATHS, rng.randint(1, 8))]
+    reviews = [b.review(70_000 + 10 * n + k, rng.choice(PEOPLE[:2]), rng.choice(STATES),
+                        end + 5 + k, body=rng.choice(("", "Looks good.", "Please add tests.")),
+                        commit_id=rng.choice((head, commits[0].sha)))
+               for k in range(rng.choice((0, 1, 1, 2, 3)))]
+    comments = [b.issue_comment(80_000 + 10 * n + k, rng.choice(PEOPLE),
+                                rng.choice(("Thanks!", "@copilot please rebase", "Done.")), 20 + k)
+                for k in range(rng.randint(0, 3))]
+    merged = rng.random() < 0.85
+    issues = [CollectionIssue(resource="workflow_runs", status=403,
+                              message="Resource not accessible by integration")] \
+        if rng.random() < 0.05 else []
+    return b.merged_agent_pr(
+        number=100 + n, title=rng.choice(SUBJECTS), body=rng.choice(BODIES), commits=commits,
+        files=files, check_runs=checks, workflow_runs=runs, reviews=reviews,
+        issue_comments=comments, issues=issues, merged=merged,
+        state="closed" if merged or rng.random() < 0.5 else "open",
+        closed_at=b.at(end + 60) if merged else None, merged_at=b.at(end + 60) if merged else None,
+        created_at=b.at(0) + timedelta(minutes=rng.randint(-30, 0)),
+    )
+
+
+def variants(count: int, seed: int = 0) -> Iterator[RawCollection]:
+    rng = random.Random(seed)
+    for n in range(count):
+        yield variant(rng, n)
+
+
+@dataclass
+class Stored:
+    path: Path
+    scored: str  # the result JSON the bundle got when it was stored
+
+
+def store(raw: RawCollection, folder: Path, n: int) -> Stored:
+    """Write the bundle as ``taskeval`` stores it and score it once, as the evaluation did."""
+    bundle = build_bundle(raw)
+    path = folder / f"bundle-{n:05d}.json"
+    path.write_text(bundle.to_json(), encoding="utf-8")
+    reread = EvidenceBundle.model_validate_json(path.read_text(encoding="utf-8"))
+    pull = reread.facts.pull
+    stamp = str(pull.merged_at or pull.closed_at or pull.created_at)
+    result = score_bundle(reread, load_config(None), Options(
+        ai="off", trigger="rescore", evaluated_at=stamp, env={}))
+    return Stored(path, result.to_json())
+
+
+def rescore(stored: Stored) -> tuple[float, bool]:
+    """Seconds to re-score one stored file, and whether the bytes match its first score."""
+    start = time.perf_counter()
+    text = rescore_file(stored.path, Options(ai="off", env={})).to_json()
+    return time.perf_counter() - start, text == stored.scored
+
+
+@dataclass
+class Report:
+    count: int
+    seconds: float
+    per_bundle: list[float]
+    mismatches: int
+    sizes: list[int]
+
+    @property
+    def rate(self) -> float:
+        return self.count / self.seconds
+
+
+def run(count: int, seed: int = 0, chunk: int = 1000) -> Report:
+    per_bundle: list[float] = []
+    sizes: list[int] = []
+    mismatches = 0
+    made = variants(count, seed)
+    done = 0
+    while done < count:
+        with tempfile.TemporaryDirectory(prefix="taskeval-rescore-") as folder:
+            batch = [store(next(made), Path(folder), done + i) for i in range(min(chunk, count - done))]
+            for stored in batch:
+                seconds, same = rescore(stored)
+                per_bundle.append(seconds)
+                mismatches += not same
+                sizes.append(stored.path.stat().st_size)
+            done += len(batch)
+    return Report(count, sum(per_bundle), per_bundle, mismatches, sizes)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    report = run(args.count, args.seed)
+    ms = sorted(s * 1000 for s in report.per_bundle)
+    print(f"{report.count} stored bundles (seed {args.seed}), median {statistics.median(report.sizes) / 1024:.1f} KB, "
+          f"largest {max(report.sizes) / 1024:.1f} KB")
+    print("| bundles | re-score time | bundles/s | median ms | p95 ms | max ms | byte mismatches |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    print(f"| {report.count:,} | {report.seconds:.1f} s | {report.rate:,.0f} | "
+          f"{statistics.median(ms):.2f} | {ms[int(len(ms) * 0.95) - 1]:.2f} | {ms[-1]:.2f} | "
+          f"{report.mismatches} |")
+    return 1 if report.mismatches else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -61,8 +61,10 @@ class Patterns(_Section):
         description="Commit trailers (``Key: value``) that link a commit to a task.",
     )
     task_id_pattern: str = Field(
-        default=r"(?i)\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?|refs?)\s+(?:[\w.-]+/[\w.-]+)?#\d+\b|\b[A-Z][A-Z0-9]+-\d+\b",
-        description="Task reference in the PR title or body: a closing keyword + #N, or a tracker key like ABC-123.",
+        default=r"(?i:\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?|refs?)\s+(?:[\w.-]+/[\w.-]+)?#\d+\b)"
+        r"|\b(?!(?:UTF|UCS|SHA|MD|ISO|IEC|RFC|CVE|CWE|AES|RSA|HTTP|TLS|SSL|PEP|ECMA|GPT)-\d)[A-Z][A-Z0-9]+-\d+\b",
+        description="Task reference in the PR title or body: a closing keyword + #N, or a tracker key like "
+        "ABC-123 (standards and hashes such as UTF-8, SHA-256, RFC-7231, CVE-2024 are not tasks).",
     )
     bot_logins: list[str] = Field(
         default=["dependabot[bot]", "renovate[bot]", "github-actions[bot]", "taskeval[bot]"],

@@ -40,6 +40,8 @@ GROUP_ORDER: tuple[GroupName, ...] = (
 GROUP_CAPS: dict[GroupName, int] = {g: (20 if g == "commits" else 25) for g in GROUP_ORDER}
 
 Score = Annotated[int, Field(ge=0, le=100, strict=True)]
+# Counts GitHub reports; the bound keeps an edited file from overflowing float arithmetic in signals.
+Count = Annotated[int, Field(ge=0, le=10**9)]
 Scalar = str | int | float | bool | None
 
 
@@ -69,8 +71,8 @@ class EvidenceItem(Model):
 class EvidenceGroup(Model):
     source: GroupName
     items: list[EvidenceItem] = Field(default_factory=list)
-    total: int = Field(ge=0)
-    omitted: int = Field(ge=0)
+    total: Count
+    omitted: Count
 
     @model_validator(mode="after")
     def _caps(self) -> EvidenceGroup:
@@ -87,8 +89,8 @@ class FileEntry(Model):
 
     path: str
     status: str
-    additions: int = 0
-    deletions: int = 0
+    additions: Count = 0
+    deletions: Count = 0
     previous_path: str | None = None
 
 
@@ -137,7 +139,7 @@ class RunEntry(Model):
     event: str | None = None
     status: str | None = None
     conclusion: str | None = None
-    attempt: int = 1
+    attempt: Annotated[int, Field(ge=1, le=10**6)] = 1
     created_at: str | None = None
     started_at: str | None = None  # start of the latest attempt (run_started_at)
     updated_at: str | None = None
@@ -172,10 +174,10 @@ class PullFacts(Model):
     base_ref: str
     merge_commit_sha: str | None = None
     is_fork: bool = False
-    additions: int = 0
-    deletions: int = 0
-    changed_files: int = 0
-    commit_count: int = 0  # GitHub's count; may exceed len(commits)
+    additions: Count = 0
+    deletions: Count = 0
+    changed_files: Count = 0
+    commit_count: Count = 0  # GitHub's count; may exceed len(commits)
     url: str
 
 

@@ -258,6 +258,49 @@ class CIView:
 
 
 
+@dataclass(frozen=True)
+class CITally:
+    """Verdicts at one commit split by outcome; ``value`` counts a pending/cancelled one as half."""
+
+    failing: list[Verdict]
+    waiting: list[Verdict]
+    passing: list[Verdict]
+
+    @classmethod
+    def of(cls, verdicts: list[Verdict]) -> CITally:
+        return cls([v for v in verdicts if v.outcome == "fail"],
+                   [v for v in verdicts if v.outcome in ("pending", "cancelled")],
+                   [v for v in verdicts if v.outcome == "pass"])
+
+    @property
+    def decided(self) -> bool:
+        """False when every verdict was skipped or neutral: nothing to score."""
+        return bool(self.failing or self.waiting or self.passing)
+
+    @property
+    def value(self) -> float:
+        return len(self.failing) + 0.5 * len(self.waiting)
+
+    @property
+    def counted(self) -> int:
+        return len(self.failing) + len(self.waiting) + len(self.passing)
+
+    @property
+    def cited(self) -> list[str]:
+        return [v.evidence for v in self.failing + self.waiting + self.passing]
+
+    def problems(self, red: str, unfinished: str) -> list[str]:
+        """"N of M checks <red> (a, b)" and "K checks <unfinished> (c)", for the reason text."""
+        parts = []
+        if self.failing:
+            parts.append(f"{len(self.failing)} of {plural(self.counted, 'check')} {red} "
+                         f"({names(v.label for v in self.failing)})")
+        if self.waiting:
+            parts.append(f"{plural(len(self.waiting), 'check')} {unfinished} "
+                         f"({names(v.label for v in self.waiting)})")
+        return parts
+
+
 _T = TypeVar("_T")
 
 

@@ -9,7 +9,7 @@ from typing import Final, Literal
 from taskeval import evidence as ev
 from taskeval.contract import Category
 
-from .base import Ctx, Measure, inconclusive, names, ok, plural, signal
+from .base import CITally, Ctx, Measure, inconclusive, names, ok, plural, signal
 from .curves import coverage, decay, linear
 from .hygiene import task_items, visible_text
 
@@ -31,34 +31,23 @@ def _head_ci_missing(ctx: Ctx) -> Measure:
 def ci_head(ctx: Ctx) -> Measure:
     """Latest state of every check at the commit that shipped; red is strong negative evidence."""
     verdicts = ctx.ci.at(ctx.pull.head_sha)
-    failing = [v for v in verdicts if v.outcome == "fail"]
-    waiting = [v for v in verdicts if v.outcome in ("pending", "cancelled")]
-    passing = [v for v in verdicts if v.outcome == "pass"]
     if not verdicts:
         return _head_ci_missing(ctx)
-    if not (failing or waiting or passing):
+    tally = CITally.of(verdicts)
+    if not tally.decided:
         return inconclusive(f"All {plural(len(verdicts), 'check')} at the head commit were skipped "
                             "or neutral.", [v.evidence for v in verdicts])
-    value = len(failing) + 0.5 * len(waiting)
-    counted = len(failing) + len(waiting) + len(passing)
-    if failing or waiting:
-        parts = []
-        if failing:
-            parts.append(f"{len(failing)} of {plural(counted, 'check')} fail at the head commit "
-                         f"({names(v.label for v in failing)})")
-        if waiting:
-            parts.append(f"{plural(len(waiting), 'check')} did not finish "
-                         f"({names(v.label for v in waiting)})")
-        reason = "; ".join(parts) + "."
+    problems = tally.problems("fail at the head commit", "did not finish")
+    if problems:
+        reason = "; ".join(problems) + "."
         reason = reason[0].upper() + reason[1:]
     else:
-        reason = f"All {plural(len(passing), 'check')} at the head commit pass."
-    flaky = [v for v in passing if v.flaky]
+        reason = f"All {plural(len(tally.passing), 'check')} at the head commit pass."
+    flaky = [v for v in tally.passing if v.flaky]
     if flaky:
         reason += f" {names(v.label for v in flaky)} passed on a re-run after a flaky failure."
-    cited = [v.evidence for v in failing + waiting + passing]
     half = ctx.settings.thresholds.head_failing_half_life
-    return ok(value, decay(value, half), reason, cited)
+    return ok(tally.value, decay(tally.value, half), reason, tally.cited)
 
 
 # --------------------------------------------------------------------------- claims

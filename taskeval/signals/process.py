@@ -9,7 +9,7 @@ from taskeval import evidence as ev
 from taskeval.contract import Category
 from taskeval.models import ReviewEntry
 
-from .base import Ctx, Measure, inconclusive, names, ok, plural, signal
+from .base import CITally, Ctx, Measure, inconclusive, names, ok, plural, signal
 from .curves import coverage, decay, eased_drop, linear, saturating
 from .hygiene import detect_text_issues, prose_length, visible_text
 
@@ -29,27 +29,17 @@ def ci_at_merge(ctx: Ctx) -> Measure:
             return inconclusive("CI results could not be read.",
                                 [f"audit:unavailable-{r}" for r in ctx.facts.unavailable])
         return inconclusive("No CI had run on the head commit when the PR was merged.", [ctx.pr])
-    red = [v for v in verdicts if v.outcome == "fail"]
-    waiting = [v for v in verdicts if v.outcome in ("pending", "cancelled")]
-    green = [v for v in verdicts if v.outcome == "pass"]
-    if not (red or waiting or green):
+    tally = CITally.of(verdicts)
+    if not tally.decided:
         return inconclusive("Every check at merge time was skipped or neutral.",
                             [v.evidence for v in verdicts])
-    value = len(red) + 0.5 * len(waiting)
-    counted = len(red) + len(waiting) + len(green)
-    if red or waiting:
-        parts = []
-        if red:
-            parts.append(f"{len(red)} of {plural(counted, 'check')} red "
-                         f"({names(v.label for v in red)})")
-        if waiting:
-            parts.append(f"{plural(len(waiting), 'check')} unfinished "
-                         f"({names(v.label for v in waiting)})")
-        reason = f"Merged with {' and '.join(parts)}."
+    problems = tally.problems("red", "unfinished")
+    if problems:
+        reason = f"Merged with {' and '.join(problems)}."
     else:
-        reason = f"All {plural(counted, 'check')} had passed when the PR was merged."
+        reason = f"All {plural(tally.counted, 'check')} had passed when the PR was merged."
     half = ctx.settings.thresholds.merge_failing_half_life
-    return ok(value, decay(value, half), reason, [v.evidence for v in red + waiting + green])
+    return ok(tally.value, decay(tally.value, half), reason, tally.cited)
 
 
 def _standing(reviews: list[ReviewEntry], ctx: Ctx, until: str | None) -> dict[str, ReviewEntry]:

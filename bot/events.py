@@ -10,7 +10,7 @@ Payload parts are validated with pydantic so a malformed delivery is refused wit
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -26,12 +26,20 @@ class PayloadError(ValueError):
     """A delivery whose payload lacks a field this event needs; the message names the field."""
 
 
+# Values that are stored get the bounds of their columns (bot/db.py) and of GitHub itself: a value
+# outside them is a malformed delivery (400, naming the field), not a database fault (503, which
+# GitHub would show as "redeliver me" forever). PostgreSQL also refuses NUL in text.
+Number = Annotated[int, Field(gt=0, le=2**31 - 1)]  # an INTEGER column
+Id = Annotated[int, Field(gt=0, le=2**63 - 1)]  # a BIGINT column
+Login = Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[^\x00-\x1f\x7f]+$")]
+
+
 class _In(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
 class User(_In):
-    login: str
+    login: Login
     type: str = "User"
 
     @property
@@ -40,11 +48,11 @@ class User(_In):
 
 
 class Repository(_In):
-    full_name: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+    full_name: str = Field(max_length=200, pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 
 class Installation(_In):
-    id: int
+    id: Id
 
 
 class Head(_In):
@@ -52,7 +60,7 @@ class Head(_In):
 
 
 class PullRequest(_In):
-    number: int = Field(gt=0)
+    number: Number
     merged: bool = False
     head: Head
     user: User | None = None
@@ -67,12 +75,12 @@ class PullRequestEvent(_In):
 
 
 class Issue(_In):
-    number: int = Field(gt=0)
+    number: Number
     pull_request: dict[str, Any] | None = None  # present only when the issue is a pull request
 
 
 class Comment(_In):
-    id: int
+    id: Id
     body: str | None = ""
     user: User
 
@@ -86,11 +94,11 @@ class IssueCommentEvent(_In):
 
 
 class Account(_In):
-    login: str
+    login: Login
 
 
 class InstallationBody(_In):
-    id: int
+    id: Id
     account: Account | None = None
 
 
@@ -99,7 +107,8 @@ class RepoName(_In):
 
 
 class InstallationEvent(_In):
-    action: str
+    # Stored as "<event>.<action>" in a 64-character column; GitHub's longest is 24 characters.
+    action: str = Field(min_length=1, max_length=32, pattern=r"^[a-z_]+$")
     installation: InstallationBody
     repositories: list[RepoName] | None = None
     repositories_added: list[RepoName] | None = None

@@ -88,6 +88,14 @@ def _job(row: Any) -> Job:
     )
 
 
+def _text(value: str | None, limit: int) -> str | None:
+    """Free text from a payload, made to fit its column: clipped, without NUL (PostgreSQL
+    refuses it) and without lone surrogates (neither database can encode them)."""
+    if value is None:
+        return None
+    return value.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")[:limit]
+
+
 def clean_error(message: str) -> str:
     """Errors are stored and served by the API: redact secrets and bound the size."""
     message = logs.redact(message.strip())
@@ -176,8 +184,8 @@ class Queue:
         else:  # pragma: no cover - Decision is a closed union
             raise TypeError(f"unknown decision {decision!r}")
         conn.execute(_INSERT_DELIVERY, {
-            "id": delivery_id, "event": event, "action": action, "status": status,
-            "outcome": message[:500], "job_id": job_id, "repo": repo, "pr": pr,
+            "id": delivery_id, "event": event, "action": _text(action, 64), "status": status,
+            "outcome": _text(message, 500), "job_id": job_id, "repo": repo, "pr": pr,
             "received_at": now,
         })
         return Ack(status, job_id, message)

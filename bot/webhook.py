@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
+from sqlalchemy.exc import InterfaceError, OperationalError
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from bot import events, logs
@@ -37,6 +38,15 @@ def signature_ok(secret: str, body: bytes, header: str | None) -> bool:
         return False
     expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
     return hmac.compare_digest(expected.encode(), header.strip().encode("utf-8", "replace"))
+
+
+def storage_fault(exc: BaseException) -> str:
+    """Why the database refused, in words safe to show GitHub: no host, URL or SQL."""
+    if isinstance(exc, OperationalError | InterfaceError):
+        if "locked" in str(exc).lower() or "busy" in str(exc).lower():
+            return "database busy: another writer holds the lock"
+        return "database unavailable"
+    return f"database error: {type(exc).__name__}"
 
 
 def _answer(code: int, **body: Any) -> tuple[Response, int]:
@@ -85,6 +95,9 @@ def _receive(delivery: str, event: str) -> tuple[Response, int, dict[str, Any]]:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         reason = f"malformed JSON: {exc}"
         return *_answer(400, error=reason), {"outcome": reason}
+    except RecursionError:  # json's C parser recurses per nesting level; GitHub nests a few
+        reason = "malformed JSON: nested too deeply"
+        return *_answer(400, error=reason), {"outcome": reason}
     if not isinstance(payload, dict):
         reason = "malformed payload: expected a JSON object"
         return *_answer(400, error=reason), {"outcome": reason}
@@ -96,9 +109,13 @@ def _receive(delivery: str, event: str) -> tuple[Response, int, dict[str, Any]]:
         return *_answer(400, error=f"malformed payload: {exc}"), {"outcome": str(exc)}
     try:
         ack = bot.queue.accept(delivery, event, action, decision)
-    except Exception:  # never acknowledge what was not stored
-        log.exception("could not store the delivery")
-        reason = "could not store the delivery; it was not accepted and can be redelivered"
+    except Exception as exc:  # never acknowledge what was not stored
+        cause = storage_fault(exc)
+        expected = isinstance(exc, OperationalError | InterfaceError)
+        detail = (str(exc).strip().splitlines() or [""])[0]
+        log.error("could not store the delivery: %s: %s", cause, detail, exc_info=not expected)
+        reason = (f"could not store the delivery ({cause}); it was not accepted and can be "
+                  "redelivered")
         return *_answer(503, error=reason), {"outcome": reason}
     if ack.job_id is not None:
         logs.bind(job=ack.job_id)

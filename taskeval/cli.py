@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -119,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version",
                         version=f"taskeval {__version__} (scorer {SCORER_VERSION})")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show HTTP retries and library logs")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     ev = sub.add_parser("evaluate", help="evaluate one pull request (prints the comment markdown)")
@@ -151,9 +153,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _quiet_libraries(verbose: bool) -> None:
+    """PyGithub and urllib3 log every retry and backoff to stderr; users get taskeval's one line
+    instead, and ``--verbose`` shows the library detail (credentials never reach these logs)."""
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(name)s: %(message)s")
+    for name in ("github", "urllib3", "openai", "httpx"):
+        logging.getLogger(name).setLevel(logging.DEBUG if verbose else logging.CRITICAL)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command in ("evaluate", "score", "schema"):  # the bot's commands configure their own logs
+        _quiet_libraries(args.verbose)
     try:
         return int(args.func(args))
     except KeyboardInterrupt:

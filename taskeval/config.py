@@ -19,7 +19,8 @@ MAX_CONFIG_BYTES = 64 * 1024
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # inf/NaN would validate, then serialise as null and make a stored result unreadable.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Patterns(_Section):
@@ -82,7 +83,7 @@ class Patterns(_Section):
 
         try:
             re.compile(value)
-        except re.error as exc:
+        except (re.error, OverflowError, RecursionError) as exc:
             raise ValueError(f"not a valid regular expression: {exc}") from exc
         return value
 
@@ -248,7 +249,7 @@ class Settings(_Section):
     @classmethod
     def _weights(cls, value: dict[str, float]) -> dict[str, float]:
         for key, weight in value.items():
-            if weight < 0 or weight > 10:
+            if not 0 <= weight <= 10:  # also rejects NaN
                 raise ValueError(f"weight of {key!r} must be within 0..10, got {weight}")
         return value
 
@@ -283,6 +284,8 @@ def parse_config(text: str | None, source: str) -> LoadedConfig:
         return LoadedConfig(Settings(), source, [f"{source}: larger than {MAX_CONFIG_BYTES} bytes"])
     try:
         data = yaml.safe_load(text)
+    except RecursionError:
+        return LoadedConfig(Settings(), source, [f"{source}: not valid YAML: nested too deeply"])
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -63,6 +63,7 @@ from taskeval.raw import (
     RawUser,
     RawWorkflowRun,
 )
+from taskeval.redact import redact, register_secret
 
 DEFAULT_API_URL: Final = "https://api.github.com"
 MARKER: Final = COMMENT_MARKER
@@ -88,11 +89,6 @@ _LOGIN_RE: Final = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
 _SHORT_REF_RE: Final = re.compile(rf"{_REPO_RE.pattern}(?:#|/pulls?/)(?P<number>[0-9]+)/?")
 _URL_REF_RE: Final = re.compile(
     rf"https?://[^/\s]+/{_REPO_RE.pattern}/pulls?/(?P<number>[0-9]+)(?:[/?#].*)?"
-)
-# Credentials that must never reach a message, even if a proxy or server echoes them back.
-_SECRET_RE: Final = re.compile(
-    r"\b(?:gh[pousr]_[A-Za-z0-9_]{16,}|github_pat_[A-Za-z0-9_]{20,}"
-    r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})"
 )
 
 # The permission a resource probably needs, named as GitHub names fine-grained permissions.
@@ -151,8 +147,22 @@ class RateLimitError(GitHubError):
         self.reset_at = reset_at
 
 
+def _changed_during_collection(pull: RawPullRequest, commits: list[RawCommit]) -> str | None:
+    """Why the commit list disagrees with the PR, if it does: GitHub's listing cap, or a push
+    that landed between reading the PR and listing its commits."""
+    listed = len(commits)
+    head_listed = any(c.sha == pull.head_sha for c in commits)
+    if listed >= PR_COMMIT_LIST_LIMIT and pull.commits > listed:
+        return (f"GitHub lists at most {PR_COMMIT_LIST_LIMIT} commits of a pull request; "
+                f"{listed} of {pull.commits} were collected")
+    if pull.commits != listed or (commits and not head_listed):
+        return (f"the PR changed while it was read (it reported {pull.commits} commits ending at "
+                f"{pull.head_sha[:7]}, the listing had {listed}); evaluate again for a consistent view")
+    return None
+
+
 def _scrub(text: str) -> str:
-    return _SECRET_RE.sub("[redacted]", text)
+    return redact(text)
 
 
 def _message_of(exc: GithubException) -> str:
@@ -337,6 +347,7 @@ def make_client(
     if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
         raise ValueError(f"GitHub API URL must be an http(s) URL, got {url!r}")
     auth: Auth.Auth | None
+    register_secret(token, private_key)
     if app_id is not None or private_key is not None:
         if not app_id or not private_key:
             raise ValueError("GitHub App authentication needs both app_id and private_key")
@@ -755,12 +766,10 @@ def collect(gh: Github, repository: str, number: int, *, max_workers: int = 8) -
 
     issues = [issue for _, issue in results.values() if issue is not None]
     commits: list[RawCommit] = results["commits"][0]
-    if pull.commits > len(commits) and "commits" not in {i.resource for i in issues}:
-        issues.append(CollectionIssue(
-            resource="commits",
-            message=f"GitHub lists at most {PR_COMMIT_LIST_LIMIT} commits of a pull request; "
-                    f"{len(commits)} of {pull.commits} were collected",
-        ))
+    if "commits" not in {i.resource for i in issues}:
+        changed = _changed_during_collection(pull, commits)
+        if changed:
+            issues.append(CollectionIssue(resource="commits", message=changed))
     shas = {c.sha for c in commits} | {pull.head_sha}
     runs = [run for run in results["workflow_runs"][0] if run.head_sha in shas]
     remaining, limit = _rate_limit(created)

@@ -199,9 +199,16 @@ def load_stored(path: Path) -> tuple[EvidenceBundle, dict[str, Any] | None]:
         raise BundleFileError(f"{path}: cannot read: {exc.strerror}") from exc
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BundleFileError(f"{path}: not valid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise BundleFileError(f"{path}: not valid JSON: nested too deeply") from exc
     if not isinstance(data, dict):
         raise BundleFileError(f"{path}: expected a JSON object (a result or a bundle)")
-    is_result = "evidence" in data and "bundleHash" in data
+    # A bundle has "groups" at the top; anything with "evidence" or a result's own keys is a result.
+    is_result = "groups" not in data and ("evidence" in data or "scorerVersion" in data or "bundleHash" in data)
+    if is_result:
+        for key in ("evidence", "bundleHash"):
+            if key not in data:
+                raise BundleFileError(f"{path}: invalid result: {key}: field required")
     try:
         bundle = EvidenceBundle.model_validate(data["evidence"] if is_result else data)
     except ValidationError as exc:
@@ -219,13 +226,12 @@ def rescore_file(path: Path, options: Options) -> EvaluationResult:
     bundle, stored = load_stored(path)
     if options.config_path is not None:
         loaded = load_config(None, options.config_path)
-    elif stored and isinstance(stored.get("config"), dict) and "settings" in stored["config"]:
-        cfg = stored["config"]
+    elif stored and stored.get("config") is not None:
         try:
-            loaded = LoadedConfig(Settings.model_validate(cfg["settings"]), str(cfg.get("source")),
-                                  list(cfg.get("errors") or []))
+            info = ConfigInfo.model_validate(stored["config"])
+            loaded = LoadedConfig(Settings.model_validate(info.settings), info.source, info.errors)
         except ValidationError as exc:
-            raise BundleFileError(f"{path}: invalid result: config.settings.{_field_path(exc)}") from exc
+            raise BundleFileError(f"{path}: invalid result: config.{_field_path(exc)}") from exc
     else:
         loaded = LoadedConfig(Settings(), "defaults")
     pull = bundle.facts.pull

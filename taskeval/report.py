@@ -66,10 +66,12 @@ def _link_map(result: EvaluationResult) -> dict[str, str]:
     }
 
 
-def _cite(ids: list[str], links: dict[str, str], most: int = 4) -> str:
+def _cite(ids: list[str], links: dict[str, str], most: int = 4, *, table: bool = False) -> str:
     parts = []
     for evidence_id in ids[:most]:
         label = safe_code(evidence_id)
+        if table:  # GFM splits cells on "|" before it sees code spans; "\|" survives as "|"
+            label = label.replace("|", "\\|")
         url = links.get(evidence_id)
         parts.append(f"[`{label}`](<{url}>)" if url and not _UNSAFE_URL.search(url) else f"`{label}`")
     if len(ids) > most:
@@ -126,7 +128,7 @@ def _signal_table(signals: list[Signal], links: dict[str, str], cite_most: int) 
         rows.append(
             f"| {CATEGORY_TITLES[s.category]} | {safe_inline(s.name, 60)} | {value} | {score} | "
             f"{s.weight:g} | {s.contribution:.1f} | {safe_inline(s.reason, 200)} | "
-            f"{_cite(s.evidence, links, cite_most)} |"
+            f"{_cite(s.evidence, links, cite_most, table=True)} |"
         )
     return rows
 

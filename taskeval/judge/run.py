@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import threading
 from dataclasses import asdict, dataclass
 from typing import Any, Final
@@ -31,6 +30,7 @@ from taskeval.judge.prompt import (
     render_prompt,
 )
 from taskeval.models import EvidenceBundle, JudgeInfo, JudgeOutput, JudgeStatus, Signal
+from taskeval.redact import redact as redact_text
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +52,6 @@ JSON_MODE: Final = {"type": "json_object"}
 _json_mode_only: set[tuple[str, str]] = set()
 _json_mode_lock = threading.Lock()
 
-_TOKEN_SHAPES = re.compile(
-    r"sk-[A-Za-z0-9_*.\-]{4,}|gh[pousr]_[A-Za-z0-9]{8,}|github_pat_[A-Za-z0-9_]{8,}"
-    r"|(?i:bearer)\s+\S+"
-)
 
 
 @dataclass
@@ -112,9 +108,7 @@ def _bound(text: str, limit: int) -> str:
 
 def redact(text: str, secret: str | None) -> str:
     """Remove the configured key and anything shaped like an OpenAI key or GitHub token."""
-    if secret:
-        text = text.replace(secret, "[redacted]")
-    return _TOKEN_SHAPES.sub("[redacted]", text)
+    return redact_text(text, secret)
 
 
 def _without_score(info: JudgeInfo, status: JudgeStatus, error: str) -> JudgeResult:

@@ -853,25 +853,57 @@ def upsert_comment(
     requester = _clone(gh)
     try:
         login = own_login or _own_login(requester)
-        existing: Mapping[str, Any] | None = None
-        for comment in _pages(requester, f"{base}/issues/{number}/comments"):
-            author = (comment.get("user") or {}).get("login") or ""
-            if (comment.get("body") or "").startswith(MARKER) and author.lower() == login.lower():
-                existing = comment
-                break
-        if existing is not None:
+        ours = _own_comments(requester, base, number, login)
+        if ours:
             _, data = requester.requestJsonAndCheck(
-                "PATCH", f"{base}/issues/comments/{int(existing['id'])}", input={"body": text}
+                "PATCH", f"{base}/issues/comments/{int(ours[0]['id'])}", input={"body": text}
             )
             return str(data["html_url"]), False
         _, data = requester.requestJsonAndCheck(
             "POST", f"{base}/issues/{number}/comments", input={"body": text}
         )
-        return str(data["html_url"]), True
+        return _converge(requester, base, number, login, text, data)
     except Exception as exc:
         raise _translate(exc, what, "comment") from exc
     finally:
         requester.close()
+
+
+def _own_comments(requester: Any, base: str, number: int, login: str) -> list[Mapping[str, Any]]:
+    """Our marker comments on the PR, oldest first."""
+    found = [
+        c for c in _pages(requester, f"{base}/issues/{number}/comments")
+        if (c.get("body") or "").startswith(MARKER)
+        and ((c.get("user") or {}).get("login") or "").lower() == login.lower()
+    ]
+    return sorted(found, key=lambda c: int(c["id"]))
+
+
+def _converge(
+    requester: Any, base: str, number: int, login: str, text: str, created: Mapping[str, Any]
+) -> tuple[str, bool]:
+    """After a create, make a race with another run end in one comment.
+
+    GitHub has no atomic create-if-absent, so two runs that both found no comment both create one.
+    Each then re-lists and keeps the oldest of ours, deleting the rest: both runs pick the same
+    survivor, so the PR converges to a single comment (one extra listing, on creation only).
+    """
+    ours = _own_comments(requester, base, number, login)
+    if len(ours) <= 1:
+        return str(created["html_url"]), True
+    keep, *extra = ours
+    for comment in extra:
+        try:
+            requester.requestJsonAndCheck("DELETE", f"{base}/issues/comments/{int(comment['id'])}")
+        except GithubException as exc:
+            if exc.status != 404:  # the other run deleted it first
+                raise
+    if int(keep["id"]) != int(created["id"]):
+        _, data = requester.requestJsonAndCheck(
+            "PATCH", f"{base}/issues/comments/{int(keep['id'])}", input={"body": text}
+        )
+        return str(data["html_url"]), False
+    return str(created["html_url"]), True
 
 
 def collaborator_permission(gh: Github, repository: str, login: str) -> str:

@@ -65,6 +65,7 @@ class Fault:
     delay: float = 0.0
     truncated: bool = False
     method: str | None = None  # only requests with this verb consume the fault
+    applied: bool = False  # the request takes effect first; then ``delay`` and this answer
 
     def on(self, method: str) -> Fault:
         """The same fault, consumed only by requests with this verb."""
@@ -115,6 +116,13 @@ class Fault:
     @classmethod
     def slow(cls, seconds: float) -> Fault:
         return cls(None, delay=seconds)
+
+    @classmethod
+    def lost_answer(cls, status: int | None = 502, *, delay: float = 0.0) -> Fault:
+        """GitHub did the work (a comment is created) but the answer is an error or, with
+        ``status=None`` and a ``delay`` longer than the client's timeout, never arrives in time."""
+        body = cls.server_error(status).body if status is not None else None
+        return cls(status, body, delay=delay, applied=True)
 
 
 @dataclass(frozen=True)
@@ -227,6 +235,7 @@ _ROUTES: Final[Sequence[tuple[str, str, str]]] = (
     ("POST", rf"{_REPO}/issues/(?P<n>\d+)/comments", "issues.create_comment"),
     ("GET", rf"{_REPO}/issues/comments/(?P<id>\d+)", "issues.get_comment"),
     ("PATCH", rf"{_REPO}/issues/comments/(?P<id>\d+)", "issues.update_comment"),
+    ("DELETE", rf"{_REPO}/issues/comments/(?P<id>\d+)", "issues.delete_comment"),
     ("GET", rf"{_REPO}/issues/comments/(?P<id>\d+)/reactions", "reactions.list"),
     ("POST", rf"{_REPO}/issues/comments/(?P<id>\d+)/reactions", "reactions.create"),
     ("GET", rf"{_REPO}/commits/(?P<ref>{_SEG})", "commits.get"),
@@ -250,6 +259,7 @@ _NEEDS: Final[Mapping[str, tuple[tuple[str, ...], str]]] = {
     "reactions.list": (("issues", "pull_requests"), "read"),
     "issues.create_comment": (("issues", "pull_requests"), "write"),
     "issues.update_comment": (("issues", "pull_requests"), "write"),
+    "issues.delete_comment": (("issues", "pull_requests"), "write"),
     "reactions.create": (("issues", "pull_requests"), "write"),
     "commits.get": (("contents",), "read"),
     "checks.list": (("checks",), "read"),
@@ -290,6 +300,7 @@ class FakeGitHub:
         self.apps: dict[int, FakeApp] = {}
         self.reactions: dict[int, list[dict[str, Any]]] = {}
         self.log: list[LoggedRequest] = []
+        self.credentials_seen: set[str] = set()  # every Authorization credential presented
         self._faults: dict[str, deque[Fault]] = {}
         self._lock = threading.RLock()
         self._ids = itertools.count(1_000_001)
@@ -643,18 +654,27 @@ class FakeGitHub:
         if self.latency:
             time.sleep(self.latency)
         fault = self._take_fault(method, path)
-        if fault is not None and fault.delay:
+        if fault is not None and fault.delay and not fault.applied:
             time.sleep(fault.delay)
+        credential = (lower.get("authorization") or "").partition(" ")[2].strip()
+        if credential:
+            with self._lock:
+                self.credentials_seen.add(credential)
         identity: Identity | None = None
         extra: dict[str, str] = {}
         truncated = False
         try:
             identity = self._authenticate(lower.get("authorization"), route)
-            if fault is not None and fault.status is not None:
+            if fault is not None and fault.status is not None and not fault.applied:
                 extra = dict(fault.headers)
                 raise _Answer(fault.status, fault.body, fault.headers)
             truncated = fault is not None and fault.truncated
             status, payload, extra = self._route(method, path, flat, route, identity, body)
+            if fault is not None and fault.applied:
+                if fault.delay:
+                    time.sleep(fault.delay)
+                if fault.status is not None:
+                    raise _Answer(fault.status, fault.body, fault.headers)
         except _Answer as answer:
             status, payload, extra = answer.status, answer.body, answer.headers
         out = self._headers(extra)
@@ -720,7 +740,8 @@ class FakeGitHub:
     def _require(self, identity: Identity | None, route: str, repo: _Repo | None) -> None:
         if repo is not None and repo.data["private"] and identity is None:
             raise _Answer(404, _error_body("Not Found", 404))
-        if route in ("issues.create_comment", "issues.update_comment", "reactions.create") \
+        if route in ("issues.create_comment", "issues.update_comment", "issues.delete_comment",
+                     "reactions.create") \
                 and identity is None:
             raise _Answer(401, _error_body("Requires authentication", 401))
         if identity is None or identity.permissions is None or route not in _NEEDS:
@@ -803,6 +824,12 @@ class FakeGitHub:
                 repo.issue_comments.setdefault(number, []).append(comment)
                 self._sync_counts(name, number)
                 return 201, comment, {"Location": comment["url"]}
+            if route == "issues.delete_comment":
+                comment = self._find_comment(repo, int(match["id"]))
+                for thread in repo.issue_comments.values():
+                    if comment in thread:
+                        thread.remove(comment)
+                return 204, None, {}
             if route in ("issues.get_comment", "issues.update_comment", "reactions.create",
                          "reactions.list"):
                 comment = self._find_comment(repo, int(match["id"]))

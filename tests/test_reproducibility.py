@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.rescore_bench import rescore, store, variants
+from benchmarks.rescore_bench import rescore, run, store, variants
 from taskeval import cli
 from taskeval.github import make_client
 from taskeval.models import EvaluationResult
@@ -185,3 +185,11 @@ def test_a_result_from_partial_evidence_rescores_with_its_warnings(tmp_path: Pat
     stored = reloaded(result.to_json(), tmp_path, "stored.json")
     rescored = json.loads(score(stored))
     assert rescored == {**json.loads(result.to_json()), "trigger": "rescore"}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("TASKEVAL_SLOW") != "1", reason="long-running: set TASKEVAL_SLOW=1")
+def test_10000_generated_pr_variations_rescore_byte_identically() -> None:
+    """The benchmark's full corpus (about two minutes on two cores)."""
+    report = run(10_000, seed=0)
+    assert report.count == 10_000 and report.mismatches == 0

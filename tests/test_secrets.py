@@ -192,19 +192,12 @@ PLACES = ["title", "commit-subject", "check-name", "file-path", "ai-rationale", 
 @pytest.mark.parametrize("attack", list(ATTACKS))
 def test_pr_controlled_text_is_shown_inert_in_the_comment(place: str, attack: str) -> None:
     text = ATTACKS[attack]
-    if place in ("check-name", "file-path") and "|" in text:
-        pytest.skip("pipes in evidence IDs: see the xfail test below")
     result = result_with(place, text)
     markdown = render_comment(result)
     page = assert_inert(markdown, result)
     assert CANARY in "".join(page.text), "the text is still shown, as text"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "taskeval/report.py safe_code(), as _cite uses it in the 'All signals' table: GFM splits table "
-    "cells on '|' before it parses code spans, so a '|' in an evidence ID (a check name or a file "
-    "path, both set by the PR) ends the Evidence cell early and GitHub drops the rest of that ID "
-    "and every later citation in the row; escape '|' as '\\|' when rendering table cells"))
 @pytest.mark.parametrize("place", ["check-name", "file-path"])
 def test_a_pipe_in_an_evidence_id_cannot_cut_the_evidence_cell(place: str) -> None:
     result = result_with(place, "src/x|[ok](https://evil.example/phish)|.py")
@@ -450,11 +443,6 @@ def test_no_credential_reaches_the_action_log_summary_outputs_or_result(
     })
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "taskeval/github.py _scrub()/_SECRET_RE (~line 84): only token *shapes* (ghp_, ghs_, "
-    "github_pat_, JWT) are redacted, never the configured token itself, so a classic 40-hex token "
-    "(or a GHES/proxy token) echoed in an error body reaches stderr, the result's warnings and the "
-    "public PR comment; pass the known token to the scrubber, as the judge's redact() does"))
 def test_a_classic_40_hex_token_echoed_by_github_is_not_published(tmp_path: Path) -> None:
     classic = "0123456789abcdef0123456789abcdef01234567"
     fake = FakeGitHub(token=classic)

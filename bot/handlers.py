@@ -22,6 +22,10 @@ from bot.settings import BotSettings
 log = logging.getLogger("bot.handlers")
 
 
+class InvalidInput(ValueError):
+    """The job's own data cannot be used (an odd login, a malformed name): a retry cannot help."""
+
+
 @dataclass(frozen=True)
 class GitHubContext:
     """A GitHub client for one job, and who "we" are on GitHub (for comment upserts)."""
@@ -71,7 +75,12 @@ def _react(core: Core, ctx: GitHubContext, job: Job, content: str) -> str | None
 def handle_command(core: Core, ctx: GitHubContext, job: Job) -> Outcome:
     """``/evaluate``: only write, maintain or admin may ask; others get a ``confused`` reaction."""
     login = job.commenter or ""
-    permission = core.permission(ctx, job.repo, login)
+    try:
+        permission = core.permission(ctx, job.repo, login)
+    except InvalidInput as exc:
+        problem = _react(core, ctx, job, "confused")
+        return Outcome(note=f"refused: cannot check the permission of {login!r}: {exc}",
+                       error=problem)
     if permission not in events.ALLOWED_PERMISSIONS:
         problem = _react(core, ctx, job, "confused")
         return Outcome(
@@ -134,7 +143,10 @@ class PipelineCore:
     def permission(self, ctx: GitHubContext, repo: str, login: str) -> str:
         from taskeval.github import collaborator_permission
 
-        return collaborator_permission(ctx.gh, repo, login)
+        try:
+            return collaborator_permission(ctx.gh, repo, login)
+        except ValueError as exc:  # the core refuses a login or name before asking GitHub
+            raise InvalidInput(str(exc)) from exc
 
     def react(self, ctx: GitHubContext, repo: str, comment_id: int, content: str) -> None:
         from taskeval.github import add_reaction

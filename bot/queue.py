@@ -74,6 +74,12 @@ _PENDING_EVALUATION = select(jobs.c.id).where(
 )
 _ADD_TRIGGER = update(jobs).where(jobs.c.id == bindparam("b_id")).values(
     triggers=jobs.c.triggers + 1, updated_at=bindparam("b_now"))
+# A merged PR closes once; another delivery of that event with a new id (a second hook, a
+# repository webhook beside the App) after its evaluation is stored is the same trigger again.
+_EVALUATED = select(evaluations.c.job_id).where(
+    evaluations.c.repo == bindparam("b_repo"), evaluations.c.number == bindparam("b_number"),
+    evaluations.c.head_sha == bindparam("b_sha"), evaluations.c.trigger == "pull_request",
+).order_by(evaluations.c.id).limit(1)
 
 
 class LeaseLost(RuntimeError):
@@ -198,12 +204,18 @@ class Queue:
 
     def _enqueue_evaluation(self, conn: Connection, ev: events.Evaluate, delivery_id: str | None,
                             now: float, parent_id: int | None = None) -> tuple[int, bool]:
-        """(job id, created): join a queued or running evaluation of the same PR and head SHA."""
-        existing = conn.execute(_PENDING_EVALUATION, {
-            "b_repo": ev.repo, "b_number": ev.number, "b_sha": ev.head_sha}).first()
+        """(job id, created): join a queued or running evaluation of the same PR and head SHA,
+        or, for a merged-PR event, the job that already evaluated it."""
+        key = {"b_repo": ev.repo, "b_number": ev.number, "b_sha": ev.head_sha}
+        existing = conn.execute(_PENDING_EVALUATION, key).first()
         if existing is not None:
             conn.execute(_ADD_TRIGGER, {"b_id": existing.id, "b_now": now})
             return int(existing.id), False
+        if ev.trigger == "pull_request":
+            evaluated = conn.execute(_EVALUATED, key).first()
+            if evaluated is not None and evaluated.job_id is not None:
+                conn.execute(_ADD_TRIGGER, {"b_id": evaluated.job_id, "b_now": now})
+                return int(evaluated.job_id), False
         job_id = self._insert_job(
             conn, now, kind="evaluate", repo=ev.repo, number=ev.number, head_sha=ev.head_sha,
             installation_id=ev.installation_id, trigger=ev.trigger, delivery_id=delivery_id,

@@ -18,17 +18,18 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from bot import logs
-from bot.handlers import HANDLERS, Core, GitHubContext, PipelineCore
+from bot.handlers import HANDLERS, Core, GitHubContext, InvalidInput, PipelineCore
 from bot.queue import Job, LeaseLost, Queue
 from bot.settings import BotSettings, SettingsError
 
 log = logging.getLogger("bot.worker")
+T = TypeVar("T")
 PRUNE_INTERVAL = 3600.0  # seconds between deletions of expired delivery ids
 
 
@@ -46,7 +47,7 @@ def classify(exc: BaseException) -> tuple[bool, float | None]:
         retry_at = reset.timestamp() if hasattr(reset, "timestamp") else (
             float(reset) if isinstance(reset, int | float) else None)
         return True, retry_at
-    if isinstance(exc, NotFoundError | AuthError):
+    if isinstance(exc, NotFoundError | AuthError | InvalidInput):
         return False, None
     status = getattr(exc, "status", None)
     if isinstance(exc, GitHubError | GithubException) and isinstance(status, int):
@@ -182,21 +183,27 @@ class Worker:
             outcome = handler(self.core, ctx, job)
         except Exception as exc:  # every failure is recorded on the job
             transient, retry_at = classify(exc)
-            status = self.queue.fail(job.id, self.id, describe(exc), transient=transient,
-                                     retry_at=retry_at)
+            error = describe(exc)
+            try:
+                status = self._record("failure", lost, lambda: self.queue.fail(
+                    job.id, self.id, error, transient=transient, retry_at=retry_at))
+            except (OperationalError, InterfaceError) as db_exc:
+                return self._unrecorded("failure", db_exc)
             level = logging.ERROR if status == "dead" else logging.WARNING
-            log.log(level, "job failed (%s): %s", status, describe(exc),
+            log.log(level, "job failed (%s): %s", status, error,
                     exc_info=not expected(exc), extra={"fields": {"transient": transient}})
             return status
         if lost.is_set():
             log.warning("lease lost mid-job; another worker owns it now")
         try:
-            follow = self.queue.complete(job.id, self.id, note=outcome.note, error=outcome.error,
-                                         evaluation=outcome.evaluation,
-                                         follow_up=outcome.follow_up)
+            follow = self._record("outcome", lost, lambda: self.queue.complete(
+                job.id, self.id, note=outcome.note, error=outcome.error,
+                evaluation=outcome.evaluation, follow_up=outcome.follow_up))
         except LeaseLost:
             log.warning("lease lost before completion; outcome discarded (the new owner redoes it)")
             return "lost"
+        except (OperationalError, InterfaceError) as db_exc:
+            return self._unrecorded("outcome", db_exc)
         fields: dict[str, Any] = {"note": outcome.note}
         if follow is not None:
             fields["follow_up_job"] = follow
@@ -205,6 +212,29 @@ class Worker:
         else:
             log.info("job done", extra={"fields": fields})
         return "done"
+
+    def _record(self, what: str, lost: threading.Event, store: Callable[[], T]) -> T:
+        """Store a finished job's outcome, waiting out a database that is briefly locked or
+        restarting: the work (and its comment) is done, and redoing it after the lease expires
+        would cost a full evaluation. Retries back off exponentially within half a lease, so
+        the lease (renewed meanwhile) is still ours when the database answers again."""
+        delay = 0.25
+        deadline = time.monotonic() + self.settings.lease_seconds / 2
+        while True:
+            try:
+                return store()
+            except (OperationalError, InterfaceError) as exc:
+                if lost.is_set() or time.monotonic() + delay > deadline:
+                    raise
+                log.warning("could not record the job's %s, retrying in %.2f s: %s", what, delay,
+                            describe(exc).splitlines()[0])
+                time.sleep(delay)
+                delay = min(delay * 2, 8.0)
+
+    def _unrecorded(self, what: str, exc: BaseException) -> str:
+        log.error("could not record the job's %s; the job runs again once its lease expires: %s",
+                  what, describe(exc).splitlines()[0])
+        return "unrecorded"
 
     def _heartbeat(self, job: Job, done: threading.Event, lost: threading.Event) -> None:
         interval = max(0.05, self.settings.lease_seconds / 3)

@@ -1267,7 +1267,9 @@ class FakeGitHub:
 
         server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         server.daemon_threads = True
-        thread = threading.Thread(target=server.serve_forever, name="fakegithub", daemon=True)
+        # A short poll interval: shutdown() waits for the serve loop to notice.
+        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                                  name="fakegithub", daemon=True)
         thread.start()
         self.url = f"http://127.0.0.1:{server.server_address[1]}{root}"
         try:

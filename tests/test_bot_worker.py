@@ -113,17 +113,17 @@ def test_merged_pr_gets_one_comment_and_one_stored_result(worker: Worker,
     assert drain(worker) == ["done"]
     assert len(own_comments(fake, 42, "taskeval-user")) == 1
     assert stored(worker.engine, 42) == 1
-    # A later delivery for the same head (after the first job ended) re-evaluates; the comment
-    # would not change, so it is not edited. An explicit /evaluate updates it in place.
+    # Another delivery of the same merge (new id, after the first job ended) joins the job that
+    # evaluated it; nothing runs again. An explicit /evaluate updates the comment in place.
     worker.queue.accept("d2", "pull_request", "closed", events.Evaluate(REPO, 42, sha, None))
-    assert drain(worker) == ["done"]
+    assert drain(worker) == []
     assert fake.count(route="issues.update_comment") == 0
     worker.queue.accept("d3", "issue_comment", "created",
                         events.Evaluate(REPO, 42, sha, None, trigger="issue_comment"))
     assert drain(worker) == ["done"]
     assert len(own_comments(fake, 42, "taskeval-user")) == 1
     assert fake.count(route="issues.update_comment") == 1
-    assert stored(worker.engine, 42) == 3
+    assert stored(worker.engine, 42) == 2
 
 
 @pytest.mark.parametrize(("permission", "reaction", "comments"),

@@ -69,6 +69,7 @@ class Cost:
     requests: int  # every HTTP request the server saw for the evaluation, comment included
     collection: int  # the part RawCollection counted (collection only)
     comment: int
+    rerun: int  # requests of a second evaluation, which updates the comment instead
     budget_used: int  # X-RateLimit-Used after - before
     prompt_tokens: int  # counted with the tokenizer below
     prompt_tokens_reported: int | None  # usage the (fake) server reported
@@ -145,6 +146,15 @@ def via_app(fake: FakeGitHub, model: FakeOpenAI, folder: Path, number: int) -> d
     return json.loads(evaluation.result.to_json())
 
 
+def _comment_starts(log: list[Any]) -> int:
+    listings = 0
+    for index, request in enumerate(log):
+        listings += request.route == "issues.comments"
+        if request.route in ("user", "issues.create_comment", "issues.update_comment") or listings > 1:
+            return index
+    return len(log)
+
+
 ADAPTERS: dict[str, tuple[str, str, bool, Callable[..., dict[str, Any]]]] = {
     "cli": (PAT, "mona", False, via_cli),
     "action": (ACTIONS_TOKEN, "github-actions[bot]", True, via_action),
@@ -163,12 +173,14 @@ def measure(adapter: str, size: int, count: Callable[[str], int]) -> Cost:
         log = list(fake.log)
         after = used(fake, token)
         prompt = "".join(m["content"] for m in model.requests[-1].body["messages"])
-    comment_routes = ("user", "issues.create_comment", "issues.update_comment")
-    # The conversation-comment listing is read twice: once as evidence, once to find our comment.
-    listings = [r for r in log if r.route == "issues.comments"]
-    comment = sum(1 for r in log if r.route in comment_routes) + len(listings) // 2
+        fake.reset_log()
+        evaluate(fake, model, Path(folder), number)  # the judge's cache answers this time
+        rerun = sum(1 for r in fake.log if r.route != "rate_limit")
+    # Collection ends before the comment is written; the comment part starts at GET /user or at
+    # the second listing of the conversation comments (the first one is evidence).
+    comment = len(log) - _comment_starts(log)
     judge = result["judge"]
-    return Cost(adapter, size, len(log), len(log) - comment, comment, after - before - 1,
+    return Cost(adapter, size, len(log), len(log) - comment, comment, rerun, after - before - 1,
                 count(prompt), judge["promptTokens"], judge["completionTokens"], len(prompt),
                 judge["status"])
 
@@ -190,12 +202,12 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"tokenizer": tokenizer, "costs": [asdict(c) for c in costs]}, indent=2))
         return 0
     print(f"Prompt tokens: {tokenizer}\n")
-    print("| adapter | commits | requests (collection + comment) | rate-limit budget used | "
+    print("| adapter | commits | requests (collection + comment) | re-run | rate-limit budget used | "
           "prompt tokens | prompt chars | completion tokens (fake) |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for c in costs:
         print(f"| {c.adapter} | {c.commits:,} | {c.requests} ({c.collection} + {c.comment}) | "
-              f"{c.budget_used} | {c.prompt_tokens:,} | {c.prompt_chars:,} | "
+              f"{c.rerun} | {c.budget_used} | {c.prompt_tokens:,} | {c.prompt_chars:,} | "
               f"{c.completion_tokens_reported} |")
     print("\n| adapter | documented limit per hour | evaluations/hour at 1 / 10 / 100 / 1,000 "
           "commits |")

@@ -74,8 +74,7 @@ def evaluate_pull_request(
     raw = collect(gh, repository, number)
     loaded = load_config(raw.config_text, options.config_path)
     bundle = build_bundle(raw)
-    warnings = [f"Could not read {i.resource}: {i.message}" for i in raw.issues]
-    result = score_bundle(bundle, loaded, options, warnings=warnings)
+    result = score_bundle(bundle, loaded, options)
     return Evaluation(result, render_comment(result))
 
 
@@ -109,6 +108,10 @@ def score_bundle(
     options = options or Options()
     settings = loaded.settings
     warnings = list(warnings or [])
+    # Gaps in collection live in the bundle, so a re-scored result still says it was partial.
+    for item in next(g for g in bundle.groups if g.source == "runAudit").items:
+        if item.id.startswith("audit:unavailable-"):
+            warnings.append(f"Partial evidence, {item.label}: {' '.join((item.excerpt or '').split())}")
     for err in loaded.errors:
         warnings.append(f"Config problem, evaluated with defaults: {err}")
     unknown = unknown_signal_ids(settings)

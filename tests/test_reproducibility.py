@@ -168,12 +168,6 @@ def test_200_generated_pr_variations_rescore_byte_identically(tmp_path: Path) ->
         assert {kind[axis] for kind in kinds} == {True, False}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "taskeval/pipeline.py rescore_file (~line 227): the warnings collection added (a resource it "
-    "could not read, commits beyond GitHub's 250) are not in the bundle, so `taskeval score` "
-    "drops them and the re-scored result and comment no longer say the evidence was partial; "
-    "carry the stored result's collection warnings over (or derive them from "
-    "facts.unavailable and commitCount)"))
 def test_a_result_from_partial_evidence_rescores_with_its_warnings(tmp_path: Path) -> None:
     fake = FakeGitHub()
     pr = fake.add_pr(REPO, 9, commits=300)

@@ -536,10 +536,6 @@ def test_cli_process_gives_up_on_a_5xx_storm_after_six_tries_with_shipped_settin
     assert "GitHub answered 503" in proc.stderr.splitlines()[-1]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "taskeval/cli.py main(): PyGithub's own stderr log handler adds 'Request GET ... failed with "
-    "403' and 'Required backoff of 3600s exceeds max_rate_limit_wait' lines before taskeval's "
-    "one-line error; route the 'github' logger to --verbose/debug as action/runner.LogBridge does"))
 def test_cli_process_reports_an_exhausted_rate_limit_in_one_line(
     fake_http: FakeGitHub, tmp_path: Path,
 ) -> None:

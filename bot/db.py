@@ -9,6 +9,8 @@ across processes and machines:
   concurrent triggers for the same commit coalesce into one job.
 * ``uq_jobs_running_pr``: at most one running job per (repo, PR), so two workers never evaluate
   or comment on the same pull request at once.
+* ``uq_jobs_command_comment``: one command job per ``/evaluate`` comment, whatever delivery id
+  carries it (created with the table; a database from before it relies on the receiver's check).
 
 Times are epoch seconds (floats) from the workers' clocks; nodes need NTP-synchronised clocks, and
 the lease (minutes) dwarfs ordinary skew.
@@ -96,6 +98,13 @@ _running = jobs.c.status == "running"
 Index(
     "uq_jobs_running_pr", jobs.c.repo, jobs.c.number, unique=True,
     sqlite_where=_running, postgresql_where=_running,
+)
+# One command job per /evaluate comment: the signature covers the body, not the delivery id, so
+# a captured delivery replayed under a new id must not run the command again.
+_command = jobs.c.kind == "command"
+Index(
+    "uq_jobs_command_comment", jobs.c.repo, jobs.c.number, jobs.c.comment_id, unique=True,
+    sqlite_where=_command, postgresql_where=_command,
 )
 
 evaluations = Table(

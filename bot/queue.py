@@ -74,6 +74,10 @@ _PENDING_EVALUATION = select(jobs.c.id).where(
 )
 _ADD_TRIGGER = update(jobs).where(jobs.c.id == bindparam("b_id")).values(
     triggers=jobs.c.triggers + 1, updated_at=bindparam("b_now"))
+_COMMAND_JOB = select(jobs.c.id).where(
+    jobs.c.repo == bindparam("b_repo"), jobs.c.number == bindparam("b_number"),
+    jobs.c.kind == "command", jobs.c.comment_id == bindparam("b_comment"),
+).limit(1)
 # A merged PR closes once; another delivery of that event with a new id (a second hook, a
 # repository webhook beside the App) after its evaluation is stored is the same trigger again.
 _EVALUATED = select(evaluations.c.job_id).where(
@@ -181,12 +185,20 @@ class Queue:
                        f"coalesced with job {job_id} (same pull request and head SHA)")
         elif isinstance(decision, events.Command):
             repo, pr = decision.repo, decision.number
-            job_id = self._insert_job(conn, now, kind="command", repo=repo, number=pr,
-                                      head_sha=None, installation_id=decision.installation_id,
-                                      trigger="issue_comment", comment_id=decision.comment_id,
-                                      commenter=decision.commenter, delivery_id=delivery_id)
-            status = "queued"
-            message = f"queued: {events.COMMAND} by {decision.commenter} on {repo}#{pr}"
+            asked = conn.execute(_COMMAND_JOB, {"b_repo": repo, "b_number": pr,
+                                                "b_comment": decision.comment_id}).first()
+            if asked is not None:  # the same comment under a new delivery id: a replay
+                job_id, status = int(asked.id), "duplicate"
+                message = (f"duplicate: comment {decision.comment_id} already asked for "
+                           f"{events.COMMAND} (job {job_id})")
+            else:
+                job_id = self._insert_job(
+                    conn, now, kind="command", repo=repo, number=pr, head_sha=None,
+                    installation_id=decision.installation_id, trigger="issue_comment",
+                    comment_id=decision.comment_id, commenter=decision.commenter,
+                    delivery_id=delivery_id)
+                status = "queued"
+                message = f"queued: {events.COMMAND} by {decision.commenter} on {repo}#{pr}"
         else:  # pragma: no cover - Decision is a closed union
             raise TypeError(f"unknown decision {decision!r}")
         conn.execute(_INSERT_DELIVERY, {

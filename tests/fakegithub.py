@@ -29,6 +29,7 @@ import itertools
 import json
 import math
 import re
+import sys
 import threading
 import time
 from collections import Counter, deque
@@ -66,6 +67,11 @@ class Fault:
     truncated: bool = False
     method: str | None = None  # only requests with this verb consume the fault
     applied: bool = False  # the request takes effect first; then ``delay`` and this answer
+    echo: bool = False  # the error message repeats the request's Authorization header
+
+    def echoing(self) -> Fault:
+        """The same fault, its message repeating the credential sent (as some proxies do)."""
+        return replace(self, echo=True)
 
     def on(self, method: str) -> Fault:
         """The same fault, consumed only by requests with this verb."""
@@ -667,7 +673,12 @@ class FakeGitHub:
             identity = self._authenticate(lower.get("authorization"), route)
             if fault is not None and fault.status is not None and not fault.applied:
                 extra = dict(fault.headers)
-                raise _Answer(fault.status, fault.body, fault.headers)
+                body_out = fault.body
+                if fault.echo:
+                    said = (fault.body or {}).get("message", "")
+                    body_out = {**(fault.body or {}), "message":
+                                f"{said} (Authorization: {lower.get('authorization')})"}
+                raise _Answer(fault.status, body_out, fault.headers)
             truncated = fault is not None and fault.truncated
             status, payload, extra = self._route(method, path, flat, route, identity, body)
             if fault is not None and fault.applied:
@@ -1265,7 +1276,13 @@ class FakeGitHub:
             def log_message(self, format: str, *args: Any) -> None:
                 pass  # the fake keeps its own log
 
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                if not isinstance(sys.exc_info()[1], ConnectionError):
+                    super().handle_error(request, client_address)
+                # a client that timed out or was killed hung up: nothing to report
+
+        server = Server(("127.0.0.1", 0), Handler)
         server.daemon_threads = True
         # A short poll interval: shutdown() waits for the serve loop to notice.
         thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},

@@ -593,3 +593,50 @@ def test_postgresql_restarted_between_comment_and_result(own_postgres: OwnPostgr
     assert row is not None and (row["status"], row["attempts"]) == ("done", 1)
     assert len(own_comments(fake, 43)) == 1 and stored(worker.engine, 43) == 1
 
+
+
+# ------------------------------------------------------------------------------- load, end to end
+
+
+def _load_config(**overrides: Any) -> Any:
+    from benchmarks.bot_load import Config
+
+    return Config(**overrides)
+
+
+def test_smoke_load_with_a_worker_killed_mid_job_loses_and_duplicates_nothing(
+    tmp_path: Path
+) -> None:
+    """100 signed deliveries (20 PRs, the rest redeliveries and second-hook copies) from 10
+    clients through ``taskeval serve``; one queue worker is SIGKILLed while it runs a job."""
+    from benchmarks.bot_load import ok, run
+
+    report = run(_load_config(deliveries=100, prs=20, concurrency=10, latency=0.005,
+                              queue_workers=2, lease_seconds=3, kill=True, max_seconds=120,
+                              log_dir=tmp_path))
+    assert report.sent == report.acknowledged == 100, report.answers
+    assert report.answers["queued"] == 20  # one job per PR; every other delivery joined it
+    assert report.acked_not_stored == 0
+    assert (report.lost, report.duplicated) == (0, 0), report.lost_prs + report.duplicated_prs
+    assert report.killed is not None and report.killed["final_status"] == "done"
+    assert report.killed["final_attempts"] == 2  # the killed attempt counted, the retry won
+    assert (report.jobs, report.jobs_done, report.jobs_dead) == (20, 20, 0)
+    assert ok(report)
+
+
+slow = pytest.mark.skipif(os.environ.get("TASKEVAL_SLOW") != "1",
+                          reason="full load run: set TASKEVAL_SLOW=1 (about 30 s per case)")
+
+
+@pytest.mark.slow
+@slow
+@pytest.mark.parametrize("kill", [False, True], ids=["steady", "worker-killed"])
+def test_full_load_loses_and_duplicates_nothing(db_url: str, tmp_path: Path, kill: bool) -> None:
+    """BENCHMARKS.md's run: 1,000 deliveries over 200 PRs from 50 clients, fake GitHub +20 ms."""
+    from benchmarks.bot_load import ok, run
+
+    report = run(_load_config(kill=kill, log_dir=tmp_path, wipe=True,
+                              database_url=None if db_url.startswith("sqlite") else db_url))
+    assert (report.lost, report.duplicated) == (0, 0), report.lost_prs + report.duplicated_prs
+    assert report.acked_not_stored == 0 and report.jobs_dead == 0
+    assert ok(report), report

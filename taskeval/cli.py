@@ -1,7 +1,8 @@
 """The ``taskeval`` command: argument parsing, exit codes and printing only.
 
 Exit codes: 0 done; 1 the evaluation ran but a requested side effect failed (e.g. the comment
-could not be posted); 2 bad input (unknown repo/PR, bad reference, unreadable file, auth).
+could not be posted); 2 bad input (unknown repo/PR, bad reference, unreadable file, credentials);
+3 GitHub could not answer (outage, rate limit, network, malformed answer): try again later.
 Expected failures print one line to stderr, never a traceback.
 """
 
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from taskeval import SCORER_VERSION, __version__
 
-EXIT_OK, EXIT_SIDE_EFFECT, EXIT_INPUT = 0, 1, 2
+EXIT_OK, EXIT_SIDE_EFFECT, EXIT_INPUT, EXIT_RETRY_LATER = 0, 1, 2, 3
 
 
 def _fail(message: str, code: int = EXIT_INPUT) -> int:
@@ -62,10 +63,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     gh = make_client(token, base_url=api_url(os.environ))
     try:
         evaluation = evaluate_pull_request(gh, repository, number, _options(args, "cli", token))
-    except NotFoundError as exc:
+    except (NotFoundError, AuthError) as exc:
         return _fail(str(exc))
-    except GitHubError as exc:
-        return _fail(str(exc))
+    except GitHubError as exc:  # rate limits, 5xx, timeouts, malformed answers: transient
+        return _fail(str(exc), EXIT_RETRY_LATER)
     _write_output(args.output, evaluation.result.to_json())
     print(evaluation.markdown, end="")
     for warning in evaluation.result.warnings:

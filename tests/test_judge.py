@@ -674,3 +674,23 @@ def test_pipeline_blends_a_hijacked_judge_within_the_30_percent_share() -> None:
         assert cat.final_score == blend(cat.deterministic_score, 100)
         assert cat.final_score - cat.deterministic_score <= 30
         assert cat.ai_evidence == ["pr:482"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "timeout", "retries", "error"),
+    [
+        ({}, 60, 2, None),
+        ({"TASKEVAL_AI_TIMEOUT": "5", "TASKEVAL_AI_RETRIES": "0"}, 5.0, 0, None),
+        ({"TASKEVAL_AI_TIMEOUT": "soon"}, None, None, "TASKEVAL_AI_TIMEOUT must be a number"),
+        ({"TASKEVAL_AI_RETRIES": "99"}, None, None, "TASKEVAL_AI_RETRIES must be a number from 0 to 10"),
+    ],
+)
+def test_ai_timeout_and_retries_come_from_the_environment(
+    extra: dict[str, str], timeout: float | None, retries: int | None, error: str | None
+) -> None:
+    """A hanging endpoint holds an evaluation at most (retries + 1) x timeout; operators set both."""
+    config, reason = JudgeConfig.from_env({"OPENAI_API_KEY": "sk-test-limits-0000", **extra}, "auto")
+    if error:
+        assert config is None and reason is not None and error in reason
+    else:
+        assert config is not None and (config.timeout, config.max_retries) == (timeout, retries)

@@ -296,7 +296,8 @@ def test_github_faults_end_in_a_bounded_recorded_outcome(
             assert any(spec.warning in w for w in ran.warnings()), ran.warnings()
             assert any(spec.warning in w for w in ran.result["warnings"])
         return
-    assert ran.code == (2 if adapter == "cli" else 1)
+    retry_later = spec.fault.status != 401  # the CLI's exit 3: GitHub could not answer, try later
+    assert ran.code == ((3 if retry_later else 2) if adapter == "cli" else 1)
     [line] = ran.errors()  # one line, naming what went wrong
     assert spec.fragment in line
     assert "Traceback" not in ran.stdout + ran.stderr
@@ -508,7 +509,7 @@ def test_cli_process_reports_a_github_fault_in_one_line(
     env = process_env(GITHUB_TOKEN=USER_TOKEN, GITHUB_API_URL=fake.url,
                       TASKEVAL_CACHE_DIR=str(tmp_path))
     proc = taskeval_process("evaluate", f"{REPO}#{PR}", "--comment", "--no-ai", env=env)
-    assert proc.returncode == 2
+    assert proc.returncode == (2 if fault.status == 401 else 3)
     assert "Traceback" not in proc.stderr and proc.stdout == ""
     [line] = proc.stderr.splitlines()
     assert line.startswith("taskeval: ") and fragment in line
@@ -525,13 +526,13 @@ def test_cli_process_gives_up_on_a_5xx_storm_after_six_tries_with_shipped_settin
     fake_http: FakeGitHub, tmp_path: Path,
 ) -> None:
     """The production client: the first try and 5 retries with 0, 1, 2, 4 and 8 s of backoff
-    (about 15 s), then one line and exit 2."""
+    (about 15 s), then one line and exit 3 (try again later)."""
     fake = fake_http
     fake.inject(f"/repos/{REPO}/pulls/{PR}/files", Fault.server_error(503), times=20)
     env = process_env(GITHUB_TOKEN=USER_TOKEN, GITHUB_API_URL=fake.url,
                       TASKEVAL_CACHE_DIR=str(tmp_path))
     proc = taskeval_process("evaluate", f"{REPO}#{PR}", "--no-ai", env=env)
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.returncode == 3 and "Traceback" not in proc.stderr
     assert 20 - fake.pending_faults() == 6
     assert "GitHub answered 503" in proc.stderr.splitlines()[-1]
 
@@ -544,7 +545,7 @@ def test_cli_process_reports_an_exhausted_rate_limit_in_one_line(
     env = process_env(GITHUB_TOKEN=USER_TOKEN, GITHUB_API_URL=fake.url,
                       TASKEVAL_CACHE_DIR=str(tmp_path))
     proc = taskeval_process("evaluate", f"{REPO}#{PR}", "--no-ai", env=env)
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.returncode == 3 and "Traceback" not in proc.stderr
     assert fake.count(route="pulls.get") == 1, "an hour-long wait fails fast instead of sleeping"
     [line] = proc.stderr.splitlines()
     assert "rate limit" in line and "resets at" in line
@@ -743,6 +744,6 @@ def test_a_closed_port_for_github_is_a_one_line_failure(
         port = probe.getsockname()[1]
     clean_env(monkeypatch, GITHUB_TOKEN=USER_TOKEN, GITHUB_API_URL=f"http://127.0.0.1:{port}")
     ran = run_cli(["evaluate", f"{REPO}#{PR}", "--no-ai"])
-    assert ran.code == 2
+    assert ran.code == 3
     [line] = ran.errors()
     assert "could not reach GitHub" in line

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 from urllib.parse import urlsplit
 
 import openai
+
+from taskeval.redact import register_secret
 
 JudgeMode = Literal["auto", "on", "off"]
 Provider = Literal["openai", "azure", "github-models", "openai-compatible", "local"]
@@ -79,6 +81,31 @@ class JudgeConfig:
 
     @classmethod
     def from_env(
+        cls, env: Mapping[str, str], mode: JudgeMode, github_token: str | None = None
+    ) -> tuple[JudgeConfig | None, str | None]:
+        """The endpoint (see :meth:`_endpoint_from_env`), with ``TASKEVAL_AI_TIMEOUT`` (seconds per
+        try) and ``TASKEVAL_AI_RETRIES`` bounding how long a hanging endpoint can hold an evaluation."""
+        config, reason = cls._endpoint_from_env(env, mode, github_token)
+        if config is None:
+            return None, reason
+        register_secret(config.api_key)
+        limits: dict[str, float | int] = {}
+        for name, attr, kind, low, high in (("TASKEVAL_AI_TIMEOUT", "timeout", float, 1, 600),
+                                             ("TASKEVAL_AI_RETRIES", "max_retries", int, 0, 10)):
+            text = (env.get(name) or "").strip()
+            if not text:
+                continue
+            try:
+                value = kind(text)
+            except ValueError:
+                return None, f"{name} must be a number from {low} to {high}, got {text[:20]!r}"
+            if not low <= value <= high:
+                return None, f"{name} must be a number from {low} to {high}, got {text[:20]!r}"
+            limits[attr] = value
+        return (replace(config, **limits) if limits else config), None
+
+    @classmethod
+    def _endpoint_from_env(
         cls, env: Mapping[str, str], mode: JudgeMode, github_token: str | None = None
     ) -> tuple[JudgeConfig | None, str | None]:
         """Pick the endpoint: Azure settings, a base URL, an OpenAI key, then GitHub Models.

@@ -72,6 +72,7 @@ PER_PAGE: Final = 100
 USER_AGENT: Final = f"taskeval/{__version__}"
 # GitHub lists at most this many commits of a pull request (documented limit of the endpoint).
 PR_COMMIT_LIST_LIMIT: Final = 250
+PR_FILE_LIST_LIMIT: Final = 3000
 # Workflow runs are listed by branch name, newest first. A branch name can be shared with other
 # work (a fork's `main`), so the listing is bounded in time and size: runs created more than this
 # long before the PR opened, or more than a day after it closed, are not about the PR.
@@ -770,6 +771,13 @@ def collect(gh: Github, repository: str, number: int, *, max_workers: int = 8) -
         changed = _changed_during_collection(pull, commits)
         if changed:
             issues.append(CollectionIssue(resource="commits", message=changed))
+    files: list[RawFile] = results["files"][0]
+    if "files" not in {i.resource for i in issues} and pull.changed_files > len(files):
+        issues.append(CollectionIssue(
+            resource="files",
+            message=f"GitHub lists at most {PR_FILE_LIST_LIMIT} changed files of a pull request; "
+                    f"{len(files)} of {pull.changed_files} were collected",
+        ))
     shas = {c.sha for c in commits} | {pull.head_sha}
     runs = [run for run in results["workflow_runs"][0] if run.head_sha in shas]
     remaining, limit = _rate_limit(created)

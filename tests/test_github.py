@@ -694,3 +694,12 @@ def test_add_reaction_on_a_missing_comment_is_not_found(fake: FakeGitHub) -> Non
 
     with pytest.raises(NotFoundError):
         add_reaction(client(fake), REPO, 123, "eyes")
+
+
+def test_files_beyond_githubs_listing_limit_are_reported(fake: FakeGitHub) -> None:
+    """GitHub lists at most 3,000 files of a PR; a bigger PR is scored on what it lists and says so."""
+    fake.add_pr(REPO, 77, commits=2)
+    fake.repos[REPO].pulls[77].data["changed_files"] = 4_200
+    raw = collect(client(fake), REPO, 77)
+    [issue] = [i for i in raw.issues if i.resource == "files"]
+    assert "at most 3000 changed files" in issue.message and "3 of 4200" in issue.message

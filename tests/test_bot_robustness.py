@@ -20,6 +20,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -518,8 +519,10 @@ class OwnPostgres:
 def own_postgres() -> Iterator[OwnPostgres]:
     server = OwnPostgres()
     if server.bin is None:
-        pytest.skip("no PostgreSQL binaries (/usr/lib/postgresql/*/bin): the restart tests did "
-                    "NOT run")
+        reason = ("no PostgreSQL binaries (/usr/lib/postgresql/*/bin): the PostgreSQL restart "
+                  "tests did NOT run")
+        warnings.warn(reason, stacklevel=1)
+        pytest.skip(reason)
     try:
         server.url = server.init()
     except (subprocess.CalledProcessError, OSError) as exc:

@@ -183,12 +183,14 @@ def _header(headers: Mapping[str, Any] | None, name: str) -> str | None:
 
 
 def _reset_at(headers: Mapping[str, Any] | None) -> datetime | None:
-    value = _header(headers, "x-ratelimit-reset")
-    if value and value.strip().isdigit():
-        return datetime.fromtimestamp(int(value), UTC)
+    """When the limit lifts. A secondary limit says so in ``Retry-After``; ``X-RateLimit-Reset``
+    is on every answer and is the primary window's end, which only matters once it is spent."""
     retry_after = _header(headers, "retry-after")
     if retry_after and retry_after.strip().isdigit():
         return datetime.now(UTC) + timedelta(seconds=int(retry_after))
+    value = _header(headers, "x-ratelimit-reset")
+    if _header(headers, "x-ratelimit-remaining") == "0" and value and value.strip().isdigit():
+        return datetime.fromtimestamp(int(value), UTC)
     return None
 
 

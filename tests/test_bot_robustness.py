@@ -195,10 +195,6 @@ def test_a_github_fault_mid_job_is_retried_with_backoff_then_done_once(
     assert job_count(worker.engine) == 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "core gap (taskeval.github._reset_at): a secondary limit's Retry-After is ignored when GitHub "
-    "also sends X-RateLimit-Reset (it always does), so the job waits for the primary reset, up to "
-    "an hour, instead of Retry-After"))
 def test_a_secondary_rate_limit_waits_for_retry_after_not_the_hourly_reset(
     sqlite_url: str, fake: FakeGitHub
 ) -> None:

@@ -162,6 +162,8 @@ def _quiet_libraries(verbose: bool) -> None:
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(name)s: %(message)s")
     for name in ("github", "urllib3", "openai", "httpx"):
         logging.getLogger(name).setLevel(logging.DEBUG if verbose else logging.CRITICAL)
+    # The CLI prints the result's warnings itself; the core's log lines would say them twice.
+    logging.getLogger("taskeval").setLevel(logging.DEBUG if verbose else logging.ERROR)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

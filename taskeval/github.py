@@ -36,6 +36,7 @@ from typing import Any, Final, TypeVar
 from urllib.parse import quote, urlsplit
 
 import requests
+import urllib3
 from github import Auth, Github, GithubRetry
 from github.GithubException import (
     GithubException,
@@ -235,6 +236,14 @@ def _translate(exc: BaseException, what: str, resource: str) -> GitHubError:
                                  status=status, resource=resource)
         return GitHubError(f"GitHub answered {said} for {what}", status=status, resource=resource)
     if isinstance(exc, requests.RequestException):
+        # urllib3 wraps a read timeout that outlived its retries in a ConnectionError.
+        reason = getattr(exc.args[0], "reason", None) if exc.args else None
+        timed_out = isinstance(reason, urllib3.exceptions.ReadTimeoutError | urllib3.exceptions.ConnectTimeoutError)
+        if isinstance(reason, urllib3.exceptions.NewConnectionError):  # a refused connection, not a wait
+            timed_out = False
+        if isinstance(exc, requests.ReadTimeout) or timed_out:
+            return GitHubError(f"GitHub did not answer in time for {what} (timed out on every try)",
+                               resource=resource)
         return GitHubError(f"could not reach GitHub for {what} ({type(exc).__name__})",
                            resource=resource)
     if isinstance(exc, json.JSONDecodeError):

@@ -263,7 +263,7 @@ GITHUB_FAULTS = {
     "primary-limit-exhausted": GitHubFault(f"pulls/{PR}", Fault.primary_rate_limit(3600), 1, 1,
                                            "resets at"),
     "timeout": GitHubFault(f"pulls/{PR}/commits", Fault.slow(1.3), 10, GITHUB_RETRIES + 1,
-                           "could not reach GitHub"),
+                           "did not answer in time"),
     "truncated-json": GitHubFault(f"pulls/{PR}/reviews", Fault.truncated_json(), 1, 1,
                                   "malformed JSON"),
     "bad-credentials": GitHubFault("", Fault.unauthorized(), 2, None, "rejected the credentials"),

@@ -131,10 +131,11 @@ def _server_message(exc: openai.APIStatusError) -> str:
 def describe_api_error(exc: Exception, config: JudgeConfig, retries: int) -> str:
     """Plain English for a failed request: which endpoint, what happened, never a credential."""
     where = f"{config.provider} endpoint {describe_endpoint(config.base_url)}"
+    tried = "tried once" if retries == 0 else f"tried {retries + 1} times"
     if isinstance(exc, openai.APITimeoutError):
-        return f"{where} did not answer within {config.timeout:g} s (tried {retries + 1} times)"
+        return f"{where} did not answer within {config.timeout:g} s ({tried})"
     if isinstance(exc, openai.APIConnectionError):
-        return f"could not connect to {where} (tried {retries + 1} times)"
+        return f"could not connect to {where} ({tried})"
     if isinstance(exc, openai.AuthenticationError):
         return f"{where} rejected the credentials (HTTP 401): check the API key or token"
     if isinstance(exc, openai.PermissionDeniedError):

@@ -199,6 +199,9 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
 
         return engine
     kwargs.setdefault("pool_pre_ping", True)
+    if url.startswith("postgresql"):
+        # A server that accepts but never answers must not hold a webhook past GitHub's 10 s.
+        kwargs.setdefault("connect_args", {"connect_timeout": 5})
     return create_engine(url, **kwargs)
 
 

@@ -8,10 +8,10 @@ the variable, never echoing its value (several are secrets).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 DEFAULT_DATABASE_URL = "sqlite:///taskeval-bot.sqlite3"
 # GitHub caps webhook payloads at 25 MB and drops larger ones; anything bigger is not from GitHub.
@@ -36,30 +36,29 @@ def normalise_database_url(url: str) -> str:
     return url
 
 
-def _int(env: Mapping[str, str], name: str, default: int, low: int = 1) -> int:
+_N = TypeVar("_N", int, float)
+
+
+def _number(env: Mapping[str, str], name: str, default: _N, low: _N, kind: Callable[[str], _N]) -> _N:
     raw = env.get(name, "").strip()
     if not raw:
         return default
     try:
-        value = int(raw)
+        value = kind(raw)
     except ValueError as exc:
-        raise SettingsError(f"{name} must be an integer, got {raw!r}") from exc
-    if value < low:
+        noun = "an integer" if kind is int else "a number"
+        raise SettingsError(f"{name} must be {noun}, got {raw!r}") from exc
+    if not value >= low:  # also refuses NaN
         raise SettingsError(f"{name} must be at least {low}, got {value}")
     return value
+
+
+def _int(env: Mapping[str, str], name: str, default: int, low: int = 1) -> int:
+    return _number(env, name, default, low, int)
 
 
 def _float(env: Mapping[str, str], name: str, default: float, low: float = 0.0) -> float:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError as exc:
-        raise SettingsError(f"{name} must be a number, got {raw!r}") from exc
-    if value < low:
-        raise SettingsError(f"{name} must be at least {low}, got {value}")
-    return value
+    return _number(env, name, default, low, float)
 
 
 @dataclass(frozen=True)

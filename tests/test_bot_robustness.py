@@ -152,7 +152,7 @@ FAULTS = {
         "/pulls/{n}", lambda: Fault.primary_rate_limit(900), "rate limit",
         waits_until_reset=899),
     "read-timeout": GitHubFault(
-        "/pulls/{n}/files", lambda: Fault.slow(3), "could not reach GitHub"),
+        "/pulls/{n}/files", lambda: Fault.slow(3), "did not answer in time"),
     "truncated-json": GitHubFault(
         "/pulls/{n}/reviews", Fault.truncated_json, "malformed JSON"),
     "502-on-posting-the-comment": GitHubFault(
@@ -161,7 +161,7 @@ FAULTS = {
         "/issues/{n}/comments", lambda: Fault.lost_answer(502).on("POST"), "502"),
     "comment-created-but-timed-out": GitHubFault(
         "/issues/{n}/comments", lambda: Fault.lost_answer(None, delay=3).on("POST"),
-        "could not reach GitHub"),
+        "did not answer in time"),
 }
 
 

@@ -242,7 +242,7 @@ def _translate(exc: BaseException, what: str, resource: str) -> GitHubError:
         if isinstance(reason, urllib3.exceptions.NewConnectionError):  # a refused connection, not a wait
             timed_out = False
         if isinstance(exc, requests.ReadTimeout) or timed_out:
-            return GitHubError(f"GitHub did not answer in time for {what} (timed out on every try)",
+            return GitHubError(f"GitHub did not answer in time for {what} (timed out)",
                                resource=resource)
         return GitHubError(f"could not reach GitHub for {what} ({type(exc).__name__})",
                            resource=resource)

@@ -23,13 +23,13 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from flask import Flask
 from flask.testing import FlaskClient
-from sqlalchemy import MetaData, func, select
+from sqlalchemy import MetaData, select
 
 from bot import events
 from bot.app import create_app
 from bot.db import deliveries, jobs, make_engine
 from bot.worker import Worker
-from tests.bot.helpers import API_TOKEN, SECRET, delivery_headers, payload, settings_for, sign
+from tests.bot.helpers import API_TOKEN, SECRET, count, deliver, delivery_headers, payload, settings_for, sign
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub, Fault
 from tests.fakeopenai import Fail, FakeOpenAI
 from tests.test_bot_serve import base_env, free_port, wait_for
@@ -50,22 +50,6 @@ def client(app: Flask) -> FlaskClient:
     return app.test_client()
 
 
-def post(client: FlaskClient, event: str, data: Any, delivery: str,
-         **headers: str | None) -> Any:
-    body = data if isinstance(data, bytes) else json.dumps(data).encode()
-    sent = delivery_headers(event, body, delivery)
-    for name, value in headers.items():
-        name = name.replace("_", "-")
-        if value is None:
-            sent.pop(name, None)
-        else:
-            sent[name] = value
-    return client.post("/webhook", data=body, headers=sent)
-
-
-def count(app: Flask, table: Any) -> int:
-    with app.extensions["taskeval"].engine.connect() as conn:
-        return int(conn.execute(select(func.count()).select_from(table)).scalar_one())
 
 
 # -------------------------------------------------------------------------------- signatures
@@ -124,7 +108,7 @@ def test_signatures_and_tokens_are_compared_in_constant_time(
         return real(a, b)
 
     monkeypatch.setattr(hmac, "compare_digest", spy)
-    assert post(client, "ping", payload("ping"), "ct-1").status_code == 200
+    assert deliver(client, "ping", payload("ping"), "ct-1").status_code == 200
     assert calls[-1] == (sign(json.dumps(payload("ping")).encode()).encode(),) * 2
     wrong = client.get(f"/api/evaluations/{REPO}/42", headers={"Authorization": "Bearer nope"})
     assert wrong.status_code == 401
@@ -161,12 +145,12 @@ def merged_body(fake: FakeGitHub) -> dict[str, Any]:
 def test_a_replayed_delivery_id_is_acknowledged_but_never_queued_again(
     app: Flask, client: FlaskClient, fake: FakeGitHub
 ) -> None:
-    first = post(client, "pull_request", merged_body(fake), "replay-1").get_json()
-    while_queued = post(client, "pull_request", merged_body(fake), "replay-1").get_json()
+    first = deliver(client, "pull_request", merged_body(fake), "replay-1").get_json()
+    while_queued = deliver(client, "pull_request", merged_body(fake), "replay-1").get_json()
     assert run_jobs(app, fake) == ["done"]
-    after_done = post(client, "pull_request", merged_body(fake), "replay-1").get_json()
+    after_done = deliver(client, "pull_request", merged_body(fake), "replay-1").get_json()
     # Even a different (validly signed) body under a stored id is that delivery again.
-    other = post(client, "issue_comment", payload("issue_comment.created.evaluate"),
+    other = deliver(client, "issue_comment", payload("issue_comment.created.evaluate"),
                  "replay-1").get_json()
     for answer in (while_queued, after_done, other):
         assert (answer["status"], answer["job"]) == ("duplicate", first["job"])
@@ -181,17 +165,17 @@ def test_a_replayed_body_under_a_new_delivery_id_does_nothing_twice(
     delivery can resend it under a new id; GitHub itself only reuses an id on redelivery. The
     secret stops forged bodies; a replayed one finds its work already queued or done."""
     merged = merged_body(fake)
-    first = post(client, "pull_request", merged, "orig-1").get_json()
-    assert post(client, "pull_request", merged, "new-id-1").get_json()["status"] == "coalesced"
+    first = deliver(client, "pull_request", merged, "orig-1").get_json()
+    assert deliver(client, "pull_request", merged, "new-id-1").get_json()["status"] == "coalesced"
     assert run_jobs(app, fake) == ["done"]
-    late = post(client, "pull_request", merged, "new-id-2").get_json()
+    late = deliver(client, "pull_request", merged, "new-id-2").get_json()
     assert (late["status"], late["job"]) == ("coalesced", first["job"])
 
     fake.set_permission(REPO, "octocat", "admin")
     command = payload("issue_comment.created.evaluate")
-    asked = post(client, "issue_comment", command, "cmd-1").get_json()
+    asked = deliver(client, "issue_comment", command, "cmd-1").get_json()
     assert asked["status"] == "queued"
-    replayed = post(client, "issue_comment", command, "cmd-new-id").get_json()
+    replayed = deliver(client, "issue_comment", command, "cmd-new-id").get_json()
     assert (replayed["status"], replayed["job"]) == ("duplicate", asked["job"])
     assert run_jobs(app, fake) == ["done", "done"]  # the command and its one evaluation
     ours = [c for c in fake.comments(REPO, 42) if c["body"].startswith("<!-- taskeval")]
@@ -233,7 +217,7 @@ def comment_payload(body: str, *, login: str = "mona", user_type: str = "User",
 )
 def test_what_is_not_an_evaluate_command(app: Flask, client: FlaskClient, data: dict[str, Any],
                                          reason: str) -> None:
-    answer = post(client, "issue_comment", data, "cmt-1").get_json()
+    answer = deliver(client, "issue_comment", data, "cmt-1").get_json()
     assert answer["status"] == "ignored" and reason in answer["message"]
     assert count(app, jobs) == 0
 
@@ -248,7 +232,7 @@ def test_only_writers_can_run_evaluate(app: Flask, client: FlaskClient, fake: Fa
     comment = fake.add_issue_comment(REPO, 42, "/evaluate", user="mona")
     data = comment_payload("/evaluate")
     data["comment"]["id"] = comment["id"]
-    assert post(client, "issue_comment", data, "perm-1").get_json()["status"] == "queued"
+    assert deliver(client, "issue_comment", data, "perm-1").get_json()["status"] == "queued"
     run_jobs(app, fake)
     assert [r["content"] for r in fake.reactions[comment["id"]]] == [reaction]
     ours = [c for c in fake.comments(REPO, 42) if c["body"].startswith("<!-- taskeval")]

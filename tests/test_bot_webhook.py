@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from bot.app import create_app
 from bot.db import deliveries, installation_events, jobs
 from bot.settings import BotSettings, SettingsError
-from tests.bot.helpers import SECRET, delivery_headers, payload, settings_for, sign
+from tests.bot.helpers import SECRET, count, deliver, delivery_headers, payload, settings_for, sign
 
 pytest_plugins = ["tests.bot.fixtures"]
 
@@ -31,22 +31,6 @@ def client(app: Flask) -> FlaskClient:
     return app.test_client()
 
 
-def deliver(client: FlaskClient, event: str, data: Any, delivery: str = "d-1",
-            **header_overrides: str | None) -> Any:
-    body = data if isinstance(data, bytes) else json.dumps(data).encode()
-    headers = delivery_headers(event, body, delivery)
-    for key, value in header_overrides.items():
-        name = key.replace("_", "-")
-        if value is None:
-            headers.pop(name, None)
-        else:
-            headers[name] = value
-    return client.post("/webhook", data=body, headers=headers)
-
-
-def count(app: Flask, table: Any) -> int:
-    with app.extensions["taskeval"].engine.connect() as conn:
-        return int(conn.execute(select(func.count()).select_from(table)).scalar_one())
 
 
 def test_ping_answers_200(client: FlaskClient) -> None:

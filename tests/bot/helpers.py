@@ -9,6 +9,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import func, select
+
 from bot.settings import BotSettings, normalise_database_url
 
 PAYLOADS = Path(__file__).parent / "payloads"
@@ -53,3 +57,23 @@ def settings_for(url: str, **overrides: Any) -> BotSettings:
 def postgres_url() -> str | None:
     url = os.environ.get("DATABASE_URL_POSTGRES", "").strip()
     return normalise_database_url(url) if url else None
+
+
+def deliver(client: FlaskClient, event: str, data: Any, delivery: str = "d-1",
+            **header_overrides: str | None) -> Any:
+    """POST a signed delivery through the test client; ``X_Header=None`` drops a header."""
+    body = data if isinstance(data, bytes) else json.dumps(data).encode()
+    headers = delivery_headers(event, body, delivery)
+    for key, value in header_overrides.items():
+        name = key.replace("_", "-")
+        if value is None:
+            headers.pop(name, None)
+        else:
+            headers[name] = value
+    return client.post("/webhook", data=body, headers=headers)
+
+
+def count(app: Flask, table: Any) -> int:
+    """Rows in one of the bot's tables."""
+    with app.extensions["taskeval"].engine.connect() as conn:
+        return int(conn.execute(select(func.count()).select_from(table)).scalar_one())

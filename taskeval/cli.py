@@ -19,6 +19,8 @@ from pathlib import Path
 from taskeval import SCORER_VERSION, __version__
 
 EXIT_OK, EXIT_SIDE_EFFECT, EXIT_INPUT, EXIT_RETRY_LATER = 0, 1, 2, 3
+# What `pip install 'taskeval[bot]'` adds; without them `serve`/`worker` explain instead of vanishing.
+BOT_EXTRA_MODULES = frozenset({"bot", "flask", "gunicorn", "sqlalchemy", "psycopg", "werkzeug"})
 
 
 def _fail(message: str, code: int = EXIT_INPUT) -> int:
@@ -147,8 +149,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     try:
         from bot.cli import add_commands
-    except ImportError:  # the bot extra is not installed
-        pass
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in BOT_EXTRA_MODULES:
+            raise  # a bug in the bot, not a missing extra
+        for name in ("serve", "worker"):
+            missing = sub.add_parser(name, help="run the webhook bot (needs: pip install 'taskeval[bot]')")
+            missing.set_defaults(func=lambda _args, why=exc.name: _fail(
+                f"the webhook bot needs the bot extra ({why} is not installed): pip install 'taskeval[bot]'"))
     else:
         add_commands(sub)
     return parser

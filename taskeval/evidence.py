@@ -60,7 +60,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
-from typing import Final, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 from taskeval.config import Patterns
 from taskeval.contract import COMMENT_MARKER
@@ -798,39 +798,34 @@ def _agent_logs(raw: RawCollection) -> EvidenceGroup:
     return _group("agentLogs", candidates)
 
 
-def _flaky_checks(raw: RawCollection) -> list[tuple[RawCheckRun, RawCheckRun]]:
-    """(failed, passed) pairs: the same check on the same commit failed, then passed."""
+_Attempt = TypeVar("_Attempt", RawCheckRun, RawWorkflowRun)
+
+
+def _flaky_pairs(items: list[_Attempt], series_key: Callable[[_Attempt], tuple[str, str]],
+                 when: Callable[[_Attempt], Any]) -> list[tuple[_Attempt, _Attempt]]:
+    """(failed, passed) pairs: the same check or workflow on the same commit failed, then passed."""
     pairs = []
-    series: dict[tuple[str, str], list[RawCheckRun]] = defaultdict(list)
-    for c in sorted(raw.check_runs, key=_check_time):
-        series[(c.head_sha, c.name)].append(c)
-    for runs in series.values():
+    series: dict[tuple[str, str], list[_Attempt]] = defaultdict(list)
+    for item in sorted(items, key=when):
+        series[series_key(item)].append(item)
+    for attempts in series.values():
         failed = None
-        for c in runs:
-            state = outcome_of(c.status, c.conclusion)
+        for item in attempts:
+            state = outcome_of(item.status, item.conclusion)
             if state == "fail":
-                failed = c
+                failed = item
             elif state == "pass" and failed is not None:
-                pairs.append((failed, c))
+                pairs.append((failed, item))
                 failed = None
     return pairs
+
+
+def _flaky_checks(raw: RawCollection) -> list[tuple[RawCheckRun, RawCheckRun]]:
+    return _flaky_pairs(raw.check_runs, lambda c: (c.head_sha, c.name), _check_time)
 
 
 def _flaky_runs(raw: RawCollection) -> list[tuple[RawWorkflowRun, RawWorkflowRun]]:
-    pairs = []
-    series: dict[tuple[str, str], list[RawWorkflowRun]] = defaultdict(list)
-    for r in sorted(raw.workflow_runs, key=_run_time):
-        series[(r.head_sha, str(r.workflow_id or r.name))].append(r)
-    for runs in series.values():
-        failed = None
-        for r in runs:
-            state = outcome_of(r.status, r.conclusion)
-            if state == "fail":
-                failed = r
-            elif state == "pass" and failed is not None:
-                pairs.append((failed, r))
-                failed = None
-    return pairs
+    return _flaky_pairs(raw.workflow_runs, lambda r: (r.head_sha, str(r.workflow_id or r.name)), _run_time)
 
 
 def _run_audit(raw: RawCollection, cids: dict[int, str]) -> EvidenceGroup:

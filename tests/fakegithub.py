@@ -24,6 +24,7 @@ way out, so PyGithub objects that follow ``url`` fields stay on the fake.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import itertools
 import json
@@ -147,6 +148,22 @@ class Identity:
     type: str = "User"
     integration: bool = False  # installation / Actions token: no /user, permission-checked
     permissions: Permissions | None = None  # None: everything (a classic token with repo scope)
+
+
+@functools.cache
+def app_key_pair(private_format: str = "PKCS8") -> tuple[str, str]:
+    """(private PEM, public PEM) of an RSA key for a fake GitHub App; generated once per format
+    ("PKCS8" or "TraditionalOpenSSL") because 2048-bit generation is slow."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(serialization.Encoding.PEM,
+                                getattr(serialization.PrivateFormat, private_format),
+                                serialization.NoEncryption()).decode()
+    public = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                           serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    return private, public
 
 
 @dataclass

@@ -19,8 +19,6 @@ from typing import Any
 
 import pytest
 import requests
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import MetaData, select
@@ -30,7 +28,7 @@ from bot.app import create_app
 from bot.db import deliveries, jobs, make_engine
 from bot.worker import Worker
 from tests.bot.helpers import API_TOKEN, SECRET, count, deliver, delivery_headers, payload, settings_for, sign
-from tests.fakegithub import FAKE_TOKEN, FakeGitHub, Fault
+from tests.fakegithub import FAKE_TOKEN, FakeGitHub, Fault, app_key_pair
 from tests.fakeopenai import Fail, FakeOpenAI
 from tests.test_bot_serve import base_env, free_port, wait_for
 
@@ -289,13 +287,7 @@ AI_SECRET = "sk-canary-TaskevalBotSecurity-000000000000"
 
 @pytest.fixture(scope="module")
 def app_key() -> tuple[str, str]:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(serialization.Encoding.PEM,
-                                serialization.PrivateFormat.TraditionalOpenSSL,
-                                serialization.NoEncryption()).decode()
-    public = key.public_key().public_bytes(serialization.Encoding.PEM,
-                                           serialization.PublicFormat.SubjectPublicKeyInfo).decode()
-    return private, public
+    return app_key_pair("TraditionalOpenSSL")
 
 
 def key_fragments(pem: str) -> list[str]:

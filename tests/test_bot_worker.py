@@ -15,8 +15,6 @@ from typing import Any
 
 import pytest
 import requests
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 from github import GithubException
 from sqlalchemy import Engine, func, select
 
@@ -27,7 +25,7 @@ from bot.queue import Job, Queue
 from bot.worker import Worker, classify
 from taskeval.github import AuthError, GitHubError, NotFoundError, RateLimitError
 from tests.bot.helpers import SECRET, settings_for
-from tests.fakegithub import FAKE_TOKEN, FakeGitHub, Fault
+from tests.fakegithub import FAKE_TOKEN, FakeGitHub, Fault, app_key_pair
 
 pytest_plugins = ["tests.bot.fixtures"]
 REPO = "octo-org/widgets"
@@ -174,13 +172,7 @@ def test_missing_pull_request_is_dead_at_once(worker: Worker) -> None:
 
 @pytest.fixture(scope="module")
 def app_key() -> tuple[str, str]:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(serialization.Encoding.PEM,
-                                serialization.PrivateFormat.TraditionalOpenSSL,
-                                serialization.NoEncryption()).decode()
-    public = key.public_key().public_bytes(serialization.Encoding.PEM,
-                                           serialization.PublicFormat.SubjectPublicKeyInfo).decode()
-    return private, public
+    return app_key_pair("TraditionalOpenSSL")
 
 
 def test_app_mode_mints_one_installation_token_and_comments_as_the_app(

@@ -9,8 +9,6 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 from github import Github
 
 from taskeval.github import (
@@ -27,7 +25,7 @@ from taskeval.github import (
     parse_pr_ref,
     upsert_comment,
 )
-from tests.fakegithub import ACTIONS_PERMISSIONS, FAKE_TOKEN, FakeGitHub, Fault
+from tests.fakegithub import ACTIONS_PERMISSIONS, FAKE_TOKEN, FakeGitHub, Fault, app_key_pair
 
 REPO = "octo-org/widgets"
 # One request each: repository, PR, commits, reviews, review comments, conversation comments,
@@ -441,13 +439,7 @@ def test_api_url(env: dict[str, str], expected: str) -> None:
 
 
 def test_app_installation_auth_goes_through_the_same_factory() -> None:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private_pem = key.private_bytes(serialization.Encoding.PEM,
-                                    serialization.PrivateFormat.PKCS8,
-                                    serialization.NoEncryption()).decode()
-    public_pem = key.public_key().public_bytes(serialization.Encoding.PEM,
-                                               serialization.PublicFormat.SubjectPublicKeyInfo
-                                               ).decode()
+    private_pem, public_pem = app_key_pair()
     fake = FakeGitHub(token=None)
     fake.add_app(12345, public_pem, slug="taskeval", installations={42: [REPO]})
     fake.add_pr(REPO, 482)

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 from action.events import ALLOWED_PERMISSIONS, Decision, decide
 from action.inputs import ActionInputs, InputError
 from action.runner import LogBridge, Runner
+from taskeval.config import CONFIG_PATH
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
 CATEGORY_OUTPUTS = {
@@ -29,7 +30,6 @@ OUTPUT_NAMES = (
     "evaluated", "overall-score", "overall-band", *CATEGORY_OUTPUTS.values(), "result-path",
     "comment-url",
 )
-CONFIG_FILE = ".github/taskeval.yml"
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ def _annotate(runner: Runner, result: Any, inputs: ActionInputs) -> None:
     """Config problems and degraded parts of the evaluation as warnings on the run."""
     config_errors: list[str] = list(result.config.errors)
     source: str = result.config.source
-    file = CONFIG_FILE if source.startswith("repo:") else (
+    file = CONFIG_PATH if source.startswith("repo:") else (
         str(inputs.config_path) if inputs.config_path else None)
     for err in config_errors:
         runner.warning(f"{err} (evaluated with the default settings)", title="taskeval config",

@@ -235,10 +235,6 @@ def iso(value: datetime | None) -> str | None:
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def parse_iso(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value) if value else None
-
-
 def _seconds(start: datetime | None, end: datetime | None) -> int | None:
     if start is None or end is None:
         return None

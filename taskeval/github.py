@@ -50,6 +50,7 @@ from pydantic import ValidationError
 from urllib3.exceptions import ConnectTimeoutError, InvalidHeader
 
 from taskeval import __version__
+from taskeval.config import CONFIG_PATH
 from taskeval.contract import COMMENT_MARKER
 from taskeval.raw import (
     CollectionIssue,
@@ -68,7 +69,6 @@ from taskeval.redact import redact, register_secret
 
 DEFAULT_API_URL: Final = "https://api.github.com"
 MARKER: Final = COMMENT_MARKER
-CONFIG_PATH: Final = ".github/taskeval.yml"
 PER_PAGE: Final = 100
 USER_AGENT: Final = f"taskeval/{__version__}"
 # GitHub lists at most this many commits of a pull request (documented limit of the endpoint).

@@ -224,13 +224,6 @@ class EvidenceBundle(Model):
     def evidence_ids(self) -> set[str]:
         return {item.id for group in self.groups for item in group.items}
 
-    def item(self, evidence_id: str) -> EvidenceItem | None:
-        for group in self.groups:
-            for it in group.items:
-                if it.id == evidence_id:
-                    return it
-        return None
-
 
 # --------------------------------------------------------------------------- signals and scores
 
@@ -347,8 +340,3 @@ class EvaluationResult(Model):
 
     def category(self, name: Category) -> CategoryScore:
         return next(c for c in self.category_scores if c.category == name)
-
-
-def dump_canonical(data: Any) -> str:
-    """Stable JSON for hashing and byte-identical re-scoring."""
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -294,7 +294,7 @@ def main(env: Mapping[str, str] | None = None, out: TextIO | None = None) -> int
     """``python -m action``: :func:`run`, with anything unexpected turned into one error line."""
     env = dict(os.environ) if env is None else env
     runner = Runner(env, out)
-    import github  # noqa: F401 - PyGithub adds its stderr log handler at import; bridge after it
+    import taskeval.github  # noqa: F401 - makes PyGithub's logger an ordinary one before bridging
 
     LogBridge.install(runner)
     try:

@@ -126,17 +126,12 @@ class LogBridge(logging.Handler):
             self.runner.debug(f"{record.name}: {message}")
 
     @classmethod
-    def install(cls, runner: Runner, own_handlers: tuple[str, ...] = ("github",)) -> LogBridge:
-        """Route the root logger here; ``own_handlers`` names libraries (PyGithub) that attach
-        their own stderr handler at import, which is dropped so records arrive once, here."""
+    def install(cls, runner: Runner) -> LogBridge:
+        """Route the root logger here (PyGithub's own handler is removed by taskeval.github)."""
         handler = cls(runner)
         root = logging.getLogger()
         for existing in list(root.handlers):
             root.removeHandler(existing)
-        for name in own_handlers:
-            lib = logging.getLogger(name)
-            for existing in list(lib.handlers):
-                lib.removeHandler(existing)
         root.addHandler(handler)
         root.setLevel(logging.DEBUG if runner.env.get("RUNNER_DEBUG") == "1" else logging.INFO)
         return handler

@@ -164,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _quiet_libraries(verbose: bool) -> None:
     """PyGithub and urllib3 log every retry and backoff to stderr; users get taskeval's one line
     instead, and ``--verbose`` shows the library detail (credentials never reach these logs)."""
-    import github  # noqa: F401  - PyGithub sets its logger to INFO with a handler at import time
+    import taskeval.github  # noqa: F401  - imported first: it tames PyGithub's import-time logger
 
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(name)s: %(message)s")
     for name in ("github", "urllib3", "openai", "httpx"):

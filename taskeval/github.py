@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import logging
 import os
 import re
 import threading
@@ -66,6 +67,20 @@ from taskeval.raw import (
     RawWorkflowRun,
 )
 from taskeval.redact import redact, register_secret
+
+
+def _adopt_pygithub_logger() -> None:
+    """PyGithub attaches its own stderr handler at INFO to the ``github`` logger when imported,
+    which bypasses every adapter's logging (the bot's JSON lines and redaction, the Action's
+    annotations, the CLI's one-line errors). Make it an ordinary library logger instead: no
+    handler of its own, level inherited from whatever the adapter configured."""
+    library = logging.getLogger("github")
+    for handler in list(library.handlers):
+        library.removeHandler(handler)
+    library.setLevel(logging.NOTSET)
+
+
+_adopt_pygithub_logger()
 
 DEFAULT_API_URL: Final = "https://api.github.com"
 MARKER: Final = COMMENT_MARKER

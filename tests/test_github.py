@@ -695,3 +695,15 @@ def test_files_beyond_githubs_listing_limit_are_reported(fake: FakeGitHub) -> No
     raw = collect(client(fake), REPO, 77)
     [issue] = [i for i in raw.issues if i.resource == "files"]
     assert "at most 3000 changed files" in issue.message and "3 of 4200" in issue.message
+
+
+def test_pygithub_logs_go_through_the_adapters_logging(caplog: pytest.LogCaptureFixture) -> None:
+    """PyGithub's own stderr handler would bypass the bot's JSON logs and redaction: it is removed,
+    and its records reach whatever handlers the adapter configured."""
+    import logging
+
+    library = logging.getLogger("github")
+    assert library.handlers == [] and library.level == logging.NOTSET
+    with caplog.at_level(logging.INFO):
+        logging.getLogger("github.GithubRetry").info("Request GET /x failed with 502")
+    assert [r.getMessage() for r in caplog.records] == ["Request GET /x failed with 502"]

@@ -80,15 +80,15 @@ def evaluate_pull_request(
 
 def _judge(
     bundle: EvidenceBundle, settings: Settings, options: Options, signals: list[Any]
-) -> JudgeResult | JudgeInfo:
+) -> JudgeResult:
     if options.ai == "off":
-        return JudgeInfo(status="off", error="AI judge turned off (--no-ai / ai: off)")
+        return JudgeResult(JudgeInfo(status="off", error="AI judge turned off (--no-ai / ai: off)"), {})
     if not settings.ai:
-        return JudgeInfo(status="off", error="AI judge turned off by the repository config (ai: false)")
+        reason = "AI judge turned off by the repository config (ai: false)"
+        return JudgeResult(JudgeInfo(status="off", error=reason), {})
     config, reason = JudgeConfig.from_env(options.env, options.ai, options.github_token)
     if config is None:
-        status = "error" if options.ai == "on" else "off"
-        return JudgeInfo(status=status, error=reason)
+        return JudgeResult(JudgeInfo(status="error" if options.ai == "on" else "off", error=reason), {})
     # The cache directory follows the adapter's environment (TASKEVAL_CACHE_DIR), not this process's.
     cache = options.cache if options.cache is not None else FileCache(default_cache_dir(options.env))
     return run_judge(
@@ -101,13 +101,11 @@ def score_bundle(
     bundle: EvidenceBundle,
     loaded: LoadedConfig,
     options: Options | None = None,
-    *,
-    warnings: list[str] | None = None,
 ) -> EvaluationResult:
     """Score a bundle: deterministic signals, the advisory judge, the contract's blend."""
     options = options or Options()
     settings = loaded.settings
-    warnings = list(warnings or [])
+    warnings: list[str] = []
     # Gaps in collection live in the bundle, so a re-scored result still says it was partial.
     for item in next(g for g in bundle.groups if g.source == "runAudit").items:
         if item.id.startswith("audit:unavailable-"):
@@ -127,8 +125,7 @@ def score_bundle(
     signals = compute_signals(bundle, settings)
     outcomes = deterministic_scores(signals, settings)
     judged = _judge(bundle, settings, options, signals)
-    info = judged if isinstance(judged, JudgeInfo) else judged.info
-    verdicts = {} if isinstance(judged, JudgeInfo) else judged.categories
+    info, verdicts = judged.info, judged.categories
     if info.status in ("error", "rejected", "partial") and info.error:
         warnings.append(f"AI judge unavailable, deterministic scores only where it failed: {info.error}")
 

@@ -101,11 +101,14 @@ def score_bundle(
     bundle: EvidenceBundle,
     loaded: LoadedConfig,
     options: Options | None = None,
+    *,
+    warnings: list[str] | None = None,
 ) -> EvaluationResult:
-    """Score a bundle: deterministic signals, the advisory judge, the contract's blend."""
+    """Score a bundle: deterministic signals, the advisory judge, the contract's blend.
+    ``warnings``: anything the caller already knows to report (kept first, in order)."""
     options = options or Options()
     settings = loaded.settings
-    warnings: list[str] = []
+    warnings = list(warnings or [])
     # Gaps in collection live in the bundle, so a re-scored result still says it was partial.
     for item in next(g for g in bundle.groups if g.source == "runAudit").items:
         if item.id.startswith("audit:unavailable-"):

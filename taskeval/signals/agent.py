@@ -137,27 +137,48 @@ def commit_churn(ctx: Ctx) -> Measure:
 @signal("agent.human_intervention", CAT, "No outside commits needed", 2.0,
         ["facts.commits", "facts.pull.author", "facts.pull.createdAt"])
 def human_intervention(ctx: Ctx) -> Measure:
-    """Share of commits that other people pushed after the PR opened: the author needed help."""
-    known = [c for c in ctx.facts.commits if not c.is_merge and c.author_login]
+    """Share of commits other people pushed to the PR: the author (or agent) needed help.
+
+    A commit by another person counts when it is dated after the PR opened, and also when it
+    carries no date at all (some sources serve none): who wrote it is known even when the time is
+    not, and the reason says how many were counted that way. Commits by another person dated
+    before the PR opened (work the PR was built on) do not count."""
+    own = [c for c in ctx.facts.commits if not c.is_merge]
+    known = [c for c in own if c.author_login]
     if not known:
         return inconclusive("No commit has a GitHub author, so who did the work is unknown.",
                             [ctx.pr])
     opened = ctx.pull.created_at
-    others = [
-        c for c in known
-        if ctx.is_other_human(c.author_login, c.author_is_bot)
-        and (c.committed_at or c.authored_at or "") > opened
-    ]
-    value = len(others) / len(known)
-    who = sorted({c.author_login or "" for c in others})
-    if others:
-        reason = (f"{len(others)} of {plural(len(known), 'commit')} were pushed by other people "
-                  f"({names(who)}) after the PR opened.")
+    others = [c for c in known if ctx.is_other_human(c.author_login, c.author_is_bot)]
+    after = [c for c in others if (c.committed_at or c.authored_at or "") > opened]
+    undated = [c for c in others if not (c.committed_at or c.authored_at)]
+    before = [c for c in others if c not in after and c not in undated]
+    counted = after + undated
+    value = len(counted) / len(known)
+    who = sorted({c.author_login or "" for c in counted})
+    unlinked = len(own) - len(known)
+    tail = (f" ({plural(unlinked, 'commit')} without a GitHub author not counted)"
+            if unlinked else "")
+    if counted:
+        reason = f"{len(counted)} of {plural(len(known), 'commit')} were pushed by other people ({names(who)})"
+        if undated and after:
+            reason += (f"; {len(after)} after the PR opened and {len(undated)} without a date, "
+                       "counted whether or not it came before the PR opened")
+        elif undated:
+            reason += ("; commit dates are unknown, so they are counted whether or not they came "
+                       "before the PR opened")
+        else:
+            reason += " after the PR opened"
+        reason += f"{tail}."
+    elif before:
+        reason = (f"None of the {plural(len(known), 'commit')} with a known author came from "
+                  f"another person after the PR opened; {len(before)} by "
+                  f"{names(sorted({c.author_login or '' for c in before}))} predate it{tail}.")
     else:
         reason = (f"None of the {plural(len(known), 'commit')} with a known author came from "
-                  "another person after the PR opened.")
+                  f"another person{tail}.")
     zero = ctx.settings.thresholds.intervention_ratio_zero
-    cited = [ctx.commit_id(c.sha) for c in others] or [ctx.pr]
+    cited = [ctx.commit_id(c.sha) for c in counted] or [ctx.pr]
     return ok(value, linear(value, 0.0, zero), reason, cited)
 
 

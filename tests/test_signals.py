@@ -229,6 +229,31 @@ def _bot_and_merge_commits() -> RawCollection:
     return b.merged_agent_pr(commits=commits)
 
 
+def _undated(scenario: Callable[[], RawCollection]) -> Callable[[], RawCollection]:
+    """The same PR as a source without commit dates serves it (e.g. the AIDev corpus)."""
+    def build() -> RawCollection:
+        raw = scenario()
+        for c in raw.commits:
+            c.authored_at = c.committed_at = None
+        return raw
+    build.__name__ = f"undated_{scenario.__name__}"
+    return build
+
+
+def _human_before_open() -> RawCollection:
+    commits = [b.commit("c0", "chore: groundwork", -30, author=b.ALICE), *b.default_commits()]
+    return b.merged_agent_pr(commits=commits)
+
+
+def _unlinked_commit() -> RawCollection:
+    commits = [*b.default_commits(), b.commit("c4", "fix: typo", 70, author=None)]
+    return b.merged_agent_pr(commits=commits)
+
+
+def _approval_without_commit() -> RawCollection:
+    return b.merged_agent_pr(reviews=[b.review(7001, b.ALICE, "APPROVED", 90)])
+
+
 def _churn(in_pr_revert: bool) -> Callable[[], RawCollection]:
     target = b.sha("c2") if in_pr_revert else b.sha("elsewhere")
     commits = [*b.default_commits(),
@@ -289,6 +314,13 @@ CASES = [
     Case("agent.human_intervention", _human_fix_commit, "ok", 50,
          "1 of 4 commits was pushed by another person (alice)"),
     Case("agent.human_intervention", _bot_and_merge_commits, "ok", 100, "None of the 4 commits"),
+    Case("agent.human_intervention", _undated(_human_fix_commit), "ok", 50,
+         "1 of 4 commits was pushed by another person (alice); commit dates are unknown"),
+    Case("agent.human_intervention", _undated(b.merged_agent_pr), "ok", 100,
+         "None of the 3 commits with a known author came from another person."),
+    Case("agent.human_intervention", _human_before_open, "ok", 100, "1 by alice predates it"),
+    Case("agent.human_intervention", _unlinked_commit, "ok", 100,
+         "(1 commit without a GitHub author not counted)"),
     Case("agent.review_rounds", b.unresolved_change_request, "ok", 71,
          "A reviewer requested changes once (bob)"),
     Case("agent.review_rounds", _with(reviews=[]), "inconclusive", None, "No one other than"),
@@ -320,8 +352,10 @@ CASES = [
     Case("outcome.claims", _claims("Adds retries with unit tests. Updated the README.",
                                    files=NO_TESTS), "ok", 16,
          '"with unit tests" (no test file changed); "Updated the README" (no documentation'),
-    Case("outcome.claims", _claims("Fixes #12", merged=False, state="closed"), "ok", 40,
-         "closed without merging"),
+    Case("outcome.claims", _claims("Fixes #12", merged=False, state="closed"), "inconclusive",
+         None, "outcome.delivery already counts"),
+    Case("outcome.claims", _claims("Fixes #12. Adds unit tests.", merged=False, state="closed",
+                                   files=NO_TESTS), "ok", 40, "no test file changed"),
     Case("outcome.claims", _claims("Fixes #12", base_ref="release/1.x"), "ok", 40,
          "not the default branch main"),
     Case("outcome.claims", _claims("Closes #482"), "ok", 40, "points at this PR itself"),
@@ -351,6 +385,14 @@ CASES = [
     Case("outcome.post_approval_changes", lambda: _late_approval(), "inconclusive", None,
          "No human approval before the merge (alice approved only after it was merged, which does "
          "not approve what shipped)"),
+    Case("outcome.post_approval_changes", _undated(_approval_without_commit), "inconclusive", None,
+         "3 commits carry no date, so what was pushed after it is unknown"),
+    Case("outcome.post_approval_changes", _approval_without_commit, "ok", 100,
+         "Nothing was pushed after alice's approval"),
+    Case("outcome.post_approval_changes",
+         _undated(lambda: b.merged_agent_pr(
+             reviews=[b.review(7001, b.ALICE, "APPROVED", 45, commit_id=b.sha("c2"))])),
+         "ok", 71, "1 commit landed after alice's last approval"),
     Case("outcome.test_evidence", b.merged_agent_pr, "ok", 84, "48 test lines"),
     Case("outcome.test_evidence", _with(files=NO_TESTS), "ok", 1,
          "No test file changed for 72 source lines"),

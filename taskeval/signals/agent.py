@@ -143,29 +143,52 @@ def commit_churn(ctx: Ctx) -> Measure:
 @signal("agent.human_intervention", CAT, "No outside commits needed", 2.0,
         ["facts.commits", "facts.pull.author", "facts.pull.createdAt"])
 def human_intervention(ctx: Ctx) -> Measure:
-    """Share of commits that other people pushed after the PR opened: the author needed help."""
-    known = [c for c in ctx.facts.commits if not c.is_merge and c.author_login]
+    """Share of commits other people pushed to the PR: the author (or agent) needed help.
+
+    A commit by another person counts when it is dated after the PR opened, and also when it
+    carries no date at all (some sources serve none): who wrote it is known even when the time is
+    not, and the reason says how many were counted that way. Commits by another person dated
+    before the PR opened (work the PR was built on) do not count."""
+    own = [c for c in ctx.facts.commits if not c.is_merge]
+    known = [c for c in own if c.author_login]
     if not known:
         return inconclusive("No commit has a GitHub author, so who did the work is unknown.",
                             [ctx.pr])
     opened = ctx.pull.created_at
-    others = [
-        c for c in known
-        if ctx.is_other_human(c.author_login, c.author_is_bot)
-        and (c.committed_at or c.authored_at or "") > opened
-    ]
-    value = len(others) / len(known)
-    who = sorted({c.author_login or "" for c in others})
-    if others:
-        reason = (f"{share(len(others), len(known), 'commit')} {agree(len(others), 'was', 'were')} "
-                  f"pushed by {agree(len(who), 'another person', 'other people')} ({names(who)}) "
-                  "after the PR opened.")
-    else:
-        n = len(known)
+    others = [c for c in known if ctx.is_other_human(c.author_login, c.author_is_bot)]
+    after = [c for c in others if (c.committed_at or c.authored_at or "") > opened]
+    undated = [c for c in others if not (c.committed_at or c.authored_at)]
+    before = [c for c in others if c not in after and c not in undated]
+    counted = after + undated
+    value = len(counted) / len(known)
+    who = sorted({c.author_login or "" for c in counted})
+    unlinked = len(own) - len(known)
+    tail = (f" ({plural(unlinked, 'commit')} without a GitHub author not counted)"
+            if unlinked else "")
+    n = len(known)
+    if counted:
+        reason = (f"{share(len(counted), n, 'commit')} {agree(len(counted), 'was', 'were')} pushed "
+                  f"by {agree(len(who), 'another person', 'other people')} ({names(who)})")
+        if undated and after:
+            reason += (f"; {len(after)} after the PR opened and {len(undated)} without a date, "
+                       f"counted whether or not {agree(len(undated), 'it', 'they')} came before "
+                       "the PR opened")
+        elif undated:
+            reason += ("; commit dates are unknown, so they are counted whether or not they came "
+                       "before the PR opened")
+        else:
+            reason += " after the PR opened"
+        reason += f"{tail}."
+    elif before:
         reason = (f"{sentence(none_of(n, 'commit'))} with a known author "
-                  f"{agree(n, 'did not come', 'came')} from another person after the PR opened.")
+                  f"{agree(n, 'did not come', 'came')} from another person after the PR opened; "
+                  f"{len(before)} by {names(sorted({c.author_login or '' for c in before}))} "
+                  f"{agree(len(before), 'predates', 'predate')} it{tail}.")
+    else:
+        reason = (f"{sentence(none_of(n, 'commit'))} with a known author "
+                  f"{agree(n, 'did not come', 'came')} from another person{tail}.")
     zero = ctx.settings.thresholds.intervention_ratio_zero
-    cited = [ctx.commit_id(c.sha) for c in others] or [ctx.pr]
+    cited = [ctx.commit_id(c.sha) for c in counted] or [ctx.pr]
     return ok(value, linear(value, 0.0, zero), reason, cited)
 
 

@@ -8,6 +8,7 @@ from typing import Final, Literal
 
 from taskeval import evidence as ev
 from taskeval.contract import Category
+from taskeval.models import CommitEntry
 
 from .base import CITally, Ctx, Measure, before_merge, inconclusive, ok, signal
 from .curves import coverage, decay, linear
@@ -141,9 +142,12 @@ def _check_fix(ctx: Ctx, link: ev.IssueLink) -> Claim:
     if link.repo is None and link.number == pull.number:
         return Claim("fixes an issue", what, "contradicted", "it points at this PR itself", cited)
     if not pull.merged:
+        # A closed PR fixes nothing, but that is outcome.delivery's finding: counting it here
+        # again would only repeat it under another name.
         if pull.state == "closed":
-            return Claim("fixes an issue", what, "contradicted",
-                         "the PR was closed without merging", cited)
+            return Claim("fixes an issue", what, "unverifiable",
+                         "the PR was closed without merging, which outcome.delivery already "
+                         "counts", cited)
         return Claim("fixes an issue", what, "unverifiable", "the PR is not merged yet", cited)
     default = ctx.item_facts.get(ctx.pr, {}).get("defaultBranch")
     if isinstance(default, str) and default and pull.base_ref != default:
@@ -263,18 +267,27 @@ def post_approval_changes(ctx: Ctx) -> Measure:
         return inconclusive("No human approval, so there is no approved state to compare with.",
                             [ctx.pr])
     last = approvals[-1]
-    commits = ctx.facts.commits
-    position = next((n for n, c in enumerate(commits) if c.sha == last.commit_id), None)
-    if position is not None:
-        later = [c for c in commits[position + 1:] if not c.is_merge]
-    else:
-        later = [c for c in commits if not c.is_merge
-                 and (c.committed_at or c.authored_at or "") > (last.submitted_at or "")]
-    half = ctx.settings.thresholds.post_approval_half_life
+    commits = [c for c in ctx.facts.commits if not c.is_merge]
     who = last.author or "a reviewer"
+    position = next((n for n, c in enumerate(ctx.facts.commits) if c.sha == last.commit_id), None)
+    undated: list[CommitEntry] = []
+    if position is not None:
+        later = [c for c in ctx.facts.commits[position + 1:] if not c.is_merge]
+    else:
+        approved_at = last.submitted_at or ""
+        undated = [c for c in commits if not (c.committed_at or c.authored_at)]
+        later = [c for c in commits if (c.committed_at or c.authored_at or "") > approved_at > ""]
+        if not approved_at or (undated and not later):
+            missing = "the approval has no time" if not approved_at else (
+                f"{plural(len(undated), 'commit')} {agree(len(undated), 'carries', 'carry')} no date")
+            return inconclusive(
+                f"{who}'s approval names no commit of this PR and {missing}, so what was pushed "
+                "after it is unknown.", [f"review:{last.id}", ctx.pr])
+    half = ctx.settings.thresholds.post_approval_half_life
     if later:
-        reason = (f"{plural(len(later), 'commit')} landed after {who}'s last approval without "
-                  "another approval.")
+        reason = f"{plural(len(later), 'commit')} landed after {who}'s last approval without another approval"
+        reason += (f" ({plural(len(undated), 'more commit')} without a date not counted)."
+                   if undated else ".")
     else:
         reason = f"Nothing was pushed after {who}'s approval: what shipped is what was approved."
     cited = [f"review:{last.id}", *(ctx.commit_id(c.sha) for c in later)]

@@ -18,12 +18,13 @@ from typing import Any, Literal
 from github import Github
 from pydantic import ValidationError
 
-from taskeval import SCORER_VERSION, contract
+from taskeval import SCORER_VERSION, __version__, contract
 from taskeval.config import LoadedConfig, Settings, load_config
 from taskeval.evidence import build_bundle
 from taskeval.github import collect, upsert_comment
 from taskeval.judge import FileCache, JudgeCache, JudgeConfig, JudgeResult, default_cache_dir, run_judge
 from taskeval.models import (
+    SCHEMA_VERSION,
     CategoryScore,
     ConfigInfo,
     EvaluationResult,
@@ -194,6 +195,27 @@ def _field_path(exc: ValidationError) -> str:
     return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
 
 
+def _version_key(value: object) -> tuple[int, ...] | None:
+    """``"1"`` -> (1,), ``"1.2"`` -> (1, 2); None for anything that is not a dotted number."""
+    parts = str(value).split(".")
+    return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else None
+
+
+def _check_schema_version(path: Path, data: dict[str, Any], what: str) -> None:
+    """Refuse a file written by a newer taskeval: re-scoring it with older rules would silently
+    drop or misread what the newer format holds."""
+    stored = data.get("schemaVersion")
+    if stored is None:
+        return  # older files and hand-made bundles: the model's default applies
+    key, known = _version_key(stored), _version_key(SCHEMA_VERSION)
+    reads = f"this taskeval ({__version__}) reads schemaVersion {SCHEMA_VERSION} and older"
+    if key is None:
+        raise BundleFileError(f"{path}: {what} schemaVersion {stored!r} is not a version number; {reads}")
+    if known is not None and key > known:
+        raise BundleFileError(f"{path}: written by a newer taskeval: {what} schemaVersion {stored}, but "
+                              f"{reads}; upgrade taskeval to re-score it")
+
+
 def load_stored(path: Path) -> tuple[EvidenceBundle, dict[str, Any] | None]:
     """Read a stored result or bare bundle file -> (bundle, stored result dict or None)."""
     try:
@@ -208,6 +230,9 @@ def load_stored(path: Path) -> tuple[EvidenceBundle, dict[str, Any] | None]:
         raise BundleFileError(f"{path}: expected a JSON object (a result or a bundle)")
     # A bundle has "groups" at the top; anything with "evidence" or a result's own keys is a result.
     is_result = "groups" not in data and ("evidence" in data or "scorerVersion" in data or "bundleHash" in data)
+    _check_schema_version(path, data, "result" if is_result else "bundle")
+    if is_result and isinstance(data.get("evidence"), dict):
+        _check_schema_version(path, data["evidence"], "bundle")
     if is_result:
         for key in ("evidence", "bundleHash"):
             if key not in data:

@@ -6,17 +6,30 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from taskeval.models import SCHEMA_VERSION
 from taskeval.report import MARKER
-from tests.fakegithub import FakeGitHub
-from tests.test_cli import REPO, env, fake, run_cli  # noqa: F401  (fixtures)
+from tests.fakegithub import FAKE_TOKEN, FakeGitHub
+from tests.test_cli import REPO, run_cli
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "agent-pr-482.result.json"
 APP_TOKEN = "ghs_InstallationTokenForTheCli0000000000000"
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    gh = FakeGitHub()
+    with gh.serve():
+        yield gh
+
+
+@pytest.fixture
+def env(fake: FakeGitHub, tmp_path: Path) -> dict[str, str]:
+    return {"GITHUB_TOKEN": FAKE_TOKEN, "GITHUB_API_URL": fake.url, "TASKEVAL_CACHE_DIR": str(tmp_path / "cache")}
 
 
 def one_line_exit_2(proc) -> None:  # type: ignore[no-untyped-def]

@@ -19,6 +19,7 @@ from github import Github
 from pydantic import ValidationError
 
 from taskeval import SCORER_VERSION, contract
+from taskeval.agents import attribute
 from taskeval.config import LoadedConfig, Settings, load_config
 from taskeval.evidence import build_bundle
 from taskeval.github import collect, upsert_comment
@@ -167,6 +168,7 @@ def score_bundle(
             number=pull.number, title=pull.title, url=pull.url, author=pull.author,
             merged=pull.merged, merged_at=pull.merged_at,
         ),
+        agent=attribute(bundle, settings),
         head_sha=bundle.head_sha,
         evaluated_at=options.evaluated_at or _now(),
         trigger=options.trigger,

@@ -143,11 +143,7 @@ def load(data: Path) -> list[Case]:
 
 
 def bundle_of(raw: RawCollection) -> EvidenceBundle:
-    bundle = build_bundle(raw)
-    pull = bundle.facts.pull
-    if raw.pull.assignees and not pull.assignees:  # a builder that does not carry them yet
-        pull.assignees = [u.login for u in raw.pull.assignees]
-    return bundle
+    return build_bundle(raw)
 
 
 def has_own_mark(case: Case, got: AgentAttribution) -> bool:

@@ -47,13 +47,7 @@ def pr(
         assignees=[RawUser(login=a) for a in assignees],
         requested_reviewers=[RawUser(login=r) for r in reviewers],
     )
-    bundle = build_bundle(RawCollection(repository="acme/widgets", pull=pull, commits=raw_commits))
-    facts = bundle.facts.pull
-    # Until the builder carries them, set what the raw PR holds.
-    facts.via_app = facts.via_app or app
-    facts.assignees = facts.assignees or list(assignees)
-    facts.requested_reviewers = facts.requested_reviewers or list(reviewers)
-    return bundle
+    return build_bundle(RawCollection(repository="acme/widgets", pull=pull, commits=raw_commits))
 
 
 CLAUDE_BODY = """## Summary
@@ -273,3 +267,29 @@ def test_bundle_without_attribution_fields_keeps_its_hash() -> None:
     with_fields = pr(app="copilot-swe-agent", assignees=("bob",))
     stored = json.loads(with_fields.to_json())["facts"]["pull"]
     assert stored["viaApp"] == "copilot-swe-agent" and stored["assignees"] == ["bob"]
+
+
+def test_collection_reads_what_attribution_needs() -> None:
+    from taskeval.github import convert
+
+    payload = {
+        "number": 9, "title": "t", "body": None, "state": "open", "user": {"login": "Copilot", "type": "Bot"},
+        "created_at": "2025-06-01T00:00:00Z", "head": {"ref": "copilot/fix-9", "sha": "a" * 40},
+        "base": {"ref": "main"}, "html_url": "https://github.com/acme/widgets/pull/9",
+        "assignees": [{"login": "Copilot", "type": "Bot"}, {"login": "bob", "type": "User"}],
+        "requested_reviewers": [{"login": "carol", "type": "User"}],
+        "performed_via_github_app": {"slug": "copilot-swe-agent", "name": "Copilot"},
+    }
+    pull = convert.pull_request(payload)
+    assert pull.performed_via_github_app == "copilot-swe-agent"
+    assert [u.login for u in pull.assignees] == ["Copilot", "bob"]
+    assert [u.login for u in pull.requested_reviewers] == ["carol"]
+    bundle = build_bundle(RawCollection(repository="acme/widgets", pull=pull))
+    facts = bundle.facts.pull
+    assert (facts.via_app, facts.assignees, facts.requested_reviewers) == (
+        "copilot-swe-agent", ["Copilot", "bob"], ["carol"])
+    item = next(i for g in bundle.groups for i in g.items if i.id == "pr:9")
+    assert item.facts["viaApp"] == "copilot-swe-agent" and item.facts["assignees"] == "Copilot, bob"
+    got = attribute(bundle)
+    assert (got.id, got.operator, got.confidence) == ("copilot", "bob", "certain")
+    assert "App copilot-swe-agent" in got.reason

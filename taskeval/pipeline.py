@@ -103,9 +103,12 @@ def score_bundle(
     options: Options | None = None,
     *,
     warnings: list[str] | None = None,
+    bundle_hash: str | None = None,
 ) -> EvaluationResult:
     """Score a bundle: deterministic signals, the advisory judge, the contract's blend.
-    ``warnings``: anything the caller already knows to report (kept first, in order)."""
+    ``warnings``: anything the caller already knows to report (kept first, in order).
+    ``bundle_hash``: ``bundle.hash()`` when the caller has just computed it (saves a second
+    serialisation of the bundle; re-scoring checks a stored result's hash before scoring)."""
     options = options or Options()
     settings = loaded.settings
     warnings = list(warnings or [])
@@ -160,7 +163,8 @@ def score_bundle(
             )
         )
     overall_score = contract.overall({c.category: c.final_score for c in categories})
-    return EvaluationResult(
+    digest = bundle_hash or bundle.hash()
+    return EvaluationResult.model_validate(dict(
         scorer_version=SCORER_VERSION,
         repository=bundle.repository,
         pull_request=PullRequestRef(
@@ -175,14 +179,14 @@ def score_bundle(
         category_scores=categories,
         signals=signals,
         evidence=bundle,
-        bundle_hash=bundle.hash(),
+        bundle_hash=digest,
         judge=info,
         config=ConfigInfo(
             source=loaded.source, errors=loaded.errors, hash=settings.digest(),
             settings=settings.model_dump(mode="json"),
         ),
         warnings=warnings,
-    )
+    ), context={"evidence_hash": (bundle, digest)})
 
 
 def _field_path(exc: ValidationError) -> str:
@@ -244,7 +248,8 @@ def rescore_file(path: Path, options: Options) -> EvaluationResult:
         github_token=options.github_token, cache=options.cache,
         evaluated_at=options.evaluated_at or str(stamp),
     )
-    return score_bundle(bundle, loaded, opts)
+    # load_stored has checked a stored result's bundleHash against its evidence: reuse it.
+    return score_bundle(bundle, loaded, opts, bundle_hash=stored["bundleHash"] if stored else None)
 
 
 def publish_comment(

@@ -12,7 +12,7 @@ from taskeval.config import Settings
 from taskeval.contract import CATEGORIES
 from taskeval.models import EvidenceBundle, Signal
 
-from . import agent, outcome, process  # noqa: F401  (registers the signals)
+from . import agent, outcome, process, rework  # noqa: F401  (registers the signals)
 from .base import REGISTRY, Ctx, SignalSpec
 from .hygiene import Finding, detect_text_issues
 

@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from fnmatch import translate
 from typing import Literal, TypeVar
 
-from taskeval import evidence as ev
 from taskeval.config import Settings
 from taskeval.contract import Category
-from taskeval.models import CheckEntry, EvidenceBundle, RunEntry, Signal
+from taskeval.evidence import vocabulary as ev
+from taskeval.models import CheckEntry, EvidenceBundle, ReviewEntry, RunEntry, Signal
 
 from .curves import to_score
+from .wording import agree, names, plural, share
 
 SignalFunc = Callable[[EvidenceBundle, Settings], Signal]
 FileClass = Literal["ignored", "test", "docs", "source"]
@@ -221,6 +222,16 @@ class Ctx:
         return bool({"check_runs", "workflow_runs"} & set(self.facts.unavailable))
 
 
+def before_merge(ctx: Ctx, reviews: list[ReviewEntry]) -> tuple[list[ReviewEntry], list[ReviewEntry]]:
+    """Split reviews into (submitted by the merge, submitted after it). A review after the merge
+    judged code that had already shipped; for an unmerged PR every review counts."""
+    merged_at = ctx.pull.merged_at if ctx.pull.merged else None
+    if not merged_at:
+        return list(reviews), []
+    return ([r for r in reviews if (r.submitted_at or "") <= merged_at],
+            [r for r in reviews if (r.submitted_at or "") > merged_at])
+
+
 # --------------------------------------------------------------------------- CI view
 
 
@@ -321,14 +332,17 @@ class CITally:
     def cited(self) -> list[str]:
         return [v.evidence for v in self.failing + self.waiting + self.passing]
 
-    def problems(self, red: str, unfinished: str) -> list[str]:
-        """"N of M checks <red> (a, b)" and "K checks <unfinished> (c)", for the reason text."""
+    def problems(self, red: tuple[str, str], unfinished: tuple[str, str]) -> list[str]:
+        """"1 of 3 checks fails (a)" and "2 checks did not finish (b and c)", for the reason
+        text; ``red`` and ``unfinished`` are (singular, plural) forms of what follows."""
         parts = []
         if self.failing:
-            parts.append(f"{len(self.failing)} of {plural(self.counted, 'check')} {red} "
+            n = len(self.failing)
+            parts.append(f"{share(n, self.counted, 'check')} {agree(n, *red)} "
                          f"({names(v.label for v in self.failing)})")
         if self.waiting:
-            parts.append(f"{plural(len(self.waiting), 'check')} {unfinished} "
+            n = len(self.waiting)
+            parts.append(f"{plural(n, 'check')} {agree(n, *unfinished)} "
                          f"({names(v.label for v in self.waiting)})")
         return parts
 
@@ -354,19 +368,3 @@ def _latest(
         outcome = "pending"
     failed_before = any(describe(e)[2] == "fail" for e in ordered[:-1])
     return latest, outcome, failed_before and outcome == "pass"
-
-
-def plural(n: float, word: str, many: str | None = None) -> str:
-    """``1 check``, ``2 checks``; numbers print without a trailing ``.0``."""
-    count = int(n) if float(n).is_integer() else n
-    return f"{count} {word if n == 1 else (many or word + 's')}"
-
-
-def names(items: Iterable[str], most: int = 3) -> str:
-    """``a, b and c`` / ``a, b, c and 2 more``: short lists for reasons."""
-    seq = list(items)
-    if len(seq) > most:
-        return ", ".join(seq[:most]) + f" and {len(seq) - most} more"
-    if len(seq) <= 1:
-        return "".join(seq)
-    return ", ".join(seq[:-1]) + " and " + seq[-1]

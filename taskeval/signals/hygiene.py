@@ -20,7 +20,7 @@ from functools import lru_cache
 from itertools import accumulate
 from typing import Final, Literal
 
-from taskeval.evidence import blank_code
+from taskeval.evidence.vocabulary import blank_code
 
 FindingKind = Literal["leakage", "boilerplate", "template"]
 MATCH_LIMIT: Final = 80

@@ -129,7 +129,7 @@ def test_taskeval_worker_starts_without_the_webhook_secret(tmp_path: Path) -> No
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""  # still running
     finally:
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert "GITHUB_WEBHOOK_SECRET" not in err
 

@@ -105,10 +105,12 @@ def score_bundle(
     options: Options | None = None,
     *,
     warnings: list[str] | None = None,
+    bundle_hash: str | None = None,
 ) -> EvaluationResult:
     """Score a bundle: signals -> deterministic scores -> the advisory judge -> the contract's
     blend -> the result. ``warnings``: anything the caller already knows to report (kept first,
-    in order)."""
+    in order). ``bundle_hash``: ``bundle.hash()`` when the caller has just computed it (saves a
+    second serialisation of the bundle; re-scoring checks a stored result's hash first)."""
     options = options or Options()
     settings = loaded.settings
     signals = compute_signals(bundle, settings)
@@ -116,7 +118,7 @@ def score_bundle(
     judged = _judge(bundle, settings, options, signals)
     categories = _blend(outcomes, judged)
     notes = [*(warnings or []), *_input_warnings(bundle, loaded), *_judge_warnings(judged.info)]
-    return _result(bundle, loaded, options, signals, categories, judged.info, notes)
+    return _result(bundle, loaded, options, signals, categories, judged.info, notes, bundle_hash)
 
 
 def _input_warnings(bundle: EvidenceBundle, loaded: LoadedConfig) -> list[str]:
@@ -185,10 +187,12 @@ def _result(
     categories: list[CategoryScore],
     judge: JudgeInfo,
     warnings: list[str],
+    bundle_hash: str | None = None,
 ) -> EvaluationResult:
     pull = bundle.facts.pull
     overall_score = contract.overall({c.category: c.final_score for c in categories})
-    return EvaluationResult(
+    digest = bundle_hash or bundle.hash()
+    return EvaluationResult.model_validate(dict(
         scorer_version=SCORER_VERSION,
         repository=bundle.repository,
         pull_request=PullRequestRef(
@@ -203,14 +207,14 @@ def _result(
         category_scores=categories,
         signals=signals,
         evidence=bundle,
-        bundle_hash=bundle.hash(),
+        bundle_hash=digest,
         judge=judge,
         config=ConfigInfo(
             source=loaded.source, errors=loaded.errors, hash=loaded.settings.digest(),
             settings=loaded.settings.model_dump(mode="json"),
         ),
         warnings=warnings,
-    )
+    ), context={"evidence_hash": (bundle, digest)})
 
 
 def _field_path(exc: ValidationError) -> str:
@@ -283,7 +287,8 @@ def rescore_file(path: Path, options: Options) -> EvaluationResult:
     pull = bundle.facts.pull
     stamp = (stored or {}).get("evaluatedAt") or pull.merged_at or pull.closed_at or pull.created_at
     opts = replace(options, trigger="rescore", evaluated_at=options.evaluated_at or str(stamp))
-    return score_bundle(bundle, loaded, opts)
+    # load_stored has checked a stored result's bundleHash against its evidence: reuse it.
+    return score_bundle(bundle, loaded, opts, bundle_hash=stored["bundleHash"] if stored else None)
 
 
 def _rescore_config(path: Path, stored: dict[str, Any] | None, options: Options) -> LoadedConfig:

@@ -18,12 +18,14 @@ from typing import Any, Literal
 from github import Github
 from pydantic import ValidationError
 
-from taskeval import SCORER_VERSION, contract
+from taskeval import SCORER_VERSION, __version__, contract
+from taskeval.agents import attribute
 from taskeval.config import LoadedConfig, Settings, load_config
 from taskeval.evidence import build_bundle
 from taskeval.github import collect, upsert_comment
 from taskeval.judge import FileCache, JudgeCache, JudgeConfig, JudgeResult, default_cache_dir, run_judge
 from taskeval.models import (
+    SCHEMA_VERSION,
     CategoryScore,
     ConfigInfo,
     EvaluationResult,
@@ -104,10 +106,12 @@ def score_bundle(
     options: Options | None = None,
     *,
     warnings: list[str] | None = None,
+    bundle_hash: str | None = None,
 ) -> EvaluationResult:
     """Score a bundle: signals -> deterministic scores -> the advisory judge -> the contract's
     blend -> the result. ``warnings``: anything the caller already knows to report (kept first,
-    in order)."""
+    in order). ``bundle_hash``: ``bundle.hash()`` when the caller has just computed it (saves a
+    second serialisation of the bundle; re-scoring checks a stored result's hash first)."""
     options = options or Options()
     settings = loaded.settings
     signals = compute_signals(bundle, settings)
@@ -115,7 +119,7 @@ def score_bundle(
     judged = _judge(bundle, settings, options, signals)
     categories = _blend(outcomes, judged)
     notes = [*(warnings or []), *_input_warnings(bundle, loaded), *_judge_warnings(judged.info)]
-    return _result(bundle, loaded, options, signals, categories, judged.info, notes)
+    return _result(bundle, loaded, options, signals, categories, judged.info, notes, bundle_hash)
 
 
 def _input_warnings(bundle: EvidenceBundle, loaded: LoadedConfig) -> list[str]:
@@ -184,16 +188,19 @@ def _result(
     categories: list[CategoryScore],
     judge: JudgeInfo,
     warnings: list[str],
+    bundle_hash: str | None = None,
 ) -> EvaluationResult:
     pull = bundle.facts.pull
     overall_score = contract.overall({c.category: c.final_score for c in categories})
-    return EvaluationResult(
+    digest = bundle_hash or bundle.hash()
+    return EvaluationResult.model_validate(dict(
         scorer_version=SCORER_VERSION,
         repository=bundle.repository,
         pull_request=PullRequestRef(
             number=pull.number, title=pull.title, url=pull.url, author=pull.author,
             merged=pull.merged, merged_at=pull.merged_at,
         ),
+        agent=attribute(bundle, loaded.settings),
         head_sha=bundle.head_sha,
         evaluated_at=options.evaluated_at or _now(),
         trigger=options.trigger,
@@ -202,14 +209,14 @@ def _result(
         category_scores=categories,
         signals=signals,
         evidence=bundle,
-        bundle_hash=bundle.hash(),
+        bundle_hash=digest,
         judge=judge,
         config=ConfigInfo(
             source=loaded.source, errors=loaded.errors, hash=loaded.settings.digest(),
             settings=loaded.settings.model_dump(mode="json"),
         ),
         warnings=warnings,
-    )
+    ), context={"evidence_hash": (bundle, digest)})
 
 
 def _field_path(exc: ValidationError) -> str:
@@ -219,6 +226,27 @@ def _field_path(exc: ValidationError) -> str:
         parts.append(f"{loc}: {err['msg']}")
     more = len(exc.errors()) - 3
     return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
+
+
+def _version_key(value: object) -> tuple[int, ...] | None:
+    """``"1"`` -> (1,), ``"1.2"`` -> (1, 2); None for anything that is not a dotted number."""
+    parts = str(value).split(".")
+    return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else None
+
+
+def _check_schema_version(path: Path, data: dict[str, Any], what: str) -> None:
+    """Refuse a file written by a newer taskeval: re-scoring it with older rules would silently
+    drop or misread what the newer format holds."""
+    stored = data.get("schemaVersion")
+    if stored is None:
+        return  # older files and hand-made bundles: the model's default applies
+    key, known = _version_key(stored), _version_key(SCHEMA_VERSION)
+    reads = f"this taskeval ({__version__}) reads schemaVersion {SCHEMA_VERSION} and older"
+    if key is None:
+        raise BundleFileError(f"{path}: {what} schemaVersion {stored!r} is not a version number; {reads}")
+    if known is not None and key > known:
+        raise BundleFileError(f"{path}: written by a newer taskeval: {what} schemaVersion {stored}, but "
+                              f"{reads}; upgrade taskeval to re-score it")
 
 
 def load_stored(path: Path) -> tuple[EvidenceBundle, dict[str, Any] | None]:
@@ -235,6 +263,9 @@ def load_stored(path: Path) -> tuple[EvidenceBundle, dict[str, Any] | None]:
         raise BundleFileError(f"{path}: expected a JSON object (a result or a bundle)")
     # A bundle has "groups" at the top; anything with "evidence" or a result's own keys is a result.
     is_result = "groups" not in data and ("evidence" in data or "scorerVersion" in data or "bundleHash" in data)
+    _check_schema_version(path, data, "result" if is_result else "bundle")
+    if is_result and isinstance(data.get("evidence"), dict):
+        _check_schema_version(path, data["evidence"], "bundle")
     if is_result:
         for key in ("evidence", "bundleHash"):
             if key not in data:
@@ -258,7 +289,8 @@ def rescore_file(path: Path, options: Options) -> EvaluationResult:
     pull = bundle.facts.pull
     stamp = (stored or {}).get("evaluatedAt") or pull.merged_at or pull.closed_at or pull.created_at
     opts = replace(options, trigger="rescore", evaluated_at=options.evaluated_at or str(stamp))
-    return score_bundle(bundle, loaded, opts)
+    # load_stored has checked a stored result's bundleHash against its evidence: reuse it.
+    return score_bundle(bundle, loaded, opts, bundle_hash=stored["bundleHash"] if stored else None)
 
 
 def _rescore_config(path: Path, stored: dict[str, Any] | None, options: Options) -> LoadedConfig:

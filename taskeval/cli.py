@@ -105,12 +105,9 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from taskeval.models import EvaluationResult, EvidenceBundle
+    from taskeval.schema import schema_of
 
-    model = EvidenceBundle if args.what == "bundle" else EvaluationResult
-    schema = model.model_json_schema(by_alias=True)
-    schema["$id"] = f"https://taskeval.dev/schema/{args.what}-v1.json"
-    text = json.dumps(schema, indent=2, sort_keys=True)
+    text = json.dumps(schema_of(args.what), indent=2, sort_keys=True)
     _write_output(args.output, text)
     print(text)
     return EXIT_OK
@@ -142,8 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--markdown", action="store_true", help="print the comment markdown instead of JSON")
     sc.set_defaults(func=cmd_score)
 
-    sh = sub.add_parser("schema", help="print the JSON Schema of the result (or bundle)")
-    sh.add_argument("what", nargs="?", choices=["result", "bundle"], default="result")
+    sh = sub.add_parser("schema", help="print a JSON Schema: the result (default), the bundle, or "
+                        "the config file .github/taskeval.yml (for editors)")
+    sh.add_argument("what", nargs="?", choices=["result", "bundle", "config"], default="result")
     sh.add_argument("--output", metavar="PATH")
     sh.set_defaults(func=cmd_schema)
 

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from taskeval.config import Settings
 from taskeval.report import CATEGORY_TITLES
+from taskeval.schema import CONFIG_SCHEMA_FILE
 from taskeval.signals import signal_specs
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -36,6 +37,27 @@ def config_reference() -> str:
         "Generated from `taskeval/config.py` by `python -m taskeval.reference`; do not edit by hand.",
         "Every key is optional. An invalid file is reported (naming the key) and the evaluation runs",
         "on these defaults. Globs use `fnmatch` on the full path (`*` also matches `/`).",
+        "",
+        "## Editor support",
+        "",
+        "`taskeval schema config` prints the JSON Schema of this file (generated from the same model",
+        "the loader uses). Save it beside the config and point the first line of the config at it; any",
+        "editor with the YAML language server (VS Code's YAML extension, Neovim, JetBrains, Helix) then",
+        "completes keys and signal ids, shows each key's meaning and default, and flags unknown keys",
+        "and wrong types as you type:",
+        "",
+        "```sh",
+        f"taskeval schema config > .github/{CONFIG_SCHEMA_FILE}",
+        "```",
+        "",
+        "```yaml",
+        f"# yaml-language-server: $schema={CONFIG_SCHEMA_FILE}",
+        "thresholds:",
+        "  comfortable_change_lines: 300",
+        "```",
+        "",
+        "The path after `$schema=` is relative to the config file; an `https://` URL works too.",
+        "Regenerate the schema after upgrading taskeval (new keys and signals appear in it).",
         "",
     ]
     defaults = Settings()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from taskeval import evidence as ev
 from taskeval.contract import Category
+from taskeval.evidence import vocabulary as ev
 
 from .base import Ctx, Measure, Verdict, inconclusive, ok, signal
 from .curves import decay, linear

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Literal, TypeVar
 
-from taskeval import evidence as ev
 from taskeval.config import Settings
 from taskeval.contract import Category
+from taskeval.evidence import vocabulary as ev
 from taskeval.models import CheckEntry, EvidenceBundle, ReviewEntry, RunEntry, Signal
 
 from .curves import to_score

@@ -18,7 +18,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from taskeval.evidence import blank_code
+from taskeval.evidence.vocabulary import blank_code
 
 FindingKind = Literal["leakage", "boilerplate", "template"]
 MATCH_LIMIT: Final = 80

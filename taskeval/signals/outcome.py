@@ -6,8 +6,8 @@ import re
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from taskeval import evidence as ev
 from taskeval.contract import Category
+from taskeval.evidence import vocabulary as ev
 from taskeval.models import CommitEntry
 
 from .base import CITally, Ctx, Measure, before_merge, inconclusive, ok, signal

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from taskeval import evidence as ev
 from taskeval.contract import Category
+from taskeval.evidence import vocabulary as ev
 from taskeval.models import ReviewEntry
 
 from .base import CITally, Ctx, Measure, before_merge, inconclusive, ok, signal

@@ -218,6 +218,37 @@ class Thresholds(_Section):
         description="[process.template_filled] Unfilled PR-template findings per halving: "
         "one -> 50.",
     )
+    objection_half_life: float = Field(
+        default=1.0, gt=0,
+        description="[agent.objections] Comments or reviews by other people saying the work is "
+        "wrong or asking for a fix, per halving: one -> 50, two -> 25. Each is a round the agent "
+        "did not get right.",
+    )
+    force_push_half_life: float = Field(
+        default=1.0, gt=0,
+        description="[agent.force_pushes] Force-pushes after the first human review per halving: "
+        "one -> 50. A rewrite after review throws away what the reviewer read.",
+    )
+    agent_failure_half_life: float = Field(
+        default=1.0, gt=0,
+        description="[agent.own_failures] The agent's own failure or stop events per halving: "
+        "one -> 50. The agent itself says its run did not finish.",
+    )
+    idle_grace_hours: float = Field(
+        default=48.0, ge=0,
+        description="[agent.idle_gaps] Hours of silence between two pieces of PR activity that "
+        "cost nothing (a weekend, a reviewer's day off).",
+    )
+    idle_half_life_hours: float = Field(
+        default=120.0, gt=0,
+        description="[agent.idle_gaps] Hours of silence beyond the grace per halving: a week idle "
+        "scores about 64, three weeks about 11.",
+    )
+    restart_half_life: float = Field(
+        default=1.0, gt=0,
+        description="[agent.restarts] Later PRs by the same author that restart this closed one "
+        "per halving: one -> 50.",
+    )
 
     @field_validator("max_change_lines")
     @classmethod

@@ -338,10 +338,9 @@ def test_agent_standard_texts_are_not_findings(text: str) -> None:
     assert detect_text_issues(text, standard=_std()) == []
 
 
-def test_quoted_issue_was_a_finding_before_and_leaks_outside_standard_text_still_count() -> None:
+def test_leaks_outside_standard_text_still_count() -> None:
     from taskeval.signals.hygiene import detect_text_issues
 
-    assert detect_text_issues(COPILOT_QUOTED_ISSUE)  # what the table now leaves alone
     leaky = COPILOT_BODY.replace("Fixes #12.", "As an AI language model, I fixed it.\n\nFixes #12.")
     found = detect_text_issues(leaky, standard=_std())
     assert [f.rule for f in found] == ["ai-disclaimer"]
@@ -364,7 +363,6 @@ def test_signals_leave_agent_standard_texts_and_commits_alone() -> None:
     # Without the table's standard texts the same PR loses points: the exemption is what matters.
     no_copilot = Settings(agents=[AgentRuleConfig(id="copilot", standard_texts=[], standard_commits=[])])
     signals = {s.id: s for s in compute_signals(bundle, no_copilot)}
-    assert signals["process.template_filled"].score < 100
     assert signals["process.conventional_commits"].score < 100
 
 

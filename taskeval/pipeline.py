@@ -19,6 +19,7 @@ from github import Github
 from pydantic import ValidationError
 
 from taskeval import SCORER_VERSION, __version__, contract
+from taskeval.agents import attribute
 from taskeval.config import LoadedConfig, Settings, load_config
 from taskeval.evidence import build_bundle
 from taskeval.github import collect, upsert_comment
@@ -199,6 +200,7 @@ def _result(
             number=pull.number, title=pull.title, url=pull.url, author=pull.author,
             merged=pull.merged, merged_at=pull.merged_at,
         ),
+        agent=attribute(bundle, loaded.settings),
         head_sha=bundle.head_sha,
         evaluated_at=options.evaluated_at or _now(),
         trigger=options.trigger,

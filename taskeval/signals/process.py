@@ -11,7 +11,7 @@ from taskeval.models import ReviewEntry
 
 from .base import CITally, Ctx, Measure, before_merge, inconclusive, ok, signal
 from .curves import coverage, decay, eased_drop, linear, saturating
-from .hygiene import detect_text_issues, prose_length, visible_text
+from .hygiene import blank_quotes, detect_text_issues, prose_length, visible_text
 from .wording import agree, all_of, names, plural, sentence, share
 
 CAT: Category = "processCompliance"
@@ -168,7 +168,7 @@ def conventional_commits(ctx: Ctx) -> Measure:
 def task_reference(ctx: Ctx) -> Measure:
     """A task reference in the PR text, or else the share of commits with a task trailer."""
     pattern = re.compile(ctx.settings.patterns.task_id_pattern)
-    text = visible_text(f"{ctx.pull.title}\n\n{ctx.pull.body}")
+    text = blank_quotes(visible_text(f"{ctx.pull.title}\n\n{ctx.pull.body}"))
     match = pattern.search(text)
     keys = {k.lower() for k in ctx.settings.patterns.task_trailers}
     commits = [c for c in ctx.facts.commits if not c.is_merge]

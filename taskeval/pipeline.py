@@ -19,6 +19,7 @@ from github import Github
 from pydantic import ValidationError
 
 from taskeval import SCORER_VERSION, __version__, contract
+from taskeval.agents import attribute
 from taskeval.config import LoadedConfig, Settings, load_config
 from taskeval.evidence import build_bundle
 from taskeval.github import collect, upsert_comment
@@ -108,10 +109,12 @@ def score_bundle(
     options: Options | None = None,
     *,
     warnings: list[str] | None = None,
+    bundle_hash: str | None = None,
 ) -> EvaluationResult:
     """Score a bundle: signals -> deterministic scores -> the advisory judge -> the contract's
     blend -> the result. ``warnings``: anything the caller already knows to report (kept first,
-    in order)."""
+    in order). ``bundle_hash``: ``bundle.hash()`` when the caller has just computed it (saves a
+    second serialisation of the bundle; re-scoring checks a stored result's hash first)."""
     options = options or Options()
     settings = loaded.settings
     signals = compute_signals(bundle, settings)
@@ -119,7 +122,7 @@ def score_bundle(
     judged = _judge(bundle, settings, options, signals)
     categories = _blend(outcomes, judged)
     notes = [*(warnings or []), *_input_warnings(bundle, loaded), *_judge_warnings(judged.info)]
-    return _result(bundle, loaded, options, signals, categories, judged.info, notes)
+    return _result(bundle, loaded, options, signals, categories, judged.info, notes, bundle_hash)
 
 
 def _input_warnings(bundle: EvidenceBundle, loaded: LoadedConfig) -> list[str]:
@@ -188,16 +191,19 @@ def _result(
     categories: list[CategoryScore],
     judge: JudgeInfo,
     warnings: list[str],
+    bundle_hash: str | None = None,
 ) -> EvaluationResult:
     pull = bundle.facts.pull
     overall_score = contract.overall({c.category: c.final_score for c in categories})
-    return EvaluationResult(
+    digest = bundle_hash or bundle.hash()
+    return EvaluationResult.model_validate(dict(
         scorer_version=SCORER_VERSION,
         repository=bundle.repository,
         pull_request=PullRequestRef(
             number=pull.number, title=pull.title, url=pull.url, author=pull.author,
             merged=pull.merged, merged_at=pull.merged_at,
         ),
+        agent=attribute(bundle, loaded.settings),
         head_sha=bundle.head_sha,
         evaluated_at=options.evaluated_at or _now(),
         trigger=options.trigger,
@@ -206,14 +212,14 @@ def _result(
         category_scores=categories,
         signals=signals,
         evidence=bundle,
-        bundle_hash=bundle.hash(),
+        bundle_hash=digest,
         judge=judge,
         config=ConfigInfo(
             source=loaded.source, errors=loaded.errors, hash=loaded.settings.digest(),
             settings=loaded.settings.model_dump(mode="json"),
         ),
         warnings=warnings,
-    )
+    ), context={"evidence_hash": (bundle, digest)})
 
 
 def _field_path(exc: ValidationError) -> str:
@@ -286,7 +292,8 @@ def rescore_file(path: Path, options: Options) -> EvaluationResult:
     pull = bundle.facts.pull
     stamp = (stored or {}).get("evaluatedAt") or pull.merged_at or pull.closed_at or pull.created_at
     opts = replace(options, trigger="rescore", evaluated_at=options.evaluated_at or str(stamp))
-    return score_bundle(bundle, loaded, opts)
+    # load_stored has checked a stored result's bundleHash against its evidence: reuse it.
+    return score_bundle(bundle, loaded, opts, bundle_hash=stored["bundleHash"] if stored else None)
 
 
 def _rescore_config(path: Path, stored: dict[str, Any] | None, options: Options) -> LoadedConfig:

@@ -323,11 +323,36 @@ def _blank_comments(text: str) -> str:
     return blank_comments(text) if "<!--" in text else text
 
 
-def detect_text_issues(text: str | None, *, include_code: bool = False) -> list[Finding]:
-    """Every leakage, boilerplate and template finding in ``text``: by line, one per rule a line."""
+def detect_text_issues(
+    text: str | None, *, include_code: bool = False, standard: tuple[re.Pattern[str], ...] = ()
+) -> list[Finding]:
+    """Every leakage, boilerplate and template finding in ``text``: by line, one per rule a line.
+
+    ``standard``: texts an agent writes by design (its session link, footer, firewall notice,
+    the issue it quotes; see ``standard_texts`` in taskeval/agents.py). They are blanked first, so
+    what an agent is expected to write never counts as leakage, boilerplate or template text.
+    """
     if not text:
         return []
+    if standard:
+        text = blank_matches(text.replace("\r\n", "\n").replace("\r", "\n"), standard)
     return list(_detect(text, include_code))
+
+
+@lru_cache(maxsize=2048)
+def blank_matches(text: str, patterns: tuple[re.Pattern[str], ...]) -> str:
+    """``text`` with every match of ``patterns`` overwritten by a neutral letter (newlines kept,
+    so the line numbers of what remains do not move; not spaces, which would leave a section
+    looking empty, i.e. an unfilled template)."""
+    spans = [(m.start(), m.end()) for p in patterns for m in p.finditer(text) if m.end() > m.start()]
+    if not spans:
+        return text
+    chars = list(text)
+    for start, end in spans:
+        for i in range(start, end):
+            if chars[i] != "\n":
+                chars[i] = "z"
+    return "".join(chars)
 
 
 @lru_cache(maxsize=2048)

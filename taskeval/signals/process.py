@@ -143,8 +143,9 @@ def docs_with_surface(ctx: Ctx) -> Measure:
         ["facts.commits"])
 def conventional_commits(ctx: Ctx) -> Measure:
     """Share of commit subjects matching ``patterns.commit_convention``; git's own
-    ``Revert "..."`` subjects count as conforming."""
-    commits = [c for c in ctx.facts.commits if not c.is_merge]
+    ``Revert "..."`` subjects count as conforming, and commits an agent makes by design (Copilot's
+    empty "Initial plan") are left out."""
+    commits = [c for c in ctx.facts.commits if not c.is_merge and not ctx.is_standard_commit(c.subject)]
     if not commits:
         return inconclusive("The PR lists no commits of its own.", [ctx.pr])
     pattern = re.compile(ctx.settings.patterns.commit_convention)
@@ -234,7 +235,8 @@ def template_filled(ctx: Ctx) -> Measure:
     checklists), from the shared text detector."""
     if not ctx.pull.body.strip():
         return inconclusive("The PR has no description to check.", [ctx.pr])
-    found = [f for f in detect_text_issues(ctx.pull.body) if f.kind == "template"]
+    found = [f for f in detect_text_issues(ctx.pull.body, standard=ctx.standard_texts)
+             if f.kind == "template"]
     half = ctx.settings.thresholds.template_half_life
     if found:
         reason = ("Unfilled template text in the description: "

@@ -167,8 +167,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         wanted = {r.key for r in rows}
         baseline = validity.analyse([r for r in base_rows if r.key in wanted], records,
                                     args.bootstrap)
-    command = "taskeval " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 \
-        else None
+    command = args.command_line or ("taskeval " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
     written = validity.write_report(report, Path(args.output_dir), baseline=baseline,
                                     command=command, with_plots=not args.no_plots)
     for note in notes:
@@ -223,6 +222,7 @@ def add_commands(sub: Any) -> None:
     va.add_argument("--output-dir", default="validity", metavar="DIR")
     va.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
     va.add_argument("--no-plots", action="store_true")
+    va.add_argument("--command-line", help=argparse.SUPPRESS)  # the command shown in validity.md
     va.set_defaults(func=cmd_validate)
 
     ca = sub.add_parser("calibrate", help="propose signal_weights fitted on outcomes (a config "

@@ -25,7 +25,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from bot import logs
 from bot.handlers import HANDLERS, Core, GitHubContext, InvalidInput, PipelineCore
-from bot.queue import Job, LeaseLost, Queue
+from bot.queue import Job, LeaseLost, Queue, presence_interval
 from bot.settings import BotSettings, SettingsError
 
 log = logging.getLogger("bot.worker")
@@ -116,8 +116,7 @@ class Clients:
                                      self.settings.github_token)
             installation = job.installation_id
             if installation is None:  # a repository webhook pointed at an App-mode bot
-                owner, name = job.repo.split("/", 1)
-                installation = int(self._integration().get_repo_installation(owner, name).id)
+                installation = self._installation_of(job.repo)
             client = self._clients.get(installation)
             if client is None:
                 client = self._factory()(
@@ -125,9 +124,47 @@ class Clients:
                     installation_id=installation, base_url=self.settings.api_url)
                 self._clients[installation] = client
             if self._own_login is None:
-                slug = self.settings.app_slug or self._integration().get_app().slug
-                self._own_login = f"{slug}[bot]"
+                self._own_login = f"{self.settings.app_slug or self._app_slug()}[bot]"
             return GitHubContext(client, self._own_login, None)
+
+    def _app_slug(self) -> str:
+        """The App's slug from ``GET /app`` (authenticated with the App's JWT), as GitHub
+        documents; a failure says which call failed and what to set."""
+        try:
+            return str(self._integration().get_app().slug)
+        except Exception as exc:
+            raise _app_call_failed(
+                exc, "GET /app (the App's own record, with its JWT)",
+                "check GITHUB_APP_ID, the private key and GITHUB_API_URL (GitHub Enterprise "
+                "Server: https://HOST/api/v3), or set GITHUB_APP_SLUG to the App's slug (the "
+                "last part of https://github.com/apps/<slug>)") from exc
+
+    def _installation_of(self, repo: str) -> int:
+        owner, name = repo.split("/", 1)
+        try:
+            return int(self._integration().get_repo_installation(owner, name).id)
+        except Exception as exc:
+            raise _app_call_failed(
+                exc, f"GET /repos/{repo}/installation (with the App's JWT)",
+                f"install the App on {repo}, or point the repository's webhook at a bot for "
+                "the App that is installed there") from exc
+
+
+def _app_call_failed(exc: BaseException, call: str, advice: str) -> Exception:
+    """A failed App-level call as one line naming the call and the fix. 5xx, rate limits and
+    network faults stay transient (the job is retried); anything else is a setup problem."""
+    from github import GithubException
+
+    from taskeval.github import AuthError
+    from taskeval.github.errors import is_rate_limited, message_of, translate
+
+    if isinstance(exc, GithubException) and not is_rate_limited(exc) and exc.status < 500:
+        said = f"{exc.status} {message_of(exc)}".strip()
+        return AuthError(f"{call} failed ({said}): {advice}", status=exc.status, resource="app")
+    try:
+        return translate(exc, call, "app")  # transient: 5xx, rate limit, network
+    except Exception:  # not a GitHub or network fault: keep the original
+        return exc if isinstance(exc, Exception) else RuntimeError(str(exc))
 
 
 class Worker:
@@ -151,11 +188,19 @@ class Worker:
             backoff_max_seconds=settings.backoff_max_seconds,
         )
         self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
+        self.current_job: int | None = None
 
     # ------------------------------------------------------------------ one job
 
     def run_one(self, job: Job) -> str:
         """Run a claimed job to its end; returns the job's new status."""
+        self.current_job = job.id
+        try:
+            return self._run_one(job)
+        finally:
+            self.current_job = None
+
+    def _run_one(self, job: Job) -> str:
         with logs.context(job=job.id, repo=job.repo, pr=job.number):
             lost = threading.Event()
             done = threading.Event()
@@ -254,8 +299,41 @@ class Worker:
         """Claim and run jobs until ``stop``; returns how many jobs were run."""
         hurry = hurry or threading.Event()
         count = 0
-        next_prune = 0.0
         log.info("worker started", extra={"fields": {"worker": self.id}})
+        gone = threading.Event()
+        presence = threading.Thread(target=self._presence, args=(gone,), name="presence",
+                                    daemon=True)
+        presence.start()
+        try:
+            count = self._loop(stop, hurry, parent_pid, max_jobs)
+        finally:
+            gone.set()
+            presence.join(timeout=5)
+        log.info("worker stopped", extra={"fields": {"worker": self.id, "jobs": count}})
+        return count
+
+    def _presence(self, gone: threading.Event) -> None:
+        """Heartbeat the worker's row while it runs, idle or busy; remove it on a clean stop."""
+        started, host = time.time(), socket.gethostname()
+        interval = presence_interval(self.settings.lease_seconds)
+        while True:
+            try:
+                self.queue.beat(self.id, host=host, pid=os.getpid(), started_at=started,
+                                job_id=self.current_job)
+            except Exception as exc:  # a missed beat is retried next interval
+                log.warning("presence heartbeat failed: %s", describe(exc).splitlines()[0])
+            if gone.wait(interval):
+                break
+        try:
+            self.queue.leave(self.id)
+        except Exception as exc:  # the row goes stale instead
+            log.warning("could not remove the worker's presence row: %s",
+                        describe(exc).splitlines()[0])
+
+    def _loop(self, stop: threading.Event, hurry: threading.Event, parent_pid: int | None,
+              max_jobs: int | None) -> int:
+        count = 0
+        next_prune = 0.0
         while not stop.is_set():
             if parent_pid is not None and os.getppid() != parent_pid:
                 log.warning("parent process went away; stopping")
@@ -276,12 +354,12 @@ class Worker:
             count += 1
             if max_jobs is not None and count >= max_jobs:
                 break
-        log.info("worker stopped", extra={"fields": {"worker": self.id, "jobs": count}})
         return count
 
     def _prune(self) -> None:
         try:
             removed = self.queue.prune(self.settings.delivery_retention_days * 86400)
+            self.queue.prune_workers()
         except Exception as exc:  # housekeeping never stops the worker
             log.warning("could not prune old delivery ids: %s", describe(exc))
             return
@@ -334,7 +412,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logs.setup(args.log_level)
     try:
-        settings = BotSettings.from_env()
+        settings = BotSettings.from_env(receives_webhooks=False)
         settings.require_github_auth()
     except SettingsError as exc:
         log.error("cannot start the worker: %s", exc)

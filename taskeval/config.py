@@ -10,6 +10,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
@@ -63,9 +64,12 @@ class Patterns(_Section):
     )
     task_id_pattern: str = Field(
         default=r"(?i:\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?|refs?)\s+(?:[\w.-]+/[\w.-]+)?#\d+\b)"
-        r"|\b(?!(?:UTF|UCS|SHA|MD|ISO|IEC|RFC|CVE|CWE|AES|RSA|HTTP|TLS|SSL|PEP|ECMA|GPT)-\d)[A-Z][A-Z0-9]+-\d+\b",
+        r"|\b(?!(?:UTF|UCS|SHA|MD|ISO|IEC|RFC|CVE|CWE|AES|RSA|HTTP|TLS|SSL|PEP|ECMA|GPT|EIP|ERC|BIP|"
+        r"ECDSA|HMAC|FIPS|NIST|IEEE|WCAG|RHEL|BSD|GPL|LGPL|AGPL|MPL|SPDX|BY|SA|NC|ND|GHSA|GO|ADR)-\d)"
+        r"[A-Z][A-Z0-9]+-\d+\b",
         description="Task reference in the PR title or body: a closing keyword + #N, or a tracker key like "
-        "ABC-123 (standards and hashes such as UTF-8, SHA-256, RFC-7231, CVE-2024 are not tasks).",
+        "ABC-123 (standards, hashes, licences and advisories such as UTF-8, SHA-256, RFC-7231, CVE-2024, EIP-1559, "
+        "BSD-3, GO-2025 and architecture decision records (ADR-11) are not tasks).",
     )
     bot_logins: list[str] = Field(
         default=["dependabot[bot]", "renovate[bot]", "github-actions[bot]", "taskeval[bot]"],
@@ -256,6 +260,56 @@ class Thresholds(_Section):
         return value
 
 
+AGENT_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,39}$"
+OperatorSourceName = Literal["author", "assignee", "reviewer", "requested-by", "co-author"]
+
+
+class AgentRuleConfig(_Section):
+    """One ``agents:`` entry: adds an agent, or overrides the fields it names of a built-in one
+    (see taskeval/agents.py for the built-in table and how attribution uses each field)."""
+
+    id: str = Field(pattern=AGENT_ID_PATTERN,
+                    description="Agent id (lower case, digits, '-'); a built-in id overrides that agent.")
+    name: str | None = Field(default=None, min_length=1, max_length=80,
+                             description="Display name (required for a new agent).")
+    enabled: bool = Field(default=True, description="false drops a built-in agent from attribution.")
+    logins: list[str] | None = Field(
+        default=None, description="The agent's own accounts (PR author, commit author/committer): certain.")
+    apps: list[str] | None = Field(
+        default=None, description="GitHub App slugs seen as performed_via_github_app: certain.")
+    branch_prefixes: list[str] | None = Field(default=None, description="Head branch prefixes: likely.")
+    co_authors: list[str] | None = Field(
+        default=None, description="Regexes over Co-authored-by values (\"Name <email>\"): likely.")
+    text_marks: list[str] | None = Field(
+        default=None, description="Regexes over the PR description and commit messages: likely.")
+    operator: list[OperatorSourceName] | None = Field(
+        default=None, description="Where the person who ran the agent is found, in order: author, "
+        "assignee, reviewer (a requested reviewer), requested-by (a 'Requested by' line), co-author.")
+    standard_texts: list[str] | None = Field(
+        default=None, description="Regexes of text the agent writes by design: never leakage or boilerplate.")
+    standard_commits: list[str] | None = Field(
+        default=None, description="Regexes of commit subjects the agent writes by design (e.g. 'Initial plan').")
+
+    @field_validator("co_authors", "text_marks", "standard_texts", "standard_commits")
+    @classmethod
+    def _regexes(cls, value: list[str] | None) -> list[str] | None:
+        import re
+
+        for pattern in value or []:
+            try:
+                re.compile(pattern)
+            except (re.error, OverflowError, RecursionError) as exc:
+                raise ValueError(f"{pattern!r} is not a valid regular expression: {exc}") from exc
+        return value
+
+    @field_validator("id")
+    @classmethod
+    def _not_reserved(cls, value: str) -> str:
+        if value in ("human", "unknown-bot"):
+            raise ValueError(f"{value!r} is reserved for PRs no agent marks")
+        return value
+
+
 class Settings(_Section):
     """The whole config file."""
 
@@ -270,11 +324,31 @@ class Settings(_Section):
     )
     disabled_signals: list[str] = Field(default_factory=list, description="Signal ids to skip.")
     ai: bool = Field(default=True, description="Let the AI judge supply its advisory 30 % share.")
+    agents: list[AgentRuleConfig] = Field(
+        default_factory=list,
+        description="Agent attribution rules added to or overriding the built-in table "
+        "(entry keys in the agents section below).",
+    )
     max_prompt_chars: int = Field(
         default=60_000, ge=12_000,
         description="Upper bound on the judge prompt in characters "
         "(instructions and PR metadata alone take up to ~11,000).",
     )
+
+    @field_validator("agents")
+    @classmethod
+    def _agents(cls, value: list[AgentRuleConfig]) -> list[AgentRuleConfig]:
+        from taskeval.agents import BUILTIN_RULES
+
+        builtin = {r.id for r in BUILTIN_RULES}
+        seen: set[str] = set()
+        for entry in value:
+            if entry.id in seen:
+                raise ValueError(f"agent {entry.id!r} is listed twice")
+            seen.add(entry.id)
+            if entry.id not in builtin and entry.enabled and not entry.name:
+                raise ValueError(f"new agent {entry.id!r} needs a name")
+        return value
 
     @field_validator("signal_weights")
     @classmethod

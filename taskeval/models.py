@@ -15,6 +15,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    ValidationInfo,
     model_serializer,
     model_validator,
 )
@@ -161,6 +162,11 @@ class CommentEntry(Model):
     body_excerpt: str = ""
 
 
+_LATER_PULL_FIELDS: tuple[tuple[str, str], ...] = (
+    ("via_app", "viaApp"), ("assignees", "assignees"), ("requested_reviewers", "requestedReviewers"),
+)
+
+
 class TimelineEntry(Model):
     """One issue-timeline event, compact (no bodies): what the timeline signals read."""
 
@@ -203,6 +209,21 @@ class PullFacts(Model):
     changed_files: Count = 0
     commit_count: Count = 0  # GitHub's count; may exceed len(commits)
     url: str
+    # Read by agent attribution (taskeval.agents); empty in bundles stored before they existed.
+    via_app: str | None = None  # performed_via_github_app slug
+    assignees: list[str] = Field(default_factory=list)
+    requested_reviewers: list[str] = Field(default_factory=list)  # users, in GitHub's order
+
+    @model_serializer(mode="wrap")
+    def _omit_empty_later_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Fields added after bundles were first stored are left out while empty, so an older
+        bundle keeps its canonical form and its bundleHash."""
+        data: dict[str, Any] = handler(self)
+        for name, alias in _LATER_PULL_FIELDS:
+            for key in (name, alias):
+                if key in data and data[key] in (None, []):
+                    del data[key]
+        return data
 
 
 class BundleFacts(Model):
@@ -346,11 +367,27 @@ class ConfigInfo(Model):
     settings: dict[str, Any] = Field(default_factory=dict)  # effective settings, for re-scoring
 
 
+AgentConfidence = Literal["certain", "likely"]
+
+
+class AgentAttribution(Model):
+    """Which coding agent did the PR's work and who ran it (taskeval.agents explains the rules)."""
+
+    id: str  # a rule id such as "claude-code", or "human" / "unknown-bot"
+    name: str
+    operator: str | None = None  # the person who ran the agent, when the evidence shows one
+    confidence: AgentConfidence  # certain: the agent's own account or App; likely: marks
+    evidence: list[str] = Field(default_factory=list)
+    reason: str
+
+
 class EvaluationResult(Model):
     schema_version: str = SCHEMA_VERSION
     scorer_version: str
     repository: str
     pull_request: PullRequestRef
+    # Results stored before attribution existed have none; re-scoring computes it.
+    agent: AgentAttribution | None = None
     head_sha: str
     evaluated_at: str
     trigger: str
@@ -365,11 +402,15 @@ class EvaluationResult(Model):
     warnings: list[str] = Field(default_factory=list)  # degraded parts, in plain English
 
     @model_validator(mode="after")
-    def _consistent(self) -> EvaluationResult:
+    def _consistent(self, info: ValidationInfo) -> EvaluationResult:
         cats = tuple(c.category for c in self.category_scores)
         if cats != CATEGORIES:
             raise ValueError(f"categoryScores must be {list(CATEGORIES)} in order, got {list(cats)}")
-        if self.bundle_hash != self.evidence.hash():
+        # A caller that has just hashed this very bundle object passes the hash in the validation
+        # context ({"evidence_hash": (bundle, hash)}), so the bundle is not serialised twice.
+        known = (info.context or {}).get("evidence_hash")
+        actual = known[1] if known is not None and known[0] is self.evidence else self.evidence.hash()
+        if self.bundle_hash != actual:
             raise ValueError("bundleHash does not match the evidence bundle")
         return self
 

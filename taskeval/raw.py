@@ -54,6 +54,11 @@ class RawPullRequest(_Raw):
     comments: int = 0
     review_comments: int = 0
     html_url: str
+    # What agent attribution reads (taskeval.agents): the App that opened the PR, if any (its
+    # slug), and the people GitHub lists as assignees and requested reviewers.
+    performed_via_github_app: str | None = None
+    assignees: list[RawUser] = Field(default_factory=list)
+    requested_reviewers: list[RawUser] = Field(default_factory=list)
 
 
 class RawCommit(_Raw):

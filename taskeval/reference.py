@@ -77,7 +77,42 @@ def config_reference() -> str:
             section(f"`{prefix}{name}`", value, f"{prefix}{name}.")
 
     section("Top level", defaults, "")
+    lines.extend(agents_reference())
     return "\n".join(lines)
+
+
+def agents_reference() -> list[str]:
+    """The ``agents:`` entry keys and the built-in attribution table (taskeval/agents.py)."""
+    from taskeval.agents import BUILTIN_RULES
+    from taskeval.config import AgentRuleConfig
+
+    lines = [
+        "## `agents` entries",
+        "",
+        "Each entry adds an agent or, with a built-in id, replaces the fields it gives of that agent.",
+        "How attribution weighs each kind of mark is documented in `taskeval/agents.py`.",
+        "",
+        "| key | meaning |",
+        "|---|---|",
+    ]
+    for name, field in AgentRuleConfig.model_fields.items():
+        lines.append(f"| `agents[].{name}` | {_cell(field.description or '')} |")
+    lines += [
+        "",
+        "### Built-in agents",
+        "",
+        "| id | name | accounts | Apps | branch prefixes | co-author / text marks | operator from |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in BUILTIN_RULES:
+        marks = [*r.co_authors, *r.text_marks]
+        lines.append(
+            f"| `{r.id}` | {r.name} | {_cell(', '.join(r.logins))} | {_cell(', '.join(r.apps))} | "
+            f"{_cell(', '.join(r.branch_prefixes))} | {_cell(' · '.join(f'`{m}`' for m in marks))} | "
+            f"{', '.join(r.operator)} |"
+        )
+    lines.append("")
+    return lines
 
 
 def signals_reference() -> str:

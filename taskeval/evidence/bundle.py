@@ -85,6 +85,9 @@ def _pull_facts(raw: RawCollection) -> PullFacts:
         changed_files=pull.changed_files,
         commit_count=max(pull.commits, len(raw.commits)),
         url=pull.html_url,
+        via_app=excerpt(pull.performed_via_github_app, SUBJECT_LIMIT) or None,
+        assignees=[u.login for u in pull.assignees],
+        requested_reviewers=[u.login for u in pull.requested_reviewers],
     )
 
 

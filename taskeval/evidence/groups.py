@@ -214,6 +214,9 @@ def _task_metadata(raw: RawCollection, links: list[IssueLink]) -> EvidenceGroup:
             commitsListed=len(raw.commits),
             hoursToMerge=hours_between(pull.created_at, pull.merged_at),
             closingIssues=", ".join(closing) or None,
+            viaApp=pull.performed_via_github_app,
+            assignees=", ".join(u.login for u in pull.assignees) or None,
+            requestedReviewers=", ".join(u.login for u in pull.requested_reviewers) or None,
         ),
     )
     candidates = [_Candidate((0,), (0,), pr_item)]

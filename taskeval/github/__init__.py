@@ -35,6 +35,7 @@ from taskeval.github.writes import (
     REACTIONS,
     add_reaction,
     collaborator_permission,
+    comment_login,
     upsert_comment,
 )
 
@@ -58,6 +59,7 @@ __all__ = [
     "api_url",
     "collaborator_permission",
     "collect",
+    "comment_login",
     "make_client",
     "parse_pr_ref",
     "upsert_comment",

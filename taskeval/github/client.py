@@ -172,7 +172,8 @@ def make_client(
     """
     url = (base_url or api_url()).strip().rstrip("/")
     if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
-        raise ValueError(f"GitHub API URL must be an http(s) URL, got {url!r}")
+        raise ValueError(f"GitHub API URL (GITHUB_API_URL) must be an http(s) URL such as "
+                         f"https://ghes.example.com/api/v3, got {url!r}")
     auth: Auth.Auth | None
     register_secret(token, private_key)
     if app_id is not None or private_key is not None:

@@ -63,7 +63,18 @@ def pull_request(data: Mapping[str, Any]) -> RawPullRequest:
         comments=data.get("comments") or 0,
         review_comments=data.get("review_comments") or 0,
         html_url=data["html_url"],
+        performed_via_github_app=_app_slug(data.get("performed_via_github_app")),
+        assignees=[u for a in data.get("assignees") or [] if (u := user(a))],
+        requested_reviewers=[u for r in data.get("requested_reviewers") or [] if (u := user(r))],
     )
+
+
+def _app_slug(app: Any) -> str | None:
+    """The slug of the App a PR was opened through (``performed_via_github_app``), if any."""
+    if isinstance(app, Mapping):
+        slug = app.get("slug") or app.get("name")
+        return str(slug) if slug else None
+    return None
 
 
 def commit(data: Mapping[str, Any]) -> RawCommit:

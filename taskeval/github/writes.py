@@ -32,11 +32,24 @@ def authenticated_login(requester: Requester) -> str:
             if os.environ.get("GITHUB_ACTIONS") == "true":
                 return "github-actions[bot]"
             raise AuthError(
-                "cannot tell which account posts the comment: GET /user is refused for "
-                "installation tokens, so pass own_login (an App's is '<app-slug>[bot]')",
+                "cannot tell which account posts the comment: GET /user is refused for App and "
+                "installation tokens; name the account with --comment-as LOGIN (or "
+                "TASKEVAL_COMMENT_AS), for a GitHub App '<app-slug>[bot]'",
                 status=403, resource="user",
             ) from exc
         raise translate(exc, "the authenticated user", "user") from exc
+
+
+def comment_login(gh: Github) -> str:
+    """The login ``gh``'s credentials post comments as (see :func:`authenticated_login`); an
+    ``AuthError`` naming ``--comment-as`` when GitHub will not say."""
+    requester = clone(gh)
+    try:
+        return authenticated_login(requester)
+    except Exception as exc:
+        raise translate(exc, "the authenticated user", "user") from exc
+    finally:
+        requester.close()
 
 
 def upsert_comment(

@@ -10,12 +10,14 @@ so every citation resolves).
 from __future__ import annotations
 
 import functools
+import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
+from fnmatch import translate
 from typing import Literal, TypeVar
 
+from taskeval.agents import AgentRule, agent_logins, rules_for, standard_commit_patterns, standard_text_patterns
 from taskeval.config import Settings
 from taskeval.contract import Category
 from taskeval.evidence import vocabulary as ev
@@ -55,6 +57,9 @@ class SignalSpec:
     weight: float
     reads: tuple[str, ...]
     run: SignalFunc
+    # The same signal over a context shared by every signal of one bundle (its lazy lookups are
+    # computed once per bundle, not once per signal): what :func:`compute_signals` calls.
+    run_in: Callable[[Ctx], Signal]
 
 
 REGISTRY: list[SignalSpec] = []
@@ -67,25 +72,36 @@ def signal(
     reads_t = tuple(reads)
 
     def wrap(measure: Callable[[Ctx], Measure]) -> SignalFunc:
-        @functools.wraps(measure)
-        def run(bundle: EvidenceBundle, settings: Settings) -> Signal:
-            ctx = Ctx(bundle, settings)
+        def run_in(ctx: Ctx) -> Signal:
             found = measure(ctx)
             return Signal(
                 id=id, category=category, name=name, status=found.status, value=found.value,
-                score=found.score, weight=settings.signal_weights.get(id, weight),
+                score=found.score, weight=ctx.settings.signal_weights.get(id, weight),
                 reason=found.reason, evidence=ctx.cite(found.evidence), reads=list(reads_t),
             )
 
+        @functools.wraps(measure)
+        def run(bundle: EvidenceBundle, settings: Settings) -> Signal:
+            return run_in(Ctx(bundle, settings))
+
         if any(spec.id == id for spec in REGISTRY):
             raise ValueError(f"signal {id} registered twice")
-        REGISTRY.append(SignalSpec(id, category, name, weight, reads_t, run))
+        REGISTRY.append(SignalSpec(id, category, name, weight, reads_t, run, run_in))
         return run
 
     return wrap
 
 
 # --------------------------------------------------------------------------- context
+
+
+@functools.lru_cache(maxsize=256)
+def _globs(globs: tuple[str, ...]) -> re.Pattern[str]:
+    """One pattern for "any of these globs matches", as :func:`fnmatch.fnmatchcase` matches each
+    (``translate`` anchors every glob at both ends); never matches when there are none."""
+    if not globs:
+        return re.compile(r"(?!)")
+    return re.compile("|".join(f"(?:{translate(g)})" for g in globs))
 
 
 class Ctx:
@@ -112,6 +128,19 @@ class Ctx:
         return out
 
     @functools.cached_property
+    def agent_rules(self) -> tuple[AgentRule, ...]:
+        return rules_for(self.settings)
+
+    @functools.cached_property
+    def standard_texts(self) -> tuple[re.Pattern[str], ...]:
+        """Texts agents write by design (taskeval/agents.py): not leakage, boilerplate or template."""
+        return standard_text_patterns(self.agent_rules)
+
+    def is_standard_commit(self, subject: str) -> bool:
+        """A commit an agent makes by design, such as Copilot's empty "Initial plan"."""
+        return any(p.search(subject) for p in standard_commit_patterns(self.agent_rules))
+
+    @functools.cached_property
     def commit_ids(self) -> dict[str, str]:
         return ev.commit_ids(c.sha for c in self.facts.commits)
 
@@ -128,16 +157,23 @@ class Ctx:
 
     # ----------------------------------------------------------------- people
 
+    @functools.cached_property
+    def _bot_logins(self) -> frozenset[str]:
+        return frozenset(b.lower() for b in self.settings.patterns.bot_logins)
+
+    @functools.cached_property
+    def _agent_logins(self) -> frozenset[str]:
+        # The configured accounts and every account in the agent table (taskeval/agents.py).
+        configured = frozenset(a.lower() for a in self.settings.patterns.agent_logins)
+        return configured | agent_logins(self.agent_rules)
+
     def is_bot(self, login: str | None, flagged: bool = False) -> bool:
         if login is None:
             return False
-        bots = {b.lower() for b in self.settings.patterns.bot_logins}
-        return flagged or login.endswith("[bot]") or login.lower() in bots
+        return flagged or login.endswith("[bot]") or login.lower() in self._bot_logins
 
     def is_agent(self, login: str | None) -> bool:
-        return login is not None and login.lower() in {
-            a.lower() for a in self.settings.patterns.agent_logins
-        }
+        return login is not None and login.lower() in self._agent_logins
 
     def is_other_human(self, login: str | None, flagged: bool = False) -> bool:
         """A person who is not the PR author: not a bot account, not a configured agent."""
@@ -148,18 +184,30 @@ class Ctx:
 
     # ----------------------------------------------------------------- files
 
+    @functools.cached_property
+    def _classes(self) -> dict[str, FileClass]:
+        return {}
+
     def classify(self, path: str) -> FileClass:
+        """The first of ignored, test, docs whose globs match ``path``, else source (memoised:
+        several signals classify the same files)."""
+        known = self._classes.get(path)
+        if known is not None:
+            return known
         p = self.settings.patterns
         order: tuple[tuple[FileClass, list[str]], ...] = (
             ("ignored", p.ignore_paths), ("test", p.test_paths), ("docs", p.doc_paths),
         )
+        found: FileClass = "source"
         for cls, globs in order:
-            if any(fnmatchcase(path, g) for g in globs):
-                return cls
-        return "source"
+            if _globs(tuple(globs)).match(path):
+                found = cls
+                break
+        self._classes[path] = found
+        return found
 
     def is_surface(self, path: str) -> bool:
-        return any(fnmatchcase(path, g) for g in self.settings.patterns.public_surface_paths)
+        return _globs(tuple(self.settings.patterns.public_surface_paths)).match(path) is not None
 
     @functools.cached_property
     def lines_by_class(self) -> dict[FileClass, int]:

@@ -10,50 +10,22 @@ import json
 import time
 from collections.abc import Iterable
 
-from sqlalchemy import (
-    Boolean,
-    Column,
-    Float,
-    Integer,
-    MetaData,
-    String,
-    Table,
-    Text,
-    UniqueConstraint,
-    create_engine,
-    select,
-)
+from sqlalchemy import select
 from sqlalchemy.engine import Connection, Engine
 
+from bot.db import init_schema, make_engine, outcomes
 from taskeval.outcomes import OutcomeRecord
-
-metadata = MetaData()
-outcomes = Table(
-    "outcomes",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("repo", String(200), nullable=False),
-    Column("number", Integer, nullable=False),
-    Column("outcome", String(32), nullable=False),
-    Column("value", Boolean, nullable=False),
-    Column("evidence", Text, nullable=False),  # JSON list of evidence IDs / URLs
-    Column("detail", String(500), nullable=False, default=""),
-    Column("source", String(16), nullable=False),
-    Column("observed_at", String(40)),
-    Column("recorded_at", Float, nullable=False),
-    UniqueConstraint("repo", "number", "outcome", name="uq_outcomes_pr_outcome"),
-)
 
 
 def _engine(url_or_engine: str | Engine) -> tuple[Engine, bool]:
     if isinstance(url_or_engine, Engine):
         return url_or_engine, False
-    return create_engine(url_or_engine), True
+    return make_engine(url_or_engine), True
 
 
 def ensure_table(engine: Engine) -> None:
-    """Create the table when the database has none (a store migrated before it existed)."""
-    outcomes.create(engine, checkfirst=True)
+    """Migrate the store to the newest schema (as the bot does at start-up), outcomes included."""
+    init_schema(engine)
 
 
 def upsert(conn: Connection, records: Iterable[OutcomeRecord]) -> int:

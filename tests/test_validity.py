@@ -275,3 +275,32 @@ def test_commands_against_a_bot_store(tmp_path: Path, capsys: pytest.CaptureFixt
     capsys.readouterr()
     assert cli.main(["calibrate", "--store", url, "--outcome", "rejected", "--folds", "2"]) == 0
     assert "signal_weights:" in capsys.readouterr().out
+
+
+def test_bot_records_outcomes_from_pull_request_and_push_deliveries(tmp_path: Path) -> None:
+    pytest.importorskip("sqlalchemy")
+    from bot import outcome_events
+    from bot.db import evaluations, init_schema, make_engine
+    from bot.outcomes_store import read_outcomes
+    from bot.results import record_from_result
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'taskeval.db'}")
+    init_schema(engine)
+    merged = _result(b.merged_agent_pr(merge_commit_sha="abc1234" + "0" * 33))
+    with engine.begin() as conn:
+        conn.execute(evaluations.insert().values(**record_from_result(merged), stored_at=0.0))
+    repo = {"full_name": b.REPO, "default_branch": "main"}
+    closed = {"action": "closed", "repository": repo, "pull_request": {
+        "number": 9, "title": "x", "body": "", "merged_at": None,
+        "closed_at": "2026-03-01T00:00:00Z", "base": {"ref": "main"}, "html_url": "u/9"}}
+    push = {"ref": "refs/heads/main", "repository": repo, "commits": [
+        {"id": "f" * 40, "message": 'Revert "x"\n\nThis reverts commit abc1234.', "url": "c/f",
+         "timestamp": "2026-03-04T00:00:00Z"}]}
+    assert [r.outcome for r in outcome_events.record(engine, "pull_request", closed)] == ["rejected"]
+    assert [(r.number, r.outcome) for r in outcome_events.record(engine, "push", push)] == [
+        (b.NUMBER, "reverted")]
+    assert outcome_events.record(engine, "issues", {}) == []
+    assert outcome_events.record(engine, "push", {"ref": None}) == []  # nothing, never an error
+    stored = {(r.number, r.outcome): r.value for r in read_outcomes(engine)}
+    assert stored == {(9, "rejected"): True, (b.NUMBER, "reverted"): True}
+    engine.dispose()

@@ -1,6 +1,7 @@
 # taskeval: the container GitHub Action (default) and, with a command override, the webhook bot.
 # Build: docker build -t taskeval .
-# Bot:   docker run -p 8000:8000 --entrypoint taskeval taskeval serve --bind 0.0.0.0:8000
+# Bot:   docker run -p 8000:8000 --user 10001:10001 -v taskeval-data:/data \
+#          --entrypoint taskeval taskeval serve --bind 0.0.0.0:8000      (docs/bot.md, "Install")
 
 # Pinned to an exact Python patch release on Debian bookworm; bump deliberately.
 FROM python:3.11.11-slim-bookworm AS build
@@ -40,6 +41,13 @@ ENV VIRTUAL_ENV=/opt/venv \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
 COPY --from=build /opt/venv /opt/venv
+
+# The bot's state directory. The bot runs as uid 10001 (`--user 10001:10001`) in /data, where its
+# default DATABASE_URL (sqlite:///taskeval-bot.sqlite3, relative) puts the SQLite file; mount a
+# volume there. A new named volume copies this directory's owner, so it is writable at once.
+# The Action ignores both: the runner sets the working directory to the workspace.
+RUN mkdir /data && chown 10001:10001 /data
+WORKDIR /data
 
 # No USER: GitHub runs container actions as the image's default user and documents that it must
 # be root to write to the mounted workspace and file commands. Run the bot with `--user`.

@@ -18,9 +18,10 @@ from taskeval.contract import Category
 from taskeval.evidence.vocabulary import agent_run_event
 from taskeval.models import TimelineEntry
 
-from .base import Ctx, Measure, inconclusive, names, ok, plural, signal
+from .base import Ctx, Measure, inconclusive, ok, signal
 from .curves import decay
 from .hygiene import visible_text
+from .wording import agree, all_of, names, none_of, plural, sentence
 
 CAT: Category = "agentPerformance"
 
@@ -86,8 +87,10 @@ def objections_signal(ctx: Ctx) -> Measure:
                   f"{'says' if len(found) == 1 else 'say'} the work needs fixing "
                   f"({', '.join(kinds)}){gap}.")
     else:
-        reason = (f"None of the {plural(len(spoken), 'comment or review', 'comments or reviews')} "
-                  f"by other people says the work is wrong or asks for a fix{gap}.")
+        n = len(spoken)
+        reason = (f"{sentence(none_of(n, 'comment or review', 'comments or reviews'))} by other "
+                  f"people {agree(n, 'does not say the work is wrong or ask', 'says the work is wrong or asks')}"
+                  f" for a fix{gap}.")
     cited = [eid for eid, _, _ in found] or [eid for eid, _, _ in spoken[:3]]
     return ok(len(found), decay(len(found), half), reason, cited)
 
@@ -158,7 +161,8 @@ def own_failures(ctx: Ctx) -> Measure:
                   f"({names(sorted({e.event for e in failed}))}) out of "
                   f"{plural(max(started, len(failed)), 'recorded run')}.")
     else:
-        reason = f"All {plural(max(started, 1), 'recorded agent run')} finished without a failure."
+        n = max(started, 1)
+        reason = f"{sentence(all_of(n, 'recorded agent run'))} finished without a failure."
     cited = [e.id for e in failed] or [e.id for e, _ in runs[-1:]]
     return ok(len(failed), decay(len(failed), half), reason, cited)
 

@@ -23,7 +23,7 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from bot import events, logs, outcome_events
-from bot.app import state
+from bot.state import state
 
 log = logging.getLogger("bot.webhook")
 webhook = Blueprint("webhook", __name__)

@@ -219,14 +219,14 @@ def main(argv: list[str] | None = None) -> int:
               "|---|---:|---|---:|---:|---:|---:|---|"]
     summary_scores: dict[str, Any] = {}
     for folder in AGENT_FOLDERS:
-        mine = [results[i] for i in results if label[i] == folder]
-        if not mine:
+        theirs = [results[i] for i in results if label[i] == folder]
+        if not theirs:
             continue
         for category in (*contract.CATEGORIES, "overall"):
-            values = [scores_of(r)[category][0] for r in mine]
-            bands = Counter(scores_of(r)[category][1] for r in mine)
+            values = [scores_of(r)[category][0] for r in theirs]
+            bands = Counter(scores_of(r)[category][1] for r in theirs)
             mean, q1, q2, q3 = quartiles(values)
-            lines.append(f"| {FOLDER_AGENT[folder]} | {len(mine)} | {SHORT[category]} | "
+            lines.append(f"| {FOLDER_AGENT[folder]} | {len(theirs)} | {SHORT[category]} | "
                          f"{mean:.1f} | {q1:g} | {q2:g} | {q3:g} | "
                          + "/".join(str(bands[b]) for b in BANDS) + " |")
             summary_scores.setdefault(folder, {})[category] = {
@@ -236,10 +236,10 @@ def main(argv: list[str] | None = None) -> int:
               "| agent | PRs | " + " | ".join(f"`{f}`" for f in FLAGGED) + " |",
               "|---|---:|" + "---:|" * len(FLAGGED)]
     for folder in AGENT_FOLDERS:
-        mine = [results[i] for i in results if label[i] == folder]
-        if mine:
-            lines.append(f"| {FOLDER_AGENT[folder]} | {len(mine)} | " + " | ".join(
-                str(sum(1 for r in mine if f in r["flags"])) for f in FLAGGED) + " |")
+        flagged = [results[i]["flags"] for i in results if label[i] == folder]
+        if flagged:
+            lines.append(f"| {FOLDER_AGENT[folder]} | {len(flagged)} | " + " | ".join(
+                str(sum(1 for r in flagged if f in r)) for f in FLAGGED) + " |")
     print("\n".join(lines))
     if args.json:
         args.json.write_text(json.dumps({

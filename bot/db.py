@@ -213,7 +213,7 @@ judge_cache = Table(
     Column("stored_at", Float, nullable=False),
 )
 
-# Revision 0004: one GitHub request budget per credential (token or App installation), shared by
+# Revision 0005: one GitHub request budget per credential (token or App installation), shared by
 # every backfill process and worker that uses it (bot/budget.py).
 rate_budgets = Table(
     "rate_budgets",

@@ -118,7 +118,9 @@ def store_evaluation(conn: Connection, row: dict[str, Any]) -> int:
         .values(is_latest=False)
     )
     result = conn.execute(insert(evaluations).values(**row, is_latest=True))
-    return int(result.inserted_primary_key[0])
+    key = result.inserted_primary_key
+    assert key is not None
+    return int(key[0])
 
 
 def record_from_result(result: dict[str, Any], *, comment_url: str | None = None,
@@ -219,7 +221,7 @@ def leaderboard(engine: Engine, repo: str | None = None, limit: int = 100,
         else:
             entry["author"] = row.key
         entry.update({
-            "count": int(row.count),
+            "count": int(row._mapping["count"]),
             "meanOverall": round(float(row.mean), 1),
             "meanCategories": {
                 "agentPerformance": round(float(row.ap), 1),

@@ -78,10 +78,13 @@ def _text(value: Any, limit: int) -> str | None:
 
 def derive(repo: str, evaluated_at: str, result: dict[str, Any]) -> dict[str, Any]:
     """The new columns of one row, from its result JSON (defensive: old results lack parts)."""
-    agent = result.get("agent") if isinstance(result.get("agent"), dict) else None
-    pull = result.get("pullRequest") if isinstance(result.get("pullRequest"), dict) else {}
+    found = result.get("agent")
+    agent: dict[str, Any] | None = found if isinstance(found, dict) else None
+    found = result.get("pullRequest")
+    pull: dict[str, Any] = found if isinstance(found, dict) else {}
     facts: dict[str, Any] = {}
-    evidence = result.get("evidence") if isinstance(result.get("evidence"), dict) else {}
+    found = result.get("evidence")
+    evidence: dict[str, Any] = found if isinstance(found, dict) else {}
     for group in evidence.get("groups") or ():
         if isinstance(group, dict) and group.get("source") == "taskMetadata":
             for item in group.get("items") or ():

@@ -39,7 +39,7 @@ import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from taskeval import evidence as ev
 from taskeval.config import AgentRuleConfig, Settings
@@ -200,7 +200,7 @@ BUILTIN_RULES: Final[tuple[AgentRule, ...]] = (
 
 def _merge(base: AgentRule | None, entry: AgentRuleConfig) -> AgentRule:
     given = {k: v for k, v in entry.model_dump(exclude_unset=True).items() if k not in ("id", "enabled")}
-    values = {k: tuple(v) if isinstance(v, list) else v for k, v in given.items()}
+    values: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in given.items()}
     if base is None:
         values.setdefault("name", entry.id)
         return AgentRule(id=entry.id, **values)
@@ -402,7 +402,9 @@ def _operator(view: _View, rule: AgentRule, agent_accounts: frozenset[str],
     pull = view.pull
 
     def human(login: str | None) -> bool:
-        return bool(login) and login.lower() not in agent_accounts and not _is_bot(login, False, settings)
+        if not login:
+            return False
+        return login.lower() not in agent_accounts and not _is_bot(login, False, settings)
 
     for source in rule.operator:
         if source == "author" and human(pull.author) and not pull.author_is_bot:

@@ -382,4 +382,4 @@ def _detect(text: str, include_code: bool, prefilter: bool = True) -> tuple[Find
             found.setdefault((line, rule), Finding(line, kind, rule, _clip(match.group(0))))
     for f in _template_findings(prose, own):
         found.setdefault((f.line, f.rule), f)
-    return sorted(found.values())
+    return tuple(sorted(found.values()))  # cached: an immutable answer

@@ -187,6 +187,24 @@ workers = Table(
 )
 Index("ix_workers_heartbeat", workers.c.heartbeat_at)
 
+# What happened to evaluated PRs afterwards (taskeval.outcomes): one row per (repo, PR, outcome).
+outcomes = Table(
+    "outcomes",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("repo", String(200), nullable=False),
+    Column("number", Integer, nullable=False),
+    Column("outcome", String(32), nullable=False),
+    Column("value", Boolean, nullable=False),
+    Column("evidence", Text, nullable=False),  # JSON list of evidence IDs / URLs
+    Column("detail", String(500), nullable=False),
+    Column("source", String(16), nullable=False),  # results | scan | bot | corpus | derived
+    Column("observed_at", String(40)),
+    Column("recorded_at", Float, nullable=False),
+)
+Index("uq_outcomes_pr_outcome", outcomes.c.repo, outcomes.c.number, outcomes.c.outcome,
+      unique=True)
+
 judge_cache = Table(
     "judge_cache",
     metadata,

@@ -237,6 +237,10 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("--output", metavar="PATH")
     sh.set_defaults(func=cmd_schema)
 
+    from taskeval.validity_cli import add_commands as add_validity_commands
+
+    add_validity_commands(sub)  # outcomes, validate, calibrate
+
     try:
         from bot.cli import add_commands
     except ModuleNotFoundError as exc:

@@ -194,6 +194,7 @@ class _Pull:
     reviews: list[dict[str, Any]] = field(default_factory=list)
     review_comments: list[dict[str, Any]] = field(default_factory=list)
     files: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)  # extra timeline events
 
 
 @dataclass
@@ -255,6 +256,7 @@ _ROUTES: Final[Sequence[tuple[str, str, str]]] = (
     ("GET", rf"{_REPO}/pulls/(?P<n>\d+)/comments", "pulls.review_comments"),
     ("GET", rf"{_REPO}/pulls/(?P<n>\d+)/files", "pulls.files"),
     ("GET", rf"{_REPO}/issues/(?P<n>\d+)/comments", "issues.comments"),
+    ("GET", rf"{_REPO}/issues/(?P<n>\d+)/timeline", "issues.timeline"),
     ("POST", rf"{_REPO}/issues/(?P<n>\d+)/comments", "issues.create_comment"),
     ("GET", rf"{_REPO}/issues/comments/(?P<id>\d+)", "issues.get_comment"),
     ("PATCH", rf"{_REPO}/issues/comments/(?P<id>\d+)", "issues.update_comment"),
@@ -278,6 +280,7 @@ _NEEDS: Final[Mapping[str, tuple[tuple[str, ...], str]]] = {
     "pulls.review_comments": (("pull_requests",), "read"),
     "pulls.files": (("pull_requests",), "read"),
     "issues.comments": (("issues", "pull_requests"), "read"),
+    "issues.timeline": (("issues", "pull_requests"), "read"),
     "issues.get_comment": (("issues", "pull_requests"), "read"),
     "reactions.list": (("issues", "pull_requests"), "read"),
     "issues.create_comment": (("issues", "pull_requests"), "write"),
@@ -839,6 +842,10 @@ class FakeGitHub:
                 if int(match["n"]) not in repo.pulls:
                     raise _Answer(404, _error_body("Not Found", 404))
                 return self._page(repo.issue_comments.get(int(match["n"]), []), query, path)
+            if route == "issues.timeline":
+                if int(match["n"]) not in repo.pulls:
+                    raise _Answer(404, _error_body("Not Found", 404))
+                return self._page(self._timeline(repo, int(match["n"])), query, path)
             if route == "issues.create_comment":
                 number = int(match["n"])
                 if number not in repo.pulls:
@@ -1021,6 +1028,55 @@ class FakeGitHub:
             pull = state.pulls[number]
             pull.data["comments"] = len(state.issue_comments.get(number, []))
             pull.data["review_comments"] = len(pull.review_comments)
+
+    def add_timeline_event(self, repo: str, number: int, event: str, *, actor: str = "octocat",
+                           at: datetime | None = None, **extra: Any) -> dict[str, Any]:
+        """An extra ``/issues/{n}/timeline`` event in GitHub's generic shape (``id``, ``actor``,
+        ``event``, ``created_at``, ``commit_id``...), e.g. ``head_ref_force_pushed`` or
+        ``copilot_work_finished_failure``; ``extra`` adds or overrides fields (``source`` ...)."""
+        with self._lock:
+            pull = self._pull(self.repos[repo], str(number))
+            eid = next(self._ids)
+            when = at or datetime.fromisoformat(pull.data["created_at"].replace("Z", "+00:00"))
+            data: dict[str, Any] = {
+                "id": eid, "node_id": f"E_{eid}", "url": _api(f"/repos/{repo}/issues/events/{eid}"),
+                "actor": self.user(actor), "event": event, "commit_id": None, "commit_url": None,
+                "created_at": _iso(when), "performed_via_github_app": None,
+            }
+            data.update(extra)
+            pull.events.append(data)
+            return data
+
+    def _timeline(self, repo: _Repo, number: int) -> list[dict[str, Any]]:
+        """The PR's timeline as GitHub lists it: its commits (``committed``: sha and git dates, no
+        actor), conversation comments (``commented``), reviews (``reviewed``), extra events, and
+        the merge or close, in time order."""
+        pull = repo.pulls[number]
+        entries: list[tuple[str, int, dict[str, Any]]] = []
+        for n, c in enumerate(pull.commits):
+            git = c["commit"]
+            entries.append((git["committer"]["date"], n, {
+                "sha": c["sha"], "node_id": c["node_id"], "url": git["url"],
+                "html_url": c["html_url"], "author": git["author"], "committer": git["committer"],
+                "message": git["message"], "tree": git["tree"],
+                "parents": c["parents"], "verification": git["verification"],
+                "event": "committed"}))
+        for c in repo.issue_comments.get(number, []):
+            entries.append((c["created_at"], 0, {**c, "event": "commented", "actor": c["user"]}))
+        for r in pull.reviews:
+            if "submitted_at" in r:
+                entries.append((r["submitted_at"], 0, {**r, "event": "reviewed"}))
+        for e in pull.events:
+            entries.append((e["created_at"], 1, dict(e)))
+        data = pull.data
+        if data.get("closed_at"):
+            eid = _num("closed-event", data["id"])
+            entries.append((data["closed_at"], 2, {
+                "id": eid, "node_id": f"E_{eid}", "actor": data.get("merged_by") or self.user("octocat"),
+                "event": "merged" if data.get("merged") else "closed",
+                "commit_id": data.get("merge_commit_sha"), "created_at": data["closed_at"],
+                "performed_via_github_app": None}))
+        return [entry for _, _, entry in sorted(entries, key=lambda t: (t[0], t[1]))]
 
     def _commit(self, repo: str, sha: str, index: int, at: datetime, author: str, parent: str,
                 verified: bool, total: int) -> dict[str, Any]:

@@ -41,6 +41,7 @@ _LABELS: Final[Mapping[str, str]] = {
     "reviews": "reviews",
     "review_comments": "review comments",
     "issue_comments": "conversation comments",
+    "timeline": "timeline events",
     "files": "changed files",
     "check_runs": "check runs",
     "workflow_runs": "workflow runs",
@@ -56,7 +57,8 @@ def collect(gh: Github, repository: str, number: int, *, max_workers: int = 8) -
     """Fetch everything taskeval reads about one PR, concurrently, with no per-item requests.
 
     Requests: the repository and the PR (together), then commits, reviews, review comments,
-    conversation comments, files and the config (independent of the PR's payload) and, once the PR
+    conversation comments, the issue timeline (a 403/404 there is a recorded gap, never an empty
+    timeline), files and the config (independent of the PR's payload) and, once the PR
     has answered, the head SHA's check runs (``filter=all``: re-runs stay visible; pick the latest
     per name when judging the state at merge) and the branch's workflow runs (filtered to the PR's
     commits). Each resource pages at 100. ``requests`` counts every HTTP request sent for the PR,
@@ -94,6 +96,8 @@ def collect(gh: Github, repository: str, number: int, *, max_workers: int = 8) -
         reviews=results["reviews"][0],
         review_comments=results["review_comments"][0],
         issue_comments=results["issue_comments"][0],
+        # A timeline that could not be read is None (the gap is in ``issues``), never empty.
+        timeline=None if results["timeline"][1] is not None else results["timeline"][0],
         files=results["files"][0],
         check_runs=results["check_runs"][0],
         workflow_runs=[run for run in results["workflow_runs"][0] if run.head_sha in shas],
@@ -227,6 +231,10 @@ def _start_pr_listings(
         "issue_comments": pool.submit(
             reader.listing, "issue_comments", f"{reader.base}/issues/{reader.number}/comments",
             convert.issue_comment,
+        ),
+        "timeline": pool.submit(
+            reader.listing, "timeline", f"{reader.base}/issues/{reader.number}/timeline",
+            convert.timeline_event,
         ),
         "files": pool.submit(reader.listing, "files", f"{pr}/files", convert.changed_file),
         "config": pool.submit(reader.config, default_branch),

@@ -119,7 +119,8 @@ def store_evaluation(conn: Connection, row: dict[str, Any]) -> int:
     )
     result = conn.execute(insert(evaluations).values(**row, is_latest=True))
     key = result.inserted_primary_key
-    assert key is not None
+    if key is None:
+        raise RuntimeError("the database returned no id for the new evaluation")
     return int(key[0])
 
 
@@ -221,7 +222,7 @@ def leaderboard(engine: Engine, repo: str | None = None, limit: int = 100,
         else:
             entry["author"] = row.key
         entry.update({
-            "count": int(row._mapping["count"]),
+            "count": int(row._mapping["count"]),  # row.count is Row's tuple method
             "meanOverall": round(float(row.mean), 1),
             "meanCategories": {
                 "agentPerformance": round(float(row.ap), 1),

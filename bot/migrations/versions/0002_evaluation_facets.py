@@ -78,13 +78,10 @@ def _text(value: Any, limit: int) -> str | None:
 
 def derive(repo: str, evaluated_at: str, result: dict[str, Any]) -> dict[str, Any]:
     """The new columns of one row, from its result JSON (defensive: old results lack parts)."""
-    found = result.get("agent")
-    agent: dict[str, Any] | None = found if isinstance(found, dict) else None
-    found = result.get("pullRequest")
-    pull: dict[str, Any] = found if isinstance(found, dict) else {}
+    agent: dict[str, Any] | None = result["agent"] if isinstance(result.get("agent"), dict) else None
+    pull: dict[str, Any] = result["pullRequest"] if isinstance(result.get("pullRequest"), dict) else {}
     facts: dict[str, Any] = {}
-    found = result.get("evidence")
-    evidence: dict[str, Any] = found if isinstance(found, dict) else {}
+    evidence: dict[str, Any] = result["evidence"] if isinstance(result.get("evidence"), dict) else {}
     for group in evidence.get("groups") or ():
         if isinstance(group, dict) and group.get("source") == "taskMetadata":
             for item in group.get("items") or ():

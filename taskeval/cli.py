@@ -237,12 +237,16 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("--output", metavar="PATH")
     sh.set_defaults(func=cmd_schema)
 
+    from taskeval.validity_cli import add_commands as add_validity_commands
+
+    add_validity_commands(sub)  # outcomes, validate, calibrate
+
     try:
         from bot.cli import add_commands
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in BOT_EXTRA_MODULES:
             raise  # a bug in the bot, not a missing extra
-        for name in ("serve", "worker"):
+        for name in ("serve", "worker", "backfill"):
             missing = sub.add_parser(name, help="run the webhook bot (needs: pip install 'taskeval[bot]')")
             missing.set_defaults(func=lambda _args, why=exc.name: _fail(
                 f"the webhook bot needs the bot extra ({why} is not installed): pip install 'taskeval[bot]'"))

@@ -14,10 +14,11 @@ import pytest
 
 from taskeval.config import Settings
 from taskeval.evidence import build_bundle
+from taskeval.evidence.vocabulary import agent_run_event
 from taskeval.models import EvidenceBundle, TimelineEntry
 from taskeval.raw import CollectionIssue, RawCollection
 from taskeval.signals import signal_specs
-from taskeval.signals.rework import agent_run_event, objections
+from taskeval.signals.rework import objections
 
 from . import builders as b
 

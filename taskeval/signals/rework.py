@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Final
 
 from taskeval.contract import Category
+from taskeval.evidence.vocabulary import agent_run_event
 from taskeval.models import TimelineEntry
 
 from .base import Ctx, Measure, inconclusive, ok, signal
@@ -139,29 +140,6 @@ def force_pushes(ctx: Ctx) -> Measure:
             reason = (f"{plural(len(pushes), 'force-push', 'force-pushes')}, all before the first "
                       "human review.")
     return ok(len(after), decay(len(after), half), reason, [e.id for e in after] or [ctx.pr])
-
-
-# Agent session events GitHub records on the timeline, by agent. Started/finished mark a run; a
-# failure event is the agent itself saying its run did not complete. Unknown future events that
-# follow the same naming (``<agent>_work_…failure``) are recognised by the pattern below.
-AGENT_RUN_EVENTS: Final[dict[str, str]] = {
-    "copilot_work_started": "started",
-    "copilot_work_finished": "finished",
-    "copilot_work_finished_failure": "failed",
-}
-_AGENT_FAILURE: Final = re.compile(r"^[a-z]+_work_\w*(?:fail(?:ure|ed)?|error|stopped|cancel+ed)$")
-_AGENT_RUN: Final = re.compile(r"^[a-z]+_work_(?:started|finished)$")
-
-
-def agent_run_event(event: str) -> str | None:
-    """``started``/``finished``/``failed`` for an agent session event, else None."""
-    if event in AGENT_RUN_EVENTS:
-        return AGENT_RUN_EVENTS[event]
-    if _AGENT_FAILURE.match(event):
-        return "failed"
-    if _AGENT_RUN.match(event):
-        return event.rsplit("_", 1)[1]
-    return None
 
 
 @signal("agent.own_failures", CAT, "Agent runs finished without failing", 2.0, ["facts.timeline"])

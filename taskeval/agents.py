@@ -17,7 +17,7 @@ PR's own agent alone, so its session link or footer is never "prompt leakage" or
 How a PR is attributed (first match wins, ties by number of marks, then table order):
 
 1. a mark of the agent's own account or App (PR author, ``performed_via_github_app``) -> ``certain``;
-2. a mark in the PR description (session/task link, footer)                       -> ``likely``;
+2. a mark in the PR description (session/task link, footer, a Co-authored-by line)  -> ``likely``;
 3. the head branch prefix                                                          -> ``likely``;
 4. a commit authored or committed by the agent's account                           -> ``certain``;
 5. a ``Co-authored-by`` trailer or a mark in a commit message                      -> ``likely``.
@@ -286,6 +286,7 @@ _REQUESTED_BY = re.compile(
     r"^[ \t]*(?:#+[ \t]*)?\**Requested by\**:?\**[ \t]*(?:\n[ \t]*(?:\n[ \t]*)?)?([^\n]{1,120})",
     re.IGNORECASE | re.MULTILINE,
 )
+_BODY_CO_AUTHOR = re.compile(r"^[ \t]*Co-authored-by:[ \t]*(\S[^\n]*)$", re.IGNORECASE | re.MULTILINE)
 _AT_LOGIN = re.compile(r"(?<![\w@])@([A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))\b(?![/.@]\w)")
 
 
@@ -346,6 +347,8 @@ class _View:
         self.pull = bundle.facts.pull
         self.pr = ev.pr_id(self.pull.number)
         self.text = f"{self.pull.title}\n\n{self.pull.body}"
+        # Trailer lines written into the description (a squash message's trailers, for instance).
+        self.body_co_authors = tuple(m.strip() for m in _BODY_CO_AUTHOR.findall(self.pull.body))
         # Merge commits (updates from the base branch) say nothing about who did the work.
         self.commits = [
             _Commit(c.sha, {x.lower(): x for x in (c.author_login, c.committer_login) if x},
@@ -426,6 +429,10 @@ def _marks(view: _View, rule: _Compiled) -> list[_Mark]:
         if match:
             out.append(_Mark(_TIER_TEXT, f"PR description mark '{_short(match.group(0))}'", view.pr))
             break
+    if rule.co_authors and view.body_co_authors:
+        hit = next((a for a in view.body_co_authors for p in rule.co_authors if p.search(a)), None)
+        if hit:
+            out.append(_Mark(_TIER_TEXT, f"PR description co-author '{_short(hit)}'", view.pr))
     for prefix in rule.rule.branch_prefixes:
         if pull.head_ref.lower().startswith(prefix.lower()):
             out.append(_Mark(_TIER_BRANCH, f"head branch {_short(pull.head_ref)}", view.pr))

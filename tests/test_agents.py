@@ -156,6 +156,8 @@ CASES = [
      "sweep", None, "certain"),
     ("gemini cli footer", dict(body="Fix.\n\nGenerated with Gemini CLI"), "gemini", "alice", "likely"),
     ("human: nothing marks an agent", dict(), "human", "alice", "likely"),
+    ("claude: a co-author line in the description (squash-style trailer)",
+     dict(body="Automate the changelog.\n\nCo-authored-by: Claude"), "claude-code", "alice", "likely"),
     ("human: a person named Claude as co-author is no mark",
      dict(commits=(("alice", "Pair on retries\n\nCo-authored-by: Claude Monet <claude@monet.example>"),)),
      "human", "alice", "likely"),

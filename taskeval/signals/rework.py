@@ -210,13 +210,13 @@ def idle_gaps(ctx: Ctx) -> Measure:
                             [ctx.pr])
     gap, before, after = max(((_hours(a[0], b[0]), a, b) for a, b in itertools.pairwise(inside)),
                              key=lambda t: t[0])
-    t = ctx.settings.thresholds
-    over = max(0.0, gap - t.idle_grace_hours)
+    th = ctx.settings.thresholds
+    over = max(0.0, gap - th.idle_grace_hours)
     days = gap / 24
     reason = (f"The longest silence was {days:.1f} days ({before[0][:10]} to {after[0][:10]}) "
               f"among {plural(len(inside), 'dated activity', 'dated activities')}")
-    reason += "." if over else f", within the {t.idle_grace_hours:g}-hour grace."
-    return ok(round(gap, 2), decay(over, t.idle_half_life_hours), reason, [before[1], after[1]])
+    reason += "." if over else f", within the {th.idle_grace_hours:g}-hour grace."
+    return ok(round(gap, 2), decay(over, th.idle_half_life_hours), reason, [before[1], after[1]])
 
 
 @signal("agent.restarts", CAT, "Work not abandoned and restarted", 1.0,

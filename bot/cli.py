@@ -129,3 +129,7 @@ def add_commands(subparsers: Any) -> None:
     worker.add_argument("--log-level", choices=LOG_LEVELS,
                         default=_default_level())
     worker.set_defaults(func=cmd_worker)
+
+    from bot.dashboard.cli import add_command as add_dashboard
+
+    add_dashboard(subparsers)

@@ -1,0 +1,407 @@
+"""The dashboard's reads: every aggregate is a SQL ``GROUP BY`` over ``evaluations`` (and
+``signals``); Python only turns a handful of aggregated rows into display values.
+
+Each PR counts once, with its newest evaluation (``is_latest``). Time ranges and weekly trends use
+``activity_at``/``week`` (when the PR's work ended), not the evaluation time: backfill evaluates old
+PRs today. Every query takes :class:`Filters`, whose ``repos`` is the set of repositories the viewer
+may read (``None``: all, for a loopback dashboard or the API token); a repository outside it never
+reaches a row, a count or a CSV line.
+
+The 95 % interval of a mean is ``mean ± t(n-1) · s / √n`` with the sample variance taken from
+``AVG(x·x) - AVG(x)²`` and ``COUNT`` in the same query (Student's t, so small groups get the wide
+interval they deserve).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    Boolean,
+    ColumnElement,
+    Connection,
+    case,
+    false,
+    func,
+    inspect,
+    select,
+    true,
+)
+
+from bot.db import evaluations, signals
+
+E = evaluations.c
+CATEGORY_COLUMNS = {
+    "agentPerformance": E.agent_performance,
+    "taskOutcomeQuality": E.task_outcome_quality,
+    "processCompliance": E.process_compliance,
+}
+CATEGORY_TITLES = {
+    "agentPerformance": "Agent performance",
+    "taskOutcomeQuality": "Task outcome quality",
+    "processCompliance": "Process compliance",
+}
+BANDS = ("failing", "weak", "acceptable", "strong", "excellent")
+UNATTRIBUTED = "unattributed"  # the agent filter value for results stored before attribution
+SMALL_SAMPLE = 10  # groups with fewer PRs are shown, marked, and not ranked
+PULL_DOWN_BELOW = 60  # a conclusive, weighted signal scoring under this "pulled the score down"
+TREND_WEEKS = 26
+
+# Two-sided 95 % Student t quantiles by degrees of freedom; 1.96 beyond the table.
+_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
+        10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110,
+        18: 2.101, 19: 2.093, 20: 2.086, 21: 2.080, 22: 2.074, 23: 2.069, 24: 2.064, 25: 2.060,
+        26: 2.056, 27: 2.052, 28: 2.048, 29: 2.045, 30: 2.042}
+
+
+def t95(df: int) -> float:
+    if df in _T95:
+        return _T95[df]
+    if df <= 40:
+        return 2.021
+    if df <= 60:
+        return 2.000
+    if df <= 120:
+        return 1.980
+    return 1.960
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What a view shows; built from the URL query string (see :mod:`bot.dashboard.views`)."""
+
+    repos: frozenset[str] | None = None  # visibility: the repositories the viewer may read
+    repo: str | None = None
+    agent: str | None = None
+    author: str | None = None
+    band: str | None = None
+    since: float | None = None  # epoch seconds, inclusive
+    until: float | None = None  # epoch seconds, exclusive
+
+
+@dataclass
+class Mean:
+    """A mean with its 95 % interval (``None`` when fewer than two values)."""
+
+    mean: float | None
+    low: float | None = None
+    high: float | None = None
+
+    @property
+    def half_width(self) -> float | None:
+        return None if self.mean is None or self.high is None else self.high - self.mean
+
+
+@dataclass
+class Group:
+    """One overview row: an agent (or an author) and its aggregates."""
+
+    key: str
+    name: str
+    count: int
+    overall: Mean
+    categories: dict[str, Mean]
+    bands: dict[str, int]
+    merged: int
+    closed: int
+    open: int
+    trend: list[tuple[str, float, int]] = field(default_factory=list)
+    outcomes: dict[str, float | None] = field(default_factory=dict)
+    rank: int | None = None
+
+    @property
+    def small(self) -> bool:
+        return self.count < SMALL_SAMPLE
+
+    @property
+    def merged_share(self) -> float:
+        return self.merged / self.count if self.count else 0.0
+
+    @property
+    def rejected_share(self) -> float:
+        return self.closed / self.count if self.count else 0.0
+
+
+def mean_ci(n: int, total: float | None, squares: float | None) -> Mean:
+    """Mean and 95 % interval from COUNT, SUM(x) and SUM(x·x)."""
+    if not n or total is None:
+        return Mean(None)
+    mean = float(total) / n
+    if n < 2 or squares is None:
+        return Mean(mean)
+    variance = max(0.0, (float(squares) / n - mean * mean) * n / (n - 1))
+    half = t95(n - 1) * math.sqrt(variance / n)
+    return Mean(mean, max(0.0, mean - half), min(100.0, mean + half))
+
+
+def where(f: Filters, *, latest: bool = True) -> list[ColumnElement[bool]]:
+    conds: list[ColumnElement[bool]] = []
+    if latest:
+        conds.append(E.is_latest == true())
+    if f.repos is not None:
+        conds.append(E.repo.in_(sorted(f.repos)) if f.repos else false())
+    if f.repo:
+        conds.append(E.repo == f.repo)
+    if f.agent:
+        conds.append(E.agent_id.is_(None) if f.agent == UNATTRIBUTED else E.agent_id == f.agent)
+    if f.author:
+        conds.append(E.author == f.author)
+    if f.band:
+        conds.append(E.overall_band == f.band)
+    if f.since is not None:
+        conds.append(E.activity_at >= f.since)
+    if f.until is not None:
+        conds.append(E.activity_at < f.until)
+    return conds
+
+
+def _key_column(by: str) -> Any:
+    return E.author if by == "author" else func.coalesce(E.agent_id, UNATTRIBUTED)
+
+
+def groups(conn: Connection, f: Filters, by: str = "agent") -> list[Group]:
+    """One row per agent (``by="agent"``) or author, ranked by mean overall score.
+
+    One scan: the query groups by (key, week) with counts, sums and sums of squares, which add up;
+    Python merges the weeks of each key (a few hundred aggregated rows) into the totals and the
+    weekly trend. Groups below :data:`SMALL_SAMPLE` PRs come last and get no rank.
+    """
+    key = _key_column(by).label("key")
+    sums: list[Any] = [func.count().label("n"), func.max(E.agent_name).label("name")]
+    for name, column in {"overall": E.overall_score, **CATEGORY_COLUMNS}.items():
+        sums.append(func.sum(column).label(f"s_{name}"))
+        sums.append(func.sum(column * column).label(f"q_{name}"))
+    for band in BANDS:
+        sums.append(func.sum(case((E.overall_band == band, 1), else_=0)).label(f"b_{band}"))
+    for state in ("merged", "closed", "open"):
+        sums.append(func.sum(case((E.pr_state == state, 1), else_=0)).label(f"p_{state}"))
+    query = select(key, E.week, *sums).where(*where(f)).group_by(key, E.week)
+    merged: dict[str, dict[str, Any]] = {}
+    for row in conn.execute(query).mappings():
+        acc = merged.setdefault(str(row["key"]), {"name": None, "weeks": []})
+        n = int(row["n"])
+        if row["name"] and not acc["name"]:
+            acc["name"] = row["name"]
+        for column, value in row.items():
+            if column == "n" or column[:2] in ("s_", "q_", "b_", "p_"):
+                acc[column] = acc.get(column, 0) + (float(value) if value is not None else 0)
+        if row["week"] is not None:
+            acc["weeks"].append((str(row["week"]), float(row["s_overall"]) / n, n))
+    out: list[Group] = []
+    for key_value, acc in merged.items():
+        n = int(acc["n"])
+        weeks = sorted(acc["weeks"])[-TREND_WEEKS:]
+        out.append(Group(
+            key=key_value,
+            name=str(acc["name"] or key_value) if by == "agent" else key_value,
+            count=n,
+            overall=mean_ci(n, acc["s_overall"], acc["q_overall"]),
+            categories={c: mean_ci(n, acc[f"s_{c}"], acc[f"q_{c}"]) for c in CATEGORY_COLUMNS},
+            bands={b: int(acc[f"b_{b}"]) for b in BANDS},
+            merged=int(acc["p_merged"]), closed=int(acc["p_closed"]), open=int(acc["p_open"]),
+            trend=weeks,
+        ))
+    out.sort(key=lambda g: (g.small, -(g.overall.mean or 0.0), -g.count, g.key))
+    rank = 0
+    for g in out:
+        if not g.small:
+            rank += 1
+            g.rank = rank
+    return out
+
+
+# --- outcomes (added by the validity work; shown only when the table exists) -------------------
+
+def outcome_columns(conn: Connection) -> list[str]:
+    """Boolean columns of an ``outcomes`` table keyed by (repo, number), if the database has one.
+
+    Each is a rate ("reverted", "follow-up fix", ...): the share of PRs where it is true. Read
+    from the schema so the dashboard follows whatever outcomes the store records.
+    """
+    insp = inspect(conn)
+    if not insp.has_table("outcomes"):
+        return []
+    cols = insp.get_columns("outcomes")
+    names = {c["name"] for c in cols}
+    if not {"repo", "number"} <= names:
+        return []
+    return [c["name"] for c in cols
+            if isinstance(c["type"], Boolean) and c["name"] not in ("repo", "number")]
+
+
+def outcome_rates(conn: Connection, f: Filters, by: str, columns: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Per key: ``{column: share true, "_n": PRs with a recorded outcome}``."""
+    if not columns:
+        return {}
+    from sqlalchemy import Table
+
+    outcomes = Table("outcomes", evaluations.metadata, autoload_with=conn, extend_existing=True)
+    key = _key_column(by).label("key")
+    aggs: list[Any] = [func.count().label("_n")]
+    for column in columns:
+        col = outcomes.c[column]
+        aggs.append(func.avg(case((col == true(), 1.0), (col == false(), 0.0), else_=None)).label(column))
+    query = (select(key, *aggs)
+             .join(outcomes, (outcomes.c.repo == E.repo) & (outcomes.c.number == E.number))
+             .where(*where(f)).group_by(key))
+    return {str(row["key"]): dict(row) for row in conn.execute(query).mappings()}
+
+
+# --- one agent (or author) ----------------------------------------------------------------------
+
+def histogram(conn: Connection, f: Filters) -> list[tuple[str, int]]:
+    """PR counts per 10-point bucket of the overall score (90–100 is one bucket)."""
+    bucket = case((E.overall_score >= 90, 9), else_=E.overall_score // 10).label("bucket")
+    rows = conn.execute(select(bucket, func.count()).where(*where(f)).group_by(bucket)).all()
+    counts = {int(b): int(n) for b, n in rows}
+    return [(f"{b * 10}–{b * 10 + (10 if b == 9 else 9)}", counts.get(b, 0)) for b in range(10)]
+
+
+@dataclass
+class PullDown:
+    signal_id: str
+    category: str
+    name: str
+    count: int  # PRs where it pulled the score down
+    share: float  # of the PRs in view
+    mean_score: float
+    examples: list[dict[str, Any]]
+
+
+def pull_downs(conn: Connection, f: Filters, total: int, limit: int = 10,
+               per_signal: int = 3) -> list[PullDown]:
+    """The signals that most often pulled this selection's scores down, with example PRs.
+
+    "Pulled down": conclusive, weighted, and scored under :data:`PULL_DOWN_BELOW` — the same rule
+    as the comment's "What pulled the score down". Examples are the lowest-scoring PRs.
+    """
+    S = signals.c
+    down = [S.conclusive == true(), S.weight > 0, S.score < PULL_DOWN_BELOW]
+    n = func.count().label("n")
+    top = conn.execute(
+        select(S.signal_id, func.max(S.category).label("category"), n,
+               func.avg(S.score).label("mean"))
+        .join(evaluations, E.id == S.evaluation_id)
+        .where(*where(f), *down)
+        .group_by(S.signal_id)
+        .order_by(n.desc(), S.signal_id)
+        .limit(limit)
+    ).all()
+    if not top:
+        return []
+    ids = [r.signal_id for r in top]
+    rn = func.row_number().over(partition_by=S.signal_id, order_by=(S.score, E.id.desc())).label("rn")
+    ranked = (select(S.signal_id, S.score, E.id, E.repo, E.number, E.author, E.overall_score, rn)
+              .join(evaluations, E.id == S.evaluation_id)
+              .where(*where(f), *down, S.signal_id.in_(ids))
+              .subquery())
+    examples: dict[str, list[dict[str, Any]]] = {}
+    for row in conn.execute(select(ranked).where(ranked.c.rn <= per_signal)
+                            .order_by(ranked.c.signal_id, ranked.c.rn)).mappings():
+        examples.setdefault(row["signal_id"], []).append(dict(row))
+    names = _signal_texts(conn, {(sid, item["id"]) for sid, items in examples.items() for item in items})
+    for sid, items in examples.items():
+        for item in items:
+            item["reason"] = names.get((sid, item["id"]), ("", ""))[1]
+    out = []
+    for r in top:
+        items = examples.get(r.signal_id, [])
+        name = next((names[(r.signal_id, i["id"])][0] for i in items if (r.signal_id, i["id"]) in names),
+                    r.signal_id)
+        out.append(PullDown(signal_id=r.signal_id, category=str(r.category), name=name or r.signal_id,
+                            count=int(r.n), share=int(r.n) / total if total else 0.0,
+                            mean_score=float(r.mean), examples=items))
+    return out
+
+
+def _signal_texts(conn: Connection, wanted: set[tuple[str, int]]) -> dict[tuple[str, int], tuple[str, str]]:
+    """(signal, evaluation) -> (plain-English name, reason) read from the examples' stored results.
+
+    The signals table keeps numbers only; the words come from the example PRs' stored results
+    (at most ``limit * per_signal`` documents per page; never an aggregation input).
+    """
+    if not wanted:
+        return {}
+    rows = conn.execute(select(E.id, E.result_json).where(E.id.in_({eid for _s, eid in wanted}))).all()
+    out: dict[tuple[str, int], tuple[str, str]] = {}
+    for eid, text in rows:
+        try:
+            result = json.loads(text)
+        except (TypeError, ValueError):
+            continue
+        for s in result.get("signals") or []:
+            if isinstance(s, dict) and (s.get("id"), eid) in wanted:
+                out[(str(s["id"]), eid)] = (str(s.get("name") or ""), str(s.get("reason") or ""))
+    return out
+
+
+PR_COLUMNS = (E.id, E.repo, E.number, E.author, E.agent_id, E.agent_name, E.pr_state, E.overall_score,
+              E.overall_band, E.agent_performance, E.task_outcome_quality, E.process_compliance,
+              E.activity_at, E.evaluated_at)
+
+
+def pr_list(conn: Connection, f: Filters, *, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
+    """The PRs in view, newest activity first (each PR once, its latest evaluation)."""
+    query = (select(*PR_COLUMNS).where(*where(f))
+             .order_by(E.activity_at.desc(), E.id.desc()).limit(limit).offset(offset))
+    return [dict(r) for r in conn.execute(query).mappings()]
+
+
+def count(conn: Connection, f: Filters) -> int:
+    return int(conn.execute(select(func.count()).select_from(evaluations).where(*where(f))).scalar() or 0)
+
+
+# --- one PR ---------------------------------------------------------------------------------------
+
+def pr_history(conn: Connection, f: Filters, repo: str, number: int) -> list[dict[str, Any]]:
+    """Every stored evaluation of one PR, newest first; empty when the viewer may not read it."""
+    if f.repos is not None and repo not in f.repos:
+        return []
+    query = (select(*PR_COLUMNS, E.head_sha, E.scorer_version, E.trigger, E.judge_status,
+                    E.comment_url, E.is_latest)
+             .where(E.repo == repo, E.number == number).order_by(E.id.desc()))
+    return [dict(r) for r in conn.execute(query).mappings()]
+
+
+def result_json(conn: Connection, f: Filters, evaluation_id: int) -> tuple[str, str, int] | None:
+    """(repo, result JSON, PR number) of one stored evaluation the viewer may read."""
+    row = conn.execute(select(E.repo, E.result_json, E.number).where(E.id == evaluation_id)).first()
+    if row is None or (f.repos is not None and row.repo not in f.repos):
+        return None
+    return str(row.repo), str(row.result_json), int(row.number)
+
+
+# --- filter choices -------------------------------------------------------------------------------
+
+def repositories(conn: Connection, f: Filters) -> list[str]:
+    base = Filters(repos=f.repos)
+    query = select(E.repo).where(*where(base)).group_by(E.repo).order_by(E.repo)
+    return [str(r) for r in conn.execute(query).scalars()]
+
+
+def agents(conn: Connection, f: Filters) -> list[tuple[str, str]]:
+    base = Filters(repos=f.repos)
+    key = func.coalesce(E.agent_id, UNATTRIBUTED).label("key")
+    query = (select(key, func.max(E.agent_name)).where(*where(base)).group_by(key).order_by(key))
+    return [(str(k), str(n or k)) for k, n in conn.execute(query).all()]
+
+
+def stored_repositories(conn: Connection, candidates: Iterable[str]) -> list[str]:
+    """Which of ``candidates`` (a user's readable repositories) have stored evaluations, matched
+    case-insensitively as GitHub names are, returned with the store's spelling."""
+    wanted = {c.lower() for c in candidates}
+    if not wanted:
+        return []
+    rows = conn.execute(select(E.repo).group_by(E.repo)).scalars()
+    return sorted(str(r) for r in rows if str(r).lower() in wanted)
+
+
+def day_start(value: str) -> float:
+    """``YYYY-MM-DD`` -> epoch seconds at 00:00 UTC; ValueError otherwise."""
+    return datetime.strptime(value, "%Y-%m-%d").replace(tzinfo=UTC).timestamp()
+

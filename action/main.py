@@ -27,8 +27,8 @@ CATEGORY_OUTPUTS = {
     "processCompliance": "process-compliance-score",
 }
 OUTPUT_NAMES = (
-    "evaluated", "overall-score", "overall-band", *CATEGORY_OUTPUTS.values(), "result-path",
-    "comment-url",
+    "evaluated", "overall-score", "overall-band", *CATEGORY_OUTPUTS.values(), "agent",
+    "agent-operator", "result-path", "comment-url",
 )
 
 
@@ -214,6 +214,8 @@ def evaluate(runner: Runner, ctx: Context, decision: Decision, env: Mapping[str,
         "overall-score": str(result.overall_score),
         "overall-band": result.overall_band,
         **{CATEGORY_OUTPUTS[c.category]: str(c.final_score) for c in result.category_scores},
+        "agent": result.agent.id if result.agent else "",
+        "agent-operator": (result.agent.operator or "") if result.agent else "",
         "result-path": result_path or "",
         "comment-url": "",
     }

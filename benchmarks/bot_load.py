@@ -285,7 +285,7 @@ def stop_service(proc: subprocess.Popen[bytes]) -> int | None:
 def prepare_database(url: str, wipe: bool) -> None:
     from sqlalchemy import func, inspect, select
 
-    from bot.db import init_schema, jobs, make_engine, metadata
+    from bot.db import drop_schema, init_schema, jobs, make_engine
 
     engine = make_engine(url)
     try:
@@ -294,7 +294,7 @@ def prepare_database(url: str, wipe: bool) -> None:
                 if conn.execute(select(func.count()).select_from(jobs)).scalar_one():
                     raise SystemExit(f"{url.split('@')[-1]} already holds bot jobs; "
                                      "pass --wipe to drop the bot tables there")
-        metadata.drop_all(engine)
+        drop_schema(engine)
         init_schema(engine)
     finally:
         engine.dispose()

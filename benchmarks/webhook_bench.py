@@ -214,13 +214,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.requests > 50_000 or args.max_seconds > 300:
         parser.error("keep it bounded: at most 50,000 requests and 300 seconds")
 
-    from bot.db import init_schema, make_engine, metadata
+    from bot.db import drop_schema, init_schema, make_engine
     from bot.settings import normalise_database_url
 
     tmp = Path(tempfile.mkdtemp(prefix="webhook-bench-"))
     url = normalise_database_url(args.database_url or f"sqlite:///{tmp / 'bench.sqlite3'}")
     engine = make_engine(url)
-    metadata.drop_all(engine)
+    drop_schema(engine)
     init_schema(engine)
     engine.dispose()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "TASKEVAL_"))}

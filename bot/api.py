@@ -11,7 +11,7 @@ import logging
 import re
 from collections.abc import Callable
 from functools import wraps
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from flask import Blueprint, Response, jsonify, request
 from sqlalchemy import text
@@ -87,8 +87,11 @@ def leaderboard() -> Any:
     repo = request.args.get("repo") or None
     if repo is not None and not _REPO_RE.match(repo):
         return _error(400, "repo must be OWNER/NAME")
-    entries = results.leaderboard(state().engine, repo)
-    return jsonify(repository=repo, entries=entries)
+    by = request.args.get("by") or "agent"
+    if by not in ("agent", "author"):
+        return _error(400, "by must be agent or author")
+    entries = results.leaderboard(state().engine, repo, by=cast(results.LeaderboardBy, by))
+    return jsonify(repository=repo, by=by, entries=entries)
 
 
 @api.get("/jobs/<int:job_id>")

@@ -38,7 +38,8 @@ def _prepare(args: argparse.Namespace, name: str, *, needs_github: bool) -> Any:
     os.environ["TASKEVAL_LOG_LEVEL"] = args.log_level
     logs.setup(args.log_level)
     try:
-        settings = BotSettings.from_env()
+        # Only the web server receives deliveries; a worker node never needs the webhook secret.
+        settings = BotSettings.from_env(receives_webhooks=name == "serve")
         if needs_github:
             settings.require_github_auth()
     except SettingsError as exc:
@@ -124,7 +125,8 @@ def add_commands(subparsers: Any) -> None:
     worker = subparsers.add_parser(
         "worker", help="run queue workers only (worker nodes)",
         description="Claim and run evaluation jobs from DATABASE_URL ($TASKEVAL_QUEUE_WORKERS "
-                    "processes). Needs GitHub App or token credentials.",
+                    "processes). Needs GitHub App or token credentials and DATABASE_URL; not "
+                    "GITHUB_WEBHOOK_SECRET, which only the web server uses.",
     )
     worker.add_argument("--log-level", choices=LOG_LEVELS,
                         default=_default_level())

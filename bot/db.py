@@ -26,6 +26,7 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Column,
     Connection,
     Engine,
@@ -39,6 +40,7 @@ from sqlalchemy import (
     and_,
     create_engine,
     event,
+    false,
     text,
 )
 
@@ -129,10 +131,34 @@ evaluations = Table(
     Column("comment_signature", String(64)),  # sha256 of the comment markdown as posted
     Column("result_json", Text, nullable=False),
     Column("stored_at", Float, nullable=False),
+    # Revision 0002: what the leaderboard and the dashboard group and filter on, in SQL.
+    Column("owner", String(100)),
+    Column("agent_id", String(64)),  # result.agent.id; NULL only for results from before agents
+    Column("agent_name", String(100)),
+    Column("operator", String(100)),  # the person who ran the agent, when the evidence shows one
+    Column("agent_confidence", String(16)),  # certain | likely
+    Column("pr_state", String(16)),  # merged | closed | open
+    Column("pr_created_at", Float),
+    Column("merged_at", Float),
+    Column("closed_at", Float),
+    Column("activity_at", Float),  # when the PR's work ended: merged, closed, opened, evaluated
+    Column("week", String(10)),  # Monday (UTC) of activity_at's week, YYYY-MM-DD
+    Column("is_latest", Boolean, nullable=False, server_default=false()),  # newest of its PR
 )
 Index("ix_evaluations_key", evaluations.c.repo, evaluations.c.number, evaluations.c.head_sha,
       evaluations.c.scorer_version)
 Index("ix_evaluations_author", evaluations.c.repo, evaluations.c.author)
+Index("ix_evaluations_agent_time", evaluations.c.is_latest, evaluations.c.agent_id,
+      evaluations.c.activity_at)
+Index("ix_evaluations_author_time", evaluations.c.is_latest, evaluations.c.author,
+      evaluations.c.activity_at)
+Index("ix_evaluations_repo_time", evaluations.c.repo, evaluations.c.is_latest,
+      evaluations.c.activity_at)
+Index("ix_evaluations_week", evaluations.c.is_latest, evaluations.c.week, evaluations.c.agent_id)
+# Exactly one newest evaluation per PR, even when two writers store the same PR at once.
+_latest = text("is_latest")
+Index("uq_evaluations_latest", evaluations.c.repo, evaluations.c.number, unique=True,
+      sqlite_where=_latest, postgresql_where=_latest)
 
 installation_events = Table(
     "installation_events",
@@ -155,7 +181,7 @@ judge_cache = Table(
     Column("stored_at", Float, nullable=False),
 )
 
-# Serialises concurrent create_all calls from many processes on PostgreSQL.
+# Serialises concurrent migrations from many processes on PostgreSQL.
 _SCHEMA_LOCK = 0x7461736B  # "task"
 
 
@@ -237,12 +263,28 @@ def _lock_path(engine: Engine) -> str | None:
     return f"{database}-writelock"
 
 
-def init_schema(engine: Engine) -> None:
-    """Create missing tables and indexes; safe to run from every process at start-up."""
+def init_schema(engine: Engine) -> list[str]:
+    """Migrate the database to the newest schema (Alembic, ``bot/migrations``); safe to run from
+    every process at start-up: one transaction under a lock (PostgreSQL advisory lock, SQLite
+    ``flock``), so concurrent starts migrate once and the others find it done. A database from
+    before migrations is adopted (stamped at the baseline) and upgraded. Returns the revisions
+    applied."""
+    from bot import migrations
+
     with write(engine) as conn:
         if engine.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SCHEMA_LOCK})
-        metadata.create_all(conn, checkfirst=True)
+        return migrations.upgrade(conn)
+
+
+def drop_schema(engine: Engine) -> None:
+    """Drop every table of the database, the migration version included (tests, benchmarks)."""
+    with write(engine) as conn:
+        if engine.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SCHEMA_LOCK})
+        found = MetaData()
+        found.reflect(conn)
+        found.drop_all(conn)
 
 
 def describe_url(url: str) -> str:

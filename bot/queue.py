@@ -25,6 +25,7 @@ from sqlalchemy.exc import IntegrityError
 
 from bot import events, logs
 from bot.db import PENDING, deliveries, evaluations, installation_events, jobs, write
+from bot.results import store_evaluation
 
 log = logging.getLogger("bot.queue")
 
@@ -336,8 +337,7 @@ class Queue:
                     if done.rowcount != 1:
                         raise LeaseLost(f"job {job_id} is no longer leased by this worker")
                     if evaluation is not None:
-                        conn.execute(insert(evaluations).values(
-                            **evaluation, job_id=job_id, stored_at=now))
+                        store_evaluation(conn, {**evaluation, "job_id": job_id, "stored_at": now})
                     if follow_up is None:
                         return None
                     follow_id, _ = self._enqueue_evaluation(conn, follow_up, None, now,

@@ -9,9 +9,10 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from typing import Any
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
 
-from sqlalchemy import Engine, func, insert, select, update
+from sqlalchemy import Connection, Engine, case, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bot.db import evaluations, judge_cache, write
@@ -43,6 +44,83 @@ def previous_comment(engine: Engine, repo: str, number: int,
     return str(row.comment_signature), str(row.comment_url)
 
 
+def _epoch(value: Any) -> float | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def week_of(epoch: float) -> str:
+    """The Monday (UTC) of the week holding ``epoch``, as ``YYYY-MM-DD``: the trend bucket."""
+    day = datetime.fromtimestamp(epoch, UTC).date()
+    return (day - timedelta(days=day.weekday())).isoformat()
+
+
+def _clip(value: Any, limit: int) -> str | None:
+    return value[:limit] if isinstance(value, str) and value else None
+
+
+def _pr_facts(result: dict[str, Any]) -> dict[str, Any]:
+    """The facts of the PR's own evidence item (state, createdAt, closedAt, ...), if present."""
+    evidence = result.get("evidence")
+    for group in (evidence.get("groups") or ()) if isinstance(evidence, dict) else ():
+        if isinstance(group, dict) and group.get("source") == "taskMetadata":
+            for item in group.get("items") or ():
+                if isinstance(item, dict) and item.get("kind") == "pull_request":
+                    facts = item.get("facts")
+                    return facts if isinstance(facts, dict) else {}
+    return {}
+
+
+def facets(result: dict[str, Any]) -> dict[str, Any]:
+    """The aggregation columns of a result (agent, PR state and times, week), read defensively:
+    a result from before agent attribution has no ``agent`` and gets NULL agent columns."""
+    agent = result.get("agent")
+    agent = agent if isinstance(agent, dict) else {}
+    pull = result.get("pullRequest")
+    pull = pull if isinstance(pull, dict) else {}
+    facts = _pr_facts(result)
+    merged = bool(pull.get("merged") or facts.get("merged"))
+    state = facts.get("state")
+    created = _epoch(facts.get("createdAt"))
+    merged_at = _epoch(pull.get("mergedAt") or facts.get("mergedAt"))
+    closed_at = _epoch(facts.get("closedAt")) or merged_at
+    activity = merged_at or closed_at or created or _epoch(result.get("evaluatedAt")) or time.time()
+    return {
+        "owner": str(result.get("repository", "")).split("/", 1)[0][:100],
+        "agent_id": _clip(agent.get("id"), 64),
+        "agent_name": _clip(agent.get("name"), 100),
+        "operator": _clip(agent.get("operator"), 100),
+        "agent_confidence": _clip(agent.get("confidence"), 16),
+        "pr_state": "merged" if merged else (state if state in ("open", "closed") else None),
+        "pr_created_at": created,
+        "merged_at": merged_at,
+        "closed_at": closed_at,
+        "activity_at": activity,
+        "week": week_of(activity),
+    }
+
+
+def store_evaluation(conn: Connection, row: dict[str, Any]) -> int:
+    """Insert an ``evaluations`` row as the newest of its PR (``is_latest``), in the caller's
+    transaction; returns its id. A concurrent writer of the same PR makes one of the two fail on
+    ``uq_evaluations_latest`` (IntegrityError): retry the transaction, it then sees the winner."""
+    conn.execute(
+        update(evaluations)
+        .where(evaluations.c.repo == row["repo"], evaluations.c.number == row["number"],
+               evaluations.c.is_latest.is_(True))
+        .values(is_latest=False)
+    )
+    result = conn.execute(insert(evaluations).values(**row, is_latest=True))
+    return int(result.inserted_primary_key[0])
+
+
 def record_from_result(result: dict[str, Any], *, comment_url: str | None = None,
                        signature: str | None = None) -> dict[str, Any]:
     """Columns of an ``evaluations`` row from a result JSON object (the contract's camelCase)."""
@@ -66,6 +144,7 @@ def record_from_result(result: dict[str, Any], *, comment_url: str | None = None
         "comment_url": comment_url,
         "comment_signature": signature if comment_url else None,
         "result_json": json.dumps(result, ensure_ascii=False, separators=(",", ":")),
+        **facets(result),
     }
 
 
@@ -93,37 +172,53 @@ def history(engine: Engine, repo: str, number: int, limit: int = 100) -> list[di
     return [json.loads(text) for text in rows]
 
 
-def leaderboard(engine: Engine, repo: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-    """Authors (agents included) ranked by mean overall score over their evaluated PRs.
+LeaderboardBy = Literal["agent", "author"]
+UNATTRIBUTED = "unattributed"  # agent_id NULL: stored before results named their agent
 
-    Each PR counts once, with its latest evaluation, so re-running ``/evaluate`` does not weigh a
-    PR more. Ties go to the author with more evaluations, then alphabetically, so the order is
-    stable.
+
+def leaderboard(engine: Engine, repo: str | None = None, limit: int = 100,
+                by: LeaderboardBy = "agent") -> list[dict[str, Any]]:
+    """Agents (``by="agent"``, each agent id) or PR authors (``by="author"``) ranked by mean
+    overall score over their evaluated PRs, aggregated in SQL.
+
+    Each PR counts once, with its latest evaluation (``is_latest``), so re-running ``/evaluate``
+    does not weigh a PR more. Ties go to the entry with more PRs, then alphabetically, so the order
+    is stable. Each entry also counts the PRs merged, closed unmerged and still open.
     """
-    newest = select(func.max(evaluations.c.id).label("id"))
-    if repo is not None:
-        newest = newest.where(evaluations.c.repo == repo)
-    newest_ids = newest.group_by(evaluations.c.repo, evaluations.c.number).subquery()
+    e = evaluations
+    key = e.c.agent_id if by == "agent" else e.c.author
     count = func.count().label("count")
-    mean = func.avg(evaluations.c.overall_score).label("mean")
+    mean = func.avg(e.c.overall_score).label("mean")
+
+    def state(name: str) -> Any:
+        return func.sum(case((e.c.pr_state == name, 1), else_=0)).label(name)
+
     query = (
         select(
-            evaluations.c.author, count, mean,
-            func.avg(evaluations.c.agent_performance).label("ap"),
-            func.avg(evaluations.c.task_outcome_quality).label("toq"),
-            func.avg(evaluations.c.process_compliance).label("pc"),
+            key.label("key"), func.max(e.c.agent_name).label("name"), count, mean,
+            func.avg(e.c.agent_performance).label("ap"),
+            func.avg(e.c.task_outcome_quality).label("toq"),
+            func.avg(e.c.process_compliance).label("pc"),
+            state("merged"), state("closed"), state("open"),
         )
-        .join(newest_ids, evaluations.c.id == newest_ids.c.id)
-        .group_by(evaluations.c.author)
-        .order_by(mean.desc(), count.desc(), evaluations.c.author)
+        .where(e.c.is_latest.is_(True))
+        .group_by(key)
+        .order_by(mean.desc(), count.desc(), key)
         .limit(limit)
     )
+    if repo is not None:
+        query = query.where(e.c.repo == repo)
     with engine.connect() as conn:
         rows = conn.execute(query).all()
-    return [
-        {
-            "rank": rank,
-            "author": row.author,
+    entries = []
+    for rank, row in enumerate(rows, start=1):
+        entry: dict[str, Any] = {"rank": rank}
+        if by == "agent":
+            entry["agent"] = row.key
+            entry["agentName"] = row.name if row.key is not None else UNATTRIBUTED
+        else:
+            entry["author"] = row.key
+        entry.update({
             "count": int(row.count),
             "meanOverall": round(float(row.mean), 1),
             "meanCategories": {
@@ -131,9 +226,11 @@ def leaderboard(engine: Engine, repo: str | None = None, limit: int = 100) -> li
                 "taskOutcomeQuality": round(float(row.toq), 1),
                 "processCompliance": round(float(row.pc), 1),
             },
-        }
-        for rank, row in enumerate(rows, start=1)
-    ]
+            "prStates": {"merged": int(row.merged or 0), "closed": int(row.closed or 0),
+                         "open": int(row.open or 0)},
+        })
+        entries.append(entry)
+    return entries
 
 
 class DbJudgeCache:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeVar
+from urllib.parse import urlsplit
 
 DEFAULT_DATABASE_URL = "sqlite:///taskeval-bot.sqlite3"
 # GitHub caps webhook payloads at 25 MB and drops larger ones; anything bigger is not from GitHub.
@@ -114,13 +115,21 @@ class BotSettings:
             )
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> BotSettings:
+    def from_env(cls, env: Mapping[str, str] | None = None, *,
+                 receives_webhooks: bool = True) -> BotSettings:
+        """``receives_webhooks=False`` (queue workers, which never see a delivery) does not
+        require GITHUB_WEBHOOK_SECRET; the web server always does."""
         env = dict(os.environ if env is None else env)
         secret = env.get("GITHUB_WEBHOOK_SECRET", "")
-        if not secret.strip():
+        if not secret.strip() and receives_webhooks:
             raise SettingsError(
                 "GITHUB_WEBHOOK_SECRET is not set; the bot refuses to accept unsigned deliveries"
             )
+        api_url = (env.get("GITHUB_API_URL", "").strip() or "https://api.github.com").rstrip("/")
+        parts = urlsplit(api_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise SettingsError(f"GITHUB_API_URL must be an http(s) URL such as "
+                                f"https://ghes.example.com/api/v3, got {api_url!r}")
         app_id = env.get("GITHUB_APP_ID", "").strip() or None
         key = env.get("GITHUB_APP_PRIVATE_KEY", "").strip() or None
         key_path = env.get("GITHUB_APP_PRIVATE_KEY_PATH", "").strip()
@@ -157,7 +166,7 @@ class BotSettings:
                 env.get("DATABASE_URL", "").strip() or DEFAULT_DATABASE_URL
             ),
             api_token=env.get("TASKEVAL_API_TOKEN", "").strip() or None,
-            api_url=(env.get("GITHUB_API_URL", "").strip() or "https://api.github.com").rstrip("/"),
+            api_url=api_url,
             app_id=app_id,
             private_key=key,
             app_slug=env.get("GITHUB_APP_SLUG", "").strip() or None,

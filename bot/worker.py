@@ -116,8 +116,7 @@ class Clients:
                                      self.settings.github_token)
             installation = job.installation_id
             if installation is None:  # a repository webhook pointed at an App-mode bot
-                owner, name = job.repo.split("/", 1)
-                installation = int(self._integration().get_repo_installation(owner, name).id)
+                installation = self._installation_of(job.repo)
             client = self._clients.get(installation)
             if client is None:
                 client = self._factory()(
@@ -125,9 +124,47 @@ class Clients:
                     installation_id=installation, base_url=self.settings.api_url)
                 self._clients[installation] = client
             if self._own_login is None:
-                slug = self.settings.app_slug or self._integration().get_app().slug
-                self._own_login = f"{slug}[bot]"
+                self._own_login = f"{self.settings.app_slug or self._app_slug()}[bot]"
             return GitHubContext(client, self._own_login, None)
+
+    def _app_slug(self) -> str:
+        """The App's slug from ``GET /app`` (authenticated with the App's JWT), as GitHub
+        documents; a failure says which call failed and what to set."""
+        try:
+            return str(self._integration().get_app().slug)
+        except Exception as exc:
+            raise _app_call_failed(
+                exc, "GET /app (the App's own record, with its JWT)",
+                "check GITHUB_APP_ID, the private key and GITHUB_API_URL (GitHub Enterprise "
+                "Server: https://HOST/api/v3), or set GITHUB_APP_SLUG to the App's slug (the "
+                "last part of https://github.com/apps/<slug>)") from exc
+
+    def _installation_of(self, repo: str) -> int:
+        owner, name = repo.split("/", 1)
+        try:
+            return int(self._integration().get_repo_installation(owner, name).id)
+        except Exception as exc:
+            raise _app_call_failed(
+                exc, f"GET /repos/{repo}/installation (with the App's JWT)",
+                f"install the App on {repo}, or point the repository's webhook at a bot for "
+                "the App that is installed there") from exc
+
+
+def _app_call_failed(exc: BaseException, call: str, advice: str) -> Exception:
+    """A failed App-level call as one line naming the call and the fix. 5xx, rate limits and
+    network faults stay transient (the job is retried); anything else is a setup problem."""
+    from github import GithubException
+
+    from taskeval.github import AuthError
+    from taskeval.github.errors import is_rate_limited, message_of, translate
+
+    if isinstance(exc, GithubException) and not is_rate_limited(exc) and exc.status < 500:
+        said = f"{exc.status} {message_of(exc)}".strip()
+        return AuthError(f"{call} failed ({said}): {advice}", status=exc.status, resource="app")
+    try:
+        return translate(exc, call, "app")  # transient: 5xx, rate limit, network
+    except Exception:  # not a GitHub or network fault: keep the original
+        return exc if isinstance(exc, Exception) else RuntimeError(str(exc))
 
 
 class Worker:
@@ -334,7 +371,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logs.setup(args.log_level)
     try:
-        settings = BotSettings.from_env()
+        settings = BotSettings.from_env(receives_webhooks=False)
         settings.require_github_auth()
     except SettingsError as exc:
         log.error("cannot start the worker: %s", exc)

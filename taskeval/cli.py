@@ -28,12 +28,40 @@ def _fail(message: str, code: int = EXIT_INPUT) -> int:
     return code
 
 
+class OutputError(Exception):
+    """An ``--output`` path that cannot be written; the message is the one line users see."""
+
+
+def check_output(path: str | None) -> None:
+    """Refuse an ``--output`` path that cannot be written, before any work is done: a directory,
+    a path under a file, or a place this user may not write."""
+    if not path:
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise OutputError(f"--output {path} is a directory; give a file path such as "
+                          f"{target / 'result.json'}")
+    if target.exists():
+        if not os.access(target, os.W_OK):
+            raise OutputError(f"--output {path}: permission denied")
+        return
+    parent = target.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise OutputError(f"--output {path}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(f"--output {path}: permission denied in {parent}")
+
+
 def _write_output(path: str | None, text: str) -> None:
     if path:
         target = Path(path)
-        if target.parent and not target.parent.exists():
+        try:
             target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text + "\n", encoding="utf-8")
+            target.write_text(text + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise OutputError(f"--output {path}: cannot write: {exc.strerror or exc}") from exc
 
 
 def _options(args: argparse.Namespace, trigger: str, token: str | None):
@@ -48,36 +76,72 @@ def _options(args: argparse.Namespace, trigger: str, token: str | None):
     )
 
 
+def _comment_as(args: argparse.Namespace) -> str | None:
+    """``--comment-as`` or ``TASKEVAL_COMMENT_AS``: the account the token posts comments as."""
+    from taskeval.github.client import LOGIN_RE
+
+    value = (args.comment_as or os.environ.get("TASKEVAL_COMMENT_AS") or "").strip() or None
+    if value is not None and not LOGIN_RE.fullmatch(value):
+        source = "--comment-as" if args.comment_as else "TASKEVAL_COMMENT_AS"
+        raise ValueError(f"{source} must be a GitHub login such as my-app[bot], got {value!r}")
+    return value
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from taskeval.github import AuthError, GitHubError, NotFoundError, api_url, make_client, parse_pr_ref
+    from taskeval.github import (
+        AuthError,
+        GitHubError,
+        NotFoundError,
+        api_url,
+        comment_login,
+        make_client,
+        parse_pr_ref,
+    )
     from taskeval.pipeline import evaluate_pull_request, publish_comment
 
     try:
         repository, number = parse_pr_ref(args.pr)
-    except ValueError as exc:
+        own_login = _comment_as(args)
+        check_output(args.output)
+    except (ValueError, OutputError) as exc:
         return _fail(str(exc))
     if args.config and not Path(args.config).is_file():
         return _fail(f"config file {args.config} does not exist")
     token = os.environ.get("GITHUB_TOKEN") or os.environ.get("GH_TOKEN") or None
+    if args.comment and not token:
+        return _fail("--comment needs a token that may write to the PR: set GITHUB_TOKEN")
     if not token:
         print("taskeval: GITHUB_TOKEN is not set; reading as an anonymous client "
               "(public repositories only, 60 requests/hour)", file=sys.stderr)
-    gh = make_client(token, base_url=api_url(os.environ))
+    try:
+        gh = make_client(token, base_url=api_url(os.environ))
+    except ValueError as exc:
+        return _fail(str(exc))
+    if args.comment and own_login is None:
+        # Who posts decides which existing comment is ours: find out before the work is done.
+        try:
+            own_login = comment_login(gh)
+        except AuthError as exc:
+            return _fail(str(exc))
+        except GitHubError as exc:
+            return _fail(str(exc), EXIT_RETRY_LATER)
     try:
         evaluation = evaluate_pull_request(gh, repository, number, _options(args, "cli", token))
     except (NotFoundError, AuthError) as exc:
         return _fail(str(exc))
     except GitHubError as exc:  # rate limits, 5xx, timeouts, malformed answers: transient
         return _fail(str(exc), EXIT_RETRY_LATER)
-    _write_output(args.output, evaluation.result.to_json())
+    try:
+        _write_output(args.output, evaluation.result.to_json())
+    except OutputError as exc:
+        return _fail(str(exc))
     print(evaluation.markdown, end="")
     for warning in evaluation.result.warnings:
         print(f"taskeval: warning: {warning}", file=sys.stderr)
     if args.comment:
-        if not token:
-            return _fail("--comment needs GITHUB_TOKEN", EXIT_SIDE_EFFECT)
         try:
-            url, created = publish_comment(gh, repository, number, evaluation.markdown)
+            url, created = publish_comment(gh, repository, number, evaluation.markdown,
+                                           own_login=own_login)
         except (AuthError, GitHubError) as exc:
             return _fail(f"could not post the comment: {exc}", EXIT_SIDE_EFFECT)
         print(f"taskeval: comment {'created' if created else 'updated'}: {url}", file=sys.stderr)
@@ -92,11 +156,12 @@ def cmd_score(args: argparse.Namespace) -> int:
         return _fail(f"config file {args.config} does not exist")
     token = os.environ.get("GITHUB_TOKEN") or None
     try:
+        check_output(args.output)
         result = rescore_file(Path(args.file), _options(args, "rescore", token))
-    except BundleFileError as exc:
+        text = result.to_json()
+        _write_output(args.output, text)
+    except (BundleFileError, OutputError) as exc:
         return _fail(str(exc))
-    text = result.to_json()
-    _write_output(args.output, text)
     if args.markdown:
         print(render_comment(result), end="")
     else:
@@ -105,13 +170,14 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from taskeval.models import EvaluationResult, EvidenceBundle
+    from taskeval.schema import schema_of
 
-    model = EvidenceBundle if args.what == "bundle" else EvaluationResult
-    schema = model.model_json_schema(by_alias=True)
-    schema["$id"] = f"https://taskeval.dev/schema/{args.what}-v1.json"
-    text = json.dumps(schema, indent=2, sort_keys=True)
-    _write_output(args.output, text)
+    text = json.dumps(schema_of(args.what), indent=2, sort_keys=True)
+    try:
+        check_output(args.output)
+        _write_output(args.output, text)
+    except OutputError as exc:
+        return _fail(str(exc))
     print(text)
     return EXIT_OK
 
@@ -130,6 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("pr", help="OWNER/REPO#N or a pull request URL")
     ev.add_argument("--output", metavar="PATH", help="write the JSON result here")
     ev.add_argument("--comment", action="store_true", help="create or update the PR comment")
+    ev.add_argument("--comment-as", metavar="LOGIN",
+                    help="the account the token posts as, for App/installation tokens that cannot "
+                    "read GET /user, e.g. my-app[bot] (env TASKEVAL_COMMENT_AS)")
     ev.add_argument("--no-ai", action="store_true", help="deterministic scores only")
     ev.add_argument("--config", metavar="PATH", help="config file instead of the repo's .github/taskeval.yml")
     ev.set_defaults(func=cmd_evaluate)
@@ -142,8 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--markdown", action="store_true", help="print the comment markdown instead of JSON")
     sc.set_defaults(func=cmd_score)
 
-    sh = sub.add_parser("schema", help="print the JSON Schema of the result (or bundle)")
-    sh.add_argument("what", nargs="?", choices=["result", "bundle"], default="result")
+    sh = sub.add_parser("schema", help="print a JSON Schema: the result (default), the bundle, or "
+                        "the config file .github/taskeval.yml (for editors)")
+    sh.add_argument("what", nargs="?", choices=["result", "bundle", "config"], default="result")
     sh.add_argument("--output", metavar="PATH")
     sh.set_defaults(func=cmd_schema)
 
@@ -182,6 +252,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
+    except BrokenPipeError:  # `taskeval schema | head`: the reader left; nothing to report
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -10,6 +10,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
@@ -215,6 +216,37 @@ class Thresholds(_Section):
         description="[process.template_filled] Unfilled PR-template findings per halving: "
         "one -> 50.",
     )
+    objection_half_life: float = Field(
+        default=1.0, gt=0,
+        description="[agent.objections] Comments or reviews by other people saying the work is "
+        "wrong or asking for a fix, per halving: one -> 50, two -> 25. Each is a round the agent "
+        "did not get right.",
+    )
+    force_push_half_life: float = Field(
+        default=1.0, gt=0,
+        description="[agent.force_pushes] Force-pushes after the first human review per halving: "
+        "one -> 50. A rewrite after review throws away what the reviewer read.",
+    )
+    agent_failure_half_life: float = Field(
+        default=1.0, gt=0,
+        description="[agent.own_failures] The agent's own failure or stop events per halving: "
+        "one -> 50. The agent itself says its run did not finish.",
+    )
+    idle_grace_hours: float = Field(
+        default=48.0, ge=0,
+        description="[agent.idle_gaps] Hours of silence between two pieces of PR activity that "
+        "cost nothing (a weekend, a reviewer's day off).",
+    )
+    idle_half_life_hours: float = Field(
+        default=120.0, gt=0,
+        description="[agent.idle_gaps] Hours of silence beyond the grace per halving: a week idle "
+        "scores about 64, three weeks about 11.",
+    )
+    restart_half_life: float = Field(
+        default=1.0, gt=0,
+        description="[agent.restarts] Later PRs by the same author that restart this closed one "
+        "per halving: one -> 50.",
+    )
 
     @field_validator("max_change_lines")
     @classmethod
@@ -222,6 +254,56 @@ class Thresholds(_Section):
         low = info.data.get("comfortable_change_lines")
         if low is not None and value <= low:
             raise ValueError("must be greater than comfortable_change_lines")
+        return value
+
+
+AGENT_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,39}$"
+OperatorSourceName = Literal["author", "assignee", "reviewer", "requested-by", "co-author"]
+
+
+class AgentRuleConfig(_Section):
+    """One ``agents:`` entry: adds an agent, or overrides the fields it names of a built-in one
+    (see taskeval/agents.py for the built-in table and how attribution uses each field)."""
+
+    id: str = Field(pattern=AGENT_ID_PATTERN,
+                    description="Agent id (lower case, digits, '-'); a built-in id overrides that agent.")
+    name: str | None = Field(default=None, min_length=1, max_length=80,
+                             description="Display name (required for a new agent).")
+    enabled: bool = Field(default=True, description="false drops a built-in agent from attribution.")
+    logins: list[str] | None = Field(
+        default=None, description="The agent's own accounts (PR author, commit author/committer): certain.")
+    apps: list[str] | None = Field(
+        default=None, description="GitHub App slugs seen as performed_via_github_app: certain.")
+    branch_prefixes: list[str] | None = Field(default=None, description="Head branch prefixes: likely.")
+    co_authors: list[str] | None = Field(
+        default=None, description="Regexes over Co-authored-by values (\"Name <email>\"): likely.")
+    text_marks: list[str] | None = Field(
+        default=None, description="Regexes over the PR description and commit messages: likely.")
+    operator: list[OperatorSourceName] | None = Field(
+        default=None, description="Where the person who ran the agent is found, in order: author, "
+        "assignee, reviewer (a requested reviewer), requested-by (a 'Requested by' line), co-author.")
+    standard_texts: list[str] | None = Field(
+        default=None, description="Regexes of text the agent writes by design: never leakage or boilerplate.")
+    standard_commits: list[str] | None = Field(
+        default=None, description="Regexes of commit subjects the agent writes by design (e.g. 'Initial plan').")
+
+    @field_validator("co_authors", "text_marks", "standard_texts", "standard_commits")
+    @classmethod
+    def _regexes(cls, value: list[str] | None) -> list[str] | None:
+        import re
+
+        for pattern in value or []:
+            try:
+                re.compile(pattern)
+            except (re.error, OverflowError, RecursionError) as exc:
+                raise ValueError(f"{pattern!r} is not a valid regular expression: {exc}") from exc
+        return value
+
+    @field_validator("id")
+    @classmethod
+    def _not_reserved(cls, value: str) -> str:
+        if value in ("human", "unknown-bot"):
+            raise ValueError(f"{value!r} is reserved for PRs no agent marks")
         return value
 
 
@@ -239,11 +321,31 @@ class Settings(_Section):
     )
     disabled_signals: list[str] = Field(default_factory=list, description="Signal ids to skip.")
     ai: bool = Field(default=True, description="Let the AI judge supply its advisory 30 % share.")
+    agents: list[AgentRuleConfig] = Field(
+        default_factory=list,
+        description="Agent attribution rules added to or overriding the built-in table "
+        "(entry keys in the agents section below).",
+    )
     max_prompt_chars: int = Field(
         default=60_000, ge=12_000,
         description="Upper bound on the judge prompt in characters "
         "(instructions and PR metadata alone take up to ~11,000).",
     )
+
+    @field_validator("agents")
+    @classmethod
+    def _agents(cls, value: list[AgentRuleConfig]) -> list[AgentRuleConfig]:
+        from taskeval.agents import BUILTIN_RULES
+
+        builtin = {r.id for r in BUILTIN_RULES}
+        seen: set[str] = set()
+        for entry in value:
+            if entry.id in seen:
+                raise ValueError(f"agent {entry.id!r} is listed twice")
+            seen.add(entry.id)
+            if entry.id not in builtin and entry.enabled and not entry.name:
+                raise ValueError(f"new agent {entry.id!r} needs a name")
+        return value
 
     @field_validator("signal_weights")
     @classmethod

@@ -10,7 +10,15 @@ import hashlib
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
+    model_serializer,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from taskeval.contract import CATEGORIES, Band, Category
@@ -154,6 +162,28 @@ class CommentEntry(Model):
     body_excerpt: str = ""
 
 
+_LATER_PULL_FIELDS: tuple[tuple[str, str], ...] = (
+    ("via_app", "viaApp"), ("assignees", "assignees"), ("requested_reviewers", "requestedReviewers"),
+)
+
+
+class TimelineEntry(Model):
+    """One issue-timeline event, compact (no bodies): what the timeline signals read."""
+
+    id: str  # the citable evidence ID this event would have ("event:<id>")
+    event: str  # GitHub's event name, e.g. head_ref_force_pushed, copilot_work_finished_failure
+    actor: str | None = None
+    actor_is_bot: bool = False
+    created_at: str | None = None
+    commit_id: str | None = None
+    state: str | None = None  # reviewed: the review state
+    source: str | None = None  # cross-referenced: "owner/repo#n" of the mentioning issue or PR
+    source_is_pull: bool = False
+    source_state: str | None = None
+    source_author: str | None = None
+    source_created_at: str | None = None
+
+
 class PullFacts(Model):
     number: int
     title: str
@@ -179,6 +209,21 @@ class PullFacts(Model):
     changed_files: Count = 0
     commit_count: Count = 0  # GitHub's count; may exceed len(commits)
     url: str
+    # Read by agent attribution (taskeval.agents); empty in bundles stored before they existed.
+    via_app: str | None = None  # performed_via_github_app slug
+    assignees: list[str] = Field(default_factory=list)
+    requested_reviewers: list[str] = Field(default_factory=list)  # users, in GitHub's order
+
+    @model_serializer(mode="wrap")
+    def _omit_empty_later_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Fields added after bundles were first stored are left out while empty, so an older
+        bundle keeps its canonical form and its bundleHash."""
+        data: dict[str, Any] = handler(self)
+        for name, alias in _LATER_PULL_FIELDS:
+            for key in (name, alias):
+                if key in data and data[key] in (None, []):
+                    del data[key]
+        return data
 
 
 class BundleFacts(Model):
@@ -196,6 +241,17 @@ class BundleFacts(Model):
     checks: list[CheckEntry] = Field(default_factory=list)
     runs: list[RunEntry] = Field(default_factory=list)
     unavailable: list[str] = Field(default_factory=list)  # resources that could not be fetched
+    # The issue timeline; None when it was not collected (bundles stored before it was) or could
+    # not be read ("timeline" in ``unavailable``). Left out of the JSON while None, so an older
+    # bundle keeps its canonical form and its bundleHash.
+    timeline: list[TimelineEntry] | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_uncollected_timeline(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("timeline", []) is None:
+            del data["timeline"]
+        return data
 
 
 class EvidenceBundle(Model):
@@ -311,11 +367,27 @@ class ConfigInfo(Model):
     settings: dict[str, Any] = Field(default_factory=dict)  # effective settings, for re-scoring
 
 
+AgentConfidence = Literal["certain", "likely"]
+
+
+class AgentAttribution(Model):
+    """Which coding agent did the PR's work and who ran it (taskeval.agents explains the rules)."""
+
+    id: str  # a rule id such as "claude-code", or "human" / "unknown-bot"
+    name: str
+    operator: str | None = None  # the person who ran the agent, when the evidence shows one
+    confidence: AgentConfidence  # certain: the agent's own account or App; likely: marks
+    evidence: list[str] = Field(default_factory=list)
+    reason: str
+
+
 class EvaluationResult(Model):
     schema_version: str = SCHEMA_VERSION
     scorer_version: str
     repository: str
     pull_request: PullRequestRef
+    # Results stored before attribution existed have none; re-scoring computes it.
+    agent: AgentAttribution | None = None
     head_sha: str
     evaluated_at: str
     trigger: str
@@ -330,11 +402,15 @@ class EvaluationResult(Model):
     warnings: list[str] = Field(default_factory=list)  # degraded parts, in plain English
 
     @model_validator(mode="after")
-    def _consistent(self) -> EvaluationResult:
+    def _consistent(self, info: ValidationInfo) -> EvaluationResult:
         cats = tuple(c.category for c in self.category_scores)
         if cats != CATEGORIES:
             raise ValueError(f"categoryScores must be {list(CATEGORIES)} in order, got {list(cats)}")
-        if self.bundle_hash != self.evidence.hash():
+        # A caller that has just hashed this very bundle object passes the hash in the validation
+        # context ({"evidence_hash": (bundle, hash)}), so the bundle is not serialised twice.
+        known = (info.context or {}).get("evidence_hash")
+        actual = known[1] if known is not None and known[0] is self.evidence else self.evidence.hash()
+        if self.bundle_hash != actual:
             raise ValueError("bundleHash does not match the evidence bundle")
         return self
 

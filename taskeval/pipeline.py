@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -18,21 +18,24 @@ from typing import Any, Literal
 from github import Github
 from pydantic import ValidationError
 
-from taskeval import SCORER_VERSION, contract
+from taskeval import SCORER_VERSION, __version__, contract
+from taskeval.agents import attribute
 from taskeval.config import LoadedConfig, Settings, load_config
 from taskeval.evidence import build_bundle
 from taskeval.github import collect, upsert_comment
 from taskeval.judge import FileCache, JudgeCache, JudgeConfig, JudgeResult, default_cache_dir, run_judge
 from taskeval.models import (
+    SCHEMA_VERSION,
     CategoryScore,
     ConfigInfo,
     EvaluationResult,
     EvidenceBundle,
     JudgeInfo,
     PullRequestRef,
+    Signal,
 )
 from taskeval.report import render_comment
-from taskeval.scoring import deterministic_scores
+from taskeval.scoring import CategoryOutcome, deterministic_scores
 from taskeval.signals import compute_signals, unknown_signal_ids
 
 AiMode = Literal["auto", "on", "off"]
@@ -79,7 +82,7 @@ def evaluate_pull_request(
 
 
 def _judge(
-    bundle: EvidenceBundle, settings: Settings, options: Options, signals: list[Any]
+    bundle: EvidenceBundle, settings: Settings, options: Options, signals: list[Signal]
 ) -> JudgeResult:
     if options.ai == "off":
         return JudgeResult(JudgeInfo(status="off", error="AI judge turned off (--no-ai / ai: off)"), {})
@@ -103,19 +106,33 @@ def score_bundle(
     options: Options | None = None,
     *,
     warnings: list[str] | None = None,
+    bundle_hash: str | None = None,
 ) -> EvaluationResult:
-    """Score a bundle: deterministic signals, the advisory judge, the contract's blend.
-    ``warnings``: anything the caller already knows to report (kept first, in order)."""
+    """Score a bundle: signals -> deterministic scores -> the advisory judge -> the contract's
+    blend -> the result. ``warnings``: anything the caller already knows to report (kept first,
+    in order). ``bundle_hash``: ``bundle.hash()`` when the caller has just computed it (saves a
+    second serialisation of the bundle; re-scoring checks a stored result's hash first)."""
     options = options or Options()
     settings = loaded.settings
-    warnings = list(warnings or [])
+    signals = compute_signals(bundle, settings)
+    outcomes = deterministic_scores(signals, settings)
+    judged = _judge(bundle, settings, options, signals)
+    categories = _blend(outcomes, judged)
+    notes = [*(warnings or []), *_input_warnings(bundle, loaded), *_judge_warnings(judged.info)]
+    return _result(bundle, loaded, options, signals, categories, judged.info, notes, bundle_hash)
+
+
+def _input_warnings(bundle: EvidenceBundle, loaded: LoadedConfig) -> list[str]:
+    """What the reader of a result must know about its inputs: partial evidence, config problems,
+    and a PR that was not merged."""
+    warnings = []
     # Gaps in collection live in the bundle, so a re-scored result still says it was partial.
     for item in next(g for g in bundle.groups if g.source == "runAudit").items:
         if item.id.startswith("audit:unavailable-"):
             warnings.append(f"Partial evidence, {item.label}: {' '.join((item.excerpt or '').split())}")
     for err in loaded.errors:
         warnings.append(f"Config problem, evaluated with defaults: {err}")
-    unknown = unknown_signal_ids(settings)
+    unknown = unknown_signal_ids(loaded.settings)
     if unknown:
         warnings.append(f"Config names signals that do not exist (typo?): {', '.join(unknown)}")
     pull = bundle.facts.pull
@@ -124,49 +141,66 @@ def score_bundle(
             f"PR #{pull.number} is {'a draft' if pull.draft else pull.state} and not merged; "
             "it was evaluated as it stands."
         )
+    return warnings
 
-    signals = compute_signals(bundle, settings)
-    outcomes = deterministic_scores(signals, settings)
-    judged = _judge(bundle, settings, options, signals)
-    info, verdicts = judged.info, judged.categories
+
+def _judge_warnings(info: JudgeInfo) -> list[str]:
     if info.status in ("error", "rejected", "partial") and info.error:
-        warnings.append(f"AI judge unavailable, deterministic scores only where it failed: {info.error}")
+        return [f"AI judge unavailable, deterministic scores only where it failed: {info.error}"]
+    return []
 
-    categories: list[CategoryScore] = []
-    for name in contract.CATEGORIES:
-        outcome = outcomes[name]
-        verdict = verdicts.get(name)
-        ai = verdict.ai_score if verdict else None
-        note = None
-        if ai is None:
-            note = (verdict.note if verdict and verdict.note else None) or info.error or (
-                "AI judge did not score this category"
-            )
-        final = contract.blend(outcome.score, ai)
-        categories.append(
-            CategoryScore(
-                category=name,
-                deterministic_score=outcome.score,
-                ai_score=ai,
-                final_score=final,
-                weight=contract.WEIGHTS[name],
-                band=contract.band(final),
-                rationale=outcome.rationale,
-                evidence=outcome.evidence,
-                conclusive=outcome.conclusive,
-                ai_rationale=verdict.rationale if verdict and ai is not None else None,
-                ai_evidence=verdict.evidence if verdict and ai is not None else [],
-                ai_note=note,
-            )
+
+def _blend(outcomes: Mapping[contract.Category, CategoryOutcome], judged: JudgeResult) -> list[CategoryScore]:
+    """Each category's deterministic score blended with the judge's, in contract order."""
+    return [_category_score(name, outcomes[name], judged) for name in contract.CATEGORIES]
+
+
+def _category_score(name: contract.Category, outcome: CategoryOutcome, judged: JudgeResult) -> CategoryScore:
+    verdict = judged.categories.get(name)
+    ai = verdict.ai_score if verdict else None
+    note = None
+    if ai is None:
+        note = (verdict.note if verdict and verdict.note else None) or judged.info.error or (
+            "AI judge did not score this category"
         )
+    final = contract.blend(outcome.score, ai)
+    return CategoryScore(
+        category=name,
+        deterministic_score=outcome.score,
+        ai_score=ai,
+        final_score=final,
+        weight=contract.WEIGHTS[name],
+        band=contract.band(final),
+        rationale=outcome.rationale,
+        evidence=outcome.evidence,
+        conclusive=outcome.conclusive,
+        ai_rationale=verdict.rationale if verdict and ai is not None else None,
+        ai_evidence=verdict.evidence if verdict and ai is not None else [],
+        ai_note=note,
+    )
+
+
+def _result(
+    bundle: EvidenceBundle,
+    loaded: LoadedConfig,
+    options: Options,
+    signals: list[Signal],
+    categories: list[CategoryScore],
+    judge: JudgeInfo,
+    warnings: list[str],
+    bundle_hash: str | None = None,
+) -> EvaluationResult:
+    pull = bundle.facts.pull
     overall_score = contract.overall({c.category: c.final_score for c in categories})
-    return EvaluationResult(
+    digest = bundle_hash or bundle.hash()
+    return EvaluationResult.model_validate(dict(
         scorer_version=SCORER_VERSION,
         repository=bundle.repository,
         pull_request=PullRequestRef(
             number=pull.number, title=pull.title, url=pull.url, author=pull.author,
             merged=pull.merged, merged_at=pull.merged_at,
         ),
+        agent=attribute(bundle, loaded.settings),
         head_sha=bundle.head_sha,
         evaluated_at=options.evaluated_at or _now(),
         trigger=options.trigger,
@@ -175,14 +209,14 @@ def score_bundle(
         category_scores=categories,
         signals=signals,
         evidence=bundle,
-        bundle_hash=bundle.hash(),
-        judge=info,
+        bundle_hash=digest,
+        judge=judge,
         config=ConfigInfo(
-            source=loaded.source, errors=loaded.errors, hash=settings.digest(),
-            settings=settings.model_dump(mode="json"),
+            source=loaded.source, errors=loaded.errors, hash=loaded.settings.digest(),
+            settings=loaded.settings.model_dump(mode="json"),
         ),
         warnings=warnings,
-    )
+    ), context={"evidence_hash": (bundle, digest)})
 
 
 def _field_path(exc: ValidationError) -> str:
@@ -192,6 +226,27 @@ def _field_path(exc: ValidationError) -> str:
         parts.append(f"{loc}: {err['msg']}")
     more = len(exc.errors()) - 3
     return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
+
+
+def _version_key(value: object) -> tuple[int, ...] | None:
+    """``"1"`` -> (1,), ``"1.2"`` -> (1, 2); None for anything that is not a dotted number."""
+    parts = str(value).split(".")
+    return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else None
+
+
+def _check_schema_version(path: Path, data: dict[str, Any], what: str) -> None:
+    """Refuse a file written by a newer taskeval: re-scoring it with older rules would silently
+    drop or misread what the newer format holds."""
+    stored = data.get("schemaVersion")
+    if stored is None:
+        return  # older files and hand-made bundles: the model's default applies
+    key, known = _version_key(stored), _version_key(SCHEMA_VERSION)
+    reads = f"this taskeval ({__version__}) reads schemaVersion {SCHEMA_VERSION} and older"
+    if key is None:
+        raise BundleFileError(f"{path}: {what} schemaVersion {stored!r} is not a version number; {reads}")
+    if known is not None and key > known:
+        raise BundleFileError(f"{path}: written by a newer taskeval: {what} schemaVersion {stored}, but "
+                              f"{reads}; upgrade taskeval to re-score it")
 
 
 def load_stored(path: Path) -> tuple[EvidenceBundle, dict[str, Any] | None]:
@@ -208,6 +263,9 @@ def load_stored(path: Path) -> tuple[EvidenceBundle, dict[str, Any] | None]:
         raise BundleFileError(f"{path}: expected a JSON object (a result or a bundle)")
     # A bundle has "groups" at the top; anything with "evidence" or a result's own keys is a result.
     is_result = "groups" not in data and ("evidence" in data or "scorerVersion" in data or "bundleHash" in data)
+    _check_schema_version(path, data, "result" if is_result else "bundle")
+    if is_result and isinstance(data.get("evidence"), dict):
+        _check_schema_version(path, data["evidence"], "bundle")
     if is_result:
         for key in ("evidence", "bundleHash"):
             if key not in data:
@@ -227,24 +285,26 @@ def rescore_file(path: Path, options: Options) -> EvaluationResult:
     """Re-score a stored result or bundle offline. Pure: the same file, config and scorer
     version give byte-identical output, so the timestamp comes from the file, not the clock."""
     bundle, stored = load_stored(path)
-    if options.config_path is not None:
-        loaded = load_config(None, options.config_path)
-    elif stored and stored.get("config") is not None:
-        try:
-            info = ConfigInfo.model_validate(stored["config"])
-            loaded = LoadedConfig(Settings.model_validate(info.settings), info.source, info.errors)
-        except ValidationError as exc:
-            raise BundleFileError(f"{path}: invalid result: config.{_field_path(exc)}") from exc
-    else:
-        loaded = LoadedConfig(Settings(), "defaults")
+    loaded = _rescore_config(path, stored, options)
     pull = bundle.facts.pull
     stamp = (stored or {}).get("evaluatedAt") or pull.merged_at or pull.closed_at or pull.created_at
-    opts = Options(
-        ai=options.ai, config_path=options.config_path, trigger="rescore", env=options.env,
-        github_token=options.github_token, cache=options.cache,
-        evaluated_at=options.evaluated_at or str(stamp),
-    )
-    return score_bundle(bundle, loaded, opts)
+    opts = replace(options, trigger="rescore", evaluated_at=options.evaluated_at or str(stamp))
+    # load_stored has checked a stored result's bundleHash against its evidence: reuse it.
+    return score_bundle(bundle, loaded, opts, bundle_hash=stored["bundleHash"] if stored else None)
+
+
+def _rescore_config(path: Path, stored: dict[str, Any] | None, options: Options) -> LoadedConfig:
+    """The config to re-score with: ``--config`` if given, else the one the stored result was
+    scored with, else the defaults."""
+    if options.config_path is not None:
+        return load_config(None, options.config_path)
+    if stored and stored.get("config") is not None:
+        try:
+            info = ConfigInfo.model_validate(stored["config"])
+            return LoadedConfig(Settings.model_validate(info.settings), info.source, info.errors)
+        except ValidationError as exc:
+            raise BundleFileError(f"{path}: invalid result: config.{_field_path(exc)}") from exc
+    return LoadedConfig(Settings(), "defaults")
 
 
 def publish_comment(

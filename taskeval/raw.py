@@ -54,6 +54,11 @@ class RawPullRequest(_Raw):
     comments: int = 0
     review_comments: int = 0
     html_url: str
+    # What agent attribution reads (taskeval.agents): the App that opened the PR, if any (its
+    # slug), and the people GitHub lists as assignees and requested reviewers.
+    performed_via_github_app: str | None = None
+    assignees: list[RawUser] = Field(default_factory=list)
+    requested_reviewers: list[RawUser] = Field(default_factory=list)
 
 
 class RawCommit(_Raw):
@@ -146,6 +151,32 @@ class RawWorkflowRun(_Raw):
     html_url: str | None = None
 
 
+class RawTimelineEvent(_Raw):
+    """One entry of ``GET /repos/{o}/{r}/issues/{n}/timeline``, in GitHub's documented shape.
+
+    Most events carry ``id``, ``actor``, ``created_at`` and sometimes ``commit_id``; ``committed``
+    entries carry ``sha`` and their own author/committer dates instead; ``reviewed`` entries carry
+    ``user``, ``state`` and ``submitted_at``; ``cross-referenced`` entries carry ``source.issue``
+    (the issue or PR that mentioned this one), flattened here into ``source_*``.
+    """
+
+    event: str
+    id: int | None = None
+    actor: RawUser | None = None
+    created_at: datetime | None = None
+    commit_id: str | None = None
+    state: str | None = None  # reviewed: the review state
+    label: str | None = None
+    assignee: str | None = None
+    source_repository: str | None = None  # cross-referenced: owner/name of the mentioning issue
+    source_number: int | None = None
+    source_is_pull: bool = False
+    source_state: str | None = None
+    source_author: str | None = None
+    source_created_at: datetime | None = None
+    source_title: str | None = None
+
+
 class CollectionIssue(_Raw):
     """A part of the evidence that could not be fetched, and why (e.g. 403 without `checks: read`)."""
 
@@ -168,6 +199,9 @@ class RawCollection(_Raw):
     files: list[RawFile] = Field(default_factory=list)
     check_runs: list[RawCheckRun] = Field(default_factory=list)
     workflow_runs: list[RawWorkflowRun] = Field(default_factory=list)
+    # The issue timeline; None when it was not collected (older collections) or could not be
+    # read (then ``issues`` says why), [] when GitHub listed no event.
+    timeline: list[RawTimelineEvent] | None = None
     config_text: str | None = None  # .github/taskeval.yml on the default branch, if any
     issues: list[CollectionIssue] = Field(default_factory=list)
     requests: int = 0  # HTTP requests this collection made

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from taskeval.config import Settings
 from taskeval.report import CATEGORY_TITLES
+from taskeval.schema import CONFIG_SCHEMA_FILE
 from taskeval.signals import signal_specs
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -37,6 +38,27 @@ def config_reference() -> str:
         "Every key is optional. An invalid file is reported (naming the key) and the evaluation runs",
         "on these defaults. Globs use `fnmatch` on the full path (`*` also matches `/`).",
         "",
+        "## Editor support",
+        "",
+        "`taskeval schema config` prints the JSON Schema of this file (generated from the same model",
+        "the loader uses). Save it beside the config and point the first line of the config at it; any",
+        "editor with the YAML language server (VS Code's YAML extension, Neovim, JetBrains, Helix) then",
+        "completes keys and signal ids, shows each key's meaning and default, and flags unknown keys",
+        "and wrong types as you type:",
+        "",
+        "```sh",
+        f"taskeval schema config > .github/{CONFIG_SCHEMA_FILE}",
+        "```",
+        "",
+        "```yaml",
+        f"# yaml-language-server: $schema={CONFIG_SCHEMA_FILE}",
+        "thresholds:",
+        "  comfortable_change_lines: 300",
+        "```",
+        "",
+        "The path after `$schema=` is relative to the config file; an `https://` URL works too.",
+        "Regenerate the schema after upgrading taskeval (new keys and signals appear in it).",
+        "",
     ]
     defaults = Settings()
 
@@ -55,7 +77,42 @@ def config_reference() -> str:
             section(f"`{prefix}{name}`", value, f"{prefix}{name}.")
 
     section("Top level", defaults, "")
+    lines.extend(agents_reference())
     return "\n".join(lines)
+
+
+def agents_reference() -> list[str]:
+    """The ``agents:`` entry keys and the built-in attribution table (taskeval/agents.py)."""
+    from taskeval.agents import BUILTIN_RULES
+    from taskeval.config import AgentRuleConfig
+
+    lines = [
+        "## `agents` entries",
+        "",
+        "Each entry adds an agent or, with a built-in id, replaces the fields it gives of that agent.",
+        "How attribution weighs each kind of mark is documented in `taskeval/agents.py`.",
+        "",
+        "| key | meaning |",
+        "|---|---|",
+    ]
+    for name, field in AgentRuleConfig.model_fields.items():
+        lines.append(f"| `agents[].{name}` | {_cell(field.description or '')} |")
+    lines += [
+        "",
+        "### Built-in agents",
+        "",
+        "| id | name | accounts | Apps | branch prefixes | co-author / text marks | operator from |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in BUILTIN_RULES:
+        marks = [*r.co_authors, *r.text_marks]
+        lines.append(
+            f"| `{r.id}` | {r.name} | {_cell(', '.join(r.logins))} | {_cell(', '.join(r.apps))} | "
+            f"{_cell(', '.join(r.branch_prefixes))} | {_cell(' · '.join(f'`{m}`' for m in marks))} | "
+            f"{', '.join(r.operator)} |"
+        )
+    lines.append("")
+    return lines
 
 
 def signals_reference() -> str:

@@ -149,17 +149,40 @@ def _ai_section(cats: list[CategoryScore], links: dict[str, str], limit: int) ->
     return lines
 
 
+_LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$")
+
+
+def agent_line(result: EvaluationResult) -> str:
+    """"by Claude Code, run by @alice": who did the work. The operator is shown as a mention
+    that cannot notify anyone (a word joiner follows the "@"), so the comment pings nobody."""
+    agent = result.agent
+    if agent is None:
+        return ""
+    if agent.id in ("human", "unknown-bot"):
+        return ""
+    text = f"by {safe_inline(agent.name, 60)}"
+    if agent.operator:
+        who = agent.operator
+        shown = f"@\u2060{who}" if _LOGIN.match(who) else safe_inline(who, 60)
+        text += f", run by {shown}"
+    if agent.confidence == "likely":
+        text += " (likely, from its marks)"
+    return text
+
+
 def _render(result: EvaluationResult, detail: int) -> str:
     """``detail`` 3 = everything; each step down drops the bulkiest optional part."""
     links = _link_map(result)
     pr = result.pull_request
+    agent = agent_line(result)
     out = [
         MARKER,
         f"## taskeval: {result.overall_score}/100 — {BAND_ICONS[result.overall_band]} "
         f"{result.overall_band}",
         "",
-        f"Evaluation of #{pr.number} *{safe_inline(pr.title, 120)}* by "
-        f"`{safe_code(pr.author, 60)}` at `{result.head_sha[:7]}` "
+        f"Evaluation of #{pr.number} *{safe_inline(pr.title, 120)}* "
+        + (agent or f"by `{safe_code(pr.author, 60)}`")
+        + f" at `{result.head_sha[:7]}` "
         f"({'merged' if pr.merged else 'not merged'}; trigger: {safe_inline(result.trigger, 40)}).",
         "",
         *_category_rows(result),

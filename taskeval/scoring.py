@@ -14,6 +14,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from taskeval.config import Settings
 from taskeval.contract import CATEGORIES, Category, round_half_up
 from taskeval.models import Signal
+from taskeval.signals.wording import all_of, plural, sentence
 
 NEUTRAL_SCORE = 50
 _CATEGORY_NAMES: dict[Category, str] = {
@@ -50,10 +51,9 @@ def _clause(s: Signal) -> str:
 def _rationale(category: Category, score: int, counted: list[Signal], skipped: int) -> str:
     """Two sentences: what the score rests on, then the strongest positive and the biggest drag."""
     label = _CATEGORY_NAMES[category]
-    plural = "s" if len(counted) != 1 else ""
     tail = f", {skipped} inconclusive" if skipped else ""
     title = f"{label[:1].upper()}{label[1:]}"
-    head = f"{title} {score} from {len(counted)} conclusive signal{plural}{tail}."
+    head = f"{title} {score} from {plural(len(counted), 'conclusive signal')}{tail}."
     # The drag is the signal that lost the most weighted points against a perfect 100; the
     # strongest positive gained the most weighted points above the neutral 50.
     losers = [s for s in counted if (s.score or 0) < 100]
@@ -62,7 +62,9 @@ def _rationale(category: Category, score: int, counted: list[Signal], skipped: i
     best = max(gainers, key=lambda s: ((s.score or 0) - NEUTRAL_SCORE) * s.weight, default=None)
     if drag is None:
         top = max(counted, key=lambda s: s.weight)
-        return f"{head} Every signal scored 100, led by {_clause(top)}."
+        if len(counted) == 1:
+            return f"{head} The only signal scored 100: {_clause(top)}."
+        return f"{head} {sentence(all_of(len(counted), 'signal'))} scored 100, led by {_clause(top)}."
     if best is None:
         return f"{head} Biggest drag: {_clause(drag)}; no other signal scored above 50."
     return f"{head} Strongest: {_clause(best)}; biggest drag: {_clause(drag)}."

@@ -132,9 +132,12 @@ def test_merged_pr_gets_outputs_summary_result_and_one_comment_updated_on_rerun(
         "agent-performance-score": str(scores["agentPerformance"]),
         "task-outcome-quality-score": str(scores["taskOutcomeQuality"]),
         "process-compliance-score": str(scores["processCompliance"]),
+        "agent": result["agent"]["id"],
+        "agent-operator": result["agent"]["operator"] or "",
         "result-path": "taskeval-result.json",
         "comment-url": first.outputs["comment-url"],
     }
+    assert result["agent"]["id"] == "copilot"
     comments = taskeval_comments(fake)
     assert len(comments) == 1
     assert first.outputs["comment-url"] == comments[0]["html_url"]

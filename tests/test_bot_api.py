@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
-from sqlalchemy import Engine, insert
+from sqlalchemy import Engine
 
 from bot import events
 from bot.app import create_app
-from bot.db import evaluations, make_engine
-from bot.results import record_from_result
+from bot.db import make_engine, write
+from bot.results import record_from_result, store_evaluation
 from tests.bot.helpers import API_TOKEN, settings_for
 
 pytest_plugins = ["tests.bot.fixtures"]
@@ -22,13 +22,15 @@ AUTH = {"Authorization": f"Bearer {API_TOKEN}"}
 
 
 def result(repo: str, number: int, author: str, finals: tuple[int, int, int], overall: int,
-           sha: str = "c" * 40, evaluated_at: str = "2026-03-02T10:11:12Z") -> dict[str, Any]:
+           sha: str = "c" * 40, evaluated_at: str = "2026-03-02T10:11:12Z",
+           agent: dict[str, Any] | None = None, merged: bool = True) -> dict[str, Any]:
     """The stored fields of a result, in the contract's camelCase shape."""
     names = ("agentPerformance", "taskOutcomeQuality", "processCompliance")
-    return {
+    extra = {"agent": agent} if agent is not None else {}
+    return {**extra,
         "schemaVersion": "1", "scorerVersion": "2026.11.1", "repository": repo,
         "pullRequest": {"number": number, "title": "t", "url": "u", "author": author,
-                        "merged": True, "mergedAt": evaluated_at},
+                        "merged": merged, "mergedAt": evaluated_at if merged else None},
         "headSha": sha, "evaluatedAt": evaluated_at, "trigger": "pull_request",
         "overallScore": overall, "overallBand": "strong",
         "categoryScores": [{"category": n, "finalScore": f} for n, f in zip(names, finals,
@@ -38,8 +40,8 @@ def result(repo: str, number: int, author: str, finals: tuple[int, int, int], ov
 
 
 def store(engine: Engine, data: dict[str, Any]) -> None:
-    with engine.begin() as conn:
-        conn.execute(insert(evaluations).values(**record_from_result(data), stored_at=0.0))
+    with write(engine) as conn:
+        store_evaluation(conn, {**record_from_result(data), "stored_at": 0.0})
 
 
 @pytest.fixture
@@ -109,8 +111,8 @@ def test_leaderboard_ranks_by_mean_then_count(client: FlaskClient, engine_of: En
     store(engine_of, result(repo, 4, "octocat", (95, 95, 95), 95, sha="2" * 40))
     # Another repository stays out of this repo's board.
     store(engine_of, result("octo-org/gadgets", 1, "Copilot", (0, 0, 0), 0))
-    board = client.get(f"/api/leaderboard?repo={repo}", headers=AUTH).get_json()
-    assert board["repository"] == repo
+    board = client.get(f"/api/leaderboard?repo={repo}&by=author", headers=AUTH).get_json()
+    assert (board["repository"], board["by"]) == (repo, "author")
     assert [(e["rank"], e["author"], e["count"], e["meanOverall"]) for e in board["entries"]] == [
         (1, "octocat", 1, 95.0),
         (2, "Copilot", 2, 85.0),
@@ -118,14 +120,53 @@ def test_leaderboard_ranks_by_mean_then_count(client: FlaskClient, engine_of: En
     ]
     assert board["entries"][1]["meanCategories"] == {
         "agentPerformance": 75.0, "taskOutcomeQuality": 85.0, "processCompliance": 95.0}
-    everywhere = client.get("/api/leaderboard", headers=AUTH).get_json()["entries"]
+    everywhere = client.get("/api/leaderboard?by=author", headers=AUTH).get_json()["entries"]
     copilot = next(e for e in everywhere if e["author"] == "Copilot")
     assert (copilot["count"], copilot["meanOverall"]) == (3, 56.7)
 
 
+def agent(id_: str, name: str, operator: str | None = None) -> dict[str, Any]:
+    return {"id": id_, "name": name, "operator": operator, "confidence": "certain",
+            "evidence": [], "reason": "test"}
+
+
+def test_leaderboard_by_agent_is_the_default(client: FlaskClient, engine_of: Engine) -> None:
+    repo = "octo-org/widgets"
+    claude = agent("claude-code", "Claude Code", "alice")
+    # Two people run Claude Code: one agent entry; by author they stay apart.
+    store(engine_of, result(repo, 1, "alice", (70, 80, 90), 80, agent=claude))
+    store(engine_of, result(repo, 2, "bob", (60, 60, 60), 60, merged=False,
+                            agent={**claude, "operator": "bob"}))
+    store(engine_of, result(repo, 3, "Copilot", (90, 90, 90), 90,
+                            agent=agent("copilot", "GitHub Copilot", "carol")))
+    store(engine_of, result(repo, 4, "dave", (50, 50, 50), 50, agent=agent("human", "Human")))
+    # Stored before results named their agent: grouped as unattributed, not as a person.
+    store(engine_of, result(repo, 5, "erin", (40, 40, 40), 40))
+    # The newest evaluation of a PR replaces the older one, agent included.
+    store(engine_of, result(repo, 6, "frank", (0, 0, 0), 0, sha="1" * 40))
+    store(engine_of, result(repo, 6, "frank", (100, 100, 100), 100, sha="2" * 40,
+                            agent=agent("devin", "Devin", "frank")))
+    board = client.get("/api/leaderboard", headers=AUTH).get_json()
+    assert board["by"] == "agent"
+    rows = [(e["rank"], e["agent"], e["agentName"], e["count"], e["meanOverall"])
+            for e in board["entries"]]
+    assert rows == [
+        (1, "devin", "Devin", 1, 100.0),
+        (2, "copilot", "GitHub Copilot", 1, 90.0),
+        (3, "claude-code", "Claude Code", 2, 70.0),
+        (4, "human", "Human", 1, 50.0),
+        (5, None, "unattributed", 1, 40.0),
+    ]
+    assert board["entries"][2]["prStates"] == {"merged": 1, "closed": 0, "open": 0}
+    authors = client.get("/api/leaderboard?by=author", headers=AUTH).get_json()["entries"]
+    assert {e["author"] for e in authors} == {"alice", "bob", "Copilot", "dave", "erin", "frank"}
+    assert client.get("/api/leaderboard?by=operator", headers=AUTH).status_code == 400
+
+
 @pytest.mark.parametrize(
     ("path", "status"),
-    [("/api/leaderboard?repo=not-a-repo", 400), ("/api/evaluations/o/r/notanumber", 404),
+    [("/api/leaderboard?repo=not-a-repo", 400), ("/api/leaderboard?by=nobody", 400),
+     ("/api/evaluations/o/r/notanumber", 404),
      ("/api/evaluations/o/r%20x/1", 400), ("/api/jobs/999", 404)],
 )
 def test_api_bad_requests(client: FlaskClient, path: str, status: int) -> None:

@@ -40,7 +40,7 @@ def wait_for(condition: Callable[[], Any], what: str, limit: float = 60.0) -> An
     while time.monotonic() < deadline:
         try:
             value = condition()
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):  # not listening, or still booting
             value = None
         if value:
             return value
@@ -130,8 +130,8 @@ def test_serve_evaluates_a_signed_delivery_once(
     history = requests.get(f"{url}/api/evaluations/{REPO}/42?all=1", headers=auth,
                            timeout=5).json()
     assert history["count"] == 1
-    board = requests.get(f"{url}/api/leaderboard", params={"repo": REPO}, headers=auth,
-                         timeout=5).json()
+    board = requests.get(f"{url}/api/leaderboard", params={"repo": REPO, "by": "author"},
+                         headers=auth, timeout=5).json()
     assert board["entries"][0]["author"] == "copilot-swe-agent[bot]"
     health = requests.get(f"{url}/healthz", timeout=5).json()
     assert health["queue"]["done"] == 1 and health["queue"]["dead"] == 0

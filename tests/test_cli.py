@@ -132,7 +132,8 @@ def test_missing_token_still_reads_a_public_repo(fake: FakeGitHub, env: dict[str
     assert "GITHUB_TOKEN is not set" in proc.stderr
     assert proc.stdout.startswith(MARKER)
     refused = run_cli("evaluate", f"{REPO}#5", "--no-ai", "--comment", env=anonymous)
-    assert refused.returncode == 1 and "--comment needs GITHUB_TOKEN" in refused.stderr
+    assert refused.returncode == 2 and "--comment needs a token" in refused.stderr
+    assert refused.stdout == ""  # refused before the evaluation, not after it
 
 
 def test_broken_repo_config_is_reported_and_defaults_apply(

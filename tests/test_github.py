@@ -614,7 +614,7 @@ def test_upsert_with_an_installation_token_outside_actions_needs_own_login(
     fake.add_token(token, "taskeval[bot]", integration=True)
     fake.add_pr(REPO, 482)
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
-    with fake.mock(), pytest.raises(AuthError, match="own_login"):
+    with fake.mock(), pytest.raises(AuthError, match="--comment-as LOGIN"):
         upsert_comment(client(fake, token), REPO, 482, "score")
 
     assert fake.comments(REPO, 482) == fake.comments(REPO, 482)[:2]  # nothing was posted

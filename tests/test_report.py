@@ -118,3 +118,39 @@ def test_inconclusive_signals_are_listed_not_scored() -> None:
     assert "Inconclusive (no data, left out of the means)" in text
     for s in inconclusive:
         assert s.contribution == 0
+
+
+def _with_agent(**fields):
+    from taskeval.models import AgentAttribution
+
+    base = result_for(builders.merged_agent_pr())
+    agent = AgentAttribution(**{"id": "claude-code", "name": "Claude Code", "operator": "alice",
+                                "confidence": "likely", "evidence": ["pr:482"], "reason": "footer",
+                                **fields})
+    return render_comment(base.model_copy(update={"agent": agent}))
+
+
+def test_comment_header_names_agent_and_operator_without_pinging() -> None:
+    text = _with_agent()
+    header = next(line for line in text.splitlines() if line.startswith("Evaluation of"))
+    assert "by Claude Code, run by @\u2060alice (likely, from its marks)" in header
+    assert not re.search(r"@(?=[A-Za-z0-9])", text)  # no live mention anywhere
+    certain = _with_agent(id="copilot", name="GitHub Copilot", operator="bob", confidence="certain")
+    assert "by GitHub Copilot, run by @\u2060bob at" in certain
+
+
+@pytest.mark.parametrize("operator", ["Dana Smith (dana@example.com)", "@team/x [link](http://e)",
+                                      f"{MARKER}", "<b>x</b>"])
+def test_comment_header_operator_from_pr_text_is_inert(operator: str) -> None:
+    text = _with_agent(id="devin", name="Devin", operator=operator, confidence="certain")
+    assert text.count(MARKER) == 1
+    rendered = re.sub(r"`[^`\n]*`", "", text.removeprefix(MARKER))
+    assert not re.search(r"@(?=[A-Za-z0-9])", rendered) and "<b>" not in rendered
+    assert "](http" not in rendered
+
+
+def test_comment_header_for_human_and_stored_results_without_agent() -> None:
+    base = result_for(builders.merged_agent_pr())
+    assert "by `Copilot`" in render_comment(base.model_copy(update={"agent": None}))
+    text = _with_agent(id="human", name="Human", operator="alice")
+    assert "by `Copilot`" in text  # no agent: the author, as before

@@ -84,7 +84,8 @@ def test_rationale_names_the_strongest_positive_and_the_biggest_drag() -> None:
 @pytest.mark.parametrize(
     ("signals", "fragment"),
     [
-        ([sig("a", 100), sig("b", 100, 2)], "Every signal scored 100, led by b (100)"),
+        ([sig("a", 100), sig("b", 100, 2)], "Both signals scored 100, led by b (100)"),
+        ([sig("a", 100)], "from 1 conclusive signal. The only signal scored 100: a (100)"),
         ([sig("a", 20), sig("b", 10)], "Biggest drag: b (10): b reason; no other signal"),
     ],
 )

@@ -229,6 +229,31 @@ def _bot_and_merge_commits() -> RawCollection:
     return b.merged_agent_pr(commits=commits)
 
 
+def _undated(scenario: Callable[[], RawCollection]) -> Callable[[], RawCollection]:
+    """The same PR as a source without commit dates serves it (e.g. the AIDev corpus)."""
+    def build() -> RawCollection:
+        raw = scenario()
+        for c in raw.commits:
+            c.authored_at = c.committed_at = None
+        return raw
+    build.__name__ = f"undated_{scenario.__name__}"
+    return build
+
+
+def _human_before_open() -> RawCollection:
+    commits = [b.commit("c0", "chore: groundwork", -30, author=b.ALICE), *b.default_commits()]
+    return b.merged_agent_pr(commits=commits)
+
+
+def _unlinked_commit() -> RawCollection:
+    commits = [*b.default_commits(), b.commit("c4", "fix: typo", 70, author=None)]
+    return b.merged_agent_pr(commits=commits)
+
+
+def _approval_without_commit() -> RawCollection:
+    return b.merged_agent_pr(reviews=[b.review(7001, b.ALICE, "APPROVED", 90)])
+
+
 def _churn(in_pr_revert: bool) -> Callable[[], RawCollection]:
     target = b.sha("c2") if in_pr_revert else b.sha("elsewhere")
     commits = [*b.default_commits(),
@@ -242,6 +267,11 @@ def _feedback(*, later_commit: bool, approve_after: bool = False) -> Callable[[]
     reviews = [b.review(7001, b.ALICE, "APPROVED", 90 if approve_after else 30)]
     comments = [b.review_comment(601, b.ALICE, "Should this cap at 5 tries?", minutes)]
     return lambda: b.merged_agent_pr(reviews=reviews, review_comments=comments)
+
+
+def _late_approval() -> RawCollection:
+    """The only approval came 10 minutes after the merge (at minute 120), on the head commit."""
+    return b.merged_agent_pr(reviews=[b.review(7001, b.ALICE, "APPROVED", 130, commit_id=b.HEAD)])
 
 
 def _leak_in(where: str) -> Callable[[], RawCollection]:
@@ -263,7 +293,8 @@ TASKS = "Plan:\n- [x] add retry loop\n- [x] add tests\n- [ ] tune constants\n- [
 
 CASES = [
     # ---- agentPerformance
-    Case("agent.ci_recovery", b.fail_then_fix, "ok", 100, "fixed by a later commit"),
+    Case("agent.ci_recovery", b.fail_then_fix, "ok", 100,
+         "The only failing check (test (3.11)) was fixed by a later commit and passes at the head."),
     Case("agent.ci_recovery", b.red_ci_at_merge, "ok", 0,
          "never fixed: test (3.11) still fails at the head commit"),
     Case("agent.ci_recovery", _half_recovered, "ok", 50,
@@ -273,21 +304,30 @@ CASES = [
     Case("agent.ci_recovery", b.no_ci, "inconclusive", None, "No CI ran"),
     Case("agent.red_pushes", b.fail_then_fix, "ok", 71, "1 of 3 commits with CI results was red"),
     Case("agent.red_pushes", b.flaky_rerun, "ok", 100, "1 flaky failure re-run to green"),
+    Case("agent.red_pushes", _with(commits=[b.commit("c3", "feat: retries", 10)]), "ok", 100,
+         "The only commit with CI results was not red."),
     Case("agent.red_pushes", b.checks_unreadable, "inconclusive", None, "could not be read"),
     Case("agent.commit_churn", _churn(in_pr_revert=True), "ok", 20,
          "1 revert of the PR's own commits and 1 fixup/squash commit among 5 commits"),
     Case("agent.commit_churn", _churn(in_pr_revert=False), "ok", 60, "1 fixup/squash commit"),
     Case("agent.commit_churn", b.merged_agent_pr, "ok", 100, "No reverts or fixup commits"),
     Case("agent.human_intervention", _human_fix_commit, "ok", 50,
-         "1 of 4 commits were pushed by other people (alice)"),
+         "1 of 4 commits was pushed by another person (alice)"),
     Case("agent.human_intervention", _bot_and_merge_commits, "ok", 100, "None of the 4 commits"),
+    Case("agent.human_intervention", _undated(_human_fix_commit), "ok", 50,
+         "1 of 4 commits was pushed by another person (alice); commit dates are unknown"),
+    Case("agent.human_intervention", _undated(b.merged_agent_pr), "ok", 100,
+         "None of the 3 commits with a known author came from another person."),
+    Case("agent.human_intervention", _human_before_open, "ok", 100, "1 by alice predates it"),
+    Case("agent.human_intervention", _unlinked_commit, "ok", 100,
+         "(1 commit without a GitHub author not counted)"),
     Case("agent.review_rounds", b.unresolved_change_request, "ok", 71,
-         "requested changes 1 time (bob)"),
+         "A reviewer requested changes once (bob)"),
     Case("agent.review_rounds", _with(reviews=[]), "inconclusive", None, "No one other than"),
     Case("agent.review_rounds",
          _with(reviews=[b.review(7001, b.RENOVATE, "APPROVED", 90)]), "inconclusive", None,
          "No one other than"),
-    Case("agent.feedback_addressed", _feedback(later_commit=True), "ok", 100, "All 1 piece"),
+    Case("agent.feedback_addressed", _feedback(later_commit=True), "ok", 100, "The only piece of review feedback got"),
     Case("agent.feedback_addressed", _feedback(later_commit=False), "ok", 0, "1 got none"),
     Case("agent.feedback_addressed", _feedback(later_commit=False, approve_after=True), "ok", 100,
          "later commit, reply or approval"),
@@ -298,8 +338,10 @@ CASES = [
     Case("agent.text_hygiene", _leak_in("other-review"), "ok", 100, "No prompt leakage"),
     Case("agent.text_hygiene", _leak_in("code"), "ok", 100, "No prompt leakage"),
     # ---- taskOutcomeQuality
-    Case("outcome.ci_head", b.merged_agent_pr, "ok", 100, "All 3 checks at the head commit pass"),
-    Case("outcome.ci_head", b.red_ci_at_merge, "ok", 25, "1 of 3 checks fail at the head commit"),
+    Case("outcome.ci_head", b.merged_agent_pr, "ok", 100, "All 3 checks at the head commit pass."),
+    Case("outcome.ci_head", _with(check_runs=[b.check(9001, "CI", b.HEAD, start=62)]), "ok", 100,
+         "The only check at the head commit passes."),
+    Case("outcome.ci_head", b.red_ci_at_merge, "ok", 25, "1 of 3 checks fails at the head commit"),
     Case("outcome.ci_head", b.flaky_rerun, "ok", 100, "passed on a re-run after a flaky failure"),
     Case("outcome.ci_head", _pending_at_head, "ok", 50, "1 check did not finish (test (3.12))"),
     Case("outcome.ci_head", b.no_ci, "inconclusive", None, "No CI ran"),
@@ -310,13 +352,15 @@ CASES = [
     Case("outcome.claims", _claims("Adds retries with unit tests. Updated the README.",
                                    files=NO_TESTS), "ok", 16,
          '"with unit tests" (no test file changed); "Updated the README" (no documentation'),
-    Case("outcome.claims", _claims("Fixes #12", merged=False, state="closed"), "ok", 40,
-         "closed without merging"),
+    Case("outcome.claims", _claims("Fixes #12", merged=False, state="closed"), "inconclusive",
+         None, "outcome.delivery already counts"),
+    Case("outcome.claims", _claims("Fixes #12. Adds unit tests.", merged=False, state="closed",
+                                   files=NO_TESTS), "ok", 40, "no test file changed"),
     Case("outcome.claims", _claims("Fixes #12", base_ref="release/1.x"), "ok", 40,
          "not the default branch main"),
     Case("outcome.claims", _claims("Closes #482"), "ok", 40, "points at this PR itself"),
     Case("outcome.claims", _claims("Adds retries.\n\n- [x] I have added tests\n- [ ] Tests pass"),
-         "ok", 100, 'The claim "added tests" match'),
+         "ok", 100, 'The only claim the PR makes ("added tests") matches'),
     Case("outcome.claims", _claims("Please make sure all tests pass before merging."),
          "inconclusive", None, "no checkable claim"),
     Case("outcome.claims", _claims("All tests pass.", check_runs=[], workflow_runs=[]),
@@ -328,12 +372,27 @@ CASES = [
     Case("outcome.task_list", _claims(TASKS), "ok", 50, "2 of 4 task-list items"),
     Case("outcome.task_list", b.unfilled_template, "inconclusive", None, "unfilled template"),
     Case("outcome.task_list", b.merged_agent_pr, "inconclusive", None, "no task list"),
+    Case("outcome.task_list", _claims("Plan:\n- [ ] add retry loop\n"), "inconclusive", None,
+         "The only task-list item is not checked"),
+    Case("outcome.task_list", _claims("Plan:\n- [x] add retry loop\n- [ ] add tests\n- [ ] docs\n"),
+         "ok", 33, "1 of 3 task-list items in the description is checked."),
     Case("outcome.post_approval_changes", b.merged_agent_pr, "ok", 100, "Nothing was pushed"),
     Case("outcome.post_approval_changes",
          _with(reviews=[b.review(7001, b.ALICE, "APPROVED", 45, commit_id=b.sha("c2"))]),
          "ok", 71, "1 commit landed after alice's last approval"),
     Case("outcome.post_approval_changes", _with(reviews=[]), "inconclusive", None,
          "No human approval"),
+    Case("outcome.post_approval_changes", lambda: _late_approval(), "inconclusive", None,
+         "No human approval before the merge (alice approved only after it was merged, which does "
+         "not approve what shipped)"),
+    Case("outcome.post_approval_changes", _undated(_approval_without_commit), "inconclusive", None,
+         "3 commits carry no date, so what was pushed after it is unknown"),
+    Case("outcome.post_approval_changes", _approval_without_commit, "ok", 100,
+         "Nothing was pushed after alice's approval"),
+    Case("outcome.post_approval_changes",
+         _undated(lambda: b.merged_agent_pr(
+             reviews=[b.review(7001, b.ALICE, "APPROVED", 45, commit_id=b.sha("c2"))])),
+         "ok", 71, "1 commit landed after alice's last approval"),
     Case("outcome.test_evidence", b.merged_agent_pr, "ok", 84, "48 test lines"),
     Case("outcome.test_evidence", _with(files=NO_TESTS), "ok", 1,
          "No test file changed for 72 source lines"),
@@ -360,6 +419,9 @@ CASES = [
     Case("process.human_approval",
          _with(reviews=[b.review(7001, b.ALICE, "APPROVED", 60),
                         b.review(7002, b.ALICE, "DISMISSED", 70)]), "ok", 0, "No one other"),
+    Case("process.human_approval", lambda: _late_approval(), "ok", 0,
+         "No one other than the author approved the PR before it was merged; alice approved only "
+         "after the merge, which does not approve what shipped."),
     Case("process.change_requests", b.unresolved_change_request, "ok", 25,
          "bob's change request was still standing when the PR was merged"),
     Case("process.change_requests",
@@ -383,7 +445,7 @@ CASES = [
     Case("process.task_reference", _claims("Adds retries.", title="WID-12: retries"), "ok", 100,
          '("WID-12")'),
     Case("process.task_reference", _claims("Adds retries."), "ok", 33,
-         "1 of 3 commits carry a task trailer"),
+         "1 of 3 commits carries a task trailer"),
     Case("process.task_reference",
          _claims("Adds retries.\n<!-- Fixes #12 -->",
                  commits=[b.commit("c1", "feat: retries", 10)]), "ok", 0, "No task reference"),
@@ -419,6 +481,23 @@ def test_signal_case(case: Case) -> None:
         assert s.value is not None
     assert s.evidence, "every signal cites what it read"
     assert s.reads
+
+
+def test_an_approval_after_the_merge_is_no_approval_in_either_signal() -> None:
+    """Before: "Shipped what was approved" said 100 while "Approved by another person" said no
+    one approved. Now neither counts the late approval, and both reasons say why."""
+    raw = _late_approval()
+    shipped = measure(raw, "outcome.post_approval_changes")
+    approved = measure(raw, "process.human_approval")
+    assert (shipped.status, shipped.score) == ("inconclusive", None)
+    assert approved.score == 0
+    for s in (shipped, approved):
+        assert "after" in s.reason and "merge" in s.reason and "alice" in s.reason, s.reason
+    assert shipped.evidence == ["review:7001"]
+    # An approval before the merge still counts in both.
+    on_time = b.merged_agent_pr(reviews=[b.review(7001, b.ALICE, "APPROVED", 110, commit_id=b.HEAD)])
+    assert measure(on_time, "outcome.post_approval_changes").score == 100
+    assert measure(on_time, "process.human_approval").score == 90
 
 
 def test_red_pushes_counts_force_pushed_commits_too() -> None:

@@ -12,8 +12,8 @@ from taskeval.config import Settings
 from taskeval.contract import CATEGORIES
 from taskeval.models import EvidenceBundle, Signal
 
-from . import agent, outcome, process  # noqa: F401  (registers the signals)
-from .base import REGISTRY, SignalSpec
+from . import agent, outcome, process, rework  # noqa: F401  (registers the signals)
+from .base import REGISTRY, Ctx, SignalSpec
 from .hygiene import Finding, detect_text_issues
 
 __all__ = [
@@ -37,11 +37,12 @@ def signal_specs() -> list[SignalSpec]:
 def compute_signals(bundle: EvidenceBundle, settings: Settings) -> list[Signal]:
     """All enabled signals for one bundle. ``disabled_signals`` and a weight of 0 turn one off."""
     disabled = set(settings.disabled_signals)
+    ctx = Ctx(bundle, settings)  # one per bundle: its derived lookups are shared by every signal
     out = []
     for spec in signal_specs():
         if spec.id in disabled or settings.signal_weights.get(spec.id, spec.weight) == 0:
             continue
-        out.append(spec.run(bundle, settings))
+        out.append(spec.run_in(ctx))
     return out
 
 

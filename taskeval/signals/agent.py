@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from taskeval import evidence as ev
 from taskeval.contract import Category
+from taskeval.evidence import vocabulary as ev
 
-from .base import Ctx, Measure, Verdict, inconclusive, names, ok, plural, signal
+from .base import Ctx, Measure, Verdict, inconclusive, ok, signal
 from .curves import decay, linear
 from .hygiene import detect_text_issues
+from .wording import agree, all_of, names, none_of, plural, sentence, share, times
 
 CAT: Category = "agentPerformance"
 
@@ -59,15 +60,18 @@ def ci_recovery(ctx: Ctx) -> Measure:
     value = len(recovered) / (len(recovered) + len(stuck))
     label = {k: at_head[k].label for k in stuck + recovered}
     if stuck and not recovered:
-        reason = (f"CI failures were never fixed: {names(label[k] for k in stuck)} still "
-                  f"{'fails' if len(stuck) == 1 else 'fail'} at the head commit.")
+        n = len(stuck)
+        reason = (f"{agree(n, 'A CI failure was', 'CI failures were')} never fixed: "
+                  f"{names(label[k] for k in stuck)} still {agree(n, 'fails', 'fail')} at the head "
+                  "commit.")
     elif stuck:
-        total = plural(len(recovered) + len(stuck), "CI failure")
-        reason = (f"Fixed {len(recovered)} of {total} by the head commit; still failing: "
-                  f"{names(label[k] for k in stuck)}.")
+        reason = (f"Fixed {share(len(recovered), len(recovered) + len(stuck), 'CI failure')} by the "
+                  f"head commit; still failing: {names(label[k] for k in stuck)}.")
     else:
-        reason = (f"Every CI failure ({names(label[k] for k in recovered)}) was fixed by a later "
-                  "commit and passes at the head.")
+        n = len(recovered)
+        reason = (f"{sentence(all_of(n, 'failing check'))} ({names(label[k] for k in recovered)}) "
+                  f"{agree(n, 'was', 'were')} fixed by a later commit and {agree(n, 'passes', 'pass')} "
+                  "at the head.")
     return ok(value, linear(value, 1.0, 0.0), reason, cited)
 
 
@@ -88,12 +92,14 @@ def red_pushes(ctx: Ctx) -> Measure:
             "counted)") if flaky else ""
     if red:
         shorts = names(s[:7] for s in red)
-        reason = (f"{len(red)} of {plural(len(shas), 'commit')} with CI results "
-                  f"{'was' if len(red) == 1 else 'were'} red ({shorts}){note}.")
+        reason = (f"{share(len(red), len(shas), 'commit')} with CI results "
+                  f"{agree(len(red), 'was', 'were')} red ({shorts}){note}.")
     else:
-        reason = f"None of the {plural(len(shas), 'commit')} with CI results was red{note}."
+        n = len(shas)
+        reason = (f"{sentence(none_of(n, 'commit'))} with CI results {agree(n, 'was not', 'was')} "
+                  f"red{note}.")
     threshold = ctx.settings.thresholds.red_push_half_life
-    return ok(len(red), decay(len(red), threshold), reason, cited)
+    return ok(len(red), decay(len(red), threshold), reason, cited or [ctx.commit_id(s) for s in shas[:3]])
 
 
 def _in_pr_reverts(ctx: Ctx) -> list[str]:
@@ -137,27 +143,52 @@ def commit_churn(ctx: Ctx) -> Measure:
 @signal("agent.human_intervention", CAT, "No outside commits needed", 2.0,
         ["facts.commits", "facts.pull.author", "facts.pull.createdAt"])
 def human_intervention(ctx: Ctx) -> Measure:
-    """Share of commits that other people pushed after the PR opened: the author needed help."""
-    known = [c for c in ctx.facts.commits if not c.is_merge and c.author_login]
+    """Share of commits other people pushed to the PR: the author (or agent) needed help.
+
+    A commit by another person counts when it is dated after the PR opened, and also when it
+    carries no date at all (some sources serve none): who wrote it is known even when the time is
+    not, and the reason says how many were counted that way. Commits by another person dated
+    before the PR opened (work the PR was built on) do not count."""
+    own = [c for c in ctx.facts.commits if not c.is_merge]
+    known = [c for c in own if c.author_login]
     if not known:
         return inconclusive("No commit has a GitHub author, so who did the work is unknown.",
                             [ctx.pr])
     opened = ctx.pull.created_at
-    others = [
-        c for c in known
-        if ctx.is_other_human(c.author_login, c.author_is_bot)
-        and (c.committed_at or c.authored_at or "") > opened
-    ]
-    value = len(others) / len(known)
-    who = sorted({c.author_login or "" for c in others})
-    if others:
-        reason = (f"{len(others)} of {plural(len(known), 'commit')} were pushed by other people "
-                  f"({names(who)}) after the PR opened.")
+    others = [c for c in known if ctx.is_other_human(c.author_login, c.author_is_bot)]
+    after = [c for c in others if (c.committed_at or c.authored_at or "") > opened]
+    undated = [c for c in others if not (c.committed_at or c.authored_at)]
+    before = [c for c in others if c not in after and c not in undated]
+    counted = after + undated
+    value = len(counted) / len(known)
+    who = sorted({c.author_login or "" for c in counted})
+    unlinked = len(own) - len(known)
+    tail = (f" ({plural(unlinked, 'commit')} without a GitHub author not counted)"
+            if unlinked else "")
+    n = len(known)
+    if counted:
+        reason = (f"{share(len(counted), n, 'commit')} {agree(len(counted), 'was', 'were')} pushed "
+                  f"by {agree(len(who), 'another person', 'other people')} ({names(who)})")
+        if undated and after:
+            reason += (f"; {len(after)} after the PR opened and {len(undated)} without a date, "
+                       f"counted whether or not {agree(len(undated), 'it', 'they')} came before "
+                       "the PR opened")
+        elif undated:
+            reason += ("; commit dates are unknown, so they are counted whether or not they came "
+                       "before the PR opened")
+        else:
+            reason += " after the PR opened"
+        reason += f"{tail}."
+    elif before:
+        reason = (f"{sentence(none_of(n, 'commit'))} with a known author "
+                  f"{agree(n, 'did not come', 'came')} from another person after the PR opened; "
+                  f"{len(before)} by {names(sorted({c.author_login or '' for c in before}))} "
+                  f"{agree(len(before), 'predates', 'predate')} it{tail}.")
     else:
-        reason = (f"None of the {plural(len(known), 'commit')} with a known author came from "
-                  "another person after the PR opened.")
+        reason = (f"{sentence(none_of(n, 'commit'))} with a known author "
+                  f"{agree(n, 'did not come', 'came')} from another person{tail}.")
     zero = ctx.settings.thresholds.intervention_ratio_zero
-    cited = [ctx.commit_id(c.sha) for c in others] or [ctx.pr]
+    cited = [ctx.commit_id(c.sha) for c in counted] or [ctx.pr]
     return ok(value, linear(value, 0.0, zero), reason, cited)
 
 
@@ -171,9 +202,9 @@ def review_rounds(ctx: Ctx) -> Measure:
     rounds = [r for r in human if r.state == "CHANGES_REQUESTED"]
     half = ctx.settings.thresholds.review_rounds_half_life
     if rounds:
-        reason = (f"Reviewers requested changes {plural(len(rounds), 'time')} "
-                  f"({names(sorted({r.author or '' for r in rounds}))}) in "
-                  f"{plural(len(human), 'human review')}.")
+        asked = sorted({r.author or "" for r in rounds})
+        reason = (f"{agree(len(asked), 'A reviewer', 'Reviewers')} requested changes "
+                  f"{times(len(rounds))} ({names(asked)}) in {plural(len(human), 'human review')}.")
     else:
         reason = f"No change requests in {plural(len(human), 'human review')}."
     cited = [f"review:{r.id}" for r in (rounds or human)]
@@ -211,11 +242,11 @@ def feedback_addressed(ctx: Ctx) -> Measure:
     done = len(feedback) - len(open_items)
     value = done / len(feedback)
     if open_items:
-        reason = (f"{done} of {plural(len(feedback), 'piece')} of review feedback got a later "
+        reason = (f"{share(done, len(feedback), 'piece')} of review feedback got a later "
                   f"commit, reply or approval; {len(open_items)} got none.")
     else:
-        reason = (f"All {plural(len(feedback), 'piece')} of review feedback got a later commit, "
-                  "reply or approval.")
+        reason = (f"{sentence(all_of(len(feedback), 'piece'))} of review feedback got a later "
+                  "commit, reply or approval.")
     return ok(value, linear(value, 1.0, 0.0), reason, open_items or [e for e, _, _ in feedback])
 
 

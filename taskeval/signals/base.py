@@ -10,18 +10,20 @@ so every citation resolves).
 from __future__ import annotations
 
 import functools
+import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
+from fnmatch import translate
 from typing import Literal, TypeVar
 
-from taskeval import evidence as ev
 from taskeval.config import Settings
 from taskeval.contract import Category
-from taskeval.models import CheckEntry, EvidenceBundle, RunEntry, Signal
+from taskeval.evidence import vocabulary as ev
+from taskeval.models import CheckEntry, EvidenceBundle, ReviewEntry, RunEntry, Signal
 
 from .curves import to_score
+from .wording import agree, names, plural, share
 
 SignalFunc = Callable[[EvidenceBundle, Settings], Signal]
 FileClass = Literal["ignored", "test", "docs", "source"]
@@ -54,6 +56,9 @@ class SignalSpec:
     weight: float
     reads: tuple[str, ...]
     run: SignalFunc
+    # The same signal over a context shared by every signal of one bundle (its lazy lookups are
+    # computed once per bundle, not once per signal): what :func:`compute_signals` calls.
+    run_in: Callable[[Ctx], Signal]
 
 
 REGISTRY: list[SignalSpec] = []
@@ -66,25 +71,36 @@ def signal(
     reads_t = tuple(reads)
 
     def wrap(measure: Callable[[Ctx], Measure]) -> SignalFunc:
-        @functools.wraps(measure)
-        def run(bundle: EvidenceBundle, settings: Settings) -> Signal:
-            ctx = Ctx(bundle, settings)
+        def run_in(ctx: Ctx) -> Signal:
             found = measure(ctx)
             return Signal(
                 id=id, category=category, name=name, status=found.status, value=found.value,
-                score=found.score, weight=settings.signal_weights.get(id, weight),
+                score=found.score, weight=ctx.settings.signal_weights.get(id, weight),
                 reason=found.reason, evidence=ctx.cite(found.evidence), reads=list(reads_t),
             )
 
+        @functools.wraps(measure)
+        def run(bundle: EvidenceBundle, settings: Settings) -> Signal:
+            return run_in(Ctx(bundle, settings))
+
         if any(spec.id == id for spec in REGISTRY):
             raise ValueError(f"signal {id} registered twice")
-        REGISTRY.append(SignalSpec(id, category, name, weight, reads_t, run))
+        REGISTRY.append(SignalSpec(id, category, name, weight, reads_t, run, run_in))
         return run
 
     return wrap
 
 
 # --------------------------------------------------------------------------- context
+
+
+@functools.lru_cache(maxsize=256)
+def _globs(globs: tuple[str, ...]) -> re.Pattern[str]:
+    """One pattern for "any of these globs matches", as :func:`fnmatch.fnmatchcase` matches each
+    (``translate`` anchors every glob at both ends); never matches when there are none."""
+    if not globs:
+        return re.compile(r"(?!)")
+    return re.compile("|".join(f"(?:{translate(g)})" for g in globs))
 
 
 class Ctx:
@@ -127,16 +143,21 @@ class Ctx:
 
     # ----------------------------------------------------------------- people
 
+    @functools.cached_property
+    def _bot_logins(self) -> frozenset[str]:
+        return frozenset(b.lower() for b in self.settings.patterns.bot_logins)
+
+    @functools.cached_property
+    def _agent_logins(self) -> frozenset[str]:
+        return frozenset(a.lower() for a in self.settings.patterns.agent_logins)
+
     def is_bot(self, login: str | None, flagged: bool = False) -> bool:
         if login is None:
             return False
-        bots = {b.lower() for b in self.settings.patterns.bot_logins}
-        return flagged or login.endswith("[bot]") or login.lower() in bots
+        return flagged or login.endswith("[bot]") or login.lower() in self._bot_logins
 
     def is_agent(self, login: str | None) -> bool:
-        return login is not None and login.lower() in {
-            a.lower() for a in self.settings.patterns.agent_logins
-        }
+        return login is not None and login.lower() in self._agent_logins
 
     def is_other_human(self, login: str | None, flagged: bool = False) -> bool:
         """A person who is not the PR author: not a bot account, not a configured agent."""
@@ -147,18 +168,30 @@ class Ctx:
 
     # ----------------------------------------------------------------- files
 
+    @functools.cached_property
+    def _classes(self) -> dict[str, FileClass]:
+        return {}
+
     def classify(self, path: str) -> FileClass:
+        """The first of ignored, test, docs whose globs match ``path``, else source (memoised:
+        several signals classify the same files)."""
+        known = self._classes.get(path)
+        if known is not None:
+            return known
         p = self.settings.patterns
         order: tuple[tuple[FileClass, list[str]], ...] = (
             ("ignored", p.ignore_paths), ("test", p.test_paths), ("docs", p.doc_paths),
         )
+        found: FileClass = "source"
         for cls, globs in order:
-            if any(fnmatchcase(path, g) for g in globs):
-                return cls
-        return "source"
+            if _globs(tuple(globs)).match(path):
+                found = cls
+                break
+        self._classes[path] = found
+        return found
 
     def is_surface(self, path: str) -> bool:
-        return any(fnmatchcase(path, g) for g in self.settings.patterns.public_surface_paths)
+        return _globs(tuple(self.settings.patterns.public_surface_paths)).match(path) is not None
 
     @functools.cached_property
     def lines_by_class(self) -> dict[FileClass, int]:
@@ -187,6 +220,16 @@ class Ctx:
     @property
     def ci_unavailable(self) -> bool:
         return bool({"check_runs", "workflow_runs"} & set(self.facts.unavailable))
+
+
+def before_merge(ctx: Ctx, reviews: list[ReviewEntry]) -> tuple[list[ReviewEntry], list[ReviewEntry]]:
+    """Split reviews into (submitted by the merge, submitted after it). A review after the merge
+    judged code that had already shipped; for an unmerged PR every review counts."""
+    merged_at = ctx.pull.merged_at if ctx.pull.merged else None
+    if not merged_at:
+        return list(reviews), []
+    return ([r for r in reviews if (r.submitted_at or "") <= merged_at],
+            [r for r in reviews if (r.submitted_at or "") > merged_at])
 
 
 # --------------------------------------------------------------------------- CI view
@@ -289,14 +332,17 @@ class CITally:
     def cited(self) -> list[str]:
         return [v.evidence for v in self.failing + self.waiting + self.passing]
 
-    def problems(self, red: str, unfinished: str) -> list[str]:
-        """"N of M checks <red> (a, b)" and "K checks <unfinished> (c)", for the reason text."""
+    def problems(self, red: tuple[str, str], unfinished: tuple[str, str]) -> list[str]:
+        """"1 of 3 checks fails (a)" and "2 checks did not finish (b and c)", for the reason
+        text; ``red`` and ``unfinished`` are (singular, plural) forms of what follows."""
         parts = []
         if self.failing:
-            parts.append(f"{len(self.failing)} of {plural(self.counted, 'check')} {red} "
+            n = len(self.failing)
+            parts.append(f"{share(n, self.counted, 'check')} {agree(n, *red)} "
                          f"({names(v.label for v in self.failing)})")
         if self.waiting:
-            parts.append(f"{plural(len(self.waiting), 'check')} {unfinished} "
+            n = len(self.waiting)
+            parts.append(f"{plural(n, 'check')} {agree(n, *unfinished)} "
                          f"({names(v.label for v in self.waiting)})")
         return parts
 
@@ -322,19 +368,3 @@ def _latest(
         outcome = "pending"
     failed_before = any(describe(e)[2] == "fail" for e in ordered[:-1])
     return latest, outcome, failed_before and outcome == "pass"
-
-
-def plural(n: float, word: str, many: str | None = None) -> str:
-    """``1 check``, ``2 checks``; numbers print without a trailing ``.0``."""
-    count = int(n) if float(n).is_integer() else n
-    return f"{count} {word if n == 1 else (many or word + 's')}"
-
-
-def names(items: Iterable[str], most: int = 3) -> str:
-    """``a, b and c`` / ``a, b, c and 2 more``: short lists for reasons."""
-    seq = list(items)
-    if len(seq) > most:
-        return ", ".join(seq[:most]) + f" and {len(seq) - most} more"
-    if len(seq) <= 1:
-        return "".join(seq)
-    return ", ".join(seq[:-1]) + " and " + seq[-1]

@@ -16,9 +16,11 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
+from functools import lru_cache
+from itertools import accumulate
 from typing import Final, Literal
 
-from taskeval.evidence import blank_code
+from taskeval.evidence.vocabulary import blank_code
 
 FindingKind = Literal["leakage", "boilerplate", "template"]
 MATCH_LIMIT: Final = 80
@@ -94,6 +96,33 @@ _RULE_SOURCES: Final[tuple[tuple[FindingKind, str, str], ...]] = (
 _RULES: Final[tuple[tuple[FindingKind, str, re.Pattern[str]], ...]] = tuple(
     (kind, rule, re.compile(rx, re.IGNORECASE | re.MULTILINE)) for kind, rule, rx in _RULE_SOURCES
 )
+# Lower-case substrings at least one of which every match of the rule contains (read off the
+# rule's literal words above); a text without any skips the rule's regex, the costly part of
+# re-scoring. A rule missing here always runs. tests/test_signals.py checks each rule's examples.
+_NEEDLES: Final[dict[str, tuple[str, ...]]] = {
+    "ai-disclaimer": ("as an ai", "as a large language model"),
+    "instruction-override": ("ignore", "disregard", "forget"),
+    "chat-template-token": ("<|", "inst]", "sys>>"),
+    "system-prompt-echo": ("system", "you are ", "my prompt", "my instructions"),
+    "tool-call-markup": ("function_calls>", "tool_", "thinking>"),
+    "knowledge-cutoff": ("knowledge", "training", "the internet"),
+    "refusal": ("sorry", "afraid"),
+    "role-prefix": ("assistant",),
+    "grader-address": ("note", "message", "hint", "psa", "100", "10/10", "full marks",
+                       "perfect score", "maximum score", "highest score"),
+    "jailbreak-roleplay": ("you are ", "do anything now", "a judge without rules", "unrestricted",
+                           "unfiltered", "jailbroken", "uncensored"),
+    "system-heading-override": ("system",),
+    "fake-evidence": ('"id"', "<<<"),
+    "chat-closing": ("i hope ", "let me know if ", "feel free to ", "happy coding"),
+    "chat-opening": ("certainly", "sure", "absolutely", "of course", "great question", "here"),
+    "todo-fill": ("todo", "lorem ipsum"),
+    "placeholder-token": ("[insert", "[add", "[describe", "[your", "[enter", "#"),
+}
+_NEEDLE_RULES: Final[tuple[tuple[str, str, bool], ...]] = tuple(
+    (needle, rule, kind == "template")
+    for kind, rule, _ in _RULE_SOURCES for needle in _NEEDLES.get(rule, ())
+)
 # Template instructions: a finding on a plain line; on a heading only when its section is empty.
 _INSTRUCTION: Final = re.compile(
     r"\b(?:describe|explain|summari[sz]e) (?:your|the|what) (?:changes?|pr|pull request|problem|"
@@ -135,9 +164,11 @@ def blank_comments(text: str) -> str:
     return "".join([*parts, text[pos:]])
 
 
+@lru_cache(maxsize=1024)
 def visible_text(text: str) -> str:
-    """What a reader of the rendered PR sees as prose: no HTML comments, no code."""
-    return blank_comments(blank_code(text.replace("\r\n", "\n")))
+    """What a reader of the rendered PR sees as prose: no HTML comments, no code (cached: the
+    claims, task-list and description signals all read the PR body)."""
+    return _blank_comments(_blank_code(text.replace("\r\n", "\n")))
 
 
 def prose_length(text: str) -> int:
@@ -153,12 +184,16 @@ def task_items(text: str) -> list[bool]:
 
 
 class _Lines:
-    """Offset -> 1-based line number by bisection, so many findings stay cheap."""
+    """Offset -> 1-based line number by bisection, so many findings stay cheap. The line starts
+    are found on the first lookup: most texts have no finding and never need them."""
 
     def __init__(self, text: str) -> None:
-        self.starts = [0] + [n + 1 for n, ch in enumerate(text) if ch == "\n"]
+        self.text = text
+        self.starts: list[int] | None = None
 
     def of(self, pos: int) -> int:
+        if self.starts is None:
+            self.starts = [0, *accumulate(len(line) + 1 for line in self.text.split("\n")[:-1])]
         return bisect_right(self.starts, pos)
 
 
@@ -177,6 +212,11 @@ def _sections(lines: list[str]) -> list[tuple[int, int]]:
 def _template_findings(prose: str) -> list[Finding]:
     """Placeholders left as is: template comments and instruction headings over empty sections,
     instruction text in prose, task lists whose every box is unchecked."""
+    # Each finding below needs an HTML comment, instruction text or a task-list item; without
+    # any of them (most texts) there is nothing to find. The two patterns cannot span a line, so
+    # one search over the text answers for every line.
+    if "<!--" not in prose and not _INSTRUCTION.search(prose) and not _TASK_ITEM.search(prose):
+        return []
     out: list[Finding] = []
     no_comments = blank_comments(prose)
     raw_lines = prose.split("\n")
@@ -217,17 +257,45 @@ def _template_findings(prose: str) -> list[Finding]:
     return out
 
 
+@lru_cache(maxsize=1024)
+def _blank_code(text: str) -> str:
+    """:func:`blank_code`, skipped when there is no backtick or tilde fence to blank."""
+    return blank_code(text) if "`" in text or "~~~" in text else text
+
+
+def _blank_comments(text: str) -> str:
+    return blank_comments(text) if "<!--" in text else text
+
+
 def detect_text_issues(text: str | None, *, include_code: bool = False) -> list[Finding]:
     """Every leakage, boilerplate and template finding in ``text``: by line, one per rule a line."""
     if not text:
         return []
+    return list(_detect(text, include_code))
+
+
+@lru_cache(maxsize=2048)
+def _detect(text: str, include_code: bool, prefilter: bool = True) -> tuple[Finding, ...]:
+    """Pure and cached: a PR body is read by several signals, and agents repeat their texts.
+    ``prefilter=False`` runs every rule on every text (the tests compare both ways)."""
     normal = text.replace("\r\n", "\n").replace("\r", "\n")
-    prose = normal if include_code else blank_code(normal)
+    prose = normal if include_code else _blank_code(normal)
     # Leaks hidden in HTML comments still count; template rules only look at what renders.
-    rendered = blank_comments(prose)
+    rendered = _blank_comments(prose)
     where = _Lines(prose)
+    # On ASCII text, IGNORECASE means plain ASCII case folding, so a rule whose every match
+    # contains one of its needles (see _NEEDLES) cannot match a text whose lower case has none.
+    skip: set[str] = set()
+    if prefilter and normal.isascii():
+        low_prose = prose.lower()
+        low_rendered = low_prose if rendered is prose else rendered.lower()
+        hit = {rule for needle, rule, template in _NEEDLE_RULES
+               if needle in (low_rendered if template else low_prose)}
+        skip = _NEEDLES.keys() - hit
     found: dict[tuple[int, str], Finding] = {}
     for kind, rule, pattern in _RULES:
+        if rule in skip:
+            continue
         for match in pattern.finditer(rendered if kind == "template" else prose):
             line = where.of(match.start())
             found.setdefault((line, rule), Finding(line, kind, rule, _clip(match.group(0))))

@@ -6,12 +6,14 @@ import re
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from taskeval import evidence as ev
 from taskeval.contract import Category
+from taskeval.evidence import vocabulary as ev
+from taskeval.models import CommitEntry
 
-from .base import CITally, Ctx, Measure, inconclusive, names, ok, plural, signal
+from .base import CITally, Ctx, Measure, before_merge, inconclusive, ok, signal
 from .curves import coverage, decay, linear
 from .hygiene import task_items, visible_text
+from .wording import agree, all_of, names, none_of, plural, sentence, share
 
 CAT: Category = "taskOutcomeQuality"
 
@@ -35,14 +37,17 @@ def ci_head(ctx: Ctx) -> Measure:
         return _head_ci_missing(ctx)
     tally = CITally.of(verdicts)
     if not tally.decided:
-        return inconclusive(f"All {plural(len(verdicts), 'check')} at the head commit were skipped "
-                            "or neutral.", [v.evidence for v in verdicts])
-    problems = tally.problems("fail at the head commit", "did not finish")
+        n = len(verdicts)
+        return inconclusive(f"{sentence(all_of(n, 'check'))} at the head commit "
+                            f"{agree(n, 'was', 'were')} skipped or neutral.",
+                            [v.evidence for v in verdicts])
+    problems = tally.problems(("fails at the head commit", "fail at the head commit"),
+                              ("did not finish", "did not finish"))
     if problems:
-        reason = "; ".join(problems) + "."
-        reason = reason[0].upper() + reason[1:]
+        reason = sentence("; ".join(problems) + ".")
     else:
-        reason = f"All {plural(len(tally.passing), 'check')} at the head commit pass."
+        n = len(tally.passing)
+        reason = f"{sentence(all_of(n, 'check'))} at the head commit {agree(n, 'passes', 'pass')}."
     flaky = [v for v in tally.passing if v.flaky]
     if flaky:
         reason += f" {names(v.label for v in flaky)} passed on a re-run after a flaky failure."
@@ -137,9 +142,12 @@ def _check_fix(ctx: Ctx, link: ev.IssueLink) -> Claim:
     if link.repo is None and link.number == pull.number:
         return Claim("fixes an issue", what, "contradicted", "it points at this PR itself", cited)
     if not pull.merged:
+        # A closed PR fixes nothing, but that is outcome.delivery's finding: counting it here
+        # again would only repeat it under another name.
         if pull.state == "closed":
-            return Claim("fixes an issue", what, "contradicted",
-                         "the PR was closed without merging", cited)
+            return Claim("fixes an issue", what, "unverifiable",
+                         "the PR was closed without merging, which outcome.delivery already "
+                         "counts", cited)
         return Claim("fixes an issue", what, "unverifiable", "the PR is not merged yet", cited)
     default = ctx.item_facts.get(ctx.pr, {}).get("defaultBranch")
     if isinstance(default, str) and default and pull.base_ref != default:
@@ -177,7 +185,7 @@ def claims(ctx: Ctx) -> Measure:
     cited = [e for c in found for e in c.evidence]
     if not checked:
         if found:
-            return inconclusive("The PR's claims could not be checked: "
+            return inconclusive(f"The PR's {agree(len(found), 'claim', 'claims')} could not be checked: "
                                 + "; ".join(f'"{c.quote}" ({c.why})' for c in found) + ".", cited)
         return inconclusive("The PR text makes no checkable claim about tests, docs or fixed "
                             "issues.", [ctx.pr])
@@ -189,8 +197,10 @@ def claims(ctx: Ctx) -> Measure:
             reason += "; supported: " + ", ".join(f'"{c.quote}"' for c in good)
         reason += "."
     else:
-        reason = (f"{'The claim' if len(good) == 1 else f'All {len(good)} claims'} "
-                  + ", ".join(f'"{c.quote}"' for c in good) + " match the evidence.")
+        n = len(good)
+        reason = (f"{sentence(all_of(n, 'claim'))} the PR makes ("
+                  + ", ".join(f'"{c.quote}"' for c in good)
+                  + f") {agree(n, 'matches', 'match')} the evidence.")
     cited = [e for c in bad + good for e in c.evidence]
     half = ctx.settings.thresholds.claims_half_life
     return ok(len(bad), decay(len(bad), half), reason, cited)
@@ -226,38 +236,58 @@ def task_list(ctx: Ctx) -> Measure:
         return inconclusive("The PR description has no task list.", [ctx.pr])
     done = sum(items)
     if not done:
-        return inconclusive(f"None of the {plural(len(items), 'task-list item')} is checked: an "
-                            "unfilled template rather than a plan.", [ctx.pr])
+        n = len(items)
+        return inconclusive(f"{sentence(none_of(n, 'task-list item'))} {agree(n, 'is not', 'is')} "
+                            "checked: an unfilled template rather than a plan.", [ctx.pr])
     value = done / len(items)
     if done == len(items):
-        reason = f"All {plural(len(items), 'task-list item')} in the description are checked."
+        reason = (f"{sentence(all_of(done, 'task-list item'))} in the description "
+                  f"{agree(done, 'is', 'are')} checked.")
     else:
-        reason = f"{done} of {plural(len(items), 'task-list item')} in the description are checked."
+        reason = (f"{share(done, len(items), 'task-list item')} in the description "
+                  f"{agree(done, 'is', 'are')} checked.")
     return ok(value, linear(value, 1.0, 0.0), reason, [ctx.pr])
 
 
 @signal("outcome.post_approval_changes", CAT, "Shipped what was approved", 1.0,
         ["facts.reviews", "facts.commits"])
 def post_approval_changes(ctx: Ctx) -> Measure:
-    """Commits pushed after the last human approval: code that shipped without review."""
-    approvals = [r for r in ctx.facts.reviews
-                 if r.state == "APPROVED" and ctx.is_other_human(r.author, r.author_is_bot)]
+    """Commits pushed after the last human approval: code that shipped without review. An
+    approval submitted after the merge approved nothing that shipped, so it does not count (as in
+    process.human_approval)."""
+    human = [r for r in ctx.facts.reviews
+             if r.state == "APPROVED" and ctx.is_other_human(r.author, r.author_is_bot)]
+    approvals, late = before_merge(ctx, human)
     if not approvals:
+        if late:
+            who = names(sorted({r.author or "" for r in late}))
+            return inconclusive(f"No human approval before the merge ({who} approved only after it "
+                                "was merged, which does not approve what shipped), so there is no "
+                                "approved state to compare with.", [f"review:{r.id}" for r in late])
         return inconclusive("No human approval, so there is no approved state to compare with.",
                             [ctx.pr])
     last = approvals[-1]
-    commits = ctx.facts.commits
-    position = next((n for n, c in enumerate(commits) if c.sha == last.commit_id), None)
-    if position is not None:
-        later = [c for c in commits[position + 1:] if not c.is_merge]
-    else:
-        later = [c for c in commits if not c.is_merge
-                 and (c.committed_at or c.authored_at or "") > (last.submitted_at or "")]
-    half = ctx.settings.thresholds.post_approval_half_life
+    commits = [c for c in ctx.facts.commits if not c.is_merge]
     who = last.author or "a reviewer"
+    position = next((n for n, c in enumerate(ctx.facts.commits) if c.sha == last.commit_id), None)
+    undated: list[CommitEntry] = []
+    if position is not None:
+        later = [c for c in ctx.facts.commits[position + 1:] if not c.is_merge]
+    else:
+        approved_at = last.submitted_at or ""
+        undated = [c for c in commits if not (c.committed_at or c.authored_at)]
+        later = [c for c in commits if (c.committed_at or c.authored_at or "") > approved_at > ""]
+        if not approved_at or (undated and not later):
+            missing = "the approval has no time" if not approved_at else (
+                f"{plural(len(undated), 'commit')} {agree(len(undated), 'carries', 'carry')} no date")
+            return inconclusive(
+                f"{who}'s approval names no commit of this PR and {missing}, so what was pushed "
+                "after it is unknown.", [f"review:{last.id}", ctx.pr])
+    half = ctx.settings.thresholds.post_approval_half_life
     if later:
-        reason = (f"{plural(len(later), 'commit')} landed after {who}'s last approval without "
-                  "another approval.")
+        reason = f"{plural(len(later), 'commit')} landed after {who}'s last approval without another approval"
+        reason += (f" ({plural(len(undated), 'more commit')} without a date not counted)."
+                   if undated else ".")
     else:
         reason = f"Nothing was pushed after {who}'s approval: what shipped is what was approved."
     cited = [f"review:{last.id}", *(ctx.commit_id(c.sha) for c in later)]
@@ -280,7 +310,7 @@ def test_evidence(ctx: Ctx) -> Measure:
     t = ctx.settings.thresholds
     value = tests / source
     if tests:
-        reason = (f"{tests} test lines changed alongside {source} source lines "
+        reason = (f"{plural(tests, 'test line')} changed alongside {plural(source, 'source line')} "
                   f"(ratio {value:.2f}).")
     else:
         reason = f"No test file changed for {plural(source, 'source line')}."

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import re
 
-from taskeval import evidence as ev
 from taskeval.contract import Category
+from taskeval.evidence import vocabulary as ev
 from taskeval.models import ReviewEntry
 
-from .base import CITally, Ctx, Measure, inconclusive, names, ok, plural, signal
+from .base import CITally, Ctx, Measure, before_merge, inconclusive, ok, signal
 from .curves import coverage, decay, eased_drop, linear, saturating
 from .hygiene import detect_text_issues, prose_length, visible_text
+from .wording import agree, all_of, names, plural, sentence, share
 
 CAT: Category = "processCompliance"
 
@@ -33,11 +34,11 @@ def ci_at_merge(ctx: Ctx) -> Measure:
     if not tally.decided:
         return inconclusive("Every check at merge time was skipped or neutral.",
                             [v.evidence for v in verdicts])
-    problems = tally.problems("red", "unfinished")
+    problems = tally.problems(("red", "red"), ("unfinished", "unfinished"))
     if problems:
         reason = f"Merged with {' and '.join(problems)}."
     else:
-        reason = f"All {plural(tally.counted, 'check')} had passed when the PR was merged."
+        reason = f"{sentence(all_of(tally.counted, 'check'))} had passed when the PR was merged."
     half = ctx.settings.thresholds.merge_failing_half_life
     return ok(tally.value, decay(tally.value, half), reason, tally.cited)
 
@@ -68,9 +69,16 @@ def human_approval(ctx: Ctx) -> Measure:
         if r.state == "APPROVED"
         and (ctx.is_bot(r.author, r.author_is_bot) or ctx.is_agent(r.author))
     })
+    late = sorted({
+        r.author or "" for r in before_merge(ctx, ctx.facts.reviews)[1]
+        if r.state == "APPROVED" and ctx.is_other_human(r.author, r.author_is_bot)
+    } - set(approvers))
     if approvers:
         reason = (f"Approved by {plural(len(approvers), 'person', 'people')} other than the author "
                   f"({names(approvers)}).")
+    elif late:
+        reason = (f"No one other than the author approved the PR before it was merged; "
+                  f"{names(late)} approved only after the merge, which does not approve what shipped.")
     else:
         reason = "No one other than the author approved the PR."
     if machine:
@@ -93,11 +101,12 @@ def change_requests(ctx: Ctx) -> Measure:
     moment = "merged" if ctx.pull.merged else "evaluated"
     who = sorted({r.author or "" for r in asked})
     if open_:
-        reason = (f"{names(open_)}'s change request {'was' if len(open_) == 1 else 'were'} still "
-                  f"standing when the PR was {moment}.")
+        reason = (f"{names(open_)}'s change {agree(len(open_), 'request was', 'requests were')} "
+                  f"still standing when the PR was {moment}.")
     else:
-        reason = (f"Every change request ({names(who)}) was resolved by a later approval or "
-                  f"dismissal before the PR was {moment}.")
+        n = len(asked)
+        reason = (f"{sentence(all_of(n, 'change request'))} ({names(who)}) {agree(n, 'was', 'were')} "
+                  f"resolved by a later approval or dismissal before the PR was {moment}.")
     cited = [f"review:{standing[a].id}" for a in open_] + [f"review:{r.id}" for r in asked]
     half = ctx.settings.thresholds.change_request_half_life
     return ok(len(open_), decay(len(open_), half), reason, cited)
@@ -121,10 +130,11 @@ def docs_with_surface(ctx: Ctx) -> Measure:
     value = docs / lines
     paths = [f.path for f in surface]
     if docs:
-        reason = (f"{docs} doc lines changed alongside {lines} public-surface lines in "
-                  f"{names(paths, 2)}.")
+        reason = (f"{plural(docs, 'doc line')} changed alongside {plural(lines, 'public-surface line')} "
+                  f"in {names(paths, 2)}.")
     else:
-        reason = f"Public surface changed ({names(paths, 2)}, {lines} lines) with no doc change."
+        reason = (f"Public surface changed ({names(paths, 2)}, {plural(lines, 'line')}) with no doc "
+                  "change.")
     cited = ctx.biggest_file_ids(ctx.files_of("docs")) + ctx.biggest_file_ids(paths)
     return ok(value, coverage(docs, lines, t.doc_ratio_half, t.doc_leniency_lines), reason, cited)
 
@@ -142,10 +152,13 @@ def conventional_commits(ctx: Ctx) -> Measure:
            if not pattern.search(c.subject) and not c.subject.startswith('Revert "')]
     value = (len(commits) - len(bad)) / len(commits)
     if bad:
-        reason = (f"{len(commits) - len(bad)} of {plural(len(commits), 'commit subject')} follow "
+        good = len(commits) - len(bad)
+        reason = (f"{share(good, len(commits), 'commit subject')} {agree(good, 'follows', 'follow')} "
                   f"the convention; not: {names([repr(c.subject[:60]) for c in bad], 2)}.")
     else:
-        reason = f"All {plural(len(commits), 'commit subject')} follow the convention."
+        n = len(commits)
+        reason = (f"{sentence(all_of(n, 'commit subject'))} {agree(n, 'follows', 'follow')} the "
+                  "convention.")
     cited = [ctx.commit_id(c.sha) for c in bad] or [ctx.commit_id(c.sha) for c in commits[:3]]
     return ok(value, linear(value, 1.0, 0.0), reason, cited)
 
@@ -167,8 +180,8 @@ def task_reference(ctx: Ctx) -> Measure:
     value = len(tagged) / len(commits) if commits else 0.0
     trailers = ", ".join(ctx.settings.patterns.task_trailers[:3])
     if tagged:
-        reason = (f"No task reference in the PR title or body; {len(tagged)} of "
-                  f"{plural(len(commits), 'commit')} carry a task trailer.")
+        reason = (f"No task reference in the PR title or body; {share(len(tagged), len(commits), 'commit')} "
+                  f"{agree(len(tagged), 'carries', 'carry')} a task trailer.")
     else:
         reason = f"No task reference in the PR title, body or commit trailers ({trailers}, ...)."
     cited = [ctx.pr, *(ctx.commit_id(c.sha) for c in tagged)]

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from bot.db import init_schema, make_engine, metadata
+from bot.db import drop_schema, init_schema, make_engine
 from tests.bot.helpers import POSTGRES_SKIP, postgres_url
 
 
 def _reset(engine: Engine) -> None:
-    metadata.drop_all(engine)
+    drop_schema(engine)
     init_schema(engine)
 
 

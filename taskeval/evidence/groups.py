@@ -1,10 +1,4 @@
-"""Raw GitHub data -> the capped, truncated, ID'd evidence bundle.
-
-:func:`build_bundle` is pure and config-independent: the same :class:`RawCollection` always gives a
-byte-identical bundle, because every list is put in a documented, stable order and no clock,
-environment or repository config is read. Signals re-read the bundle's ``facts`` with the repo's
-config, so nothing configurable is baked in here (file ``kind`` in ``documents`` is descriptive
-only, from the default patterns).
+"""The eight evidence groups of a bundle, built from a normalised :class:`RawCollection`.
 
 Which GitHub data goes where (IDs as in docs/internals.md; caps from the contract):
 
@@ -44,11 +38,6 @@ Which GitHub data goes where (IDs as in docs/internals.md; caps from the contrac
     (run counts, failures, cancellations, re-runs, CI wall time), ``audit:flaky-check-<id>`` /
     ``audit:flaky-run-<id>`` (same commit failed, then passed), ``audit:rerun-<id>`` (attempt > 1),
     ``audit:cancelled-<id>``.
-
-``facts`` (:class:`BundleFacts`) holds compact, complete lists up to GitHub's own listing limits,
-so every count a signal needs stays exact after capping: no patches, logs or payloads, ever.
-Request counts and rate-limit figures are deliberately not stored: they differ between two
-collections of the same PR and would change the bundle hash.
 """
 
 from __future__ import annotations
@@ -56,29 +45,42 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from fnmatch import fnmatchcase
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, TypeVar
 
-from taskeval.config import Patterns
 from taskeval.contract import COMMENT_MARKER
+from taskeval.evidence.vocabulary import (
+    BODY_LIMIT,
+    DEFAULT_PATTERNS,
+    SUBJECT_LIMIT,
+    IssueLink,
+    Outcome,
+    check_ids,
+    ci_state,
+    commit_ids,
+    excerpt,
+    file_kind,
+    hours_between,
+    is_fixup,
+    is_revert,
+    iso,
+    linked_issues,
+    message_body,
+    outcome_of,
+    parse_trailers,
+    pr_id,
+    reverted_sha,
+    seconds_between,
+    subject_of,
+)
 from taskeval.models import (
     GROUP_CAPS,
     GROUP_ORDER,
-    BundleFacts,
-    CheckEntry,
-    CommentEntry,
-    CommitEntry,
-    EvidenceBundle,
     EvidenceGroup,
     EvidenceItem,
-    FileEntry,
     GroupName,
-    PullFacts,
-    ReviewEntry,
-    RunEntry,
     Scalar,
 )
 from taskeval.raw import (
@@ -92,40 +94,8 @@ from taskeval.raw import (
     RawWorkflowRun,
 )
 
-EXCERPT_LIMIT: Final = 500
-SUBJECT_LIMIT: Final = 160
-TRUNCATION_MARKER: Final = "… [truncated]"
-BODY_LIMIT: Final = 8_000
-TITLE_LIMIT: Final = 256  # GitHub's own limit on PR titles
 # taskeval's own PR comment starts with this marker; such comments are our output, not evidence.
 OWN_COMMENT_MARKER: Final = COMMENT_MARKER
-
-PASSING_CONCLUSIONS: Final = frozenset({"success"})
-FAILING_CONCLUSIONS: Final = frozenset(
-    {"failure", "timed_out", "action_required", "startup_failure"}
-)
-CANCELLED_CONCLUSIONS: Final = frozenset({"cancelled"})
-
-Outcome = Literal["pass", "fail", "cancelled", "neutral", "pending"]
-_T = TypeVar("_T")
-
-# C0/C1 controls except tab and newline, bidi overrides/isolates (they can hide text), BOM.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ufeff]")
-# Lone UTF-16 halves arrive as JSON escapes ("\ud800") and cannot be encoded as UTF-8.
-_SURROGATE = re.compile("[\ud800-\udfff]")
-_REVERTS = re.compile(r"This reverts commit ([0-9a-f]{7,40})")
-_FIXUP = re.compile(r"^(fixup|squash|amend)! ", re.IGNORECASE)
-_REVERT_SUBJECT = re.compile(r'^(Revert "|revert(\([^)]*\))?!?: )', re.IGNORECASE)
-_TRAILER = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*)\s*:\s+(\S.*)$")
-# GitHub's closing keywords (docs: "Linking a pull request to an issue") and plain mentions. The
-# lookbehinds anchor each alternative at a word start, keeping the scan linear on long bodies.
-_ISSUE_REF = re.compile(
-    r"(?i)(?:\b(?P<kw>close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s*:?\s+)?"
-    r"(?:(?<![\w.-])(?P<repo>[\w.-]+/[\w.-]+)#|https?://[^\s/]+/(?P<urlrepo>[\w.-]+/[\w.-]+)/issues/|"
-    r"(?<![\w/#])#)"
-    r"(?P<num>\d+)\b"
-)
-_INLINE_CODE = re.compile(r"`[^`\n]+`")
 _SESSION_NOTE = re.compile(
     r"(?i)app\.devin\.ai/sessions|chatgpt\.com/codex|/copilot/|copilot coding agent|"
     r"(?:started|finished) work on behalf of|agent session|session (?:log|link|id|summary)|"
@@ -133,211 +103,21 @@ _SESSION_NOTE = re.compile(
 )
 
 
-# --------------------------------------------------------------------------- text helpers
+# --------------------------------------------------------------------------- raw helpers
 
 
-def excerpt(text: str | None, limit: int = EXCERPT_LIMIT) -> str:
-    """Bounded, clean text: at most ``limit`` characters including the marker when cut.
-
-    Newlines are normalised to ``\\n`` and control/bidi characters removed, so stored text is
-    inert wherever it is shown and stable across platforms.
-    """
-    if limit <= len(TRUNCATION_MARKER):
-        raise ValueError(f"limit must exceed the marker length ({len(TRUNCATION_MARKER)})")
-    if not text:
-        return ""
-    clean = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n")
-    clean = _CONTROL.sub("", clean.replace("\u2029", "\n"))
-    clean = _SURROGATE.sub("\ufffd", clean).strip()
-    if len(clean) <= limit:
-        return clean
-    return clean[: limit - len(TRUNCATION_MARKER)].rstrip() + TRUNCATION_MARKER
-
-
-def subject_of(message: str | None) -> str:
-    """First line of a commit message, bounded to :data:`SUBJECT_LIMIT`."""
-    first = excerpt(message, 1 << 30).split("\n", 1)[0]
-    return excerpt(first, SUBJECT_LIMIT)
-
-
-def _message_body(message: str) -> str:
-    parts = excerpt(message, 1 << 30).split("\n", 1)
-    return parts[1].strip() if len(parts) > 1 else ""
-
-
-def parse_trailers(message: str) -> dict[str, str]:
-    """Git-style trailers (``Key: value`` lines) of the last paragraph, never of the subject.
-
-    Hand-written because no library parses trailers without running git; repeated keys are
-    joined with ``", "`` in order.
-    """
-    body = _message_body(message)
-    if not body:
-        return {}
-    last = re.split(r"\n\s*\n", body)[-1].strip("\n")
-    out: dict[str, str] = {}
-    for line in last.split("\n"):
-        if not line.strip():
-            continue
-        if line[0].isspace() and out:  # continuation of the previous trailer
-            continue
-        match = _TRAILER.match(line)
-        if not match:
-            return {}
-        key, value = match.group(1), excerpt(match.group(2).strip(), SUBJECT_LIMIT)
-        out[key] = f"{out[key]}, {value}" if key in out else value
-    return out
-
-
-def blank_code(text: str) -> str:
-    """``text`` with fenced code blocks and inline code spans blanked out: same length, same
-    newlines, so line numbers survive. Quoted code is neither a claim nor a leak.
-
-    A line scan rather than one regex so that a body full of unclosed fences stays linear; an
-    unclosed fence runs to the end, as CommonMark renders it.
-    """
-    out: list[str] = []
-    fence: str | None = None
-    for line in text.split("\n"):
-        stripped = line.lstrip(" ")
-        marker = stripped[:3] if len(line) - len(stripped) <= 3 else ""
-        is_fence = marker in ("```", "~~~")
-        if fence is None and not is_fence:
-            out.append(_INLINE_CODE.sub(lambda m: " " * len(m.group(0)), line))
-            continue
-        out.append(" " * len(line))
-        if fence is None:
-            fence = marker
-        elif marker == fence:
-            fence = None
-    return "\n".join(out)
-
-
-def is_fixup(subject: str) -> bool:
-    return bool(_FIXUP.match(subject))
-
-
-def is_revert(subject: str) -> bool:
-    return bool(_REVERT_SUBJECT.match(subject))
-
-
-def reverted_sha(message: str | None) -> str | None:
-    match = _REVERTS.search(message or "")
-    return match.group(1) if match else None
-
-
-def iso(value: datetime | None) -> str | None:
-    """UTC, second precision, ``Z`` suffix: one spelling, so strings compare in time order."""
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _seconds(start: datetime | None, end: datetime | None) -> int | None:
-    if start is None or end is None:
-        return None
-    a = start if start.tzinfo else start.replace(tzinfo=UTC)
-    b = end if end.tzinfo else end.replace(tzinfo=UTC)
-    return max(0, int((b - a).total_seconds()))
-
-
-def _hours(start: datetime | None, end: datetime | None) -> float | None:
-    secs = _seconds(start, end)
-    return None if secs is None else round(secs / 3600, 2)
-
-
-def _is_bot(user: RawUser | None) -> bool:
+def is_bot(user: RawUser | None) -> bool:
     return bool(user and user.is_bot)
 
 
-def _login(user: RawUser | None) -> str | None:
+def login_of(user: RawUser | None) -> str | None:
     return user.login if user else None
 
 
 def _own_comment(comment: RawIssueComment, pr_author: str) -> bool:
     """taskeval's earlier report on this PR. Anyone can type the marker, so a comment by the PR
     author is never taken for one: an author cannot hide its own text from the evidence."""
-    return comment.body.lstrip().startswith(OWN_COMMENT_MARKER) and _login(comment.user) != pr_author
-
-
-# --------------------------------------------------------------------------- outcomes and IDs
-
-
-def outcome_of(status: str | None, conclusion: str | None) -> Outcome:
-    """One word for a check or run: a conclusion wins over a status, unknown ones are neutral."""
-    if conclusion:
-        if conclusion in PASSING_CONCLUSIONS:
-            return "pass"
-        if conclusion in FAILING_CONCLUSIONS:
-            return "fail"
-        if conclusion in CANCELLED_CONCLUSIONS:
-            return "cancelled"
-        return "neutral"  # neutral, skipped, stale and anything GitHub adds later
-    return "neutral" if status == "completed" else "pending"
-
-
-def commit_ids(shas: Iterable[str]) -> dict[str, str]:
-    """``sha -> commit:<prefix>``: 7 characters, longer only where two SHAs would collide."""
-    unique = sorted(set(shas))
-    out: dict[str, str] = {}
-    for sha in unique:
-        n = 7
-        while n < len(sha) and any(o != sha and o.startswith(sha[:n]) for o in unique):
-            n += 1
-        out[sha] = f"commit:{sha[:n]}"
-    return out
-
-
-def check_ids(checks: Iterable[tuple[int, str]]) -> dict[int, str]:
-    """``check run id -> check:<name>``, with ``#<id>`` when another check run has that name."""
-    pairs = list(checks)
-    counts: dict[str, int] = defaultdict(int)
-    for _, name in pairs:
-        counts[name] += 1
-    return {
-        cid: f"check:{name}" if counts[name] == 1 else f"check:{name}#{cid}"
-        for cid, name in pairs
-    }
-
-
-def pr_id(number: int) -> str:
-    return f"pr:{number}"
-
-
-def issue_id(number: int, repo: str | None = None) -> str:
-    return f"issue:{repo}#{number}" if repo else f"issue:{number}"
-
-
-@dataclass(frozen=True)
-class IssueLink:
-    number: int
-    repo: str | None  # None: the PR's own repository
-    keyword: str | None  # closing keyword as written (lower case), None for a plain mention
-
-    @property
-    def closing(self) -> bool:
-        return self.keyword is not None
-
-    @property
-    def id(self) -> str:
-        return issue_id(self.number, self.repo)
-
-
-def linked_issues(text: str, repository: str) -> list[IssueLink]:
-    """Issues a PR text links: closing-keyword links first, then mentions, each by number."""
-    found: dict[tuple[str | None, int], IssueLink] = {}
-    for match in _ISSUE_REF.finditer(blank_code(text)):
-        repo = match.group("repo") or match.group("urlrepo")
-        if repo and repo.lower() == repository.lower():
-            repo = None
-        key = (repo, int(match.group("num")))
-        kw = match.group("kw")
-        link = IssueLink(key[1], repo, kw.lower() if kw else None)
-        if key not in found or (link.closing and not found[key].closing):
-            found[key] = link
-    return sorted(found.values(), key=lambda i: (not i.closing, i.repo or "", i.number))
+    return comment.body.lstrip().startswith(OWN_COMMENT_MARKER) and login_of(comment.user) != pr_author
 
 
 # --------------------------------------------------------------------------- CI per commit
@@ -366,14 +146,6 @@ def _latest_outcomes(raw: RawCollection) -> dict[str, list[Outcome]]:
         else:
             out[sha] = [outcome_of(r.status, r.conclusion) for r in runs[sha].values()]
     return out
-
-
-def ci_state(outcomes: Sequence[Outcome]) -> str:
-    """Worst-first summary of several outcomes: fail > pending > cancelled > pass > neutral."""
-    for state in ("fail", "pending", "cancelled", "pass"):
-        if state in outcomes:
-            return state
-    return "neutral" if outcomes else "none"
 
 
 # --------------------------------------------------------------------------- groups
@@ -426,20 +198,23 @@ def _task_metadata(raw: RawCollection, links: list[IssueLink]) -> EvidenceGroup:
             createdAt=iso(pull.created_at),
             mergedAt=iso(pull.merged_at),
             closedAt=iso(pull.closed_at),
-            mergedBy=_login(pull.merged_by),
+            mergedBy=login_of(pull.merged_by),
             headSha=pull.head_sha,
             headRef=excerpt(pull.head_ref, SUBJECT_LIMIT),
             baseRef=excerpt(pull.base_ref, SUBJECT_LIMIT),
             defaultBranch=raw.default_branch,
             mergeCommitSha=pull.merge_commit_sha,
-            isFork=_is_fork(raw),
+            isFork=is_fork(raw),
             additions=pull.additions,
             deletions=pull.deletions,
             changedFiles=pull.changed_files,
             commitCount=pull.commits,
             commitsListed=len(raw.commits),
-            hoursToMerge=_hours(pull.created_at, pull.merged_at),
+            hoursToMerge=hours_between(pull.created_at, pull.merged_at),
             closingIssues=", ".join(closing) or None,
+            viaApp=pull.performed_via_github_app,
+            assignees=", ".join(u.login for u in pull.assignees) or None,
+            requestedReviewers=", ".join(u.login for u in pull.requested_reviewers) or None,
         ),
     )
     candidates = [_Candidate((0,), (0,), pr_item)]
@@ -463,7 +238,7 @@ def _task_metadata(raw: RawCollection, links: list[IssueLink]) -> EvidenceGroup:
     return _group("taskMetadata", candidates)
 
 
-def _is_fork(raw: RawCollection) -> bool:
+def is_fork(raw: RawCollection) -> bool:
     head = raw.pull.head_repo
     return head is not None and head.lower() != raw.repository.lower()
 
@@ -504,7 +279,7 @@ def _commits(raw: RawCollection, ci: dict[str, list[Outcome]]) -> EvidenceGroup:
             id=ids[c.sha],
             kind="commit",
             label=subject_of(c.message) or "(no subject)",
-            excerpt=excerpt(_message_body(c.message)) or None,
+            excerpt=excerpt(message_body(c.message)) or None,
             url=c.html_url,
             facts=_facts(
                 sha=c.sha,
@@ -541,7 +316,7 @@ def _check_item(c: RawCheckRun, cid: str, head: str) -> EvidenceItem:
             checkRunId=c.id, name=excerpt(c.name, SUBJECT_LIMIT), sha=c.head_sha, status=c.status,
             conclusion=c.conclusion, outcome=state, app=c.app_slug,
             startedAt=iso(c.started_at), completedAt=iso(c.completed_at),
-            durationSeconds=_seconds(c.started_at, c.completed_at), atHead=c.head_sha == head,
+            durationSeconds=seconds_between(c.started_at, c.completed_at), atHead=c.head_sha == head,
         ),
     )
 
@@ -562,7 +337,7 @@ def _run_item(r: RawWorkflowRun, head: str) -> EvidenceItem:
             event=r.event, status=r.status, conclusion=r.conclusion, outcome=state,
             attempt=r.run_attempt, runNumber=r.run_number, createdAt=iso(r.created_at),
             startedAt=iso(r.run_started_at), updatedAt=iso(r.updated_at),
-            durationSeconds=_seconds(r.run_started_at or r.created_at, end),
+            durationSeconds=seconds_between(r.run_started_at or r.created_at, end),
             actor=r.actor, triggeringActor=r.triggering_actor, atHead=r.head_sha == head,
         ),
     )
@@ -596,7 +371,7 @@ def _reviews(raw: RawCollection) -> EvidenceGroup:
     for r in raw.reviews:
         decisive = r.state in ("APPROVED", "CHANGES_REQUESTED", "DISMISSED")
         tier = 0 if decisive else (1 if r.body.strip() else 4)
-        who = _login(r.user) or "ghost"
+        who = login_of(r.user) or "ghost"
         when = iso(r.submitted_at) or ""
         item = EvidenceItem(
             id=f"review:{r.id}",
@@ -605,7 +380,7 @@ def _reviews(raw: RawCollection) -> EvidenceGroup:
             excerpt=excerpt(r.body) or None,
             url=r.html_url,
             facts=_facts(
-                reviewId=r.id, state=r.state, author=_login(r.user), authorIsBot=_is_bot(r.user),
+                reviewId=r.id, state=r.state, author=login_of(r.user), authorIsBot=is_bot(r.user),
                 authorAssociation=r.author_association, submittedAt=iso(r.submitted_at),
                 commitId=r.commit_id,
                 atHead=r.commit_id == raw.pull.head_sha if r.commit_id else None,
@@ -614,7 +389,7 @@ def _reviews(raw: RawCollection) -> EvidenceGroup:
         candidates.append(_Candidate((tier, when, r.id), (when, 0, r.id), item))
     for rc in raw.review_comments:
         tier = 2 if rc.in_reply_to_id is None else 3
-        who = _login(rc.user) or "ghost"
+        who = login_of(rc.user) or "ghost"
         when = iso(rc.created_at) or ""
         where = f" on {rc.path}" if rc.path else ""
         item = EvidenceItem(
@@ -624,7 +399,7 @@ def _reviews(raw: RawCollection) -> EvidenceGroup:
             excerpt=excerpt(rc.body) or None,
             url=rc.html_url,
             facts=_facts(
-                commentId=rc.id, author=_login(rc.user), authorIsBot=_is_bot(rc.user),
+                commentId=rc.id, author=login_of(rc.user), authorIsBot=is_bot(rc.user),
                 path=rc.path, createdAt=iso(rc.created_at), inReplyTo=rc.in_reply_to_id,
             ),
         )
@@ -633,19 +408,6 @@ def _reviews(raw: RawCollection) -> EvidenceGroup:
 
 
 _KIND_ORDER = ("source", "test", "docs", "generated")
-_DEFAULT_PATTERNS: Final = Patterns()
-
-
-def file_kind(path: str) -> str:
-    """Descriptive kind from the *default* patterns; signals re-classify with the repo config."""
-    for kind, globs in (
-        ("generated", _DEFAULT_PATTERNS.ignore_paths),
-        ("test", _DEFAULT_PATTERNS.test_paths),
-        ("docs", _DEFAULT_PATTERNS.doc_paths),
-    ):
-        if any(fnmatchcase(path, g) for g in globs):
-            return kind
-    return "source"
 
 
 def _documents(raw: RawCollection) -> EvidenceGroup:
@@ -669,7 +431,7 @@ def _documents(raw: RawCollection) -> EvidenceGroup:
                 path=f.filename, status=f.status, additions=f.additions, deletions=f.deletions,
                 changes=_size(f), previousPath=f.previous_filename, kind=kind,
                 publicSurface=any(fnmatchcase(f.filename, g)
-                                  for g in _DEFAULT_PATTERNS.public_surface_paths),
+                                  for g in DEFAULT_PATTERNS.public_surface_paths),
             ),
         )
         candidates.append(_Candidate(
@@ -684,7 +446,7 @@ def _size(f: RawFile) -> int:
     return f.changes or (f.additions + f.deletions)
 
 
-def _comments(raw: RawCollection) -> list[RawIssueComment]:
+def visible_comments(raw: RawCollection) -> list[RawIssueComment]:
     return [c for c in raw.issue_comments if not _own_comment(c, raw.pull.user.login)]
 
 
@@ -701,7 +463,7 @@ def _task_activity(raw: RawCollection) -> EvidenceGroup:
     opened = iso(pull.created_at) or ""
     after_open = sum(1 for t in known if (iso(t) or "") > opened)
     first_review = human_reviews[0].submitted_at if human_reviews else None
-    comments = _comments(raw)
+    comments = visible_comments(raw)
     people = {c.user.login for c in comments if c.user and not c.user.is_bot}
     people |= {r.user.login for r in raw.reviews if r.user and not r.user.is_bot}
     people |= {rc.user.login for rc in raw.review_comments if rc.user and not rc.user.is_bot}
@@ -720,8 +482,8 @@ def _task_activity(raw: RawCollection) -> EvidenceGroup:
             lastApprovalAt=iso(approvals[-1].submitted_at) if approvals else None,
             mergedAt=iso(pull.merged_at),
             closedAt=iso(pull.closed_at),
-            hoursToFirstReview=_hours(pull.created_at, first_review),
-            hoursToMerge=_hours(pull.created_at, pull.merged_at),
+            hoursToFirstReview=hours_between(pull.created_at, first_review),
+            hoursToMerge=hours_between(pull.created_at, pull.merged_at),
             commitsAfterOpening=after_open,
             issueComments=len(comments),
             reviewComments=len(raw.review_comments),
@@ -732,9 +494,9 @@ def _task_activity(raw: RawCollection) -> EvidenceGroup:
     candidates = [_Candidate((0,), (0, ""), timeline)]
     for c in comments:
         when = iso(c.created_at) or ""
-        who = _login(c.user) or "ghost"
+        who = login_of(c.user) or "ghost"
         candidates.append(_Candidate(
-            (1 if _is_bot(c.user) else 0, 1, when, c.id),
+            (1 if is_bot(c.user) else 0, 1, when, c.id),
             (1, when, c.id),
             EvidenceItem(
                 id=f"comment:{c.id}",
@@ -742,7 +504,7 @@ def _task_activity(raw: RawCollection) -> EvidenceGroup:
                 label=f"comment by {who}",
                 excerpt=excerpt(c.body) or None,
                 url=c.html_url,
-                facts=_facts(commentId=c.id, author=_login(c.user), authorIsBot=_is_bot(c.user),
+                facts=_facts(commentId=c.id, author=login_of(c.user), authorIsBot=is_bot(c.user),
                              authorAssociation=c.author_association, createdAt=when or None),
             ),
         ))
@@ -774,10 +536,10 @@ def _agent_logs(raw: RawCollection) -> EvidenceGroup:
                          atHead=c.head_sha == head),
         )))
     notes: list[tuple[str, RawIssueComment | RawReviewComment]] = [
-        ("comment", c) for c in _comments(raw)
+        ("comment", c) for c in visible_comments(raw)
     ] + [("review-comment", rc) for rc in raw.review_comments]
     for prefix, note in notes:
-        by_agent = _is_bot(note.user) or _login(note.user) == author
+        by_agent = is_bot(note.user) or login_of(note.user) == author
         if not by_agent or not _SESSION_NOTE.search(note.body):
             continue
         when = iso(note.created_at) or ""
@@ -785,10 +547,10 @@ def _agent_logs(raw: RawCollection) -> EvidenceGroup:
         candidates.append(_Candidate(key, key, EvidenceItem(
             id=f"log:{prefix}-{note.id}",
             kind="session_note",
-            label=f"agent session note by {_login(note.user) or 'ghost'}",
+            label=f"agent session note by {login_of(note.user) or 'ghost'}",
             excerpt=excerpt(note.body),
             url=note.html_url,
-            facts=_facts(commentId=note.id, author=_login(note.user), createdAt=when or None,
+            facts=_facts(commentId=note.id, author=login_of(note.user), createdAt=when or None,
                          source=prefix),
         )))
     return _group("agentLogs", candidates)
@@ -851,9 +613,9 @@ def _run_audit(raw: RawCollection, cids: dict[int, str]) -> EvidenceGroup:
     ends = [r.updated_at for r in runs if r.updated_at is not None and r.status == "completed"]
     durations = [
         d for r in runs if r.status == "completed"
-        and (d := _seconds(r.run_started_at or r.created_at, r.updated_at)) is not None
+        and (d := seconds_between(r.run_started_at or r.created_at, r.updated_at)) is not None
     ]
-    wall = _seconds(min(starts), max(ends)) if starts and ends else None
+    wall = seconds_between(min(starts), max(ends)) if starts and ends else None
     head_checks = [outcome_of(c.status, c.conclusion) for c in raw.check_runs if c.head_sha == head]
     flaky_checks = _flaky_checks(raw)
     flaky_runs = _flaky_runs(raw)
@@ -925,139 +687,8 @@ def _run_audit(raw: RawCollection, cids: dict[int, str]) -> EvidenceGroup:
     return _group("runAudit", candidates)
 
 
-# --------------------------------------------------------------------------- facts
-
-
-def _pull_facts(raw: RawCollection) -> PullFacts:
-    pull = raw.pull
-    return PullFacts(
-        number=pull.number,
-        title=excerpt(pull.title, TITLE_LIMIT),
-        body=excerpt(pull.body, BODY_LIMIT),
-        author=pull.user.login,
-        author_is_bot=pull.user.is_bot,
-        author_association=pull.author_association,
-        labels=sorted(pull.labels),
-        state=pull.state,
-        draft=pull.draft,
-        merged=pull.merged,
-        merged_by=_login(pull.merged_by),
-        created_at=iso(pull.created_at) or "",
-        closed_at=iso(pull.closed_at),
-        merged_at=iso(pull.merged_at),
-        head_sha=pull.head_sha,
-        head_ref=excerpt(pull.head_ref, SUBJECT_LIMIT),
-        base_ref=excerpt(pull.base_ref, SUBJECT_LIMIT),
-        merge_commit_sha=pull.merge_commit_sha,
-        is_fork=_is_fork(raw),
-        additions=pull.additions,
-        deletions=pull.deletions,
-        changed_files=pull.changed_files,
-        commit_count=max(pull.commits, len(raw.commits)),
-        url=pull.html_url,
-    )
-
-
-def _commit_entry(c: RawCommit) -> CommitEntry:
-    return CommitEntry(
-        sha=c.sha,
-        subject=subject_of(c.message),
-        message_excerpt=excerpt(_message_body(c.message)),
-        trailers=parse_trailers(c.message),
-        author_login=c.author_login,
-        author_is_bot=c.author_type == "Bot" or (c.author_login or "").endswith("[bot]"),
-        committer_login=c.committer_login,
-        authored_at=iso(c.authored_at),
-        committed_at=iso(c.committed_at),
-        verified=c.verified,
-        is_merge=len(c.parents) > 1,
-    )
-
-
-def _by_time_id(when: datetime | None, ident: int) -> tuple[str, int]:
-    return (iso(when) or "", ident)
-
-
-def _facts_of(raw: RawCollection) -> BundleFacts:
-    comments = [
-        CommentEntry(id=c.id, author=_login(c.user), author_is_bot=_is_bot(c.user), kind="issue",
-                     created_at=iso(c.created_at), body_excerpt=excerpt(c.body))
-        for c in _comments(raw)
-    ] + [
-        CommentEntry(id=c.id, author=_login(c.user), author_is_bot=_is_bot(c.user), kind="review",
-                     created_at=iso(c.created_at), body_excerpt=excerpt(c.body))
-        for c in raw.review_comments
-    ]
-    return BundleFacts(
-        pull=_pull_facts(raw),
-        commits=[_commit_entry(c) for c in raw.commits],
-        files=[
-            FileEntry(path=f.filename, status=f.status, additions=f.additions,
-                      deletions=f.deletions, previous_path=f.previous_filename)
-            for f in sorted(raw.files, key=lambda f: f.filename)
-        ],
-        reviews=[
-            ReviewEntry(id=r.id, author=_login(r.user), author_is_bot=_is_bot(r.user),
-                        state=r.state, submitted_at=iso(r.submitted_at), commit_id=r.commit_id,
-                        body_excerpt=excerpt(r.body))
-            for r in sorted(raw.reviews, key=lambda r: _by_time_id(r.submitted_at, r.id))
-        ],
-        comments=sorted(comments, key=lambda c: (c.created_at or "", c.kind, c.id)),
-        checks=[
-            CheckEntry(id=c.id, name=c.name, status=c.status, conclusion=c.conclusion,
-                       head_sha=c.head_sha, app=c.app_slug, started_at=iso(c.started_at),
-                       completed_at=iso(c.completed_at))
-            for c in sorted(raw.check_runs, key=lambda c: c.id)
-        ],
-        runs=[
-            RunEntry(id=r.id, name=r.name, workflow_id=r.workflow_id, head_sha=r.head_sha,
-                     event=r.event, status=r.status, conclusion=r.conclusion, attempt=r.run_attempt,
-                     created_at=iso(r.created_at), started_at=iso(r.run_started_at),
-                     updated_at=iso(r.updated_at))
-            for r in sorted(raw.workflow_runs, key=lambda r: r.id)
-        ],
-        unavailable=sorted({i.resource for i in raw.issues}),
-    )
-
-
-def _clean(value: object) -> object:
-    if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
-    if isinstance(value, list):
-        return [_clean(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    return value
-
-
-def _unique(items: list[_T], key: Callable[[_T], object]) -> list[_T]:
-    seen: set[object] = set()
-    out = []
-    for item in items:
-        if key(item) not in seen:
-            seen.add(key(item))
-            out.append(item)
-    return out
-
-
-def normalise(raw: RawCollection) -> RawCollection:
-    """A copy safe to build from: every string encodable (lone surrogates -> U+FFFD, since file
-    paths, names and refs are kept as they are) and every listing free of repeats (a list that
-    shifted between pages can hand back the same commit twice), first occurrence kept."""
-    clean = RawCollection.model_validate(_clean(raw.model_dump()))
-    clean.commits = _unique(clean.commits, lambda c: c.sha)
-    clean.reviews = _unique(clean.reviews, lambda r: r.id)
-    clean.review_comments = _unique(clean.review_comments, lambda c: c.id)
-    clean.issue_comments = _unique(clean.issue_comments, lambda c: c.id)
-    clean.files = _unique(clean.files, lambda f: f.filename)
-    clean.check_runs = _unique(clean.check_runs, lambda c: c.id)
-    clean.workflow_runs = _unique(clean.workflow_runs, lambda r: r.id)
-    return clean
-
-
-def build_bundle(raw: RawCollection) -> EvidenceBundle:
-    """The evidence bundle for one PR: pure, config-independent and deterministic."""
-    raw = normalise(raw)
+def build_groups(raw: RawCollection) -> list[EvidenceGroup]:
+    """The eight groups, in contract order, of a normalised collection."""
     pull = raw.pull
     links = linked_issues(f"{pull.title}\n{excerpt(pull.body, BODY_LIMIT)}", raw.repository)
     cids = check_ids((c.id, c.name) for c in raw.check_runs)
@@ -1072,11 +703,4 @@ def build_bundle(raw: RawCollection) -> EvidenceBundle:
         "agentLogs": lambda: _agent_logs(raw),
         "runAudit": lambda: _run_audit(raw, cids),
     }
-    return EvidenceBundle(
-        repository=raw.repository,
-        pull_request=pull.number,
-        head_sha=pull.head_sha,
-        html_base=raw.html_base,
-        groups=[builders[name]() for name in GROUP_ORDER],
-        facts=_facts_of(raw),
-    )
+    return [builders[name]() for name in GROUP_ORDER]

@@ -1,0 +1,478 @@
+"""Which coding agent did a PR's work, and who ran it: attribution as a pure function of the bundle.
+
+Attribution reads only what the PR itself shows (never GitHub, never writing style):
+
+- the PR author's login and account type, and ``performed_via_github_app``;
+- the head branch name;
+- commit author and committer logins, and ``Co-authored-by`` trailers;
+- the agent's own marks in the description and commit messages: links to its task or session
+  pages, "Generated with" footers.
+
+The rules are data: :data:`BUILTIN_RULES` below is the documented table; a repository adds agents
+or overrides fields of built-in ones under ``agents:`` in ``.github/taskeval.yml``
+(:class:`taskeval.config.AgentRuleConfig`). Each rule also lists the texts and commits the agent
+writes by design (``standard_texts``, ``standard_commits``): the text detectors leave those alone,
+so an agent's own session link or footer is never "prompt leakage" or "boilerplate".
+
+How a PR is attributed (first match wins, ties by number of marks, then table order):
+
+1. a mark of the agent's own account or App (PR author, ``performed_via_github_app``) -> ``certain``;
+2. a mark in the PR description (session/task link, footer)                       -> ``likely``;
+3. the head branch prefix                                                          -> ``likely``;
+4. a commit authored or committed by the agent's account                           -> ``certain``;
+5. a ``Co-authored-by`` trailer or a mark in a commit message                      -> ``likely``.
+
+Nothing marks an agent: ``unknown-bot`` when the author is a bot account, else ``human``.
+The operator (who ran the agent) comes from the sources the rule names, in order: the PR author
+(Codex, Claude Code, Cursor: they open PRs from the user's account), a human assignee or requested
+reviewer (Copilot assigns the person who gave it the issue and asks them for review), the
+"Requested by" line Devin writes, or a human ``Co-authored-by`` trailer.
+
+Where the table's marks come from: the AIDev-pop corpus of 6,658 real agent PRs (see
+benchmarks/attribution_eval.py for the measurement) and each vendor's documentation for the
+agents the corpus does not cover (Jules, Amazon Q, Gemini, OpenHands, Sweep).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Final, Literal
+
+from taskeval import evidence as ev
+from taskeval.config import AgentRuleConfig, Settings
+from taskeval.models import AgentAttribution, EvidenceBundle
+
+OperatorSource = Literal["author", "assignee", "reviewer", "requested-by", "co-author"]
+HUMAN: Final = "human"
+UNKNOWN_BOT: Final = "unknown-bot"
+RESERVED_IDS: Final = frozenset({HUMAN, UNKNOWN_BOT})
+
+
+@dataclass(frozen=True)
+class AgentRule:
+    """One agent: how to recognise its PRs, who ran it, and what it writes by design.
+
+    Logins and App slugs compare case-insensitively; every other entry is a regular expression
+    (Python syntax, case-insensitive, multi-line: ``^``/``$`` match at line ends).
+    """
+
+    id: str
+    name: str
+    logins: tuple[str, ...] = ()  # the agent's own accounts: PR author, commit author/committer
+    apps: tuple[str, ...] = ()  # GitHub App slugs seen as performed_via_github_app
+    branch_prefixes: tuple[str, ...] = ()  # head branch names start with one of these
+    co_authors: tuple[str, ...] = ()  # regexes over Co-authored-by values ("Name <email>")
+    text_marks: tuple[str, ...] = ()  # regexes over the PR description and commit messages
+    operator: tuple[OperatorSource, ...] = ("author",)
+    standard_texts: tuple[str, ...] = ()  # text it writes by design; never leakage/boilerplate
+    standard_commits: tuple[str, ...] = ()  # commit subjects it writes by design
+
+
+# The built-in table. Each entry's comment says where the marks were seen.
+BUILTIN_RULES: Final[tuple[AgentRule, ...]] = (
+    AgentRule(
+        # AIDev-pop: all 1,405 Copilot PRs are authored by "Copilot" (type Bot); the agent assigns
+        # the person who gave it the issue, requests their review and co-authors them on commits.
+        id="copilot", name="GitHub Copilot",
+        logins=("Copilot", "copilot-swe-agent[bot]", "copilot-swe-agent"),
+        apps=("copilot-swe-agent",),
+        branch_prefixes=("copilot/",),
+        operator=("assignee", "reviewer", "co-author"),
+        standard_texts=(
+            # The tips block it appends (between its own HTML-comment markers) and its one-liners.
+            r"<!-- START COPILOT CODING AGENT TIPS -->(?s:.*?)(?:<!-- END COPILOT CODING AGENT TIPS -->|\Z)",
+            r"^.{0,4}You can make Copilot smarter by setting up custom instructions.*$",
+            r"^.{0,4}Share your feedback on Copilot coding agent.*$",
+            r"^Thanks for (?:assigning this issue to me|asking me to work on this)\..*$",
+            # The firewall warning: a quoted [!WARNING] block listing blocked hosts and commands.
+            r"^> \[!WARNING\]\n(?:>.*\n?)*?> .*firewall.*(?:\n>.*)*",
+            # The issue it was given, quoted verbatim: the human's words, not the agent's.
+            r"^Original issue description:[ \t]*\n(?:[ \t]*\n)?(?:>.*(?:\n|\Z))+",
+            r"<details>\s*<summary>\s*Original prompt\s*</summary>(?s:.*?)(?:</details>|\Z)",
+        ),
+        standard_commits=(r"^Initial plan(?: for issue)?$",),
+    ),
+    AgentRule(
+        # AIDev-pop: authored by the person who ran it; 47 % of PRs end with the task link, the
+        # rest carry only the "codex/" branch, which the corpus does not hold.
+        id="codex", name="OpenAI Codex",
+        logins=("chatgpt-codex-connector[bot]", "openai-codex[bot]"),
+        apps=("chatgpt-codex-connector",),
+        branch_prefixes=("codex/",),
+        text_marks=(r"https://chatgpt\.com/codex/tasks/task_\w+",),
+        operator=("author",),
+        standard_texts=(r"^-{3,}[ \t]*\n+https://chatgpt\.com/codex/tasks/task_\w+[ \t]*$",
+                        r"https://chatgpt\.com/codex/tasks/task_\w+"),
+    ),
+    AgentRule(
+        # AIDev-pop: "🤖 Generated with [Claude Code](https://claude.ai/code)" footer and the
+        # "Co-Authored-By: Claude <noreply@anthropic.com>" trailer, in descriptions and commits.
+        id="claude-code", name="Claude Code",
+        logins=("claude[bot]",),
+        apps=("claude",),
+        branch_prefixes=("claude/",),
+        co_authors=(r"^claude\b",),
+        text_marks=(r"Generated with \[?Claude Code\b", r"https://claude\.ai/code\b"),
+        operator=("author",),
+        standard_texts=(r"^.{0,4}Generated with \[?Claude Code\]?(?:\(https://claude\.ai/code\))?.*$",
+                        r"^Co-Authored-By:[ \t]*Claude\b.*$"),
+    ),
+    AgentRule(
+        # AIDev-pop: all 2,509 Devin PRs are authored by "devin-ai-integration[bot]"; 97 % link
+        # the session ("Link to Devin run") and most name the requester ("Requested by").
+        id="devin", name="Devin",
+        logins=("devin-ai-integration[bot]", "devin-ai-integration"),
+        apps=("devin-ai-integration",),
+        branch_prefixes=("devin/",),
+        text_marks=(r"https://app\.devin\.ai/sessions/[0-9a-f]+",),
+        operator=("requested-by", "assignee", "co-author"),
+        standard_texts=(
+            r"^(?:#+[ \t]*)?Link to Devin run:?[ \t]*\n?[ \t]*https://app\.devin\.ai/sessions/\S*.*$",
+            r"https://app\.devin\.ai/sessions/[0-9a-f]+",
+            r"^(?:#+[ \t]*)?\**Requested by:?\**:?[ \t]*(?:\n[ \t]*)?.*$",
+        ),
+    ),
+    AgentRule(
+        # AIDev-pop: Cursor's background agent commits as "cursoragent" (cursoragent@cursor.com)
+        # in 135 of 137 PRs; the PR is opened from the user's account.
+        id="cursor", name="Cursor",
+        logins=("cursoragent", "cursor[bot]"),
+        apps=("cursor",),
+        branch_prefixes=("cursor/",),
+        co_authors=(r"cursoragent@cursor\.com", r"^Cursor Agent\b"),
+        text_marks=(r"https://(?:www\.)?cursor\.com/(?:background-agent|agents)\?",),
+        operator=("author",),
+        standard_texts=(r"<a href=\"https://(?:www\.)?cursor\.com/(?:background-agent|agents)\?[^\n]*",),
+    ),
+    AgentRule(
+        # Google's Jules (docs): PRs by google-labs-jules[bot], task links on jules.google.com.
+        id="jules", name="Jules",
+        logins=("google-labs-jules[bot]", "google-labs-jules"),
+        apps=("google-labs-jules",),
+        text_marks=(r"https://jules\.google\.com/task/\w+",),
+        operator=("assignee", "reviewer", "co-author"),
+        standard_texts=(r"https://jules\.google\.com/task/\w+",),
+    ),
+    AgentRule(
+        # Amazon Q Developer agent (docs): acts through the amazon-q-developer App.
+        id="amazon-q", name="Amazon Q Developer",
+        logins=("amazon-q-developer[bot]", "amazon-q-developer"),
+        apps=("amazon-q-developer",),
+        operator=("assignee", "reviewer", "co-author"),
+    ),
+    AgentRule(
+        # Gemini CLI / Gemini Code Assist agent (docs). Its review-suggestion co-author trailers
+        # are left out: accepting a reviewer's suggestion does not make the PR the agent's.
+        id="gemini", name="Gemini",
+        logins=("gemini-cli[bot]", "google-gemini-cli[bot]"),
+        apps=("gemini-cli", "google-gemini-cli"),
+        branch_prefixes=("gemini/",),
+        text_marks=(r"Generated (?:with|by) \[?Gemini CLI\b",),
+        operator=("assignee", "reviewer", "author", "co-author"),
+        standard_texts=(r"^.{0,4}Generated (?:with|by) \[?Gemini CLI\b.*$",),
+    ),
+    AgentRule(
+        # OpenHands resolver (docs): account openhands-agent, branches openhands-fix-issue-N.
+        id="openhands", name="OpenHands",
+        logins=("openhands-agent", "openhands-ai[bot]", "openhands[bot]"),
+        apps=("openhands-ai",),
+        branch_prefixes=("openhands-fix-issue-", "openhands/"),
+        co_authors=(r"openhands@all-hands\.dev",),
+        operator=("assignee", "reviewer", "author", "co-author"),
+    ),
+    AgentRule(
+        # Sweep (docs): PRs by sweep-ai[bot] from "sweep/" branches.
+        id="sweep", name="Sweep",
+        logins=("sweep-ai[bot]", "sweep-ai"),
+        apps=("sweep-ai",),
+        branch_prefixes=("sweep/",),
+        operator=("assignee", "reviewer", "co-author"),
+    ),
+)
+
+
+# --------------------------------------------------------------------------- the effective table
+
+
+def _merge(base: AgentRule | None, entry: AgentRuleConfig) -> AgentRule:
+    given = {k: v for k, v in entry.model_dump(exclude_unset=True).items() if k not in ("id", "enabled")}
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in given.items()}
+    if base is None:
+        values.setdefault("name", entry.id)
+        return AgentRule(id=entry.id, **values)
+    return replace(base, **values)
+
+
+def rules_for(settings: Settings | None) -> tuple[AgentRule, ...]:
+    """The built-in table with the repository's ``agents:`` entries applied: an entry with a
+    built-in id replaces the fields it gives (``enabled: false`` drops the agent); a new id adds
+    an agent after the built-in ones."""
+    entries = settings.agents if settings is not None else []
+    table = {r.id: r for r in BUILTIN_RULES}
+    for entry in entries:
+        if not entry.enabled:
+            table.pop(entry.id, None)
+            continue
+        table[entry.id] = _merge(table.get(entry.id), entry)
+    return tuple(table.values())
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    rule: AgentRule
+    logins: frozenset[str]
+    apps: frozenset[str]
+    co_authors: tuple[re.Pattern[str], ...]
+    text_marks: tuple[re.Pattern[str], ...]
+
+
+_FLAGS: Final = re.IGNORECASE | re.MULTILINE
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(rules: tuple[AgentRule, ...]) -> tuple[_Compiled, ...]:
+    return tuple(
+        _Compiled(
+            r,
+            frozenset(x.lower() for x in r.logins),
+            frozenset(x.lower() for x in r.apps),
+            tuple(re.compile(x, _FLAGS) for x in r.co_authors),
+            tuple(re.compile(x, _FLAGS) for x in r.text_marks),
+        )
+        for r in rules
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def standard_text_patterns(rules: tuple[AgentRule, ...]) -> tuple[re.Pattern[str], ...]:
+    """Every agent's by-design texts, compiled (a block pattern spans lines with ``(?s:...)``)."""
+    return tuple(re.compile(x, _FLAGS) for r in rules for x in r.standard_texts)
+
+
+@functools.lru_cache(maxsize=64)
+def standard_commit_patterns(rules: tuple[AgentRule, ...]) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(x, re.IGNORECASE) for r in rules for x in r.standard_commits)
+
+
+def agent_logins(rules: Sequence[AgentRule]) -> frozenset[str]:
+    """Lower-cased accounts of every agent in the table."""
+    return frozenset(x.lower() for r in rules for x in r.logins)
+
+
+# --------------------------------------------------------------------------- attribution
+
+
+@dataclass(order=True)
+class _Mark:
+    tier: int  # 1 strongest
+    text: str = field(compare=False)
+    evidence: str = field(compare=False)
+    certain: bool = field(compare=False, default=False)
+
+
+_TIER_ACCOUNT, _TIER_TEXT, _TIER_BRANCH, _TIER_COMMIT_ACCOUNT, _TIER_TRAILER = 1, 2, 3, 4, 5
+_LATER = 10  # added to the tier of a mark found only on a commit after the PR's first
+_LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$")
+_NOREPLY = re.compile(r"<(?:\d+\+)?([A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\[bot\])?)@users\.noreply\.github\.com>",
+                      re.IGNORECASE)
+_EMAIL = re.compile(r"\s*[(<]?[\w.+-]+@[\w-]+(?:\.[\w-]+)+[)>]?\s*")
+# Devin's "Requested by: Name (email)" / "## Requested by\nName" / "**Requested by:** @login".
+_REQUESTED_BY = re.compile(
+    r"^[ \t]*(?:#+[ \t]*)?\**Requested by\**:?\**[ \t]*(?:\n[ \t]*(?:\n[ \t]*)?)?([^\n]{1,120})",
+    re.IGNORECASE | re.MULTILINE,
+)
+_AT_LOGIN = re.compile(r"(?<![\w@])@([A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))\b(?![/.@]\w)")
+
+
+def _co_authors(trailers: dict[str, str]) -> list[str]:
+    values = [v for k, v in trailers.items() if k.lower() == "co-authored-by"]
+    # parse_trailers joins repeated keys with ", "; a name never holds ">, ".
+    return [p.strip() for v in values for p in re.split(r"(?<=>),\s*", v) if p.strip()]
+
+
+def _requested_by(body: str) -> str | None:
+    """The person Devin names as its requester: a login when written as ``@login``, else the name
+    (an e-mail address only when that is all the line holds)."""
+    match = _REQUESTED_BY.search(body)
+    if not match:
+        return None
+    line = match.group(1).strip().strip("*").strip()
+    if not line or line.startswith(("#", "http", "[")):
+        return None
+    login = _AT_LOGIN.search(line)
+    if login and login.group(1).lower() != "devin":
+        return login.group(1)
+    if login:
+        return None
+    name = _EMAIL.sub(" ", line)
+    name = re.sub(r"\s+via\b.*$", "", name, flags=re.IGNORECASE)
+    name = " ".join(name.replace("()", " ").split()).strip(" ,;:-*")
+    if name.lower() in ("", "human", "user", "me"):
+        return line.strip("()<> ") if "@" in line and not name else None
+    return name[:80]
+
+
+def _co_author_person(value: str) -> str | None:
+    """``Name <email>`` -> the login of a GitHub noreply address, else the name (the address
+    when the name is empty)."""
+    login = _NOREPLY.search(value)
+    if login:
+        return login.group(1)
+    name = " ".join(re.sub(r"<[^>]*>", " ", value).split()).strip('"')
+    if name:
+        return name[:80]
+    address = re.search(r"<([^>]+)>", value)
+    return address.group(1) if address else None
+
+
+class _View:
+    """What attribution reads from a bundle, gathered once."""
+
+    def __init__(self, bundle: EvidenceBundle) -> None:
+        self.bundle = bundle
+        self.pull = bundle.facts.pull
+        self.pr = ev.pr_id(self.pull.number)
+        known = bundle.evidence_ids()
+        ids = ev.commit_ids(c.sha for c in bundle.facts.commits)
+        self.commit_ref = {sha: (cid if cid in known else self.pr) for sha, cid in ids.items()}
+        self.text = f"{self.pull.title}\n\n{self.pull.body}"
+        # Merge commits (updates from the base branch) say nothing about who did the work.
+        self.commits = [c for c in bundle.facts.commits if not c.is_merge]
+
+
+def _is_bot(login: str | None, flagged: bool, settings: Settings | None) -> bool:
+    if not login:
+        return False
+    bots = {b.lower() for b in (settings.patterns.bot_logins if settings else [])}
+    return flagged or login.endswith("[bot]") or login.lower() in bots
+
+
+def _marks(view: _View, rule: _Compiled) -> list[_Mark]:
+    pull = view.pull
+    out: list[_Mark] = []
+    if pull.author.lower() in rule.logins:
+        out.append(_Mark(_TIER_ACCOUNT, f"PR opened by the agent's account {pull.author}",
+                         view.pr, True))
+    if pull.via_app and pull.via_app.lower() in rule.apps:
+        out.append(_Mark(_TIER_ACCOUNT, f"PR opened through the agent's App {pull.via_app}",
+                         view.pr, True))
+    for pattern in rule.text_marks:
+        match = pattern.search(view.text)
+        if match:
+            out.append(_Mark(_TIER_TEXT, f"PR description mark '{_short(match.group(0))}'", view.pr))
+            break
+    for prefix in rule.rule.branch_prefixes:
+        if pull.head_ref.lower().startswith(prefix.lower()):
+            out.append(_Mark(_TIER_BRANCH, f"head branch {_short(pull.head_ref)}", view.pr))
+            break
+    found: list[_Mark] = []
+    for index, c in enumerate(view.commits):
+        ref = view.commit_ref.get(c.sha, view.pr)
+        # Marks on later commits only show an agent that helped (a fix pushed by a bot on
+        # request, an accepted suggestion), not the one that did the PR: they do not attribute.
+        later = _LATER if index else 0
+        who = sorted(x for x in {c.author_login, c.committer_login} if x and x.lower() in rule.logins)
+        if who:
+            found.append(_Mark(_TIER_COMMIT_ACCOUNT + later,
+                               f"commit {c.sha[:7]} by the agent's account {who[0]}", ref, True))
+        hit = next((a for a in _co_authors(c.trailers) for p in rule.co_authors if p.search(a)), None)
+        if hit:
+            found.append(_Mark(_TIER_TRAILER + later, f"commit {c.sha[:7]} co-author '{_short(hit)}'", ref))
+        message = f"{c.subject}\n\n{c.message_excerpt}"
+        text_hit = next((m for p in rule.text_marks if (m := p.search(message))), None)
+        if text_hit:
+            found.append(_Mark(_TIER_TRAILER + later,
+                               f"commit {c.sha[:7]} mark '{_short(text_hit.group(0))}'", ref))
+    if any(m.tier < _LATER for m in out + found):
+        out += found[:6]
+    return out
+
+
+def _short(text: str, limit: int = 60) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _operator(view: _View, rule: AgentRule, agent_accounts: frozenset[str],
+              settings: Settings | None) -> str | None:
+    pull = view.pull
+
+    def human(login: str | None) -> bool:
+        return bool(login) and login.lower() not in agent_accounts and not _is_bot(login, False, settings)
+
+    for source in rule.operator:
+        if source == "author" and human(pull.author) and not pull.author_is_bot:
+            return pull.author
+        if source == "assignee":
+            found = next((a for a in pull.assignees if human(a)), None)
+            if found:
+                return found
+        if source == "reviewer":
+            found = next((a for a in pull.requested_reviewers if human(a)), None)
+            if found:
+                return found
+        if source == "requested-by":
+            found = _requested_by(pull.body)
+            if found:
+                return found
+        if source == "co-author":
+            for c in view.commits:
+                for value in _co_authors(c.trailers):
+                    found = _co_author_person(value)
+                    if found and human(found):
+                        return found
+    return None
+
+
+def attribute(bundle: EvidenceBundle, settings: Settings | None = None) -> AgentAttribution:
+    """The agent that did this PR's work, its operator and why: a pure function of the bundle
+    and the repository's ``agents:`` rules (defaults: the built-in table)."""
+    rules = rules_for(settings)
+    compiled = _compiled(rules)
+    view = _View(bundle)
+    pull = view.pull
+    best: tuple[tuple[int, int, int], _Compiled, list[_Mark]] | None = None
+    for order, rule in enumerate(compiled):
+        marks = sorted(_marks(view, rule))
+        if not marks:
+            continue
+        key = (marks[0].tier, -len(marks), order)
+        if best is None or key < best[0]:
+            best = (key, rule, marks)
+    if best is None:
+        if _is_bot(pull.author, pull.author_is_bot, settings):
+            return AgentAttribution(
+                id=UNKNOWN_BOT, name="Unknown bot", operator=None, confidence="certain",
+                evidence=[view.pr],
+                reason=f"PR opened by the bot account {pull.author}, which is no known agent.",
+            )
+        return AgentAttribution(
+            id=HUMAN, name="Human", operator=pull.author, confidence="likely", evidence=[view.pr],
+            reason="No agent account, App, branch prefix, trailer or description mark.",
+        )
+    _, rule, marks = best
+    certain = any(m.certain for m in marks)
+    evidence = list(dict.fromkeys(m.evidence for m in marks))
+    operator = _operator(view, rule.rule, agent_logins(rules), settings)
+    return AgentAttribution(
+        id=rule.rule.id, name=rule.rule.name, operator=operator,
+        confidence="certain" if certain else "likely", evidence=evidence,
+        reason="; ".join(m.text for m in marks[:4]) + (f" (+{len(marks) - 4} more)" if len(marks) > 4 else ""),
+    )
+
+
+def blank_standard_texts(text: str, patterns: Iterable[re.Pattern[str]]) -> str:
+    """``text`` with every by-design agent text replaced by spaces (newlines kept, so line
+    numbers of what remains do not move)."""
+    spans = [(m.start(), m.end()) for p in patterns for m in p.finditer(text) if m.end() > m.start()]
+    if not spans:
+        return text
+    chars = list(text)
+    for start, end in spans:
+        for i in range(start, end):
+            if chars[i] != "\n":
+                chars[i] = " "
+    return "".join(chars)

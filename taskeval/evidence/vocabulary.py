@@ -1,0 +1,272 @@
+"""The shared vocabulary of evidence: how PR text, commits, CI outcomes and IDs are read.
+
+Used by the bundle builder and by the signals alike, so both read a commit subject, a trailer, a
+closing keyword, a check's outcome or an evidence ID the same way. Everything here is a pure
+function of its arguments: no GitHub, no clock, no config beyond the default path patterns.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from fnmatch import fnmatchcase
+from typing import Final, Literal
+
+from taskeval.config import Patterns
+
+EXCERPT_LIMIT: Final = 500
+SUBJECT_LIMIT: Final = 160
+TRUNCATION_MARKER: Final = "… [truncated]"
+BODY_LIMIT: Final = 8_000
+TITLE_LIMIT: Final = 256  # GitHub's own limit on PR titles
+
+PASSING_CONCLUSIONS: Final = frozenset({"success"})
+FAILING_CONCLUSIONS: Final = frozenset(
+    {"failure", "timed_out", "action_required", "startup_failure"}
+)
+CANCELLED_CONCLUSIONS: Final = frozenset({"cancelled"})
+
+Outcome = Literal["pass", "fail", "cancelled", "neutral", "pending"]
+
+# C0/C1 controls except tab and newline, bidi overrides/isolates (they can hide text), BOM.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ufeff]")
+# Lone UTF-16 halves arrive as JSON escapes ("\ud800") and cannot be encoded as UTF-8.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_REVERTS = re.compile(r"This reverts commit ([0-9a-f]{7,40})")
+_FIXUP = re.compile(r"^(fixup|squash|amend)! ", re.IGNORECASE)
+_REVERT_SUBJECT = re.compile(r'^(Revert "|revert(\([^)]*\))?!?: )', re.IGNORECASE)
+_TRAILER = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*)\s*:\s+(\S.*)$")
+# GitHub's closing keywords (docs: "Linking a pull request to an issue") and plain mentions. The
+# lookbehinds anchor each alternative at a word start, keeping the scan linear on long bodies.
+_ISSUE_REF = re.compile(
+    r"(?i)(?:\b(?P<kw>close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s*:?\s+)?"
+    r"(?:(?<![\w.-])(?P<repo>[\w.-]+/[\w.-]+)#|https?://[^\s/]+/(?P<urlrepo>[\w.-]+/[\w.-]+)/issues/|"
+    r"(?<![\w/#])#)"
+    r"(?P<num>\d+)\b"
+)
+_INLINE_CODE = re.compile(r"`[^`\n]+`")
+
+# --------------------------------------------------------------------------- text helpers
+
+
+def excerpt(text: str | None, limit: int = EXCERPT_LIMIT) -> str:
+    """Bounded, clean text: at most ``limit`` characters including the marker when cut.
+
+    Newlines are normalised to ``\\n`` and control/bidi characters removed, so stored text is
+    inert wherever it is shown and stable across platforms.
+    """
+    if limit <= len(TRUNCATION_MARKER):
+        raise ValueError(f"limit must exceed the marker length ({len(TRUNCATION_MARKER)})")
+    if not text:
+        return ""
+    clean = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n")
+    clean = _CONTROL.sub("", clean.replace("\u2029", "\n"))
+    clean = encodable(clean).strip()
+    if len(clean) <= limit:
+        return clean
+    return clean[: limit - len(TRUNCATION_MARKER)].rstrip() + TRUNCATION_MARKER
+
+
+def encodable(text: str) -> str:
+    """``text`` with lone UTF-16 surrogates replaced by U+FFFD, so it can be encoded as UTF-8."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def subject_of(message: str | None) -> str:
+    """First line of a commit message, bounded to :data:`SUBJECT_LIMIT`."""
+    first = excerpt(message, 1 << 30).split("\n", 1)[0]
+    return excerpt(first, SUBJECT_LIMIT)
+
+
+def message_body(message: str) -> str:
+    parts = excerpt(message, 1 << 30).split("\n", 1)
+    return parts[1].strip() if len(parts) > 1 else ""
+
+
+def parse_trailers(message: str) -> dict[str, str]:
+    """Git-style trailers (``Key: value`` lines) of the last paragraph, never of the subject.
+
+    Hand-written because no library parses trailers without running git; repeated keys are
+    joined with ``", "`` in order.
+    """
+    body = message_body(message)
+    if not body:
+        return {}
+    last = re.split(r"\n\s*\n", body)[-1].strip("\n")
+    out: dict[str, str] = {}
+    for line in last.split("\n"):
+        if not line.strip():
+            continue
+        if line[0].isspace() and out:  # continuation of the previous trailer
+            continue
+        match = _TRAILER.match(line)
+        if not match:
+            return {}
+        key, value = match.group(1), excerpt(match.group(2).strip(), SUBJECT_LIMIT)
+        out[key] = f"{out[key]}, {value}" if key in out else value
+    return out
+
+
+def blank_code(text: str) -> str:
+    """``text`` with fenced code blocks and inline code spans blanked out: same length, same
+    newlines, so line numbers survive. Quoted code is neither a claim nor a leak.
+
+    A line scan rather than one regex so that a body full of unclosed fences stays linear; an
+    unclosed fence runs to the end, as CommonMark renders it.
+    """
+    out: list[str] = []
+    fence: str | None = None
+    for line in text.split("\n"):
+        stripped = line.lstrip(" ")
+        marker = stripped[:3] if len(line) - len(stripped) <= 3 else ""
+        is_fence = marker in ("```", "~~~")
+        if fence is None and not is_fence:
+            out.append(_INLINE_CODE.sub(lambda m: " " * len(m.group(0)), line))
+            continue
+        out.append(" " * len(line))
+        if fence is None:
+            fence = marker
+        elif marker == fence:
+            fence = None
+    return "\n".join(out)
+
+
+def is_fixup(subject: str) -> bool:
+    return bool(_FIXUP.match(subject))
+
+
+def is_revert(subject: str) -> bool:
+    return bool(_REVERT_SUBJECT.match(subject))
+
+
+def reverted_sha(message: str | None) -> str | None:
+    match = _REVERTS.search(message or "")
+    return match.group(1) if match else None
+
+
+def iso(value: datetime | None) -> str | None:
+    """UTC, second precision, ``Z`` suffix: one spelling, so strings compare in time order."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def seconds_between(start: datetime | None, end: datetime | None) -> int | None:
+    if start is None or end is None:
+        return None
+    a = start if start.tzinfo else start.replace(tzinfo=UTC)
+    b = end if end.tzinfo else end.replace(tzinfo=UTC)
+    return max(0, int((b - a).total_seconds()))
+
+
+def hours_between(start: datetime | None, end: datetime | None) -> float | None:
+    secs = seconds_between(start, end)
+    return None if secs is None else round(secs / 3600, 2)
+
+
+# --------------------------------------------------------------------------- outcomes and IDs
+
+
+def outcome_of(status: str | None, conclusion: str | None) -> Outcome:
+    """One word for a check or run: a conclusion wins over a status, unknown ones are neutral."""
+    if conclusion:
+        if conclusion in PASSING_CONCLUSIONS:
+            return "pass"
+        if conclusion in FAILING_CONCLUSIONS:
+            return "fail"
+        if conclusion in CANCELLED_CONCLUSIONS:
+            return "cancelled"
+        return "neutral"  # neutral, skipped, stale and anything GitHub adds later
+    return "neutral" if status == "completed" else "pending"
+
+
+def commit_ids(shas: Iterable[str]) -> dict[str, str]:
+    """``sha -> commit:<prefix>``: 7 characters, longer only where two SHAs would collide."""
+    unique = sorted(set(shas))
+    out: dict[str, str] = {}
+    for sha in unique:
+        n = 7
+        while n < len(sha) and any(o != sha and o.startswith(sha[:n]) for o in unique):
+            n += 1
+        out[sha] = f"commit:{sha[:n]}"
+    return out
+
+
+def check_ids(checks: Iterable[tuple[int, str]]) -> dict[int, str]:
+    """``check run id -> check:<name>``, with ``#<id>`` when another check run has that name."""
+    pairs = list(checks)
+    counts: dict[str, int] = defaultdict(int)
+    for _, name in pairs:
+        counts[name] += 1
+    return {
+        cid: f"check:{name}" if counts[name] == 1 else f"check:{name}#{cid}"
+        for cid, name in pairs
+    }
+
+
+def pr_id(number: int) -> str:
+    return f"pr:{number}"
+
+
+def issue_id(number: int, repo: str | None = None) -> str:
+    return f"issue:{repo}#{number}" if repo else f"issue:{number}"
+
+
+@dataclass(frozen=True)
+class IssueLink:
+    number: int
+    repo: str | None  # None: the PR's own repository
+    keyword: str | None  # closing keyword as written (lower case), None for a plain mention
+
+    @property
+    def closing(self) -> bool:
+        return self.keyword is not None
+
+    @property
+    def id(self) -> str:
+        return issue_id(self.number, self.repo)
+
+
+def linked_issues(text: str, repository: str) -> list[IssueLink]:
+    """Issues a PR text links: closing-keyword links first, then mentions, each by number."""
+    found: dict[tuple[str | None, int], IssueLink] = {}
+    for match in _ISSUE_REF.finditer(blank_code(text)):
+        repo = match.group("repo") or match.group("urlrepo")
+        if repo and repo.lower() == repository.lower():
+            repo = None
+        key = (repo, int(match.group("num")))
+        kw = match.group("kw")
+        link = IssueLink(key[1], repo, kw.lower() if kw else None)
+        if key not in found or (link.closing and not found[key].closing):
+            found[key] = link
+    return sorted(found.values(), key=lambda i: (not i.closing, i.repo or "", i.number))
+
+
+def ci_state(outcomes: Sequence[Outcome]) -> str:
+    """Worst-first summary of several outcomes: fail > pending > cancelled > pass > neutral."""
+    for state in ("fail", "pending", "cancelled", "pass"):
+        if state in outcomes:
+            return state
+    return "neutral" if outcomes else "none"
+
+
+DEFAULT_PATTERNS: Final = Patterns()
+
+
+def file_kind(path: str) -> str:
+    """Descriptive kind from the *default* patterns; signals re-classify with the repo config."""
+    for kind, globs in (
+        ("generated", DEFAULT_PATTERNS.ignore_paths),
+        ("test", DEFAULT_PATTERNS.test_paths),
+        ("docs", DEFAULT_PATTERNS.doc_paths),
+    ):
+        if any(fnmatchcase(path, g) for g in globs):
+            return kind
+    return "source"
+
+

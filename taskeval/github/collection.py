@@ -1,0 +1,340 @@
+"""Collection of one pull request: every resource taskeval reads, concurrently, one page of 100
+at a time, with no per-item requests.
+
+The steps, in ``collect``: exchange an App's token once; read the repository and the PR together;
+start the PR's listings (commits, reviews, review comments, conversation comments, files, config);
+once the PR has answered, start the head SHA's check runs and the branch's workflow runs; gather
+every listing; record what is incomplete as ``CollectionIssue``s; assemble the ``RawCollection``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import timedelta
+from typing import Any, Final, TypeVar
+
+from github import Auth, Github
+from github.GithubException import GithubException
+from github.Requester import Requester
+from pydantic import ValidationError
+
+from taskeval.config import CONFIG_PATH
+from taskeval.github import convert
+from taskeval.github.client import Meter, clone, pages, repo_path
+from taskeval.github.errors import NEEDS, GitHubError, is_rate_limited, message_of, translate
+from taskeval.raw import CollectionIssue, RawCollection, RawCommit, RawFile, RawPullRequest
+from taskeval.redact import redact
+
+# GitHub lists at most this many commits of a pull request (documented limit of the endpoint).
+PR_COMMIT_LIST_LIMIT: Final = 250
+PR_FILE_LIST_LIMIT: Final = 3000
+# Workflow runs are listed by branch name, newest first. A branch name can be shared with other
+# work (a fork's `main`), so the listing is bounded in time and size: runs created more than this
+# long before the PR opened, or more than a day after it closed, are not about the PR.
+RUN_LOOKBACK: Final = timedelta(days=30)
+MAX_WORKFLOW_RUNS: Final = 1000
+
+_LABELS: Final[Mapping[str, str]] = {
+    "commits": "commits",
+    "reviews": "reviews",
+    "review_comments": "review comments",
+    "issue_comments": "conversation comments",
+    "files": "changed files",
+    "check_runs": "check runs",
+    "workflow_runs": "workflow runs",
+    "config": CONFIG_PATH,
+}
+
+T = TypeVar("T")
+# What one listing yields: its items, and the gap that kept it short (if any).
+Listed = tuple[Any, CollectionIssue | None]
+
+
+def collect(gh: Github, repository: str, number: int, *, max_workers: int = 8) -> RawCollection:
+    """Fetch everything taskeval reads about one PR, concurrently, with no per-item requests.
+
+    Requests: the repository and the PR (together), then commits, reviews, review comments,
+    conversation comments, files and the config (independent of the PR's payload) and, once the PR
+    has answered, the head SHA's check runs (``filter=all``: re-runs stay visible; pick the latest
+    per name when judging the state at merge) and the branch's workflow runs (filtered to the PR's
+    commits). Each resource pages at 100. ``requests`` counts every HTTP request sent for the PR,
+    retries included, by counting in the requester and in the retry policy; an App installation's
+    token exchange (once an hour, PyGithub's own requester) is not counted.
+
+    Raises ``NotFoundError``/``AuthError`` when the repository or PR cannot be read,
+    ``RateLimitError`` when a limit could not be waited out, ``GitHubError`` for 5xx after retries
+    or malformed answers. A 403/404 on any other resource becomes a ``CollectionIssue``.
+    """
+    if number < 1:
+        raise ValueError(f"a pull request number is positive, got {number}")
+    reader = _Reader(gh, repository, number)
+    _exchange_installation_token(gh, repository)
+    pool = ThreadPoolExecutor(max_workers=max(1, max_workers), thread_name_prefix="taskeval-gh")
+    try:
+        repo, pull_data = _read_repo_and_pull(pool, reader)
+        default_branch = repo.get("default_branch")
+        futures = _start_pr_listings(pool, reader, default_branch)
+        pull = _convert_pull(reader, pull_data)
+        futures.update(_start_ci_listings(pool, reader, pull))
+        results = _gather(reader, futures)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        reader.close()
+    commits: list[RawCommit] = results["commits"][0]
+    shas = _shas(pull, commits)
+    remaining, limit = _rate_limit(reader.requesters)
+    return RawCollection(
+        repository=repo.get("full_name") or repository,
+        html_base=_html_base(repo, repository),
+        default_branch=default_branch,
+        pull=pull,
+        commits=commits,
+        reviews=results["reviews"][0],
+        review_comments=results["review_comments"][0],
+        issue_comments=results["issue_comments"][0],
+        files=results["files"][0],
+        check_runs=results["check_runs"][0],
+        workflow_runs=[run for run in results["workflow_runs"][0] if run.head_sha in shas],
+        config_text=results["config"][0],
+        issues=_issues(results, pull),
+        requests=reader.meter.requests,
+        rate_limit_remaining=remaining,
+        rate_limit_limit=limit,
+    )
+
+
+class _Reader:
+    """Reads one PR's resources from several threads: each thread gets its own metered requester
+    (see ``taskeval.github.client``), all of them count into one meter."""
+
+    def __init__(self, gh: Github, repository: str, number: int) -> None:
+        self.gh = gh
+        self.repository = repository
+        self.number = number
+        self.base = repo_path(repository)
+        self.meter = Meter()
+        self.requesters: list[Requester] = []
+        self._local = threading.local()
+        self._lock = threading.Lock()
+
+    def requester(self) -> Requester:
+        mine: Requester | None = getattr(self._local, "requester", None)
+        if mine is None:
+            with self._lock:
+                mine = clone(self.gh, self.meter)
+                self.requesters.append(mine)
+            self._local.requester = mine
+        return mine
+
+    def close(self) -> None:
+        for used in self.requesters:
+            used.close()
+
+    def get(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        return self.requester().requestJsonAndCheck("GET", path, parameters=params)[1]
+
+    def failure(self, exc: BaseException, resource: str) -> GitHubError:
+        """The error for a listing that cannot be recorded as a gap."""
+        return translate(exc, f"the {_LABELS[resource]} of {self.repository}#{self.number}",
+                         resource)
+
+    def listing(
+        self, resource: str, path: str, convert_item: Callable[[Mapping[str, Any]], T],
+        params: dict[str, Any] | None = None, list_item: str = "items", limit: int | None = None,
+    ) -> tuple[list[T], CollectionIssue | None]:
+        """Every item of a listing, converted; a 403/404 becomes a gap, ``limit`` keeps the newest."""
+        try:
+            out: list[T] = []
+            for element in pages(self.requester(), path, params, list_item=list_item):
+                if limit is not None and len(out) >= limit:
+                    return out, CollectionIssue(
+                        resource=resource,
+                        message=f"more than {limit} {_LABELS[resource]} matched; the newest "
+                                f"{limit} were kept",
+                    )
+                out.append(convert_item(element))
+            return out, None
+        except GithubException as exc:
+            issue = _issue_for(resource, exc)
+            if issue is None:
+                raise self.failure(exc, resource) from exc
+            return [], issue
+
+    def config(self, default_branch: str | None) -> tuple[str | None, CollectionIssue | None]:
+        """The repository's config text from its default branch; absent is not a gap."""
+        params = {"ref": default_branch} if default_branch else None
+        try:
+            return convert.config_text(self.get(f"{self.base}/contents/{CONFIG_PATH}", params)), None
+        except GithubException as exc:
+            if exc.status == 404:
+                return None, None
+            issue = _issue_for("config", exc)
+            if issue is None:
+                raise translate(exc, f"{CONFIG_PATH} of {self.repository}", "config") from exc
+            return None, issue
+        except convert.UnreadableConfig as exc:
+            return None, CollectionIssue(resource="config", message=str(exc))
+
+
+def _exchange_installation_token(gh: Github, repository: str) -> None:
+    """Exchange an App's JWT for an installation token once, before threads race to do it."""
+    auth = gh.requester.auth
+    if isinstance(auth, Auth.AppInstallationAuth):
+        try:
+            _ = auth.token
+        except Exception as exc:
+            raise translate(exc, f"a GitHub App installation token for {repository}",
+                            "installation") from exc
+
+
+def _read_repo_and_pull(pool: ThreadPoolExecutor, reader: _Reader) -> tuple[Any, Any]:
+    """The repository's and the PR's payloads, read together; either failing fails collection."""
+    repository, number = reader.repository, reader.number
+    repo_f = pool.submit(reader.get, reader.base)
+    pull_f = pool.submit(reader.get, f"{reader.base}/pulls/{number}")
+    try:
+        repo = repo_f.result()
+    except Exception as exc:
+        raise translate(exc, f"repository {repository} or PR #{number}", "repository") from exc
+    try:
+        pull_data = pull_f.result()
+    except Exception as exc:
+        raise translate(exc, f"PR #{number} in {repository}", "pull_request") from exc
+    return repo, pull_data
+
+
+def _convert_pull(reader: _Reader, pull_data: Any) -> RawPullRequest:
+    try:
+        return convert.pull_request(pull_data)
+    except (KeyError, TypeError, ValidationError) as exc:
+        raise translate(exc, f"PR #{reader.number} in {reader.repository}",
+                        "pull_request") from exc
+
+
+def _start_pr_listings(
+    pool: ThreadPoolExecutor, reader: _Reader, default_branch: str | None
+) -> dict[str, Future[Listed]]:
+    """The listings that need only the PR's number (and the config, the default branch)."""
+    pr = f"{reader.base}/pulls/{reader.number}"
+    return {
+        "commits": pool.submit(reader.listing, "commits", f"{pr}/commits", convert.commit),
+        "reviews": pool.submit(reader.listing, "reviews", f"{pr}/reviews", convert.review),
+        "review_comments": pool.submit(
+            reader.listing, "review_comments", f"{pr}/comments", convert.review_comment
+        ),
+        "issue_comments": pool.submit(
+            reader.listing, "issue_comments", f"{reader.base}/issues/{reader.number}/comments",
+            convert.issue_comment,
+        ),
+        "files": pool.submit(reader.listing, "files", f"{pr}/files", convert.changed_file),
+        "config": pool.submit(reader.config, default_branch),
+    }
+
+
+def _start_ci_listings(
+    pool: ThreadPoolExecutor, reader: _Reader, pull: RawPullRequest
+) -> dict[str, Future[Listed]]:
+    """The listings that need the PR's payload: its head SHA's checks and its branch's runs."""
+    return {
+        "check_runs": pool.submit(
+            reader.listing, "check_runs", f"{reader.base}/commits/{pull.head_sha}/check-runs",
+            convert.check_run, {"filter": "all"}, "check_runs",
+        ),
+        "workflow_runs": pool.submit(
+            reader.listing, "workflow_runs", f"{reader.base}/actions/runs", convert.workflow_run,
+            _run_query(pull), "workflow_runs", MAX_WORKFLOW_RUNS,
+        ),
+    }
+
+
+def _gather(reader: _Reader, futures: Mapping[str, Future[Listed]]) -> dict[str, Listed]:
+    """Every listing's result, in submission order; the first failure is raised translated."""
+    results: dict[str, Listed] = {}
+    for key, future in futures.items():
+        try:
+            results[key] = future.result()
+        except GitHubError:
+            raise
+        except Exception as exc:
+            raise reader.failure(exc, key) from exc
+    return results
+
+
+def _issues(results: Mapping[str, Listed], pull: RawPullRequest) -> list[CollectionIssue]:
+    """The gaps the listings reported, plus listings GitHub cut short or that a push overtook."""
+    issues = [issue for _, issue in results.values() if issue is not None]
+    resources = {i.resource for i in issues}
+    if "commits" not in resources:
+        changed = _changed_during_collection(pull, results["commits"][0])
+        if changed:
+            issues.append(CollectionIssue(resource="commits", message=changed))
+    files: list[RawFile] = results["files"][0]
+    if "files" not in resources and pull.changed_files > len(files):
+        issues.append(CollectionIssue(
+            resource="files",
+            message=f"GitHub lists at most {PR_FILE_LIST_LIMIT} changed files of a pull request; "
+                    f"{len(files)} of {pull.changed_files} were collected",
+        ))
+    return issues
+
+
+def _changed_during_collection(pull: RawPullRequest, commits: list[RawCommit]) -> str | None:
+    """Why the commit list disagrees with the PR, if it does: GitHub's listing cap, or a push
+    that landed between reading the PR and listing its commits."""
+    listed = len(commits)
+    head_listed = any(c.sha == pull.head_sha for c in commits)
+    if listed >= PR_COMMIT_LIST_LIMIT and pull.commits > listed:
+        return (f"GitHub lists at most {PR_COMMIT_LIST_LIMIT} commits of a pull request; "
+                f"{listed} of {pull.commits} were collected")
+    if pull.commits != listed or (commits and not head_listed):
+        return (f"the PR changed while it was read (it reported {pull.commits} commits ending at "
+                f"{pull.head_sha[:7]}, the listing had {listed}); evaluate again for a consistent view")
+    return None
+
+
+def _issue_for(resource: str, exc: GithubException) -> CollectionIssue | None:
+    """A 403/404 on evidence the PR can be scored without becomes a recorded gap, not a failure."""
+    if exc.status not in (403, 404) or is_rate_limited(exc):
+        return None
+    detail = message_of(exc) or ("Not Found" if exc.status == 404 else "Forbidden")
+    return CollectionIssue(
+        resource=resource,
+        status=exc.status,
+        message=redact(
+            f"{_LABELS[resource]} could not be read ({exc.status}: {detail}); "
+            f"the token probably lacks {NEEDS[resource]}"
+        ),
+    )
+
+
+def _shas(pull: RawPullRequest, commits: list[RawCommit]) -> set[str]:
+    """The commits a workflow run must be about to count as the PR's."""
+    return {c.sha for c in commits} | {pull.head_sha}
+
+
+def _run_query(pull: RawPullRequest) -> dict[str, Any]:
+    """Runs of the PR's branch (a fork's branch name for fork PRs) in the PR's lifetime."""
+    start = (pull.created_at - RUN_LOOKBACK).date().isoformat()
+    end_at = pull.merged_at or pull.closed_at
+    created = f">={start}" if end_at is None else f"{start}..{(end_at + timedelta(days=1)).date()}"
+    return {"branch": pull.head_ref, "created": created, "exclude_pull_requests": "true"}
+
+
+def _html_base(repo: Mapping[str, Any], repository: str) -> str:
+    html_url = str(repo.get("html_url") or "")
+    full_name = str(repo.get("full_name") or repository)
+    suffix = f"/{full_name}"
+    if html_url.lower().endswith(suffix.lower()):
+        return html_url[: -len(suffix)]
+    return "https://github.com"
+
+
+def _rate_limit(requesters: list[Requester]) -> tuple[int | None, int | None]:
+    """The lowest remaining quota seen by any thread: the most recent, as the quota only falls."""
+    seen = [r.rate_limiting for r in requesters if r.rate_limiting[0] >= 0]
+    if not seen:
+        return None, None
+    remaining, limit = min(seen)
+    return remaining, limit

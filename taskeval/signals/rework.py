@@ -1,0 +1,258 @@
+"""agentPerformance, continued: the agent's own failures as GitHub shows them without any CI.
+
+What people say about the work (objections, "please fix" rounds), history rewritten after a
+review, the agent's own failure events on the issue timeline, long silences, and work thrown away
+and restarted under a new PR. Every signal here reads only what GitHub serves for any PR (reviews,
+conversation comments, the issue timeline), so it works the same live and on a replayed corpus,
+and each is inconclusive when the part it reads was not collected or could not be read.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from datetime import datetime
+from typing import Final
+
+from taskeval.contract import Category
+from taskeval.models import TimelineEntry
+
+from .base import Ctx, Measure, inconclusive, names, ok, plural, signal
+from .curves import decay
+from .hygiene import visible_text
+
+CAT: Category = "agentPerformance"
+
+# --------------------------------------------------------------------------- words
+
+# Phrases with which a person says the work is wrong or sends it back for a fix. Matched on the
+# rendered prose only (no code, no quoted lines), case-insensitively. Kept narrow on purpose: a
+# false "objection" costs the agent points it did not lose.
+OBJECTION_PATTERNS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
+    ("asks for a fix", re.compile(
+        r"(?i)\b(?:please|pls|plz|can you|could you|you need to|you should)\s+(?:also\s+)?"
+        r"(?:fix|correct|revert|undo|redo|address|resolve|repair)\b")),
+    ("says it does not work", re.compile(
+        r"(?i)\b(?:does\s*n[o']?t|doesn't|do\s+not|don't|did\s*n[o']?t|didn't|is\s*n[o']?t|isn't|"
+        r"still\s+not|not)\s+(?:work(?:s|ing)?|compile|build|run|pass|fix(?:ed)?\s+(?:it|the|this)|"
+        r"solve|address|what\s+(?:i|we)\s+(?:asked|wanted|meant))\b")),
+    ("says it is wrong", re.compile(
+        r"(?i)\b(?:this|that|it|these|the\s+(?:change|code|fix|implementation|approach|test|tests|"
+        r"logic))\s+(?:is|are|was|were|looks|seems|still)\s+(?:still\s+)?(?:wrong|incorrect|broken|"
+        r"buggy|invalid|not\s+(?:right|correct))\b|\bthat'?s\s+(?:wrong|incorrect|not\s+right)\b")),
+    ("says it breaks something", re.compile(
+        r"(?i)\b(?:this|that|it|the\s+change)\s+(?:breaks|broke|has\s+broken|will\s+break)\b")),
+    ("reports failures", re.compile(
+        r"(?i)\b(?:the\s+)?(?:tests?|build|ci|checks?|pipeline|lint(?:er)?)\s+(?:are\s+|is\s+)?"
+        r"(?:still\s+)?(?:fail(?:s|ing|ed)?|broken|red)\b|\b(?:compil(?:e|ation)|syntax|type)\s+"
+        r"errors?\b|\bstill\s+(?:fail(?:s|ing)?|broken|wrong)\b|\b(?:failing|broken)\s+(?:tests?|build|ci|"
+        r"checks?)\b")),
+)
+
+_QUOTE_LINE: Final = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
+
+
+def objections(text: str) -> list[str]:
+    """The kinds of objection a person's comment makes ("asks for a fix", ...), in table order."""
+    prose = _QUOTE_LINE.sub("", visible_text(text or ""))
+    return [kind for kind, pattern in OBJECTION_PATTERNS if pattern.search(prose)]
+
+
+@signal("agent.objections", CAT, "Reviewers did not call the work wrong", 1.5,
+        ["facts.reviews", "facts.comments"])
+def objections_signal(ctx: Ctx) -> Measure:
+    """Comments and reviews by other people that say the work is wrong or ask for a fix."""
+    spoken: list[tuple[str, str, str]] = []  # (evidence id, who, text)
+    for r in ctx.facts.reviews:
+        if r.body_excerpt and ctx.is_other_human(r.author, r.author_is_bot):
+            spoken.append((f"review:{r.id}", r.author or "", r.body_excerpt))
+    for c in ctx.facts.comments:
+        if c.body_excerpt and ctx.is_other_human(c.author, c.author_is_bot):
+            prefix = "comment" if c.kind == "issue" else "review-comment"
+            spoken.append((f"{prefix}:{c.id}", c.author or "", c.body_excerpt))
+    unread = [r for r in ("issue_comments", "review_comments") if r in ctx.facts.unavailable]
+    gap = (f" ({' and '.join(r.replace('_', ' ') for r in unread)} could not be read, so only "
+           "what could be read is counted)") if unread else ""
+    if not spoken:
+        return inconclusive(f"No one other than the author wrote a review or comment{gap}.",
+                            [f"audit:unavailable-{r}" for r in unread] or [ctx.pr])
+    found = [(eid, who, kinds) for eid, who, text in spoken if (kinds := objections(text))]
+    half = ctx.settings.thresholds.objection_half_life
+    if found:
+        kinds = sorted({k for _, _, ks in found for k in ks})
+        reason = (f"{plural(len(found), 'comment or review', 'comments or reviews')} of "
+                  f"{len(spoken)} by other people ({names(sorted({w for _, w, _ in found}))}) "
+                  f"{'says' if len(found) == 1 else 'say'} the work needs fixing "
+                  f"({', '.join(kinds)}){gap}.")
+    else:
+        reason = (f"None of the {plural(len(spoken), 'comment or review', 'comments or reviews')} "
+                  f"by other people says the work is wrong or asks for a fix{gap}.")
+    cited = [eid for eid, _, _ in found] or [eid for eid, _, _ in spoken[:3]]
+    return ok(len(found), decay(len(found), half), reason, cited)
+
+
+# --------------------------------------------------------------------------- timeline
+
+
+def _no_timeline(ctx: Ctx) -> Measure:
+    if "timeline" in ctx.facts.unavailable:
+        return inconclusive("The issue timeline could not be read.", ["audit:unavailable-timeline"])
+    return inconclusive("The issue timeline was not collected for this evaluation.", [ctx.pr])
+
+
+def _first_human_review(ctx: Ctx, timeline: list[TimelineEntry]) -> str | None:
+    times = [r.submitted_at for r in ctx.facts.reviews
+             if r.submitted_at and r.state != "PENDING"
+             and ctx.is_other_human(r.author, r.author_is_bot)]
+    times += [e.created_at for e in timeline
+              if e.event == "reviewed" and e.created_at and e.state != "PENDING"
+              and ctx.is_other_human(e.actor, e.actor_is_bot)]
+    return min(times) if times else None
+
+
+@signal("agent.force_pushes", CAT, "No history rewrites after review", 1.0,
+        ["facts.timeline", "facts.reviews"])
+def force_pushes(ctx: Ctx) -> Measure:
+    """Force-pushes to the PR branch after the first human review: the reviewed commits are gone."""
+    timeline = ctx.facts.timeline
+    if timeline is None:
+        return _no_timeline(ctx)
+    first = _first_human_review(ctx, timeline)
+    pushes = [e for e in timeline if e.event == "head_ref_force_pushed"]
+    if first is None:
+        return inconclusive(
+            f"No human reviewed the PR, so no rewrite came after a review "
+            f"({plural(len(pushes), 'force-push', 'force-pushes')} in all).",
+            [e.id for e in pushes] or [ctx.pr])
+    after = [e for e in pushes if (e.created_at or "") > first]
+    half = ctx.settings.thresholds.force_push_half_life
+    if after:
+        who = names(sorted({e.actor or "someone" for e in after}))
+        reason = (f"The branch was force-pushed {plural(len(after), 'time')} after the first human "
+                  f"review (by {who}), replacing commits a reviewer had seen.")
+    else:
+        reason = "No force-push after the first human review."
+        if pushes:
+            reason = (f"{plural(len(pushes), 'force-push', 'force-pushes')}, all before the first "
+                      "human review.")
+    return ok(len(after), decay(len(after), half), reason, [e.id for e in after] or [ctx.pr])
+
+
+# Agent session events GitHub records on the timeline, by agent. Started/finished mark a run; a
+# failure event is the agent itself saying its run did not complete. Unknown future events that
+# follow the same naming (``<agent>_work_…failure``) are recognised by the pattern below.
+AGENT_RUN_EVENTS: Final[dict[str, str]] = {
+    "copilot_work_started": "started",
+    "copilot_work_finished": "finished",
+    "copilot_work_finished_failure": "failed",
+}
+_AGENT_FAILURE: Final = re.compile(r"^[a-z]+_work_\w*(?:fail(?:ure|ed)?|error|stopped|cancel+ed)$")
+_AGENT_RUN: Final = re.compile(r"^[a-z]+_work_(?:started|finished)$")
+
+
+def agent_run_event(event: str) -> str | None:
+    """``started``/``finished``/``failed`` for an agent session event, else None."""
+    if event in AGENT_RUN_EVENTS:
+        return AGENT_RUN_EVENTS[event]
+    if _AGENT_FAILURE.match(event):
+        return "failed"
+    if _AGENT_RUN.match(event):
+        return event.rsplit("_", 1)[1]
+    return None
+
+
+@signal("agent.own_failures", CAT, "Agent runs finished without failing", 2.0, ["facts.timeline"])
+def own_failures(ctx: Ctx) -> Measure:
+    """The agent's own failure and stop events on the timeline (e.g. Copilot's
+    copilot_work_finished_failure), counted against its recorded runs."""
+    timeline = ctx.facts.timeline
+    if timeline is None:
+        return _no_timeline(ctx)
+    runs = [(e, kind) for e in timeline if (kind := agent_run_event(e.event))]
+    if not runs:
+        return inconclusive("The timeline records no agent session events (GitHub records them "
+                            "for agents such as Copilot).", [ctx.pr])
+    failed = [e for e, kind in runs if kind == "failed"]
+    started = sum(1 for _, kind in runs if kind == "started")
+    half = ctx.settings.thresholds.agent_failure_half_life
+    if failed:
+        reason = (f"The agent reported {plural(len(failed), 'failed run')} "
+                  f"({names(sorted({e.event for e in failed}))}) out of "
+                  f"{plural(max(started, len(failed)), 'recorded run')}.")
+    else:
+        reason = f"All {plural(max(started, 1), 'recorded agent run')} finished without a failure."
+    cited = [e.id for e in failed] or [e.id for e, _ in runs[-1:]]
+    return ok(len(failed), decay(len(failed), half), reason, cited)
+
+
+def _hours(start: str, end: str) -> float:
+    fmt = "%Y-%m-%dT%H:%M:%SZ"
+    try:
+        return (datetime.strptime(end, fmt) - datetime.strptime(start, fmt)).total_seconds() / 3600
+    except ValueError:
+        return 0.0
+
+
+@signal("agent.idle_gaps", CAT, "No long stalls", 0.5,
+        ["facts.pull.createdAt", "facts.pull.closedAt", "facts.commits", "facts.reviews",
+         "facts.comments", "facts.timeline"])
+def idle_gaps(ctx: Ctx) -> Measure:
+    """The longest silence between two dated pieces of activity, from opening to merge or close
+    (or to the last activity of an open PR), beyond a grace period."""
+    pull = ctx.pull
+    end = pull.merged_at or pull.closed_at
+    points: list[tuple[str, str]] = [(pull.created_at, ctx.pr)]
+    points += [(t, ctx.commit_id(c.sha)) for c in ctx.facts.commits
+               if (t := c.committed_at or c.authored_at)]
+    points += [(r.submitted_at, f"review:{r.id}") for r in ctx.facts.reviews if r.submitted_at]
+    points += [(c.created_at, f"{'comment' if c.kind == 'issue' else 'review-comment'}:{c.id}")
+               for c in ctx.facts.comments if c.created_at]
+    points += [(e.created_at, e.id) for e in ctx.facts.timeline or []
+               if e.created_at and e.event not in ("subscribed", "mentioned", "unsubscribed",
+                                                    "deployed", "head_ref_deleted", "locked")]
+    if end:
+        points.append((end, ctx.pr))
+    inside = sorted({p for p in points if p[0] >= pull.created_at and (not end or p[0] <= end)})
+    if len(inside) < 2:
+        return inconclusive("Fewer than two dated pieces of activity, so no gap can be measured.",
+                            [ctx.pr])
+    gap, before, after = max(((_hours(a[0], b[0]), a, b) for a, b in itertools.pairwise(inside)),
+                             key=lambda t: t[0])
+    t = ctx.settings.thresholds
+    over = max(0.0, gap - t.idle_grace_hours)
+    days = gap / 24
+    reason = (f"The longest silence was {days:.1f} days ({before[0][:10]} to {after[0][:10]}) "
+              f"among {plural(len(inside), 'dated activity', 'dated activities')}")
+    reason += "." if over else f", within the {t.idle_grace_hours:g}-hour grace."
+    return ok(round(gap, 2), decay(over, t.idle_half_life_hours), reason, [before[1], after[1]])
+
+
+@signal("agent.restarts", CAT, "Work not abandoned and restarted", 1.0,
+        ["facts.timeline", "facts.pull.state", "facts.pull.merged"])
+def restarts(ctx: Ctx) -> Measure:
+    """Later PRs by the same author that mention this one after it was closed without merging:
+    the work was thrown away and started again."""
+    timeline = ctx.facts.timeline
+    if timeline is None:
+        return _no_timeline(ctx)
+    pull = ctx.pull
+    if pull.merged or pull.state != "closed":
+        return inconclusive("The PR is merged or still open: no abandoned work to restart.",
+                            [ctx.pr])
+    closed = pull.closed_at or ""
+    mine = {pull.author.lower()}
+    again = [
+        e for e in timeline
+        if e.event == "cross-referenced" and (e.created_at or "") >= closed
+        and (e.source_author or e.actor or "").lower() in mine
+        and (e.source_is_pull or e.source is None)
+    ]
+    half = ctx.settings.thresholds.restart_half_life
+    if again:
+        where = names(sorted({e.source for e in again if e.source})) or "a later PR or issue"
+        reason = (f"Closed without merging, then {pull.author} referenced it from {where} "
+                  f"{plural(len(again), 'time')}: the work was restarted elsewhere.")
+        return ok(len(again), decay(len(again), half), reason, [e.id for e in again])
+    # Nothing seen is not proof of nothing: a restart need not mention the PR it replaces.
+    return inconclusive("Closed without merging; no later PR by the same author refers to it, so "
+                        "whether the work was restarted is unknown.", [ctx.pr])

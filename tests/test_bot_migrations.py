@@ -1,0 +1,211 @@
+"""Schema migrations of the bot database: a fresh database, one made before migrations existed
+(created here with that code's own DDL, rows in it), concurrent start-ups, and the models agreeing
+with the migrations. Each runs on SQLite and, with DATABASE_URL_POSTGRES, on PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from pathlib import Path
+from typing import Any
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Engine, func, inspect, select, text
+from sqlalchemy.exc import IntegrityError
+
+from bot import migrations
+from bot.db import drop_schema, evaluations, init_schema, jobs, judge_cache, make_engine, metadata, write
+from bot.results import record_from_result, store_evaluation
+
+pytest_plugins = ["tests.bot.fixtures"]
+
+OLD_DDL = Path(__file__).parent / "bot" / "schemas_pre_alembic"
+NEW_COLUMNS = {"owner", "agent_id", "agent_name", "operator", "agent_confidence", "pr_state",
+               "pr_created_at", "merged_at", "closed_at", "activity_at", "week", "is_latest"}
+
+
+@pytest.fixture
+def empty(db_url: str) -> Any:
+    """An engine on a database with no tables at all."""
+    engine = make_engine(db_url)
+    drop_schema(engine)
+    yield engine
+    engine.dispose()
+
+
+def old_schema(engine: Engine) -> None:
+    """The schema exactly as the pre-migration ``init_schema`` (``create_all``) made it."""
+    sql = (OLD_DDL / f"{engine.dialect.name}.sql").read_text(encoding="utf-8")
+    with write(engine) as conn:
+        for statement in sql.split(";\n"):
+            lines = [ln for ln in statement.splitlines() if not ln.startswith("--")]
+            if "".join(lines).strip():
+                conn.exec_driver_sql("\n".join(lines))
+
+
+def a_result(number: int, *, agent: dict[str, Any] | None, merged: bool, sha: str = "a" * 40,
+             created: str = "2025-03-04T09:00:00Z", closed: str | None = "2025-03-06T12:00:00Z",
+             overall: int = 70) -> dict[str, Any]:
+    names = ("agentPerformance", "taskOutcomeQuality", "processCompliance")
+    facts = {"number": number, "state": "closed" if closed else "open", "merged": merged,
+             "createdAt": created, "closedAt": closed, "mergedAt": closed if merged else None}
+    data: dict[str, Any] = {
+        "schemaVersion": "1", "scorerVersion": "2026.11.1", "repository": "octo-org/widgets",
+        "pullRequest": {"number": number, "title": "t", "url": "u", "author": "alice",
+                        "merged": merged, "mergedAt": closed if merged else None},
+        "headSha": sha, "evaluatedAt": "2026-11-30T07:00:00Z", "trigger": "backfill",
+        "overallScore": overall, "overallBand": "acceptable",
+        "categoryScores": [{"category": n, "finalScore": overall} for n in names],
+        "evidence": {"groups": [{"source": "taskMetadata", "total": 1, "omitted": 0, "items": [
+            {"id": f"pr:{number}", "kind": "pull_request", "label": "t", "facts": facts}]}]},
+        "judge": {"status": "off"},
+    }
+    if agent is not None:
+        data["agent"] = agent
+    return data
+
+
+OLD_COLUMNS = ("repo", "number", "head_sha", "scorer_version", "author", "trigger", "evaluated_at",
+               "overall_score", "overall_band", "agent_performance", "task_outcome_quality",
+               "process_compliance", "judge_status", "comment_url", "comment_signature",
+               "result_json")
+
+
+def insert_old(engine: Engine, data: dict[str, Any]) -> None:
+    """A row as the pre-migration code stored it (only the old columns)."""
+    row = {k: v for k, v in record_from_result(data).items() if k in OLD_COLUMNS}
+    cols = ", ".join(f'"{k}"' for k in (*row, "stored_at"))
+    marks = ", ".join(f":{k}" for k in (*row, "stored_at"))
+    with write(engine) as conn:
+        conn.execute(text(f"INSERT INTO evaluations ({cols}) VALUES ({marks})"),
+                     {**row, "stored_at": 1.0})
+
+
+def test_one_head_and_a_fresh_database_matches_the_models(empty: Engine) -> None:
+    assert len(migrations.heads()) == 1, "parent new revisions on the current head"
+    assert migrations.quick_head() == migrations.head()
+    assert init_schema(empty)[-1] == migrations.head()
+    with empty.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), metadata)
+        assert migrations.current(conn) == migrations.head()
+    assert diff == [], f"bot/db.py and bot/migrations disagree: {diff}"
+    assert init_schema(empty) == [], "a second start migrates nothing"
+
+
+def test_a_pre_migration_database_is_adopted_and_upgraded_with_its_data(empty: Engine) -> None:
+    old_schema(empty)
+    claude = {"id": "claude-code", "name": "Claude Code", "operator": "alice",
+              "confidence": "likely", "evidence": ["pr:1"], "reason": "footer"}
+    insert_old(empty, a_result(1, agent=claude, merged=True, sha="1" * 40, overall=50))
+    insert_old(empty, a_result(1, agent=claude, merged=True, sha="2" * 40, overall=80))
+    insert_old(empty, a_result(2, agent=None, merged=False))  # before attribution existed
+    insert_old(empty, a_result(3, agent={"id": "human", "name": "Human"}, merged=False,
+                               closed=None, created="2025-03-09T23:00:00Z"))
+    with write(empty) as conn:
+        conn.execute(judge_cache.insert().values(key="k", value="{}", stored_at=1.0))
+    with empty.connect() as conn:
+        assert migrations.current(conn) is None
+    applied = init_schema(empty)
+    assert applied[0] == "0002" and applied[-1] == migrations.head()
+    with empty.connect() as conn:
+        assert migrations.current(conn) == migrations.head()
+        assert compare_metadata(MigrationContext.configure(conn), metadata) == []
+        rows = {(r.number, r.head_sha[0]): r for r in conn.execute(
+            select(evaluations).order_by(evaluations.c.id))}
+        assert conn.execute(select(func.count()).select_from(judge_cache)).scalar_one() == 1
+    names = {c["name"] for c in inspect(empty).get_columns("evaluations")}
+    assert names >= NEW_COLUMNS
+    indexes = {i["name"] for i in inspect(empty).get_indexes("evaluations")}
+    assert {"ix_evaluations_agent_time", "ix_evaluations_author_time", "ix_evaluations_repo_time",
+            "ix_evaluations_week", "uq_evaluations_latest", "ix_evaluations_key"} <= indexes
+    old, new = rows[(1, "1")], rows[(1, "2")]
+    assert (old.is_latest, new.is_latest) == (False, True)
+    assert (new.agent_id, new.agent_name, new.operator, new.agent_confidence) == (
+        "claude-code", "Claude Code", "alice", "likely")
+    assert (new.pr_state, new.owner, new.overall_score) == ("merged", "octo-org", 80)
+    closed = 1741262400.0  # 2025-03-06T12:00:00Z
+    assert (new.merged_at, new.closed_at, new.activity_at) == (closed, closed, closed)
+    assert new.pr_created_at == 1741078800.0 and new.week == "2025-03-03"
+    assert json.loads(new.result_json)["headSha"] == "2" * 40  # the data is untouched
+    unattributed = rows[(2, "a")]
+    assert (unattributed.agent_id, unattributed.agent_name, unattributed.pr_state) == (
+        None, None, "closed")
+    assert unattributed.is_latest
+    still_open = rows[(3, "a")]
+    assert (still_open.agent_id, still_open.pr_state, still_open.merged_at) == ("human", "open", None)
+    # Opened on Sunday 9 March: its week is the one starting Monday 3 March.
+    assert (still_open.activity_at, still_open.week) == (1741561200.0, "2025-03-03")
+    # The upgraded store is written like a new one.
+    with write(empty) as conn:
+        store_evaluation(conn, {**record_from_result(a_result(2, agent=claude, merged=False,
+                                                              sha="3" * 40)), "stored_at": 2.0})
+    with empty.connect() as conn:
+        latest = conn.execute(select(evaluations.c.head_sha).where(
+            evaluations.c.number == 2, evaluations.c.is_latest.is_(True))).scalars().all()
+    assert latest == ["3" * 40]
+
+
+def test_a_partial_pre_migration_database_is_completed_first(empty: Engine) -> None:
+    old_schema(empty)
+    with write(empty) as conn:
+        conn.exec_driver_sql("DROP TABLE judge_cache")  # an older start-up never made it
+    init_schema(empty)
+    assert "judge_cache" in inspect(empty).get_table_names()
+
+
+def test_the_newest_evaluation_of_a_pr_is_unique(engine: Engine) -> None:
+    row = {**record_from_result(a_result(9, agent=None, merged=True)), "stored_at": 1.0}
+    with write(engine) as conn:
+        store_evaluation(conn, row)
+        store_evaluation(conn, row)
+    with pytest.raises(IntegrityError), write(engine) as conn:
+        conn.execute(evaluations.insert().values(**row, is_latest=True))
+    with engine.connect() as conn:
+        flags = conn.execute(select(evaluations.c.is_latest).order_by(evaluations.c.id)).all()
+    assert [f[0] for f in flags] == [False, True]
+
+
+def test_downgrade_to_the_baseline_and_back(empty: Engine) -> None:
+    from alembic import command
+
+    init_schema(empty)
+    with write(empty) as conn:
+        command.downgrade(migrations.config(conn), migrations.BASELINE)
+    names = {c["name"] for c in inspect(empty).get_columns("evaluations")}
+    assert not names & NEW_COLUMNS
+    init_schema(empty)
+    assert {c["name"] for c in inspect(empty).get_columns("evaluations")} >= NEW_COLUMNS
+
+
+def _start(url: str, barrier: Any, queue: Any) -> None:
+    engine = make_engine(url)
+    barrier.wait()
+    try:
+        queue.put(("ok", init_schema(engine)))
+    except Exception as exc:  # reported to the parent
+        queue.put(("error", repr(exc)))
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["fresh", "pre-migration"])
+def test_concurrent_start_ups_migrate_once(empty: Engine, db_url: str, legacy: bool) -> None:
+    if legacy:
+        old_schema(empty)
+    ctx = multiprocessing.get_context("spawn")
+    n = 4
+    barrier, queue = ctx.Barrier(n), ctx.Queue()
+    procs = [ctx.Process(target=_start, args=(db_url, barrier, queue)) for _ in range(n)]
+    for p in procs:
+        p.start()
+    outcomes = [queue.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+    assert all(status == "ok" for status, _ in outcomes), outcomes
+    applied = sorted((len(revs) for _, revs in outcomes), reverse=True)
+    assert applied[0] > 0 and applied[1:] == [0] * (n - 1), "exactly one process migrates"
+    with empty.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM alembic_version")).scalar_one() == 1
+        assert conn.execute(select(func.count()).select_from(jobs)).scalar_one() == 0

@@ -1,0 +1,156 @@
+"""Re-scoring's fast paths change no byte: old and new scoring paths over the same bundles.
+
+The speed-ups behind ``taskeval score`` at scale (one signal context per bundle, the text
+detector's needle prefilter and caches, one glob pattern per glob list, the bundle hashed once)
+are each switched off here to get the old path back, and the result JSON of both paths must be
+identical for the stored example and for generated variations of realistic PRs.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+import pytest
+
+from benchmarks.rescore_bench import variants
+from taskeval.config import LoadedConfig, Settings, load_config
+from taskeval.evidence import blank_code, build_bundle
+from taskeval.models import EvidenceBundle
+from taskeval.pipeline import Options, rescore_file, score_bundle
+from taskeval.signals import base, hygiene, signal_specs
+from taskeval.signals.agent import _texts
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "agent-pr-482.bundle.json"
+OPTIONS = Options(ai="off", trigger="rescore", evaluated_at="2026-01-01T00:00:00Z", env={})
+
+
+class _AnyGlob:
+    """What ``Ctx.classify`` did before: ``any(fnmatchcase(path, g) for g in globs)``."""
+
+    def __init__(self, globs: tuple[str, ...]) -> None:
+        self.globs = globs
+
+    def match(self, path: str) -> bool | None:
+        return True if any(fnmatchcase(path, g) for g in self.globs) else None
+
+
+def _clear_caches() -> None:
+    for value in vars(hygiene).values():
+        if hasattr(value, "cache_clear"):
+            value.cache_clear()
+
+
+@pytest.fixture
+def old_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every fast path off: a fresh context per signal, every text rule on every text, no
+    caches, fnmatch per glob, and the bundle hashed again when the result is built."""
+    import taskeval.pipeline as pipeline
+
+    monkeypatch.setattr(hygiene, "_NEEDLES", {})
+    monkeypatch.setattr(hygiene, "_NEEDLE_RULES", ())
+    monkeypatch.setattr(hygiene, "_blank_code", blank_code)
+    monkeypatch.setattr(hygiene, "_blank_comments", hygiene.blank_comments)
+    monkeypatch.setattr(base, "_globs", _AnyGlob)
+    monkeypatch.setattr(pipeline, "compute_signals", lambda bundle, settings: [
+        spec.run(bundle, settings) for spec in signal_specs()
+        if spec.id not in settings.disabled_signals
+        and settings.signal_weights.get(spec.id, spec.weight) != 0
+    ])
+    _clear_caches()
+    yield
+    _clear_caches()
+
+
+def _bundles(count: int) -> list[EvidenceBundle]:
+    example = EvidenceBundle.model_validate_json(EXAMPLE.read_text(encoding="utf-8"))
+    return [example, *(build_bundle(raw) for raw in variants(count, seed=11))]
+
+
+def _score_all(bundles: list[EvidenceBundle], loaded: LoadedConfig) -> list[str]:
+    return [score_bundle(b, loaded, OPTIONS).to_json() for b in bundles]
+
+
+SETTINGS = [
+    LoadedConfig(Settings(), "defaults"),
+    load_config(
+        "patterns:\n  test_paths: ['spec/**', '**/*_spec.rb']\n  doc_paths: []\n"
+        "  bot_logins: [Alice]\nsignal_weights:\n  agent.text_hygiene: 4\n"
+        "disabled_signals: [process.change_size]\n",
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize("loaded", SETTINGS, ids=["defaults", "custom-config"])
+def test_fast_and_old_paths_give_byte_identical_results(
+    loaded: LoadedConfig, monkeypatch: pytest.MonkeyPatch, old_path: None
+) -> None:
+    bundles = _bundles(60)
+    old = _score_all(bundles, loaded)
+    monkeypatch.undo()  # back to the fast path
+    _clear_caches()
+    new = _score_all(bundles, loaded)
+    assert len(old) == len(new) == 61
+    mismatched = [n for n, (a, b) in enumerate(zip(old, new, strict=True)) if a != b]
+    assert not mismatched, f"bundles {mismatched[:5]} score differently on the fast path"
+    assert new == _score_all(bundles, loaded), "a warm cache changed a result"
+
+
+def test_rescoring_a_stored_result_reuses_its_checked_hash_and_matches_a_fresh_score(
+    tmp_path: Path,
+) -> None:
+    for n, bundle in enumerate(_bundles(30)):
+        stored = score_bundle(bundle, LoadedConfig(Settings(), "defaults"), OPTIONS)
+        path = tmp_path / f"r{n}.json"
+        path.write_text(stored.to_json(), encoding="utf-8")
+        assert rescore_file(path, Options(ai="off", env={})).to_json() == stored.to_json()
+
+
+def _texts_to_scan() -> list[str]:
+    texts = []
+    for bundle in _bundles(60):
+        texts += [text for _, _, text in _texts(base.Ctx(bundle, Settings())) if text]
+    source = (ROOT / "tests" / "test_signals.py").read_text(encoding="utf-8")
+    # Every string in the detector's table tests: its positive and negative examples.
+    texts += [node.value for node in ast.walk(ast.parse(source))
+              if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+    return texts
+
+
+def test_needle_prefilter_finds_exactly_what_every_rule_finds() -> None:
+    texts = _texts_to_scan()
+    # Variants the needles must survive: case changes and every rule's own words.
+    texts += [t.upper() for t in texts] + [t.swapcase() for t in texts]
+    assert len(texts) > 500
+    for text in texts:
+        full = hygiene._detect(text, False, False)
+        assert hygiene._detect(text, False, True) == full, text
+        assert hygiene._detect(text, True, True) == hygiene._detect(text, True, False), text
+
+
+@pytest.mark.parametrize("kind, rule, source", hygiene._RULE_SOURCES, ids=[r for _, r, _ in hygiene._RULE_SOURCES])
+def test_every_rule_has_needles(kind: str, rule: str, source: str) -> None:
+    """A rule without needles still runs (it is only slower); new rules should add theirs."""
+    del kind, source
+    assert hygiene._NEEDLES.get(rule), f"{rule}: add its needles to hygiene._NEEDLES"
+    assert all(n == n.lower() for n in hygiene._NEEDLES[rule])
+
+
+GLOBS = [
+    ("**/test_*.py", "tests/*", "docs/**", "*.md"),
+    ("[!a]*.txt", "src/[ab]?/x", "a*b*c", "**"),
+    (),
+]
+PATHS = ["tests/test_a.py", "src/tests/test_b.py", "docs/a/b.md", "README.md", "a/README.md",
+         "b.txt", "a.txt", "src/a1/x", "src/c1/x", "abc", "aXbYc", "", "x\ny.md", "src/ab/x"]
+
+
+@pytest.mark.parametrize("globs", GLOBS)
+def test_one_pattern_per_glob_list_matches_as_fnmatch_does(globs: tuple[str, ...]) -> None:
+    for path in PATHS:
+        assert (base._globs(globs).match(path) is not None) == any(
+            fnmatchcase(path, g) for g in globs), (globs, path)

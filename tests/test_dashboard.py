@@ -26,7 +26,7 @@ from sqlalchemy import Engine, event, insert, update
 from bot.app import create_app
 from bot.dashboard import queries
 from bot.dashboard.cli import create_local_app, parse_bind, store_url
-from bot.db import evaluations
+from bot.db import evaluations, make_engine
 from bot.settings import BotSettings
 from taskeval.cli import main as taskeval_main
 from tests.bot.helpers import SECRET
@@ -555,3 +555,47 @@ def test_local_dashboard_serves_over_http(sqlite_store: str) -> None:
             proc.kill()
     assert proc.returncode == 0
 
+
+
+# --- the signals table ------------------------------------------------------------------------------
+
+def test_storing_an_evaluation_stores_its_signals(engine: Engine) -> None:
+    from sqlalchemy import select
+
+    from bot.db import signals
+    from bot.results import record_from_result, store_evaluation
+
+    result = json.loads((Path(__file__).resolve().parents[1] / "examples" / "agent-pr-482.result.json").read_text())
+    with engine.begin() as conn:
+        eid = store_evaluation(conn, {**record_from_result(result), "stored_at": 0.0})
+    with engine.connect() as conn:
+        rows = conn.execute(select(signals).where(signals.c.evaluation_id == eid)).mappings().all()
+    assert {r["signal_id"] for r in rows} == {s["id"] for s in result["signals"]}
+    inconclusive = {s["id"] for s in result["signals"] if s["status"] != "ok"}
+    assert {r["signal_id"] for r in rows if not r["conclusive"]} == inconclusive
+    assert all(r["score"] is None for r in rows if not r["conclusive"])
+
+
+def test_upgrade_fills_signals_of_existing_evaluations(db_url: str) -> None:
+    """A store at revision 0002 (evaluations but no signals table) gains signals from its JSON."""
+    from sqlalchemy import func, select
+
+    from bot import migrations
+    from bot.db import drop_schema, signals, write
+    from bot.results import record_from_result
+
+    engine = make_engine(db_url)
+    drop_schema(engine)
+    with write(engine) as conn:
+        migrations.upgrade(conn, "0002")
+    result = json.loads((Path(__file__).resolve().parents[1] / "examples" / "agent-pr-482.result.json").read_text())
+    row = {k: v for k, v in record_from_result(result).items()}
+    with engine.begin() as conn:
+        conn.execute(insert(evaluations).values(**row, stored_at=0.0, is_latest=True))
+        conn.execute(insert(evaluations).values(**{**row, "result_json": "not json"}, stored_at=0.0))
+    from bot.db import init_schema
+
+    assert "0003" in init_schema(engine)
+    with engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(signals)).scalar() == len(result["signals"])
+    engine.dispose()

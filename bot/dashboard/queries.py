@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -30,10 +31,11 @@ from sqlalchemy import (
     func,
     inspect,
     select,
+    text,
     true,
 )
 
-from bot.db import evaluations, signals
+from bot.db import PULLS_DOWN, evaluations, signals
 
 E = evaluations.c
 CATEGORY_COLUMNS = {
@@ -50,6 +52,8 @@ BANDS = ("failing", "weak", "acceptable", "strong", "excellent")
 UNATTRIBUTED = "unattributed"  # the agent filter value for results stored before attribution
 SMALL_SAMPLE = 10  # groups with fewer PRs are shown, marked, and not ranked
 PULL_DOWN_BELOW = 60  # a conclusive, weighted signal scoring under this "pulled the score down"
+# bot.db.PULLS_DOWN with qualified names, verbatim, so SQLite proves the partial index applies.
+DOWN = text(" AND ".join(f"signals.{term}" for term in PULLS_DOWN.split(" AND ")))
 TREND_WEEKS = 26
 
 # Two-sided 95 % Student t quantiles by degrees of freedom; 1.96 beyond the table.
@@ -161,7 +165,13 @@ def where(f: Filters, *, latest: bool = True) -> list[ColumnElement[bool]]:
 
 
 def _key_column(by: str) -> Any:
-    return E.author if by == "author" else func.coalesce(E.agent_id, UNATTRIBUTED)
+    """The grouping column, bare so the covering index's order serves the GROUP BY (a NULL agent,
+    a result stored before attribution, becomes :data:`UNATTRIBUTED` in Python)."""
+    return E.author if by == "author" else E.agent_id
+
+
+def _key(value: Any) -> str:
+    return UNATTRIBUTED if value is None else str(value)
 
 
 def groups(conn: Connection, f: Filters, by: str = "agent") -> list[Group]:
@@ -183,7 +193,7 @@ def groups(conn: Connection, f: Filters, by: str = "agent") -> list[Group]:
     query = select(key, E.week, *sums).where(*where(f)).group_by(key, E.week)
     merged: dict[str, dict[str, Any]] = {}
     for row in conn.execute(query).mappings():
-        acc = merged.setdefault(str(row["key"]), {"name": None, "weeks": []})
+        acc = merged.setdefault(_key(row["key"]), {"name": None, "weeks": []})
         n = int(row["n"])
         if row["name"] and not acc["name"]:
             acc["name"] = row["name"]
@@ -238,9 +248,9 @@ def outcome_rates(conn: Connection, f: Filters, by: str, columns: Sequence[str])
     """Per key: ``{column: share true, "_n": PRs with a recorded outcome}``."""
     if not columns:
         return {}
-    from sqlalchemy import Table
+    from sqlalchemy import MetaData, Table
 
-    outcomes = Table("outcomes", evaluations.metadata, autoload_with=conn, extend_existing=True)
+    outcomes = Table("outcomes", MetaData(), autoload_with=conn)  # never the bot's own metadata
     key = _key_column(by).label("key")
     aggs: list[Any] = [func.count().label("_n")]
     for column in columns:
@@ -249,7 +259,7 @@ def outcome_rates(conn: Connection, f: Filters, by: str, columns: Sequence[str])
     query = (select(key, *aggs)
              .join(outcomes, (outcomes.c.repo == E.repo) & (outcomes.c.number == E.number))
              .where(*where(f)).group_by(key))
-    return {str(row["key"]): dict(row) for row in conn.execute(query).mappings()}
+    return {_key(row["key"]): dict(row) for row in conn.execute(query).mappings()}
 
 
 # --- one agent (or author) ----------------------------------------------------------------------
@@ -278,41 +288,39 @@ def pull_downs(conn: Connection, f: Filters, total: int, limit: int = 10,
     """The signals that most often pulled this selection's scores down, with example PRs.
 
     "Pulled down": conclusive, weighted, and scored under :data:`PULL_DOWN_BELOW` — the same rule
-    as the comment's "What pulled the score down". Examples are the lowest-scoring PRs.
+    as the comment's "What pulled the score down" (``bot.db.PULLS_DOWN``, whose partial index
+    holds just those rows). The examples are the most recent such PRs: one small query per signal
+    that walks the selection newest first and stops at ``per_signal``.
     """
     S = signals.c
-    down = [S.conclusive == true(), S.weight > 0, S.score < PULL_DOWN_BELOW]
     n = func.count().label("n")
     top = conn.execute(
         select(S.signal_id, func.max(S.category).label("category"), n,
                func.avg(S.score).label("mean"))
-        .join(evaluations, E.id == S.evaluation_id)
-        .where(*where(f), *down)
+        .select_from(evaluations.join(signals, (S.evaluation_id == E.id) & DOWN))
+        .where(*where(f))
         .group_by(S.signal_id)
         .order_by(n.desc(), S.signal_id)
         .limit(limit)
     ).all()
     if not top:
         return []
-    ids = [r.signal_id for r in top]
-    rn = func.row_number().over(partition_by=S.signal_id, order_by=(S.score, E.id.desc())).label("rn")
-    ranked = (select(S.signal_id, S.score, E.id, E.repo, E.number, E.author, E.overall_score, rn)
-              .join(evaluations, E.id == S.evaluation_id)
-              .where(*where(f), *down, S.signal_id.in_(ids))
-              .subquery())
     examples: dict[str, list[dict[str, Any]]] = {}
-    for row in conn.execute(select(ranked).where(ranked.c.rn <= per_signal)
-                            .order_by(ranked.c.signal_id, ranked.c.rn)).mappings():
-        examples.setdefault(row["signal_id"], []).append(dict(row))
-    names = _signal_texts(conn, {(sid, item["id"]) for sid, items in examples.items() for item in items})
-    for sid, items in examples.items():
-        for item in items:
-            item["reason"] = names.get((sid, item["id"]), ("", ""))[1]
+    for r in top:
+        query = (select(E.id, E.repo, E.number, E.author, E.overall_score, S.score)
+                 .select_from(evaluations.join(signals, (S.evaluation_id == E.id)
+                                               & (S.signal_id == r.signal_id) & DOWN))
+                 .where(*where(f))
+                 .order_by(E.activity_at.desc(), E.id.desc())
+                 .limit(per_signal))
+        examples[r.signal_id] = [dict(x) for x in conn.execute(query).mappings()]
+    texts = _signal_texts(conn, {(sid, item["id"]) for sid, items in examples.items() for item in items})
     out = []
     for r in top:
         items = examples.get(r.signal_id, [])
-        name = next((names[(r.signal_id, i["id"])][0] for i in items if (r.signal_id, i["id"]) in names),
-                    r.signal_id)
+        for item in items:
+            item["reason"] = texts.get((r.signal_id, item["id"]), ("", ""))[1]
+        name = next((texts[(r.signal_id, i["id"])][0] for i in items if (r.signal_id, i["id"]) in texts), "")
         out.append(PullDown(signal_id=r.signal_id, category=str(r.category), name=name or r.signal_id,
                             count=int(r.n), share=int(r.n) / total if total else 0.0,
                             mean_score=float(r.mean), examples=items))
@@ -329,9 +337,9 @@ def _signal_texts(conn: Connection, wanted: set[tuple[str, int]]) -> dict[tuple[
         return {}
     rows = conn.execute(select(E.id, E.result_json).where(E.id.in_({eid for _s, eid in wanted}))).all()
     out: dict[tuple[str, int], tuple[str, str]] = {}
-    for eid, text in rows:
+    for eid, stored in rows:
         try:
-            result = json.loads(text)
+            result = json.loads(stored)
         except (TypeError, ValueError):
             continue
         for s in result.get("signals") or []:
@@ -386,9 +394,32 @@ def repositories(conn: Connection, f: Filters) -> list[str]:
 
 def agents(conn: Connection, f: Filters) -> list[tuple[str, str]]:
     base = Filters(repos=f.repos)
-    key = func.coalesce(E.agent_id, UNATTRIBUTED).label("key")
-    query = (select(key, func.max(E.agent_name)).where(*where(base)).group_by(key).order_by(key))
-    return [(str(k), str(n or k)) for k, n in conn.execute(query).all()]
+    query = select(E.agent_id, func.max(E.agent_name)).where(*where(base)).group_by(E.agent_id)
+    found = [(_key(k), str(n or _key(k))) for k, n in conn.execute(query).all()]
+    return sorted(found)
+
+
+_CHOICE_CACHE: dict[tuple[Any, ...], tuple[float, Any]] = {}
+CHOICE_TTL = 60.0
+
+
+def choices(conn: Connection, f: Filters) -> dict[str, Any]:
+    """The filter form's repositories and agents.
+
+    Cached per visibility for :data:`CHOICE_TTL` seconds and until a new evaluation is stored
+    (``max(id)``, one index probe): they change rarely and cost two scans of the store.
+    """
+    version = conn.execute(select(func.max(E.id))).scalar()
+    key = (conn.engine.url.render_as_string(hide_password=True), f.repos, version)
+    now = time.monotonic()
+    hit = _CHOICE_CACHE.get(key)
+    if hit is not None and now - hit[0] < CHOICE_TTL:
+        return dict(hit[1])
+    value = {"repositories": repositories(conn, f), "agents": agents(conn, f), "bands": BANDS}
+    if len(_CHOICE_CACHE) > 256:
+        _CHOICE_CACHE.clear()
+    _CHOICE_CACHE[key] = (now, value)
+    return dict(value)
 
 
 def stored_repositories(conn: Connection, candidates: Iterable[str]) -> list[str]:

@@ -278,8 +278,7 @@ def _valid_day(value: str) -> bool:
 
 
 def _choices(conn: Any, f: Filters) -> dict[str, Any]:
-    return {"repositories": queries.repositories(conn, f), "agents": queries.agents(conn, f),
-            "bands": BANDS}
+    return queries.choices(conn, f)
 
 
 def _mean_cell(m: queries.Mean) -> Markup:

@@ -12,10 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from action.inputs import InputError, parse_pull_number
+from taskeval.command import COMMAND, not_a_request
 
-COMMAND = "/evaluate"
-# Who may ask for an evaluation with a comment: people who could have merged the PR anyway.
-ALLOWED_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 PR_EVENTS = frozenset({"pull_request", "pull_request_target"})
 # Keys a workflow_dispatch form may use for the PR number.
 DISPATCH_KEYS = ("pull-request", "pull_request", "pr", "number")
@@ -50,20 +48,6 @@ def _str(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def is_command(body: object) -> bool:
-    """True when the comment's first line is ``/evaluate``, optionally followed by more text."""
-    text = _str(body).strip()
-    if not text:
-        return False
-    words = text.splitlines()[0].split()
-    return bool(words) and words[0].lower() == COMMAND
-
-
-def is_bot(user: object) -> bool:
-    """A GitHub App or other bot account (``type: Bot`` or a ``[bot]`` login)."""
-    return _str(_get(user, "type")) == "Bot" or _str(_get(user, "login")).endswith("[bot]")
-
-
 def _pull_request_event(name: str, payload: Mapping[str, Any], explicit: int | None) -> Decision:
     action = _str(payload.get("action"))
     number = (explicit or _int(payload.get("number"))
@@ -89,18 +73,11 @@ def _issue_comment_event(payload: Mapping[str, Any], marker: str) -> Decision:
         return Decision(False, "issue_comment ignored: the comment is on an issue, "
                                "not a pull request")
     comment = payload.get("comment")
-    body = _str(_get(comment, "body"))
     user = _get(comment, "user")
     login = _str(_get(user, "login"))
-    if marker and body.lstrip().startswith(marker):
-        return Decision(False, f"issue_comment on PR #{number} ignored: it is taskeval's "
-                               "own comment")
-    if is_bot(user):
-        return Decision(False, f"issue_comment on PR #{number} ignored: written by a bot ({login})")
-    if not is_command(body):
-        return Decision(False, f"issue_comment on PR #{number} ignored: not a {COMMAND} command")
-    if not login:
-        return Decision(False, f"{COMMAND} on PR #{number} ignored: the comment has no author")
+    refused = not_a_request(_get(comment, "body"), login, _get(user, "type"), marker=marker)
+    if refused:
+        return Decision(False, f"issue_comment on PR #{number} ignored: {refused}")
     return Decision(
         True, f"{COMMAND} requested by @{login} on PR #{number}",
         pull_number=number, comment_id=_int(_get(comment, "id")), commenter=login,
@@ -147,5 +124,4 @@ def decide(
                            f"(pull_request closed), {COMMAND} comments and workflow_dispatch")
 
 
-__all__ = ["ALLOWED_PERMISSIONS", "COMMAND", "Decision", "InputError", "decide", "is_bot",
-           "is_command"]
+__all__ = ["Decision", "InputError", "decide"]

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from action.events import ALLOWED_PERMISSIONS, Decision, decide
+from action.events import Decision, decide
 from action.inputs import ActionInputs, InputError
 from action.runner import LogBridge, Runner
+from taskeval import command
 from taskeval.config import CONFIG_PATH
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
@@ -140,12 +141,9 @@ def _check_commenter(runner: Runner, gh: Any, repository: str, decision: Decisio
         runner.error(f"Could not check @{login}'s permission on {repository}, so the /evaluate "
                      f"command was not run: {exc}", title="taskeval failed")
         return EXIT_FAILED
-    if permission in ALLOWED_PERMISSIONS:
-        _react(runner, gh, repository, decision.comment_id, "eyes")
-        return None
-    _react(runner, gh, repository, decision.comment_id, "confused")
-    return _skip(runner, f"/evaluate by @{login} ignored: it needs write, maintain or admin "
-                         f"permission on {repository}, and @{login} has '{permission}'")
+    answer = command.answer(login, permission, repository)
+    _react(runner, gh, repository, decision.comment_id, answer.reaction)
+    return None if answer.accepted else _skip(runner, answer.reason)
 
 
 def _react(runner: Runner, gh: Any, repository: str, comment_id: int | None, content: str) -> None:

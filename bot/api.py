@@ -18,6 +18,7 @@ from sqlalchemy import text
 
 from bot import logs, results
 from bot.app import state
+from bot.queue import alive_window
 
 log = logging.getLogger("bot.api")
 api = Blueprint("api", __name__)
@@ -106,15 +107,38 @@ def job(job_id: int) -> Any:
     return jsonify({k: row[k] for k in keys})
 
 
+def _database_down(exc: Exception) -> Any:
+    reason = logs.redact(str(exc).splitlines()[0] if str(exc) else "")
+    return jsonify(status="error", database=f"unreachable: {type(exc).__name__}: {reason}"), 503
+
+
 @health.get("/healthz")
 def healthz() -> Any:
-    """200 when the database answers, with queue depth; 503 with the reason when it does not."""
+    """200 when the database answers (this node can accept and store deliveries), with the queue
+    depth and whether any queue worker is alive; 503 with the reason when the database does not
+    answer. Workers being down does not fail it: the web node must keep storing deliveries, since
+    GitHub does not redeliver by itself; /healthz/workers is the check for that."""
     bot = state()
     try:
         with bot.engine.connect() as conn:
             conn.execute(text("SELECT 1"))
         depth = bot.queue.depth()
+        presence = bot.queue.presence(alive_window(bot.settings.lease_seconds))
     except Exception as exc:  # health reports, it does not raise
-        reason = logs.redact(str(exc).splitlines()[0] if str(exc) else "")
-        return jsonify(status="error", database=f"unreachable: {type(exc).__name__}: {reason}"), 503
-    return jsonify(status="ok", database="ok", dialect=bot.engine.dialect.name, queue=depth)
+        return _database_down(exc)
+    return jsonify(status="ok", database="ok", dialect=bot.engine.dialect.name, queue=depth,
+                   workers=presence)
+
+
+@health.get("/healthz/workers")
+def healthz_workers() -> Any:
+    """For monitoring: 200 when at least one queue worker sent a heartbeat recently, 503 when
+    none did (deliveries are still stored, but nothing runs them)."""
+    bot = state()
+    try:
+        presence = bot.queue.presence(alive_window(bot.settings.lease_seconds))
+    except Exception as exc:  # health reports, it does not raise
+        return _database_down(exc)
+    if presence["alive"] == 0:
+        return jsonify(status="error", reason="no queue worker is alive", **presence), 503
+    return jsonify(status="ok", **presence)

@@ -204,6 +204,20 @@ installation_events = Table(
     Column("received_at", Float, nullable=False),
 )
 
+# Queue workers announce themselves here every few seconds, idle or busy, so a web node can tell
+# whether anyone will run the deliveries it keeps accepting (/healthz, /healthz/workers).
+workers = Table(
+    "workers",
+    metadata,
+    Column("id", String(200), primary_key=True),  # host:pid:thread, as in jobs.leased_by
+    Column("host", String(200), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("started_at", Float, nullable=False),
+    Column("heartbeat_at", Float, nullable=False),
+    Column("job_id", Integer),  # the job it is running, if any
+)
+Index("ix_workers_heartbeat", workers.c.heartbeat_at)
+
 judge_cache = Table(
     "judge_cache",
     metadata,

@@ -1,9 +1,9 @@
 """Which webhook means what: a pure function from (event name, payload) to a decision.
 
-No I/O here, so the rules are table-tested on their own and mirror the Action's: a merged
-``pull_request`` ``closed`` evaluates; an ``issue_comment`` ``created`` on a pull request whose
-first line, trimmed, is ``/evaluate`` asks for an evaluation (the commenter's permission is checked
-later, by a worker, because it needs GitHub); comments by bots, ours included, are ignored.
+No I/O here: a merged ``pull_request`` ``closed`` evaluates; an ``issue_comment`` ``created`` on a
+pull request asks for an evaluation when ``taskeval.command`` says it is an ``/evaluate`` request
+(the rules the Action shares; the commenter's permission is checked later, by a worker, because
+it needs GitHub).
 Payload parts are validated with pydantic so a malformed delivery is refused with the field name.
 """
 
@@ -14,11 +14,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from taskeval.contract import COMMENT_MARKER
+from taskeval.command import COMMAND as COMMAND  # re-exported: the queue's messages name it
+from taskeval.command import not_a_request
 
-COMMAND = "/evaluate"
-MARKER = COMMENT_MARKER
-ALLOWED_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 INSTALLATION_EVENTS = ("installation", "installation_repositories")
 
 
@@ -41,10 +39,6 @@ class _In(BaseModel):
 class User(_In):
     login: Login
     type: str = "User"
-
-    @property
-    def is_bot(self) -> bool:
-        return self.type == "Bot" or self.login.endswith("[bot]")
 
 
 class Repository(_In):
@@ -161,15 +155,6 @@ class Ignore:
 Decision = Pong | Evaluate | Command | InstallationChange | Ignore
 
 
-def is_command(body: str | None) -> bool:
-    """The first line, trimmed, starts with the word ``/evaluate`` (any case), as in the Action."""
-    text = (body or "").strip()
-    if not text:
-        return False
-    words = text.splitlines()[0].split()
-    return bool(words) and words[0].lower() == COMMAND
-
-
 def _parse(model: type[_In], payload: dict[str, Any], event: str) -> Any:
     try:
         return model.model_validate(payload)
@@ -203,12 +188,10 @@ def decide(event: str, payload: dict[str, Any]) -> Decision:
         ic: IssueCommentEvent = _parse(IssueCommentEvent, payload, event)
         if ic.issue.pull_request is None:
             return Ignore("comment is on an issue, not a pull request")
-        if (ic.comment.body or "").lstrip().startswith(MARKER):
-            return Ignore("comment is taskeval's own evaluation comment")
-        if ic.comment.user.is_bot:
-            return Ignore(f"comment by bot account {ic.comment.user.login}")
-        if not is_command(ic.comment.body):
-            return Ignore(f"comment does not start with {COMMAND}")
+        user = ic.comment.user
+        refused = not_a_request(ic.comment.body, user.login, user.type)
+        if refused:
+            return Ignore(refused)
         return Command(
             repo=ic.repository.full_name,
             number=ic.issue.number,

@@ -18,6 +18,7 @@ from bot import events
 from bot.queue import Job
 from bot.results import DbJudgeCache, comment_signature, previous_comment, record_from_result
 from bot.settings import BotSettings
+from taskeval import command
 
 log = logging.getLogger("bot.handlers")
 
@@ -73,22 +74,18 @@ def _react(core: Core, ctx: GitHubContext, job: Job, content: str) -> str | None
 
 
 def handle_command(core: Core, ctx: GitHubContext, job: Job) -> Outcome:
-    """``/evaluate``: only write, maintain or admin may ask; others get a ``confused`` reaction."""
+    """``/evaluate``: answered as ``taskeval.command.answer`` says (👀 and an evaluation, or 😕)."""
     login = job.commenter or ""
     try:
         permission = core.permission(ctx, job.repo, login)
     except InvalidInput as exc:
-        problem = _react(core, ctx, job, "confused")
+        problem = _react(core, ctx, job, command.REFUSED_REACTION)
         return Outcome(note=f"refused: cannot check the permission of {login!r}: {exc}",
                        error=problem)
-    if permission not in events.ALLOWED_PERMISSIONS:
-        problem = _react(core, ctx, job, "confused")
-        return Outcome(
-            note=f"refused: {login} has {permission} permission; /evaluate needs write, "
-                 "maintain or admin",
-            error=problem,
-        )
-    problem = _react(core, ctx, job, "eyes")
+    answer = command.answer(login, permission, job.repo)
+    problem = _react(core, ctx, job, answer.reaction)
+    if not answer.accepted:
+        return Outcome(note=f"refused: {answer.reason}", error=problem)
     sha = core.head_sha(ctx, job.repo, job.number)
     return Outcome(
         note=f"accepted: /evaluate by {login} ({permission}) at {sha[:7]}",

@@ -24,7 +24,7 @@ from sqlalchemy import Connection, Engine, and_, bindparam, delete, func, insert
 from sqlalchemy.exc import IntegrityError
 
 from bot import events, logs
-from bot.db import PENDING, deliveries, evaluations, installation_events, jobs, write
+from bot.db import PENDING, deliveries, evaluations, installation_events, jobs, workers, write
 from bot.results import store_evaluation
 
 log = logging.getLogger("bot.queue")
@@ -32,6 +32,16 @@ log = logging.getLogger("bot.queue")
 AckStatus = Literal["queued", "coalesced", "duplicate", "ignored", "recorded", "pong"]
 MAX_ERROR_CHARS = 2000
 _RETRIES = 5  # unique-constraint races are resolved by re-reading; a few rounds always suffice
+
+
+def presence_interval(lease_seconds: float) -> float:
+    """Seconds between a worker's presence heartbeats: a third of the lease, at most 10 s."""
+    return min(10.0, max(0.05, lease_seconds / 3))
+
+
+def alive_window(lease_seconds: float) -> float:
+    """A worker whose last heartbeat is older than this is not counted alive: three missed beats."""
+    return round(3 * presence_interval(lease_seconds) + 1.0, 2)
 
 
 @dataclass(frozen=True)
@@ -410,6 +420,49 @@ class Queue:
         with write(self.engine) as conn:
             result = conn.execute(delete(deliveries).where(deliveries.c.received_at < cutoff))
         return int(result.rowcount or 0)
+
+    # ------------------------------------------------------------------ worker presence
+
+    def beat(self, worker_id: str, *, host: str, pid: int, started_at: float,
+             job_id: int | None = None) -> None:
+        """Record that ``worker_id`` is alive (and which job it runs): update its row, or add it."""
+        now = self.clock()
+        with write(self.engine) as conn:
+            done = conn.execute(update(workers).where(workers.c.id == worker_id)
+                                .values(heartbeat_at=now, job_id=job_id)).rowcount
+            if not done:
+                conn.execute(insert(workers).values(id=worker_id, host=host[:200], pid=pid,
+                                                    started_at=started_at, heartbeat_at=now,
+                                                    job_id=job_id))
+
+    def leave(self, worker_id: str) -> None:
+        """A worker that stops cleanly removes its row; a killed one's row goes stale."""
+        with write(self.engine) as conn:
+            conn.execute(delete(workers).where(workers.c.id == worker_id))
+
+    def prune_workers(self, older_than_seconds: float = 86400.0) -> int:
+        """Forget workers silent for a day (killed ones never say goodbye)."""
+        with write(self.engine) as conn:
+            result = conn.execute(delete(workers).where(
+                workers.c.heartbeat_at < self.clock() - older_than_seconds))
+        return int(result.rowcount or 0)
+
+    def presence(self, alive_within: float) -> dict[str, Any]:
+        """Whether any queue worker is alive (a heartbeat within ``alive_within`` seconds), when
+        the last heartbeat came, and how long the longest-waiting ready job has waited."""
+        now = self.clock()
+        with self.engine.connect() as conn:
+            alive = conn.execute(select(func.count()).select_from(workers).where(
+                workers.c.heartbeat_at >= now - alive_within)).scalar_one()
+            last = conn.execute(select(func.max(workers.c.heartbeat_at))).scalar_one()
+            waiting = conn.execute(select(func.min(jobs.c.run_after)).where(
+                jobs.c.status == "queued", jobs.c.run_after <= now)).scalar_one()
+        return {
+            "alive": int(alive),
+            "aliveWithinSeconds": alive_within,
+            "lastHeartbeatAgeSeconds": None if last is None else round(max(0.0, now - last), 1),
+            "oldestQueuedAgeSeconds": None if waiting is None else round(max(0.0, now - waiting), 1),
+        }
 
     # ------------------------------------------------------------------ observing
 

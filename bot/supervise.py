@@ -7,21 +7,52 @@ them alive: a queue worker that exits unexpectedly is restarted with backoff; if
 exits, everything stops and its exit code is returned, for the orchestrator to act on. SIGTERM or
 SIGINT is forwarded once (graceful: finish current jobs); a second signal is forwarded again (a
 worker then releases its job at once).
+
+If the supervisor itself is killed outright (SIGKILL, the OOM killer), no handler runs; each child
+is started with ``PR_SET_PDEATHSIG`` (Linux), so the kernel sends it SIGTERM the moment its parent
+dies: gunicorn closes its listening socket and stops, instead of answering webhooks with no queue
+worker behind it and holding the port against a restart.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 log = logging.getLogger("bot.supervise")
+
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
+    """A ``preexec_fn`` that asks the kernel to send ``sig`` to the child when the process that
+    started it dies; None where ``prctl`` does not exist (not Linux). It also covers the race of a
+    parent that died between ``fork`` and the ``prctl`` call."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved before fork, not in the child
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), sig)
+
+    return preexec
 
 
 @dataclass
@@ -35,7 +66,9 @@ class Child:
     started_at: float = field(default=0.0)
 
     def start(self) -> None:
-        self.proc = subprocess.Popen(self.argv, start_new_session=True)
+        # Own session: a terminal's Ctrl-C reaches the supervisor only, which forwards it once.
+        self.proc = subprocess.Popen(self.argv, start_new_session=True,
+                                     preexec_fn=die_with_parent())
         self.started_at = time.monotonic()
         log.info("started %s", self.name, extra={"fields": {"child_pid": self.proc.pid}})
 

@@ -25,7 +25,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from bot import logs
 from bot.handlers import HANDLERS, Core, GitHubContext, InvalidInput, PipelineCore
-from bot.queue import Job, LeaseLost, Queue
+from bot.queue import Job, LeaseLost, Queue, presence_interval
 from bot.settings import BotSettings, SettingsError
 
 log = logging.getLogger("bot.worker")
@@ -188,11 +188,19 @@ class Worker:
             backoff_max_seconds=settings.backoff_max_seconds,
         )
         self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
+        self.current_job: int | None = None
 
     # ------------------------------------------------------------------ one job
 
     def run_one(self, job: Job) -> str:
         """Run a claimed job to its end; returns the job's new status."""
+        self.current_job = job.id
+        try:
+            return self._run_one(job)
+        finally:
+            self.current_job = None
+
+    def _run_one(self, job: Job) -> str:
         with logs.context(job=job.id, repo=job.repo, pr=job.number):
             lost = threading.Event()
             done = threading.Event()
@@ -291,8 +299,41 @@ class Worker:
         """Claim and run jobs until ``stop``; returns how many jobs were run."""
         hurry = hurry or threading.Event()
         count = 0
-        next_prune = 0.0
         log.info("worker started", extra={"fields": {"worker": self.id}})
+        gone = threading.Event()
+        presence = threading.Thread(target=self._presence, args=(gone,), name="presence",
+                                    daemon=True)
+        presence.start()
+        try:
+            count = self._loop(stop, hurry, parent_pid, max_jobs)
+        finally:
+            gone.set()
+            presence.join(timeout=5)
+        log.info("worker stopped", extra={"fields": {"worker": self.id, "jobs": count}})
+        return count
+
+    def _presence(self, gone: threading.Event) -> None:
+        """Heartbeat the worker's row while it runs, idle or busy; remove it on a clean stop."""
+        started, host = time.time(), socket.gethostname()
+        interval = presence_interval(self.settings.lease_seconds)
+        while True:
+            try:
+                self.queue.beat(self.id, host=host, pid=os.getpid(), started_at=started,
+                                job_id=self.current_job)
+            except Exception as exc:  # a missed beat is retried next interval
+                log.warning("presence heartbeat failed: %s", describe(exc).splitlines()[0])
+            if gone.wait(interval):
+                break
+        try:
+            self.queue.leave(self.id)
+        except Exception as exc:  # the row goes stale instead
+            log.warning("could not remove the worker's presence row: %s",
+                        describe(exc).splitlines()[0])
+
+    def _loop(self, stop: threading.Event, hurry: threading.Event, parent_pid: int | None,
+              max_jobs: int | None) -> int:
+        count = 0
+        next_prune = 0.0
         while not stop.is_set():
             if parent_pid is not None and os.getppid() != parent_pid:
                 log.warning("parent process went away; stopping")
@@ -313,12 +354,12 @@ class Worker:
             count += 1
             if max_jobs is not None and count >= max_jobs:
                 break
-        log.info("worker stopped", extra={"fields": {"worker": self.id, "jobs": count}})
         return count
 
     def _prune(self) -> None:
         try:
             removed = self.queue.prune(self.settings.delivery_retention_days * 86400)
+            self.queue.prune_workers()
         except Exception as exc:  # housekeeping never stops the worker
             log.warning("could not prune old delivery ids: %s", describe(exc))
             return

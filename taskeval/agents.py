@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
@@ -87,10 +87,11 @@ BUILTIN_RULES: Final[tuple[AgentRule, ...]] = (
             r"^.{0,4}You can make Copilot smarter by setting up custom instructions.*$",
             r"^.{0,4}Share your feedback on Copilot coding agent.*$",
             r"^Thanks for (?:assigning this issue to me|asking me to work on this)\..*$",
-            # The firewall warning: a quoted [!WARNING] block listing blocked hosts and commands.
-            r"^> \[!WARNING\]\n(?:>.*\n?)*?> .*firewall.*(?:\n>.*)*",
+            # The firewall warning: a quoted [!WARNING] block listing the hosts it could not reach.
+            r"^> \[!WARNING\][ \t]*\n(?:>[ \t]*\n)?> <details>[ \t]*\n"
+            r"> <summary>Firewall rules blocked me[^\n]*(?:\n>[^\n]*)*",
             # The issue it was given, quoted verbatim: the human's words, not the agent's.
-            r"^Original issue description:[ \t]*\n(?:[ \t]*\n)?(?:>.*(?:\n|\Z))+",
+            r"^Original issue description:[ \t]*\n(?:[ \t]*\n)?(?:>[^\n]*(?:\n|\Z))+",
             r"<details>\s*<summary>\s*Original prompt\s*</summary>(?s:.*?)(?:</details>|\Z)",
         ),
         standard_commits=(r"^Initial plan(?: for issue)?$",),
@@ -462,17 +463,3 @@ def attribute(bundle: EvidenceBundle, settings: Settings | None = None) -> Agent
         confidence="certain" if certain else "likely", evidence=evidence,
         reason="; ".join(m.text for m in marks[:4]) + (f" (+{len(marks) - 4} more)" if len(marks) > 4 else ""),
     )
-
-
-def blank_standard_texts(text: str, patterns: Iterable[re.Pattern[str]]) -> str:
-    """``text`` with every by-design agent text replaced by spaces (newlines kept, so line
-    numbers of what remains do not move)."""
-    spans = [(m.start(), m.end()) for p in patterns for m in p.finditer(text) if m.end() > m.start()]
-    if not spans:
-        return text
-    chars = list(text)
-    for start, end in spans:
-        for i in range(start, end):
-            if chars[i] != "\n":
-                chars[i] = " "
-    return "".join(chars)

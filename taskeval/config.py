@@ -64,9 +64,12 @@ class Patterns(_Section):
     )
     task_id_pattern: str = Field(
         default=r"(?i:\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?|refs?)\s+(?:[\w.-]+/[\w.-]+)?#\d+\b)"
-        r"|\b(?!(?:UTF|UCS|SHA|MD|ISO|IEC|RFC|CVE|CWE|AES|RSA|HTTP|TLS|SSL|PEP|ECMA|GPT)-\d)[A-Z][A-Z0-9]+-\d+\b",
+        r"|\b(?!(?:UTF|UCS|SHA|MD|ISO|IEC|RFC|CVE|CWE|AES|RSA|HTTP|TLS|SSL|PEP|ECMA|GPT|EIP|ERC|BIP|"
+        r"ECDSA|HMAC|FIPS|NIST|IEEE|WCAG|RHEL|BSD|GPL|LGPL|AGPL|MPL|SPDX|BY|SA|NC|ND|GHSA|GO|ADR)-\d)"
+        r"[A-Z][A-Z0-9]+-\d+\b",
         description="Task reference in the PR title or body: a closing keyword + #N, or a tracker key like "
-        "ABC-123 (standards and hashes such as UTF-8, SHA-256, RFC-7231, CVE-2024 are not tasks).",
+        "ABC-123 (standards, hashes, licences and advisories such as UTF-8, SHA-256, RFC-7231, CVE-2024, EIP-1559, "
+        "BSD-3, GO-2025 and architecture decision records (ADR-11) are not tasks).",
     )
     bot_logins: list[str] = Field(
         default=["dependabot[bot]", "renovate[bot]", "github-actions[bot]", "taskeval[bot]"],

@@ -217,7 +217,7 @@ def test_evaluate_command_without_write_permission_is_refused(
     ("event", "fixture", "reason"),
     [
         ("issue_comment", "issue_comment.evaluate.bot", "written by a bot"),
-        ("issue_comment", "issue_comment.own", "taskeval's own comment"),
+        ("issue_comment", "issue_comment.own", "taskeval's own evaluation comment"),
         ("pull_request", "pull_request.closed.unmerged", "closed without being merged"),
         ("push", "push", "push ignored"),
     ],

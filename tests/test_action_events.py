@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from action.events import decide, is_bot, is_command
+from action.events import decide
 from action.inputs import InputError
 
 EVENTS = Path(__file__).parent / "events"
@@ -47,7 +47,7 @@ def load(name: str) -> dict[str, Any]:
         # The read-only user is not refused here: permission is checked against the API later.
         ("issue_comment", "issue_comment.evaluate.readonly", True, 42, "hubot-fan", "/evaluate"),
         ("issue_comment", "issue_comment.evaluate.bot", False, None, None, "bot"),
-        ("issue_comment", "issue_comment.own", False, None, None, "own comment"),
+        ("issue_comment", "issue_comment.own", False, None, None, "own evaluation comment"),
         ("issue_comment", "issue_comment.evaluate.on_issue", False, None, None,
          "not a pull request"),
         ("workflow_dispatch", "workflow_dispatch", True, 42, None, "workflow_dispatch"),
@@ -87,40 +87,25 @@ def test_edited_or_deleted_comments_are_not_commands(action: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("body", "expected"),
+    ("body", "login", "reason_has"),
     [
-        ("/evaluate", True),
-        ("  /evaluate  ", True),
-        ("/evaluate now please", True),
-        ("/Evaluate", True),
-        ("/evaluate\nsecond line", True),
-        ("\n\n/evaluate", True),
-        ("/evaluated", False),
-        ("please /evaluate", False),
-        ("first line\n/evaluate", False),
-        ("`/evaluate`", False),
-        ("", False),
-        (None, False),
-        (42, False),
+        ("/evaluate please", "mona", None),
+        ("please /evaluate", "mona", "does not start with /evaluate"),
+        ("/evaluate", "renovate[bot]", "bot account"),
+        ("/evaluate", "", "has no author"),
+        (f"{MARKER}\n/evaluate", "mona", "own evaluation comment"),
     ],
 )
-def test_command_is_the_first_line(body: object, expected: bool) -> None:
-    assert is_command(body) is expected
-
-
-@pytest.mark.parametrize(
-    ("user", "expected"),
-    [
-        ({"login": "renovate[bot]", "type": "Bot"}, True),
-        ({"login": "some-app[bot]", "type": "User"}, True),
-        ({"login": "ci-robot", "type": "Bot"}, True),
-        ({"login": "mona", "type": "User"}, False),
-        (None, False),
-        ("mona", False),
-    ],
-)
-def test_bot_detection(user: object, expected: bool) -> None:
-    assert is_bot(user) is expected
+def test_comment_rules_come_from_the_core(body: str, login: str, reason_has: str | None) -> None:
+    """Wiring only: the rules themselves are table-tested in tests/test_command.py."""
+    payload = load("issue_comment.evaluate.maintainer")
+    payload["comment"]["body"] = body
+    payload["comment"]["user"] = {"login": login, "type": "User"}
+    decision = decide("issue_comment", payload, None, MARKER)
+    assert decision.evaluate is (reason_has is None)
+    if reason_has is not None:
+        assert decision.reason.startswith("issue_comment on PR #42 ignored: ")
+        assert reason_has in decision.reason
 
 
 def test_explicit_pull_request_input_wins_for_workflow_dispatch() -> None:

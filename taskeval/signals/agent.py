@@ -277,7 +277,7 @@ def text_hygiene(ctx: Ctx) -> Measure:
     hits: list[tuple[str, str, str, str]] = []  # (evidence id, where, kind, description)
     for eid, where, text in texts:
         seen: set[str] = set()
-        for f in detect_text_issues(text):
+        for f in detect_text_issues(text, standard=ctx.standard_texts):
             if f.kind in weights and f.rule not in seen:
                 seen.add(f.rule)
                 hits.append((eid, where, f.kind, f.describe()))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from fnmatch import translate
 from typing import Literal, TypeVar
 
+from taskeval.agents import AgentRule, agent_logins, rules_for, standard_commit_patterns, standard_text_patterns
 from taskeval.config import Settings
 from taskeval.contract import Category
 from taskeval.evidence import vocabulary as ev
@@ -127,6 +128,19 @@ class Ctx:
         return out
 
     @functools.cached_property
+    def agent_rules(self) -> tuple[AgentRule, ...]:
+        return rules_for(self.settings)
+
+    @functools.cached_property
+    def standard_texts(self) -> tuple[re.Pattern[str], ...]:
+        """Texts agents write by design (taskeval/agents.py): not leakage, boilerplate or template."""
+        return standard_text_patterns(self.agent_rules)
+
+    def is_standard_commit(self, subject: str) -> bool:
+        """A commit an agent makes by design, such as Copilot's empty "Initial plan"."""
+        return any(p.search(subject) for p in standard_commit_patterns(self.agent_rules))
+
+    @functools.cached_property
     def commit_ids(self) -> dict[str, str]:
         return ev.commit_ids(c.sha for c in self.facts.commits)
 
@@ -149,7 +163,9 @@ class Ctx:
 
     @functools.cached_property
     def _agent_logins(self) -> frozenset[str]:
-        return frozenset(a.lower() for a in self.settings.patterns.agent_logins)
+        # The configured accounts and every account in the agent table (taskeval/agents.py).
+        configured = frozenset(a.lower() for a in self.settings.patterns.agent_logins)
+        return configured | agent_logins(self.agent_rules)
 
     def is_bot(self, login: str | None, flagged: bool = False) -> bool:
         if login is None:

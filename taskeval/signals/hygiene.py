@@ -86,11 +86,15 @@ _RULE_SOURCES: Final[tuple[tuple[FindingKind, str, str], ...]] = (
      r"^[ \t]*(?:certainly|sure|absolutely|of course)[!,.][ \t]+(?:here|I(?:'ve| have| will|'ll))\b|"
      r"\bgreat question\b|^[ \t]*here(?:'s| is) (?:the|an?|your) (?:updated|revised|corrected|"
      r"modified|complete) (?:code|version|implementation|file)\b"),
+    # "TODO: add timeline activities" is a note of remaining work, not an unfilled template: the
+    # rule wants the template's own object (the description, this section).
     ("template", "todo-fill",
-     r"\bTODO:?\s*(?:fill|add|write|describe|complete)\b(?:\s+(?:in|me|this|out))?|"
+     r"\bTODO:?\s*(?:fill(?:\s+(?:in|me|this|out))?\b|(?:add|write|describe|complete)\s+"
+     r"(?:a\s+|the\s+|your\s+)?(?:description|summary|details|this(?:\s+section)?|me|here)\b)|"
      r"\blorem ipsum\b"),
+    # A placeholder is a phrase: "[add]" is a commit-subject tag and "[your-domain]" a URL part.
     ("template", "placeholder-token",
-     r"\[(?:insert|add|describe|your|enter)\b[^\]\n]{0,60}\](?!\()|"
+     r"\[(?:insert|add|describe|your|enter)\s[^\]\n]{1,60}\](?!\()|"
      r"#\s*\((?:issue|issue number|ticket)\)|#(?:x{3,}|n{3,})\b"),
 )
 _RULES: Final[tuple[tuple[FindingKind, str, re.Pattern[str]], ...]] = tuple(
@@ -124,18 +128,34 @@ _NEEDLE_RULES: Final[tuple[tuple[str, str, bool], ...]] = tuple(
     for kind, rule, _ in _RULE_SOURCES for needle in _NEEDLES.get(rule, ())
 )
 # Template instructions: a finding on a plain line; on a heading only when its section is empty.
+# The describe/explain form is an instruction only in the imperative (at the start of a line, or
+# after "please"/"briefly"): "Added documentation to explain the change" is a report.
 _INSTRUCTION: Final = re.compile(
-    r"\b(?:describe|explain|summari[sz]e) (?:your|the|what) (?:changes?|pr|pull request|problem|"
-    r"motivation)\b|\bplease (?:describe|include|provide|explain|add) (?:a |the )?(?:summary|"
+    r"(?:^[^\w\n]*|\b(?:please|briefly|clearly)\s+)(?:describe|explain|summari[sz]e) "
+    r"(?:your|the|what) (?:changes?|pr|pull request|problem|motivation)\b|"
+    r"\bplease (?:describe|include|provide|explain|add) (?:a |the )?(?:summary|"
     r"description|details?|changes|context)\b|\bwhat does this (?:pr|pull request) do\?",
     re.IGNORECASE,
 )
 _HEADING: Final = re.compile(r"^\s{0,3}#{1,6}\s")
-# One-token comments such as "<!-- taskeval:evaluation -->" are machine markers, not placeholders.
-_MACHINE_MARKER: Final = re.compile(r"<!--\s*[\w.-]+(?::[\w.-]+)+\s*-->")
+# Comments such as "<!-- taskeval:evaluation -->", "<!-- branch-stack -->" or
+# "<!-- START AGENT TIPS -->" (one token, or upper-case words) are machine markers, not placeholders.
+_MACHINE_MARKER: Final = re.compile(
+    r"<!--\s*(?:[\w.-]+(?::[\w.-]+)+|[a-z0-9]+(?:[-_.][a-z0-9]+)+|[A-Z0-9]+(?:[ _-][A-Z0-9]+)+)\s*-->"
+)
+# A template comment that allows the section to stay empty.
+_MAY_STAY_EMPTY: Final = re.compile(r"(?i)\bleave (?:it |this )?(?:blank|empty)\b|\boptional\b")
+# Blockquoted lines ("> ..."): someone else's words (the issue an agent quotes, a GitHub alert).
+_QUOTED_LINE: Final = re.compile(r"^[ \t]{0,3}>.*$", re.MULTILINE)
+# A checklist item of a template is generic: short ("Tests added", "Bugfix") or a first-person
+# pledge ("I have updated the documentation"); other items are the author's own plan or test plan,
+# which an unchecked box does not make a template.
+_GENERIC_ITEM_WORDS: Final = 4
+_PLEDGE: Final = re.compile(r"(?i)^(?:\*\*)?I(?: have|'ve| am|'m| agree| confirm)\b")
 _TASK_ITEM: Final = re.compile(
     r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+\[([ xX])\][ \t]+\S", re.MULTILINE
 )
+_TASK_ITEM_PREFIX: Final = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+\[[ xX]\][ \t]+")
 
 
 def _blank(text: str) -> str:
@@ -154,6 +174,14 @@ def html_comments(text: str) -> list[tuple[int, int]]:
         spans.append((start, end))
         pos = end
     return spans
+
+
+def blank_quotes(text: str) -> str:
+    """``text`` with blockquoted lines blanked (same length and newlines): quoted text is not
+    the author's own claim, template or chat."""
+    if ">" not in text:
+        return text
+    return _QUOTED_LINE.sub(lambda m: _blank(m.group(0)), text)
 
 
 def blank_comments(text: str) -> str:
@@ -209,9 +237,10 @@ def _sections(lines: list[str]) -> list[tuple[int, int]]:
             for n, s in enumerate(starts)]
 
 
-def _template_findings(prose: str) -> list[Finding]:
+def _template_findings(prose: str, own: str) -> list[Finding]:
     """Placeholders left as is: template comments and instruction headings over empty sections,
-    instruction text in prose, task lists whose every box is unchecked."""
+    instruction text in prose, task lists whose every box is unchecked. ``own`` is ``prose``
+    without blockquotes: a quote fills a section, but its words are not the author's."""
     # Each finding below needs an HTML comment, instruction text or a task-list item; without
     # any of them (most texts) there is nothing to find. The two patterns cannot span a line, so
     # one search over the text answers for every line.
@@ -219,8 +248,9 @@ def _template_findings(prose: str) -> list[Finding]:
         return []
     out: list[Finding] = []
     no_comments = blank_comments(prose)
-    raw_lines = prose.split("\n")
-    lines = no_comments.split("\n")
+    raw_lines = own.split("\n")
+    filled = no_comments.split("\n")
+    lines = blank_comments(own).split("\n")
     sections = _sections(lines)
     section_starts = [first for first, _ in sections]
     where = _Lines(prose)
@@ -232,29 +262,52 @@ def _template_findings(prose: str) -> list[Finding]:
             first_comment.setdefault(bisect_right(section_starts, at - 1) - 1, (at, comment))
     for index, (first, last) in enumerate(sections):
         heading = _HEADING.match(lines[first]) is not None
-        body = lines[first + 1 : last + 1] if heading else lines[first : last + 1]
-        if any(line.strip() for line in body):
+        body = filled[first + 1 : last + 1] if heading else filled[first : last + 1]
+        if any(line.strip() for line in body) or (heading and _has_subsection(sections, index, lines)):
             continue
         if index in first_comment:
             at, comment = first_comment[index]
-            out.append(Finding(at, "template", "html-placeholder", _clip(comment)))
+            if not _MAY_STAY_EMPTY.search(comment):
+                out.append(Finding(at, "template", "html-placeholder", _clip(comment)))
         if heading and _INSTRUCTION.search(raw_lines[first]):
             out.append(Finding(first + 1, "template", "instruction-text", _clip(raw_lines[first])))
     for n, line in enumerate(lines):
         match = _INSTRUCTION.search(line)
         if match and not _HEADING.match(line):
             out.append(Finding(n + 1, "template", "instruction-text", _clip(match.group(0))))
+    # Sections holding a template comment: a checklist there is the template's own.
+    scaffolded = set(first_comment)
     run: list[tuple[int, bool]] = []
     for n, line in enumerate([*lines, "end"]):
         item = _TASK_ITEM.match(line)
         if item:
             run.append((n, item.group(1) != " "))
         elif line.strip():
-            if len(run) >= 2 and not any(checked for _, checked in run):
+            if len(run) >= 2 and not any(checked for _, checked in run) and (
+                bisect_right(section_starts, run[0][0]) - 1 in scaffolded
+                or all(_is_generic_item(lines[i]) for i, _ in run)
+            ):
                 out.append(Finding(run[0][0] + 1, "template", "unchecked-checklist",
                                    _clip(f"{len(run)} unchecked items: {lines[run[0][0]]}")))
             run = []
     return out
+
+
+def _heading_level(line: str) -> int:
+    return len(line.strip().split(" ", 1)[0])
+
+
+def _has_subsection(sections: list[tuple[int, int]], index: int, lines: list[str]) -> bool:
+    """Whether the next section is a deeper heading (its content fills this one)."""
+    if index + 1 >= len(sections):
+        return False
+    first, nxt = sections[index][0], sections[index + 1][0]
+    return _heading_level(lines[nxt]) > _heading_level(lines[first])
+
+
+def _is_generic_item(line: str) -> bool:
+    text = _TASK_ITEM_PREFIX.sub("", line)
+    return len(text.split()) <= _GENERIC_ITEM_WORDS or _PLEDGE.match(text) is not None
 
 
 @lru_cache(maxsize=1024)
@@ -267,11 +320,36 @@ def _blank_comments(text: str) -> str:
     return blank_comments(text) if "<!--" in text else text
 
 
-def detect_text_issues(text: str | None, *, include_code: bool = False) -> list[Finding]:
-    """Every leakage, boilerplate and template finding in ``text``: by line, one per rule a line."""
+def detect_text_issues(
+    text: str | None, *, include_code: bool = False, standard: tuple[re.Pattern[str], ...] = ()
+) -> list[Finding]:
+    """Every leakage, boilerplate and template finding in ``text``: by line, one per rule a line.
+
+    ``standard``: texts an agent writes by design (its session link, footer, firewall notice,
+    the issue it quotes; see ``standard_texts`` in taskeval/agents.py). They are blanked first, so
+    what an agent is expected to write never counts as leakage, boilerplate or template text.
+    """
     if not text:
         return []
+    if standard:
+        text = blank_matches(text.replace("\r\n", "\n").replace("\r", "\n"), standard)
     return list(_detect(text, include_code))
+
+
+@lru_cache(maxsize=2048)
+def blank_matches(text: str, patterns: tuple[re.Pattern[str], ...]) -> str:
+    """``text`` with every match of ``patterns`` overwritten by a neutral letter (newlines kept,
+    so the line numbers of what remains do not move; not spaces, which would leave a section
+    looking empty, i.e. an unfilled template)."""
+    spans = [(m.start(), m.end()) for p in patterns for m in p.finditer(text) if m.end() > m.start()]
+    if not spans:
+        return text
+    chars = list(text)
+    for start, end in spans:
+        for i in range(start, end):
+            if chars[i] != "\n":
+                chars[i] = "z"
+    return "".join(chars)
 
 
 @lru_cache(maxsize=2048)
@@ -280,8 +358,10 @@ def _detect(text: str, include_code: bool, prefilter: bool = True) -> tuple[Find
     ``prefilter=False`` runs every rule on every text (the tests compare both ways)."""
     normal = text.replace("\r\n", "\n").replace("\r", "\n")
     prose = normal if include_code else _blank_code(normal)
-    # Leaks hidden in HTML comments still count; template rules only look at what renders.
-    rendered = _blank_comments(prose)
+    # Leaks hidden in HTML comments or quotes still count; template and chat rules only look at
+    # what renders as the author's own words (no comments, no blockquoted text).
+    own = blank_quotes(prose)
+    rendered = _blank_comments(own)
     where = _Lines(prose)
     # On ASCII text, IGNORECASE means plain ASCII case folding, so a rule whose every match
     # contains one of its needles (see _NEEDLES) cannot match a text whose lower case has none.
@@ -296,9 +376,10 @@ def _detect(text: str, include_code: bool, prefilter: bool = True) -> tuple[Find
     for kind, rule, pattern in _RULES:
         if rule in skip:
             continue
-        for match in pattern.finditer(rendered if kind == "template" else prose):
+        scanned = prose if kind == "leakage" else (rendered if kind == "template" else own)
+        for match in pattern.finditer(scanned):
             line = where.of(match.start())
             found.setdefault((line, rule), Finding(line, kind, rule, _clip(match.group(0))))
-    for f in _template_findings(prose):
+    for f in _template_findings(prose, own):
         found.setdefault((f.line, f.rule), f)
     return sorted(found.values())

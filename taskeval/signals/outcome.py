@@ -12,7 +12,7 @@ from taskeval.models import CommitEntry
 
 from .base import CITally, Ctx, Measure, before_merge, inconclusive, ok, signal
 from .curves import coverage, decay, linear
-from .hygiene import task_items, visible_text
+from .hygiene import blank_quotes, task_items, visible_text
 from .wording import agree, all_of, names, none_of, plural, sentence, share
 
 CAT: Category = "taskOutcomeQuality"
@@ -59,7 +59,8 @@ def ci_head(ctx: Ctx) -> Measure:
 
 _NOT_A_CLAIM: Final = re.compile(
     r"(?i)\b(?:make sure|ensure|verify|check(?: that)?|should|must|will|to|if|until|once|"
-    r"wait for|whether|please)\s+(?:that\s+)?(?:all\s+)?(?:the\s+)?(?:new\s+)?$"
+    r"wait for|whether|please|can|could|may|might|would|confirming)\s+(?:that\s+)?(?:all\s+)?"
+    r"(?:the\s+)?(?:new\s+)?$"
 )
 _CLAIMS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     ("tests pass", re.compile(
@@ -94,8 +95,9 @@ class Claim:
 
 
 def claim_text(title: str, body: str) -> str:
-    """What the PR asserts: rendered prose only, without unchecked checklist items."""
-    return _UNCHECKED_LINE.sub("", visible_text(f"{title}\n\n{body}"))
+    """What the PR asserts: rendered prose only, without unchecked checklist items or
+    blockquoted text (an issue or a reviewer quoted in the description is not the PR's claim)."""
+    return _UNCHECKED_LINE.sub("", blank_quotes(visible_text(f"{title}\n\n{body}")))
 
 
 def _find(text: str, pattern: re.Pattern[str]) -> str | None:

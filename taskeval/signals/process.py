@@ -11,7 +11,7 @@ from taskeval.models import ReviewEntry
 
 from .base import CITally, Ctx, Measure, before_merge, inconclusive, ok, signal
 from .curves import coverage, decay, eased_drop, linear, saturating
-from .hygiene import detect_text_issues, prose_length, visible_text
+from .hygiene import blank_quotes, detect_text_issues, prose_length, visible_text
 from .wording import agree, all_of, names, plural, sentence, share
 
 CAT: Category = "processCompliance"
@@ -143,8 +143,9 @@ def docs_with_surface(ctx: Ctx) -> Measure:
         ["facts.commits"])
 def conventional_commits(ctx: Ctx) -> Measure:
     """Share of commit subjects matching ``patterns.commit_convention``; git's own
-    ``Revert "..."`` subjects count as conforming."""
-    commits = [c for c in ctx.facts.commits if not c.is_merge]
+    ``Revert "..."`` subjects count as conforming, and commits an agent makes by design (Copilot's
+    empty "Initial plan") are left out."""
+    commits = [c for c in ctx.facts.commits if not c.is_merge and not ctx.is_standard_commit(c.subject)]
     if not commits:
         return inconclusive("The PR lists no commits of its own.", [ctx.pr])
     pattern = re.compile(ctx.settings.patterns.commit_convention)
@@ -168,7 +169,7 @@ def conventional_commits(ctx: Ctx) -> Measure:
 def task_reference(ctx: Ctx) -> Measure:
     """A task reference in the PR text, or else the share of commits with a task trailer."""
     pattern = re.compile(ctx.settings.patterns.task_id_pattern)
-    text = visible_text(f"{ctx.pull.title}\n\n{ctx.pull.body}")
+    text = blank_quotes(visible_text(f"{ctx.pull.title}\n\n{ctx.pull.body}"))
     match = pattern.search(text)
     keys = {k.lower() for k in ctx.settings.patterns.task_trailers}
     commits = [c for c in ctx.facts.commits if not c.is_merge]
@@ -234,7 +235,8 @@ def template_filled(ctx: Ctx) -> Measure:
     checklists), from the shared text detector."""
     if not ctx.pull.body.strip():
         return inconclusive("The PR has no description to check.", [ctx.pr])
-    found = [f for f in detect_text_issues(ctx.pull.body) if f.kind == "template"]
+    found = [f for f in detect_text_issues(ctx.pull.body, standard=ctx.standard_texts)
+             if f.kind == "template"]
     half = ctx.settings.thresholds.template_half_life
     if found:
         reason = ("Unfilled template text in the description: "

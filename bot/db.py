@@ -161,7 +161,7 @@ _latest = text("is_latest")
 Index("uq_evaluations_latest", evaluations.c.repo, evaluations.c.number, unique=True,
       sqlite_where=_latest, postgresql_where=_latest)
 
-# Covering indexes for the dashboard's group-bys (revision 0003): the overview reads only the
+# Covering indexes for the dashboard's group-bys (revision 0004): the overview reads only the
 # index, never the table rows, whose result_json (tens of kB, SQLite overflow pages) sits before
 # these columns.
 _DASH_FACETS = ("week", "overall_score", "overall_band", "agent_performance", "task_outcome_quality",
@@ -171,7 +171,7 @@ Index("ix_evaluations_dash_agent", evaluations.c.is_latest, evaluations.c.agent_
 Index("ix_evaluations_dash_author", evaluations.c.is_latest, evaluations.c.author,
       *(evaluations.c[name] for name in (*_DASH_FACETS, "agent_id")))
 
-# One row per signal of each stored evaluation (revision 0003), written with the evaluation by
+# One row per signal of each stored evaluation (revision 0004), written with the evaluation by
 # bot.results.store_evaluation: what "the signals that pull this agent down" counts in SQL.
 signals = Table(
     "signals",

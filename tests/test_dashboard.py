@@ -577,7 +577,7 @@ def test_storing_an_evaluation_stores_its_signals(engine: Engine) -> None:
 
 
 def test_upgrade_fills_signals_of_existing_evaluations(db_url: str) -> None:
-    """A store at revision 0002 (evaluations but no signals table) gains signals from its JSON."""
+    """A store at revision 0003 (evaluations but no signals table) gains signals from its JSON."""
     from sqlalchemy import func, select
 
     from bot import migrations
@@ -587,7 +587,7 @@ def test_upgrade_fills_signals_of_existing_evaluations(db_url: str) -> None:
     engine = make_engine(db_url)
     drop_schema(engine)
     with write(engine) as conn:
-        migrations.upgrade(conn, "0002")
+        migrations.upgrade(conn, "0003")
     result = json.loads((Path(__file__).resolve().parents[1] / "examples" / "agent-pr-482.result.json").read_text())
     row = {k: v for k, v in record_from_result(result).items()}
     with engine.begin() as conn:
@@ -595,7 +595,7 @@ def test_upgrade_fills_signals_of_existing_evaluations(db_url: str) -> None:
         conn.execute(insert(evaluations).values(**{**row, "result_json": "not json"}, stored_at=0.0))
     from bot.db import init_schema
 
-    assert "0003" in init_schema(engine)
+    assert "0004" in init_schema(engine)
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(signals)).scalar() == len(result["signals"])
     engine.dispose()

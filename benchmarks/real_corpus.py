@@ -40,6 +40,8 @@ from taskeval import SCORER_VERSION, contract
 from taskeval.corpus.aidev import AGENT_FOLDERS, FOLDER_AGENT, PullRecord, default_data_dir, load
 from taskeval.corpus.evaluate import agent_id, as_json, client, evaluate, is_partial
 
+# Text-detector signals: how many PRs each flags, per agent (read the reasons to judge them).
+FLAGGED = ("agent.text_hygiene", "process.template_filled")
 BANDS = ("failing", "weak", "acceptable", "strong", "excellent")
 SHORT = {"agentPerformance": "agent", "taskOutcomeQuality": "outcome",
          "processCompliance": "process", "overall": "overall"}
@@ -147,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
                                            if g["source"] == "runAudit"]}
             if "agent" in data_:
                 slim["agent"] = data_["agent"]
+            slim["flags"] = {s["id"]: s["reason"] for s in data_["signals"]
+                             if s["id"] in FLAGGED and s["score"] is not None and s["score"] < 100}
             with lock:
                 results[pr.id] = slim
 
@@ -215,19 +219,27 @@ def main(argv: list[str] | None = None) -> int:
               "|---|---:|---|---:|---:|---:|---:|---|"]
     summary_scores: dict[str, Any] = {}
     for folder in AGENT_FOLDERS:
-        mine = [results[i] for i in results if label[i] == folder]
-        if not mine:
+        theirs = [results[i] for i in results if label[i] == folder]
+        if not theirs:
             continue
         for category in (*contract.CATEGORIES, "overall"):
-            values = [scores_of(r)[category][0] for r in mine]
-            bands = Counter(scores_of(r)[category][1] for r in mine)
+            values = [scores_of(r)[category][0] for r in theirs]
+            bands = Counter(scores_of(r)[category][1] for r in theirs)
             mean, q1, q2, q3 = quartiles(values)
-            lines.append(f"| {FOLDER_AGENT[folder]} | {len(mine)} | {SHORT[category]} | "
+            lines.append(f"| {FOLDER_AGENT[folder]} | {len(theirs)} | {SHORT[category]} | "
                          f"{mean:.1f} | {q1:g} | {q2:g} | {q3:g} | "
                          + "/".join(str(bands[b]) for b in BANDS) + " |")
             summary_scores.setdefault(folder, {})[category] = {
                 "mean": mean, "q1": q1, "median": q2, "q3": q3,
                 "bands": {b: bands[b] for b in BANDS}}
+    lines += ["", "PRs the text detectors flag (signal score below 100), per agent:", "",
+              "| agent | PRs | " + " | ".join(f"`{f}`" for f in FLAGGED) + " |",
+              "|---|---:|" + "---:|" * len(FLAGGED)]
+    for folder in AGENT_FOLDERS:
+        flagged = [results[i]["flags"] for i in results if label[i] == folder]
+        if flagged:
+            lines.append(f"| {FOLDER_AGENT[folder]} | {len(flagged)} | " + " | ".join(
+                str(sum(1 for r in flagged if f in r)) for f in FLAGGED) + " |")
     print("\n".join(lines))
     if args.json:
         args.json.write_text(json.dumps({
@@ -237,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
             "cli": {"prs": len(cli_prs), "problems": cli_problems},
             "attribution": summary_attr if has_attribution else None,
             "scores": summary_scores,
+            "flagged": {p.ref: results[p.id]["flags"] for p in prs
+                        if p.id in results and results[p.id]["flags"]},
         }, indent=2) + "\n")
     return 1 if crashes or cli_problems else 0
 

@@ -17,8 +17,8 @@ from flask import Blueprint, Response, jsonify, request
 from sqlalchemy import text
 
 from bot import logs, results
-from bot.app import state
 from bot.queue import alive_window
+from bot.state import state
 
 log = logging.getLogger("bot.api")
 api = Blueprint("api", __name__)

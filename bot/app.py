@@ -8,32 +8,21 @@ evaluations for anyone who can reach it.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any
 
-from flask import Flask, current_app, jsonify
+from flask import Flask, jsonify
 from sqlalchemy import Engine
 from werkzeug.exceptions import HTTPException
 
 from bot import logs
+from bot.api import api, health
 from bot.db import init_schema, make_engine
 from bot.queue import Queue
 from bot.settings import BotSettings
+from bot.state import BotState
+from bot.webhook import webhook
 
 log = logging.getLogger("bot.app")
-
-
-@dataclass
-class BotState:
-    """What request handlers share, kept on ``app.extensions['taskeval']``."""
-
-    settings: BotSettings
-    engine: Engine
-    queue: Queue
-
-
-def state() -> BotState:
-    return current_app.extensions["taskeval"]  # type: ignore[no-any-return]
 
 
 def create_app(settings: BotSettings | None = None, *, engine: Engine | None = None) -> Flask:
@@ -45,7 +34,7 @@ def create_app(settings: BotSettings | None = None, *, engine: Engine | None = N
     app = Flask("taskeval-bot")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     app.json.sort_keys = False  # type: ignore[attr-defined]
-    app.extensions["taskeval"] = BotState(
+    BotState(
         settings=settings,
         engine=engine,
         queue=Queue(
@@ -55,11 +44,7 @@ def create_app(settings: BotSettings | None = None, *, engine: Engine | None = N
             backoff_seconds=settings.backoff_seconds,
             backoff_max_seconds=settings.backoff_max_seconds,
         ),
-    )
-
-    from bot.api import api, health
-    from bot.webhook import webhook
-
+    ).install(app)
     app.register_blueprint(webhook)
     app.register_blueprint(health)
     app.register_blueprint(api, url_prefix="/api")

@@ -161,7 +161,7 @@ _latest = text("is_latest")
 Index("uq_evaluations_latest", evaluations.c.repo, evaluations.c.number, unique=True,
       sqlite_where=_latest, postgresql_where=_latest)
 
-# Covering indexes for the dashboard's group-bys (revision 0004): the overview reads only the
+# Covering indexes for the dashboard's group-bys (revision 0006): the overview reads only the
 # index, never the table rows, whose result_json (tens of kB, SQLite overflow pages) sits before
 # these columns.
 _DASH_FACETS = ("week", "overall_score", "overall_band", "agent_performance", "task_outcome_quality",
@@ -171,7 +171,7 @@ Index("ix_evaluations_dash_agent", evaluations.c.is_latest, evaluations.c.agent_
 Index("ix_evaluations_dash_author", evaluations.c.is_latest, evaluations.c.author,
       *(evaluations.c[name] for name in (*_DASH_FACETS, "agent_id")))
 
-# One row per signal of each stored evaluation (revision 0004), written with the evaluation by
+# One row per signal of each stored evaluation (revision 0006), written with the evaluation by
 # bot.results.store_evaluation: what "the signals that pull this agent down" counts in SQL.
 signals = Table(
     "signals",
@@ -218,12 +218,43 @@ workers = Table(
 )
 Index("ix_workers_heartbeat", workers.c.heartbeat_at)
 
+# What happened to evaluated PRs afterwards (taskeval.outcomes): one row per (repo, PR, outcome).
+outcomes = Table(
+    "outcomes",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("repo", String(200), nullable=False),
+    Column("number", Integer, nullable=False),
+    Column("outcome", String(32), nullable=False),
+    Column("value", Boolean, nullable=False),
+    Column("evidence", Text, nullable=False),  # JSON list of evidence IDs / URLs
+    Column("detail", String(500), nullable=False),
+    Column("source", String(16), nullable=False),  # results | scan | bot | corpus | derived
+    Column("observed_at", String(40)),
+    Column("recorded_at", Float, nullable=False),
+)
+Index("uq_outcomes_pr_outcome", outcomes.c.repo, outcomes.c.number, outcomes.c.outcome,
+      unique=True)
+
 judge_cache = Table(
     "judge_cache",
     metadata,
     Column("key", String(200), primary_key=True),
     Column("value", Text, nullable=False),
     Column("stored_at", Float, nullable=False),
+)
+
+# Revision 0005: one GitHub request budget per credential (token or App installation), shared by
+# every backfill process and worker that uses it (bot/budget.py).
+rate_budgets = Table(
+    "rate_budgets",
+    metadata,
+    Column("key", String(200), primary_key=True),  # "<api host>|token:<sha256 prefix>" etc.
+    Column("limit", Integer, nullable=False),  # X-RateLimit-Limit
+    Column("remaining", Integer, nullable=False),  # requests not yet granted in this window
+    Column("reset_at", Float, nullable=False),  # X-RateLimit-Reset (epoch seconds)
+    Column("window", Integer, nullable=False),  # bumped at each new window; grants carry it
+    Column("updated_at", Float, nullable=False),
 )
 
 # Serialises concurrent migrations from many processes on PostgreSQL.

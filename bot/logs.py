@@ -2,8 +2,8 @@
 
 The four correlation fields live in context variables, so a line logged deep inside the core
 (PyGithub, the judge) still carries the delivery or job it belongs to. Every line passes a
-redaction filter: configured secrets and anything shaped like a GitHub/OpenAI token become
-``[redacted]`` before the formatter sees them.
+redaction filter (``taskeval.redact``, the core's): configured secrets and anything shaped like a
+GitHub/OpenAI token become ``[redacted]`` before the formatter sees them.
 """
 
 from __future__ import annotations
@@ -13,12 +13,14 @@ import contextvars
 import json
 import logging
 import os
-import re
 import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator
 from typing import Any
+
+from taskeval.redact import redact as redact  # the bot's redactor is the core's: one for all
+from taskeval.redact import register_secret
 
 _delivery: contextvars.ContextVar[str | None] = contextvars.ContextVar("delivery", default=None)
 _job: contextvars.ContextVar[int | None] = contextvars.ContextVar("job", default=None)
@@ -28,32 +30,14 @@ _VARS: dict[str, contextvars.ContextVar[Any]] = {
     "delivery": _delivery, "job": _job, "repo": _repo, "pr": _pr,
 }
 
-# GitHub token prefixes (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_), JWTs, OpenAI-style keys,
-# bearer headers and PEM blocks.
-_TOKEN_RE = re.compile(
-    r"(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9_-]{16,}"
-    r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"
-    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----"
-    r"|(?i:bearer|token)\s+[A-Za-z0-9_.=-]{16,})",
-    re.DOTALL,
-)
-_secrets: list[str] = []
+# The bot's secrets are the ones an operator configured, so shorter ones count too (settings keep
+# values of 4 characters or more).
+BOT_SECRET_MIN_LENGTH = 4
 
 
 def register_secrets(values: Iterable[str]) -> None:
     """Add values (tokens, keys, the webhook secret) that must never be printed."""
-    for value in values:
-        if value and value not in _secrets:
-            _secrets.append(value)
-    _secrets.sort(key=len, reverse=True)
-
-
-def redact(text: str) -> str:
-    """Replace registered secrets and token-shaped strings with ``[redacted]``."""
-    for secret in _secrets:
-        if secret in text:
-            text = text.replace(secret, "[redacted]")
-    return _TOKEN_RE.sub("[redacted]", text)
+    register_secret(*values, min_length=BOT_SECRET_MIN_LENGTH)
 
 
 @contextlib.contextmanager

@@ -22,8 +22,8 @@ from flask import Blueprint, Response, jsonify, request
 from sqlalchemy.exc import InterfaceError, OperationalError
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from bot import events, logs
-from bot.app import state
+from bot import events, logs, outcome_events
+from bot.state import state
 
 log = logging.getLogger("bot.webhook")
 webhook = Blueprint("webhook", __name__)
@@ -117,6 +117,8 @@ def _receive(delivery: str, event: str) -> tuple[Response, int, dict[str, Any]]:
         reason = (f"could not store the delivery ({cause}); it was not accepted and can be "
                   "redelivered")
         return *_answer(503, error=reason), {"outcome": reason}
+    if event in ("pull_request", "push") and ack.status != "duplicate":
+        outcome_events.record(bot.queue.engine, event, payload)
     if ack.job_id is not None:
         logs.bind(job=ack.job_id)
     fields = {"outcome": ack.message, "ack": ack.status, "action": action}

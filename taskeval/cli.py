@@ -155,9 +155,11 @@ def cmd_score(args: argparse.Namespace) -> int:
     if args.config and not Path(args.config).is_file():
         return _fail(f"config file {args.config} does not exist")
     token = os.environ.get("GITHUB_TOKEN") or None
+    if len(args.file) > 1 or args.output_dir or Path(args.file[0]).is_dir():
+        return _score_many(args, token)
     try:
         check_output(args.output)
-        result = rescore_file(Path(args.file), _options(args, "rescore", token))
+        result = rescore_file(Path(args.file[0]), _options(args, "rescore", token))
         text = result.to_json()
         _write_output(args.output, text)
     except (BundleFileError, OutputError) as exc:
@@ -167,6 +169,18 @@ def cmd_score(args: argparse.Namespace) -> int:
     else:
         print(text)
     return EXIT_OK
+
+
+def _score_many(args: argparse.Namespace, token: str | None) -> int:
+    """Several files or directories: ``taskeval.batch`` (one result per input, a summary)."""
+    from taskeval import batch
+
+    if args.output or args.markdown:
+        return _fail("--output and --markdown take a single file; use --output-dir DIR for many")
+    if args.jobs < 1:
+        return _fail("--jobs must be at least 1")
+    output_dir = Path(args.output_dir) if args.output_dir else None
+    return batch.run(args.file, _options(args, "rescore", token), output_dir, workers=args.jobs)
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -203,8 +217,14 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--config", metavar="PATH", help="config file instead of the repo's .github/taskeval.yml")
     ev.set_defaults(func=cmd_evaluate)
 
-    sc = sub.add_parser("score", help="re-score a stored bundle or result offline (prints JSON)")
-    sc.add_argument("file", help="a stored result JSON or bare evidence bundle JSON")
+    sc = sub.add_parser("score", help="re-score stored bundles or results offline (prints JSON)")
+    sc.add_argument("file", nargs="+", metavar="PATH",
+                    help="a stored result JSON or bare evidence bundle JSON; several files or "
+                         "directories (their *.json files, recursively) re-score in a batch")
+    sc.add_argument("--output-dir", metavar="DIR",
+                    help="write one result per input here, under the input's file name")
+    sc.add_argument("--jobs", type=int, default=1, metavar="N",
+                    help="re-score a batch in N processes (default 1; results are the same)")
     sc.add_argument("--output", metavar="PATH", help="also write the JSON result here")
     sc.add_argument("--no-ai", action="store_true", help="deterministic scores only")
     sc.add_argument("--config", metavar="PATH", help="config file (default: the one stored in the result)")
@@ -217,12 +237,16 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("--output", metavar="PATH")
     sh.set_defaults(func=cmd_schema)
 
+    from taskeval.validity_cli import add_commands as add_validity_commands
+
+    add_validity_commands(sub)  # outcomes, validate, calibrate
+
     try:
         from bot.cli import add_commands
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in BOT_EXTRA_MODULES:
             raise  # a bug in the bot, not a missing extra
-        for name in ("serve", "worker", "dashboard"):
+        for name in ("serve", "worker", "backfill", "dashboard"):
             missing = sub.add_parser(name, help="run the webhook bot (needs: pip install 'taskeval[bot]')")
             missing.set_defaults(func=lambda _args, why=exc.name: _fail(
                 f"the webhook bot needs the bot extra ({why} is not installed): pip install 'taskeval[bot]'"))

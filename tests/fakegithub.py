@@ -194,6 +194,7 @@ class _Pull:
     reviews: list[dict[str, Any]] = field(default_factory=list)
     review_comments: list[dict[str, Any]] = field(default_factory=list)
     files: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)  # extra timeline events
 
 
 @dataclass
@@ -249,12 +250,14 @@ _ROUTES: Final[Sequence[tuple[str, str, str]]] = (
     ("POST", r"/app/installations/(?P<id>\d+)/access_tokens", "app.token"),
     ("GET", rf"{_REPO}/installation", "repos.installation"),
     ("GET", rf"{_REPO}", "repos.get"),
+    ("GET", rf"{_REPO}/pulls", "pulls.list"),
     ("GET", rf"{_REPO}/pulls/(?P<n>\d+)", "pulls.get"),
     ("GET", rf"{_REPO}/pulls/(?P<n>\d+)/commits", "pulls.commits"),
     ("GET", rf"{_REPO}/pulls/(?P<n>\d+)/reviews", "pulls.reviews"),
     ("GET", rf"{_REPO}/pulls/(?P<n>\d+)/comments", "pulls.review_comments"),
     ("GET", rf"{_REPO}/pulls/(?P<n>\d+)/files", "pulls.files"),
     ("GET", rf"{_REPO}/issues/(?P<n>\d+)/comments", "issues.comments"),
+    ("GET", rf"{_REPO}/issues/(?P<n>\d+)/timeline", "issues.timeline"),
     ("POST", rf"{_REPO}/issues/(?P<n>\d+)/comments", "issues.create_comment"),
     ("GET", rf"{_REPO}/issues/comments/(?P<id>\d+)", "issues.get_comment"),
     ("PATCH", rf"{_REPO}/issues/comments/(?P<id>\d+)", "issues.update_comment"),
@@ -272,12 +275,14 @@ _COMPILED: Final = [(m, re.compile(p), name) for m, p, name in _ROUTES]
 _NEEDS: Final[Mapping[str, tuple[tuple[str, ...], str]]] = {
     "repos.get": (("metadata",), "read"),
     "repos.permission": (("metadata",), "read"),
+    "pulls.list": (("pull_requests",), "read"),
     "pulls.get": (("pull_requests",), "read"),
     "pulls.commits": (("pull_requests",), "read"),
     "pulls.reviews": (("pull_requests",), "read"),
     "pulls.review_comments": (("pull_requests",), "read"),
     "pulls.files": (("pull_requests",), "read"),
     "issues.comments": (("issues", "pull_requests"), "read"),
+    "issues.timeline": (("issues", "pull_requests"), "read"),
     "issues.get_comment": (("issues", "pull_requests"), "read"),
     "reactions.list": (("issues", "pull_requests"), "read"),
     "issues.create_comment": (("issues", "pull_requests"), "write"),
@@ -308,6 +313,8 @@ class FakeGitHub:
         latency: float = 0.0,
         html_base: str = "https://github.com",
         rate_limit: int = 5000,
+        rate_window: float = 3600.0,
+        enforce_rate_limit: bool = False,
     ) -> None:
         self.url = MOCK_URL
         self.prefix = ""
@@ -315,7 +322,12 @@ class FakeGitHub:
         self.latency = latency
         self.rate_limit = rate_limit
         self.rate_remaining = rate_limit
-        self.rate_reset = int(time.time()) + 3600
+        self.rate_window = rate_window
+        self.rate_reset = int(time.time() + rate_window)
+        # Like GitHub: once the window's quota is spent, 403 with X-RateLimit-Remaining 0 until
+        # the reset; off by default, where the count floors at 0 and requests still succeed.
+        self.enforce_rate_limit = enforce_rate_limit
+        self.rate_limited = 0  # requests refused for the primary limit
         self.tokens: dict[str, Identity] = {}
         if token is not None:
             self.add_token(token, login, integration=integration, permissions=permissions)
@@ -677,6 +689,14 @@ class FakeGitHub:
         if self.latency:
             time.sleep(self.latency)
         fault = self._take_fault(method, path)
+        if self.enforce_rate_limit and route != "rate_limit":
+            with self._lock:
+                self._roll_rate_window()
+                spent = self.rate_remaining <= 0
+                if spent:
+                    self.rate_limited += 1
+            if spent and fault is None:
+                fault = Fault.primary_rate_limit(max(0, self.rate_reset - int(time.time())))
         if fault is not None and fault.delay and not fault.applied:
             time.sleep(fault.delay)
         credential = (lower.get("authorization") or "").partition(" ")[2].strip()
@@ -705,7 +725,7 @@ class FakeGitHub:
                     raise _Answer(fault.status, fault.body, fault.headers)
         except _Answer as answer:
             status, payload, extra = answer.status, answer.body, answer.headers
-        out = self._headers(extra)
+        out = self._headers(extra, charge=route != "rate_limit")  # GitHub does not charge it
         with self._lock:
             self.log.append(LoggedRequest(method, path, flat, status, route,
                                           identity.login if identity else None))
@@ -722,9 +742,17 @@ class FakeGitHub:
             return b""
         return json.dumps(payload).replace(API_PLACEHOLDER, self.url).encode()
 
-    def _headers(self, extra: Mapping[str, str]) -> dict[str, str]:
+    def _roll_rate_window(self) -> None:
+        now = time.time()
+        if now >= self.rate_reset:
+            self.rate_remaining = self.rate_limit
+            self.rate_reset = int(now + self.rate_window)
+
+    def _headers(self, extra: Mapping[str, str], charge: bool = True) -> dict[str, str]:
         with self._lock:
-            self.rate_remaining = max(0, self.rate_remaining - 1)
+            self._roll_rate_window()
+            if charge:
+                self.rate_remaining = max(0, self.rate_remaining - 1)
             headers = {
                 "Content-Type": "application/json; charset=utf-8",
                 "X-GitHub-Media-Type": "github.v3; format=json",
@@ -824,6 +852,8 @@ class FakeGitHub:
             self._require(identity, route, repo)
             if route == "repos.get":
                 return 200, repo.data, {}
+            if route == "pulls.list":
+                return self._page(self._list_pulls(repo, query), query, path)
             if route == "pulls.get":
                 return 200, self._pull(repo, match["n"]).data, {}
             if route == "pulls.commits":
@@ -839,6 +869,10 @@ class FakeGitHub:
                 if int(match["n"]) not in repo.pulls:
                     raise _Answer(404, _error_body("Not Found", 404))
                 return self._page(repo.issue_comments.get(int(match["n"]), []), query, path)
+            if route == "issues.timeline":
+                if int(match["n"]) not in repo.pulls:
+                    raise _Answer(404, _error_body("Not Found", 404))
+                return self._page(self._timeline(repo, int(match["n"])), query, path)
             if route == "issues.create_comment":
                 number = int(match["n"])
                 if number not in repo.pulls:
@@ -955,6 +989,25 @@ class FakeGitHub:
         return 201, {"token": token, "expires_at": _iso(expires),
                      "permissions": app.permissions, "repository_selection": "selected"}, {}
 
+    @staticmethod
+    def _list_pulls(repo: _Repo, query: Mapping[str, str]) -> list[dict[str, Any]]:
+        """``GET /repos/{o}/{r}/pulls``: ``state`` (open, closed, all; default open), ``sort``
+        (created, updated; default created), ``direction`` (default desc), the list's shape
+        (no merge or size fields: those are in the full PR only)."""
+        state = query.get("state", "open")
+        if state not in ("open", "closed", "all"):
+            raise _Answer(422, _error_body("Validation Failed", 422))
+        sort = query.get("sort", "created")
+        if sort not in ("created", "updated"):
+            raise _Answer(422, _error_body("Validation Failed", 422))
+        descending = query.get("direction", "desc") == "desc"
+        chosen = [p.data for p in repo.pulls.values()
+                  if state == "all" or p.data["state"] == state]
+        chosen.sort(key=lambda d: (d[f"{sort}_at"], d["number"]), reverse=descending)
+        full_only = ("merged", "mergeable", "mergeable_state", "merged_by", "comments",
+                     "review_comments", "commits", "additions", "deletions", "changed_files")
+        return [{k: v for k, v in d.items() if k not in full_only} for d in chosen]
+
     # ------------------------------------------------------------------------------ pagination
 
     def _page(self, items: Sequence[Any], query: Mapping[str, str], path: str,
@@ -1021,6 +1074,55 @@ class FakeGitHub:
             pull = state.pulls[number]
             pull.data["comments"] = len(state.issue_comments.get(number, []))
             pull.data["review_comments"] = len(pull.review_comments)
+
+    def add_timeline_event(self, repo: str, number: int, event: str, *, actor: str = "octocat",
+                           at: datetime | None = None, **extra: Any) -> dict[str, Any]:
+        """An extra ``/issues/{n}/timeline`` event in GitHub's generic shape (``id``, ``actor``,
+        ``event``, ``created_at``, ``commit_id``...), e.g. ``head_ref_force_pushed`` or
+        ``copilot_work_finished_failure``; ``extra`` adds or overrides fields (``source`` ...)."""
+        with self._lock:
+            pull = self._pull(self.repos[repo], str(number))
+            eid = next(self._ids)
+            when = at or datetime.fromisoformat(pull.data["created_at"].replace("Z", "+00:00"))
+            data: dict[str, Any] = {
+                "id": eid, "node_id": f"E_{eid}", "url": _api(f"/repos/{repo}/issues/events/{eid}"),
+                "actor": self.user(actor), "event": event, "commit_id": None, "commit_url": None,
+                "created_at": _iso(when), "performed_via_github_app": None,
+            }
+            data.update(extra)
+            pull.events.append(data)
+            return data
+
+    def _timeline(self, repo: _Repo, number: int) -> list[dict[str, Any]]:
+        """The PR's timeline as GitHub lists it: its commits (``committed``: sha and git dates, no
+        actor), conversation comments (``commented``), reviews (``reviewed``), extra events, and
+        the merge or close, in time order."""
+        pull = repo.pulls[number]
+        entries: list[tuple[str, int, dict[str, Any]]] = []
+        for n, c in enumerate(pull.commits):
+            git = c["commit"]
+            entries.append((git["committer"]["date"], n, {
+                "sha": c["sha"], "node_id": c["node_id"], "url": git["url"],
+                "html_url": c["html_url"], "author": git["author"], "committer": git["committer"],
+                "message": git["message"], "tree": git["tree"],
+                "parents": c["parents"], "verification": git["verification"],
+                "event": "committed"}))
+        for c in repo.issue_comments.get(number, []):
+            entries.append((c["created_at"], 0, {**c, "event": "commented", "actor": c["user"]}))
+        for r in pull.reviews:
+            if "submitted_at" in r:
+                entries.append((r["submitted_at"], 0, {**r, "event": "reviewed"}))
+        for e in pull.events:
+            entries.append((e["created_at"], 1, dict(e)))
+        data = pull.data
+        if data.get("closed_at"):
+            eid = _num("closed-event", data["id"])
+            entries.append((data["closed_at"], 2, {
+                "id": eid, "node_id": f"E_{eid}", "actor": data.get("merged_by") or self.user("octocat"),
+                "event": "merged" if data.get("merged") else "closed",
+                "commit_id": data.get("merge_commit_sha"), "created_at": data["closed_at"],
+                "performed_via_github_app": None}))
+        return [entry for _, _, entry in sorted(entries, key=lambda t: (t[0], t[1]))]
 
     def _commit(self, repo: str, sha: str, index: int, at: datetime, author: str, parent: str,
                 verified: bool, total: int) -> dict[str, Any]:

@@ -79,7 +79,8 @@ def test_collection_makes_one_request_per_page_for_150_commits(fake: FakeGitHub,
     fake.reset_log()
     proc = run_cli("evaluate", f"{REPO}#150", "--no-ai", env=env)
     assert proc.returncode == 0, proc.stderr
-    # one request per page of each resource: 150 commits and their 150 workflow runs are two pages each
+    # one request per page of each resource: 150 commits, their 150 workflow runs and the timeline
+    # that lists the commits are two pages each
     assert dict(fake.counts()) == {
         "repos.get": 1,
         "pulls.get": 1,
@@ -88,6 +89,7 @@ def test_collection_makes_one_request_per_page_for_150_commits(fake: FakeGitHub,
         "pulls.reviews": 1,
         "pulls.review_comments": 1,
         "issues.comments": 1,
+        "issues.timeline": 2,
         "pulls.files": 1,
         "checks.list": 1,
         "repos.contents": 1,

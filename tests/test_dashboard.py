@@ -259,26 +259,24 @@ def test_overview_and_agent_page_aggregate_in_sql(local: FlaskClient, engine: En
 
 # --- outcomes, when a store has them ---------------------------------------------------------------
 
-def test_outcome_rates_appear_only_with_an_outcomes_table(local: FlaskClient, engine: Engine,
-                                                          stored: Stored) -> None:
-    from sqlalchemy import Boolean, Column, Integer, MetaData, String, Table
+def test_outcome_rates_appear_once_outcomes_are_recorded(local: FlaskClient, engine: Engine,
+                                                         stored: Stored) -> None:
+    from bot.db import outcomes
 
     assert "outcome." not in local.get("/dashboard/?format=csv").get_data(as_text=True)
-    meta = MetaData()
-    outcomes = Table("outcomes", meta, Column("repo", String(200)), Column("number", Integer),
-                     Column("reverted", Boolean))
-    meta.create_all(engine)
-    try:
-        rows = latest(stored, agent_id="codex")
-        with engine.begin() as conn:
-            conn.execute(insert(outcomes), [{"repo": r["repo"], "number": r["number"],
-                                             "reverted": i % 4 == 0} for i, r in enumerate(rows)])
-        table = {r["agent"]: r for r in rows_of(local.get("/dashboard/?format=csv"))}
-        want = sum(i % 4 == 0 for i in range(len(rows))) / len(rows)
-        assert float(table["codex"]["outcome.reverted"]) == pytest.approx(want, abs=1e-4)
-        assert table["copilot"]["outcome.reverted"] == ""
-    finally:
-        meta.drop_all(engine)
+    rows = latest(stored, agent_id="codex")
+    with engine.begin() as conn:
+        conn.execute(insert(outcomes), [
+            {"repo": r["repo"], "number": r["number"], "outcome": "reverted", "value": i % 4 == 0,
+             "evidence": "[]", "detail": "", "source": "derived", "observed_at": None, "recorded_at": 0.0}
+            for i, r in enumerate(rows)])
+    table = {r["agent"]: r for r in rows_of(local.get("/dashboard/?format=csv"))}
+    want = sum(i % 4 == 0 for i in range(len(rows))) / len(rows)
+    assert float(table["codex"]["outcome.reverted"]) == pytest.approx(want, abs=1e-4)
+    assert table["copilot"]["outcome.reverted"] == ""  # nothing recorded: no rate, not 0 %
+    assert "reverted" in local.get("/dashboard/").get_data(as_text=True)
+    m = queries.wilson(1, 4)
+    assert m.low is not None and m.high is not None and m.low < 0.25 < m.high
 
 
 # --- sign-in and visibility ------------------------------------------------------------------------
@@ -577,7 +575,7 @@ def test_storing_an_evaluation_stores_its_signals(engine: Engine) -> None:
 
 
 def test_upgrade_fills_signals_of_existing_evaluations(db_url: str) -> None:
-    """A store at revision 0003 (evaluations but no signals table) gains signals from its JSON."""
+    """A store at revision 0005 (evaluations but no signals table) gains signals from its JSON."""
     from sqlalchemy import func, select
 
     from bot import migrations
@@ -587,7 +585,7 @@ def test_upgrade_fills_signals_of_existing_evaluations(db_url: str) -> None:
     engine = make_engine(db_url)
     drop_schema(engine)
     with write(engine) as conn:
-        migrations.upgrade(conn, "0003")
+        migrations.upgrade(conn, "0005")
     result = json.loads((Path(__file__).resolve().parents[1] / "examples" / "agent-pr-482.result.json").read_text())
     row = {k: v for k, v in record_from_result(result).items()}
     with engine.begin() as conn:
@@ -595,7 +593,7 @@ def test_upgrade_fills_signals_of_existing_evaluations(db_url: str) -> None:
         conn.execute(insert(evaluations).values(**{**row, "result_json": "not json"}, stored_at=0.0))
     from bot.db import init_schema
 
-    assert "0004" in init_schema(engine)
+    assert "0006" in init_schema(engine)
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(signals)).scalar() == len(result["signals"])
     engine.dispose()

@@ -38,6 +38,8 @@ NOT_TEMPLATE = [
     "- [ ] Try the upload on a slow connection by hand",
     # chat phrases inside a quote are the quoted person's
     "> Let me know if you need anything else.\n\nDone as asked.",
+    # ... and so is UI copy the description quotes
+    'The new banner reads: "Stuck on a big task? Feel free to ask for more time in the thread."',
 ]
 STILL_TEMPLATE = [
     ("## Type of change\n<!-- tick what applies -->\n- [ ] Bugfix\n- [ ] New feature\n"
@@ -63,6 +65,11 @@ def test_real_shapes_are_not_template_or_chat(text: str) -> None:
 @pytest.mark.parametrize(("text", "rule"), STILL_TEMPLATE)
 def test_templates_are_still_found(text: str, rule: str) -> None:
     assert rule in {f.rule for f in detect_text_issues(text)}
+
+
+def test_chat_text_outside_quotes_is_still_found() -> None:
+    found = detect_text_issues('Renamed "retry" to "attempt". Let me know if you need more!')
+    assert [f.rule for f in found] == ["chat-closing"]
 
 
 def test_leakage_is_still_found_inside_a_quote() -> None:

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 import pytest
 from github import Github
 
+from taskeval.evidence import build_bundle
 from taskeval.github import (
     MARKER,
     AuthError,
@@ -29,8 +30,8 @@ from tests.fakegithub import ACTIONS_PERMISSIONS, FAKE_TOKEN, FakeGitHub, Fault,
 
 REPO = "octo-org/widgets"
 # One request each: repository, PR, commits, reviews, review comments, conversation comments,
-# files, config, check runs, workflow runs.
-BASELINE_REQUESTS = 10
+# issue timeline, files, config, check runs, workflow runs.
+BASELINE_REQUESTS = 11
 
 
 def client(fake: FakeGitHub, token: str | None = FAKE_TOKEN, **kwargs: object) -> Github:
@@ -86,6 +87,61 @@ def test_collects_a_merged_agent_pr_completely(fake: FakeGitHub) -> None:
     assert (raw.rate_limit_remaining, raw.rate_limit_limit) == (fake.rate_remaining, 5000)
 
 
+def test_timeline_is_collected_in_githubs_event_shape(fake: FakeGitHub) -> None:
+    pr = fake.add_pr(REPO, 482)
+    fake.add_timeline_event(REPO, 482, "copilot_work_finished_failure", actor="octocat")
+    fake.add_timeline_event(REPO, 482, "head_ref_force_pushed", actor="copilot-swe-agent[bot]",
+                            commit_id=pr.head_sha)
+    fake.add_timeline_event(REPO, 482, "cross-referenced", actor="octocat", id=None, source={
+        "type": "issue", "issue": {
+            "number": 490, "state": "open", "title": "Retry the parser fix",
+            "user": fake.user("copilot-swe-agent[bot]"), "created_at": "2026-03-05T10:00:00Z",
+            "pull_request": {"url": "x"}, "repository": {"full_name": REPO}}})
+
+    raw = collect(client(fake), REPO, 482)
+
+    assert raw.timeline is not None
+    events = [e.event for e in raw.timeline]
+    assert events.count("committed") == len(pr.commit_shas)
+    assert {"commented", "reviewed", "merged", "copilot_work_finished_failure",
+            "head_ref_force_pushed", "cross-referenced"} <= set(events)
+    committed = next(e for e in raw.timeline if e.event == "committed")
+    assert committed.commit_id == pr.commit_shas[0] and committed.created_at is not None
+    assert committed.actor is None
+    reviewed = next(e for e in raw.timeline if e.event == "reviewed")
+    assert reviewed.actor and reviewed.actor.login == "octocat" and reviewed.state == "APPROVED"
+    pushed = next(e for e in raw.timeline if e.event == "head_ref_force_pushed")
+    assert pushed.actor and pushed.actor.is_bot and pushed.commit_id == pr.head_sha
+    ref = next(e for e in raw.timeline if e.event == "cross-referenced")
+    assert (ref.source_repository, ref.source_number, ref.source_is_pull, ref.source_author) == (
+        REPO, 490, True, "copilot-swe-agent[bot]")
+
+    facts = build_bundle(raw).facts
+    assert facts.timeline is not None and len(facts.timeline) == len(raw.timeline)
+    failure = next(e for e in facts.timeline if e.event == "copilot_work_finished_failure")
+    assert failure.id.startswith("event:") and failure.actor == "octocat"
+    assert next(e for e in facts.timeline if e.event == "cross-referenced").source == f"{REPO}#490"
+    activity = build_bundle(raw).groups[5]
+    assert failure.id in {item.id for item in activity.items}
+    assert activity.items[0].facts["agentFailures"] == 1
+    assert activity.items[0].facts["forcePushes"] == 1
+
+
+@pytest.mark.parametrize("fault", [Fault.not_found(), Fault.forbidden()])
+def test_unreadable_timeline_is_a_recorded_gap_never_an_empty_timeline(
+    fake: FakeGitHub, fault: Fault
+) -> None:
+    fake.add_pr(REPO, 482)
+    fake.inject(f"/repos/{REPO}/issues/482/timeline", fault)
+
+    raw = collect(client(fake), REPO, 482)
+
+    assert raw.timeline is None
+    assert [(i.resource, i.status) for i in raw.issues] == [("timeline", fault.status)]
+    facts = build_bundle(raw).facts
+    assert facts.timeline is None and facts.unavailable == ["timeline"]
+
+
 def test_file_patches_are_never_collected(fake: FakeGitHub) -> None:
     fake.add_pr(REPO, 482)
 
@@ -129,10 +185,14 @@ def test_long_listings_page_at_100_without_a_request_per_item(
     pages = math.ceil(listed / 100)
     assert len(getattr(raw, knob)) == listed
     assert fake.count(route=route) == pages
-    assert raw.requests == len(fake.log) == BASELINE_REQUESTS - 1 + pages
+    # The timeline lists commits, comments and reviews too, so it pages along with them.
+    timeline_pages = fake.count(route="issues.timeline")
+    assert timeline_pages == max(1, math.ceil(len(raw.timeline or []) / 100))
+    assert raw.requests == len(fake.log) == BASELINE_REQUESTS - 2 + pages + timeline_pages
     assert set(fake.counts()) <= {
         "repos.get", "pulls.get", "pulls.commits", "pulls.reviews", "pulls.review_comments",
-        "issues.comments", "pulls.files", "repos.contents", "checks.list", "actions.runs",
+        "issues.comments", "issues.timeline", "pulls.files", "repos.contents", "checks.list",
+        "actions.runs",
     }
 
 
@@ -319,7 +379,8 @@ def test_a_502_is_retried_and_collection_succeeds(fake: FakeGitHub) -> None:
 
     assert len(raw.commits) == 150
     assert [r.status for r in fake.log if r.route == "pulls.commits"] == [502, 200, 200]
-    assert raw.requests == len(fake.log) == BASELINE_REQUESTS + 2
+    # a retried commits page and the second page of commits, and of the timeline that lists them
+    assert raw.requests == len(fake.log) == BASELINE_REQUESTS + 3
 
 
 def test_persistent_5xx_fails_after_bounded_retries(fake: FakeGitHub) -> None:
@@ -411,8 +472,8 @@ def test_concurrent_collection_over_http_matches_sequential() -> None:
 
     assert parallel.model_dump(exclude={"requests", "rate_limit_remaining"}) == \
         sequential.model_dump(exclude={"requests", "rate_limit_remaining"})
-    # 120 commits and 120 workflow runs: two pages each.
-    assert parallel.requests == sequential.requests == BASELINE_REQUESTS + 2
+    # 120 commits, 120 workflow runs and the timeline that lists the commits: two pages each.
+    assert parallel.requests == sequential.requests == BASELINE_REQUESTS + 3
     assert len(fake.log) == 2 * parallel.requests and {r.status for r in fake.log} <= {200, 404}
 
 

@@ -14,10 +14,11 @@ import pytest
 
 from taskeval.config import Settings
 from taskeval.evidence import build_bundle
+from taskeval.evidence.vocabulary import agent_run_event
 from taskeval.models import EvidenceBundle, TimelineEntry
 from taskeval.raw import CollectionIssue, RawCollection
 from taskeval.signals import signal_specs
-from taskeval.signals.rework import agent_run_event, objections
+from taskeval.signals.rework import objections
 
 from . import builders as b
 
@@ -70,8 +71,8 @@ CASES = [
          "1 comment or review of 2 by other people (alice) says the work needs fixing "
          "(asks for a fix, says it does not work)"),
     Case("agent.objections", pr(issue_comments=ALICE_CHEERS), "ok", 100,
-         "None of the 2 comments or reviews"),
-    Case("agent.objections", pr(issue_comments=QUOTED), "ok", 100, "None of the 2"),
+         "Neither of the 2 comments or reviews"),
+    Case("agent.objections", pr(issue_comments=QUOTED), "ok", 100, "Neither of the 2"),
     Case("agent.objections", pr(reviews=[b.review(7001, b.BOB, "CHANGES_REQUESTED", 50,
                                                   body="The tests are failing, please fix."),
                                          b.review(7002, b.ALICE, "COMMENTED", 60,
@@ -98,7 +99,7 @@ CASES = [
          "reported 1 failed run (copilot_work_finished_failure) out of 2 recorded runs"),
     Case("agent.own_failures",
          pr([event("copilot_work_started", 1), event("copilot_work_finished", 30)]), "ok", 100,
-         "All 1 recorded agent run finished"),
+         "The only recorded agent run finished"),
     Case("agent.own_failures", pr([event("labeled", 1)]), "inconclusive", None,
          "no agent session events"),
     Case("agent.own_failures", pr(None), "inconclusive", None, "not collected"),

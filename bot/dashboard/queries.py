@@ -17,19 +17,17 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
-    Boolean,
     ColumnElement,
     Connection,
     case,
     false,
     func,
-    inspect,
     select,
     text,
     true,
@@ -115,7 +113,7 @@ class Group:
     closed: int
     open: int
     trend: list[tuple[str, float, int]] = field(default_factory=list)
-    outcomes: dict[str, float | None] = field(default_factory=dict)
+    outcomes: dict[str, Mean] = field(default_factory=dict)
     rank: int | None = None
 
     @property
@@ -225,41 +223,46 @@ def groups(conn: Connection, f: Filters, by: str = "agent") -> list[Group]:
     return out
 
 
-# --- outcomes (added by the validity work; shown only when the table exists) -------------------
+# --- outcomes (what happened after evaluation; shown once the store has any) -------------------
 
-def outcome_columns(conn: Connection) -> list[str]:
-    """Boolean columns of an ``outcomes`` table keyed by (repo, number), if the database has one.
+OUTCOME_ORDER = ("rejected", "reverted", "follow_up_fix", "reopened_task", "changes_requested",
+                 "force_pushed", "reopened", "agent_failure", "post_pr_issue", "agent_failed")
 
-    Each is a rate ("reverted", "follow-up fix", ...): the share of PRs where it is true. Read
-    from the schema so the dashboard follows whatever outcomes the store records.
+
+def outcome_rates(conn: Connection, f: Filters, by: str) -> tuple[list[str], dict[str, dict[str, Mean]]]:
+    """Per key and outcome kind, the share of PRs with that outcome among the PRs where it was
+    recorded (``outcomes``: one row per repo, PR and outcome, with a boolean ``value``).
+
+    Returns (the outcome kinds present, oldest-known order first; ``{key: {outcome: Mean}}`` where
+    ``Mean.mean`` is the share and ``low``/``high`` its 95 % Wilson interval). Both are empty
+    when no outcome has been recorded for the PRs in view.
     """
-    insp = inspect(conn)
-    if not insp.has_table("outcomes"):
-        return []
-    cols = insp.get_columns("outcomes")
-    names = {c["name"] for c in cols}
-    if not {"repo", "number"} <= names:
-        return []
-    return [c["name"] for c in cols
-            if isinstance(c["type"], Boolean) and c["name"] not in ("repo", "number")]
+    from bot.db import outcomes
 
-
-def outcome_rates(conn: Connection, f: Filters, by: str, columns: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """Per key: ``{column: share true, "_n": PRs with a recorded outcome}``."""
-    if not columns:
-        return {}
-    from sqlalchemy import MetaData, Table
-
-    outcomes = Table("outcomes", MetaData(), autoload_with=conn)  # never the bot's own metadata
+    oc = outcomes.c
     key = _key_column(by).label("key")
-    aggs: list[Any] = [func.count().label("_n")]
-    for column in columns:
-        col = outcomes.c[column]
-        aggs.append(func.avg(case((col == true(), 1.0), (col == false(), 0.0), else_=None)).label(column))
-    query = (select(key, *aggs)
-             .join(outcomes, (outcomes.c.repo == E.repo) & (outcomes.c.number == E.number))
-             .where(*where(f)).group_by(key))
-    return {_key(row["key"]): dict(row) for row in conn.execute(query).mappings()}
+    n = func.count().label("n")
+    hits = func.sum(case((oc.value == true(), 1), else_=0)).label("hits")
+    query = (select(key, oc.outcome, n, hits)
+             .select_from(evaluations.join(outcomes, (oc.repo == E.repo) & (oc.number == E.number)))
+             .where(*where(f)).group_by(key, oc.outcome))
+    rates: dict[str, dict[str, Mean]] = {}
+    kinds: set[str] = set()
+    for row in conn.execute(query).mappings():
+        kinds.add(str(row["outcome"]))
+        rates.setdefault(_key(row["key"]), {})[str(row["outcome"])] = wilson(int(row["hits"]), int(row["n"]))
+    order = [k for k in OUTCOME_ORDER if k in kinds] + sorted(kinds - set(OUTCOME_ORDER))
+    return order, rates
+
+
+def wilson(hits: int, n: int) -> Mean:
+    """A share with its 95 % Wilson score interval (sound for small n and shares near 0 or 1)."""
+    if n <= 0:
+        return Mean(None)
+    p, z = hits / n, 1.96
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return Mean(p, max(0.0, centre - half), min(1.0, centre + half))
 
 
 # --- one agent (or author) ----------------------------------------------------------------------

@@ -290,6 +290,18 @@ def _mean_cell(m: queries.Mean) -> Markup:
         f"{m.mean:.1f}", f"{m.low:.1f}", f"{m.high:.1f}", f"{m.half_width:.1f}")
 
 
+def _share(gr: queries.Group, outcome: str) -> float | None:
+    m = gr.outcomes.get(outcome)
+    return None if m is None else m.mean
+
+
+def _share_cell(m: queries.Mean | None) -> Markup | str:
+    if m is None or m.mean is None:
+        return "—"
+    return Markup('<span title="95 % interval {}–{}">{}</span>').format(
+        _pct(m.low), _pct(m.high), _pct(m.mean))
+
+
 def _round(x: float | None, digits: int = 2) -> float | None:
     return None if x is None else round(x, digits)
 
@@ -343,8 +355,9 @@ def group_table(groups: list[queries.Group], by: str, outcome_cols: list[str], v
                numeric=True, key="rejectedShare"),
     ]
     for col in outcome_cols:
-        columns.append(Column(col.replace("_", " "), lambda gr, c=col: _round(gr.outcomes.get(c), 4),
-                              lambda gr, c=col: _pct(gr.outcomes.get(c)), numeric=True, key=f"outcome.{col}"))
+        columns.append(Column(col.replace("_", " "), lambda gr, c=col: _round(_share(gr, c), 4),
+                              lambda gr, c=col: _share_cell(gr.outcomes.get(c)), numeric=True,
+                              key=f"outcome.{col}"))
     columns.append(Column("Weekly trend", lambda gr: None, lambda gr: charts.trend(gr.trend), key="_trend"))
     table = Table("groups", "Agents" if by == "agent" else "Authors", columns, groups,
                   note=f"Each PR counts once (its latest evaluation). ± is the 95 % interval of the mean. "
@@ -359,11 +372,9 @@ def overview() -> Any:
     cfg = config()
     with cfg.engine.connect() as conn:
         groups = queries.groups(conn, view.filters, view.by)
-        outcome_cols = queries.outcome_columns(conn)
-        if outcome_cols:
-            rates = queries.outcome_rates(conn, view.filters, view.by, outcome_cols)
-            for gr in groups:
-                gr.outcomes = {c: (rates.get(gr.key) or {}).get(c) for c in outcome_cols}
+        outcome_cols, rates = queries.outcome_rates(conn, view.filters, view.by)
+        for gr in groups:
+            gr.outcomes = rates.get(gr.key, {})
         choices = _choices(conn, view.filters)
     table = group_table(groups, view.by, outcome_cols, view)
     total = sum(gr.count for gr in groups)

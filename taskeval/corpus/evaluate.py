@@ -42,7 +42,8 @@ def agent_id(result: dict[str, Any]) -> str | None:
 def is_partial(result: dict[str, Any]) -> bool:
     """Whether the result says its evidence is partial (a run-audit gap item and a warning)."""
     groups = (result.get("evidence") or {}).get("groups") or []
-    audit = next((g for g in groups if g.get("source") == "runAudit"), {"items": []})
+    audit: dict[str, Any] = next((g for g in groups if g.get("source") == "runAudit"),
+                                 {"items": []})
     gaps = [i for i in audit.get("items") or [] if str(i.get("id", "")).startswith(
         "audit:unavailable-")]
     warned = any(str(w).startswith("Partial evidence") for w in result.get("warnings") or [])

@@ -281,7 +281,8 @@ class Replay:
 
     def handle(self, method: str, path: str,
                query: Mapping[str, str | Sequence[str]] | None = None) -> Answer:
-        flat = {k: (v[0] if isinstance(v, list | tuple) else v) for k, v in (query or {}).items()}
+        flat = {k: str(v[0] if isinstance(v, list | tuple) else v)
+                for k, v in (query or {}).items()}
         clean = "/" + unquote(path).strip("/")
         with self._lock:
             self.requests += 1

@@ -31,6 +31,7 @@ from taskeval.evidence.vocabulary import (
     SUBJECT_LIMIT,
     TITLE_LIMIT,
     encodable,
+    event_id,
     excerpt,
     iso,
     message_body,
@@ -47,8 +48,9 @@ from taskeval.models import (
     PullFacts,
     ReviewEntry,
     RunEntry,
+    TimelineEntry,
 )
-from taskeval.raw import RawCollection, RawCommit
+from taskeval.raw import RawCollection, RawCommit, RawTimelineEvent
 
 _T = TypeVar("_T")
 
@@ -109,6 +111,19 @@ def _by_time_id(when: datetime | None, ident: int) -> tuple[str, int]:
     return (iso(when) or "", ident)
 
 
+def timeline_entry(e: RawTimelineEvent) -> TimelineEntry:
+    when = iso(e.created_at)
+    source = (f"{e.source_repository}#{e.source_number}"
+              if e.source_repository and e.source_number is not None else None)
+    return TimelineEntry(
+        id=event_id(e.event, e.id, e.commit_id if e.event == "committed" else None, when),
+        event=e.event, actor=login_of(e.actor), actor_is_bot=is_bot(e.actor), created_at=when,
+        commit_id=e.commit_id, state=e.state, source=source, source_is_pull=e.source_is_pull,
+        source_state=e.source_state, source_author=e.source_author,
+        source_created_at=iso(e.source_created_at),
+    )
+
+
 def _facts_of(raw: RawCollection) -> BundleFacts:
     comments = [
         CommentEntry(id=c.id, author=login_of(c.user), author_is_bot=is_bot(c.user), kind="issue",
@@ -148,6 +163,7 @@ def _facts_of(raw: RawCollection) -> BundleFacts:
             for r in sorted(raw.workflow_runs, key=lambda r: r.id)
         ],
         unavailable=sorted({i.resource for i in raw.issues}),
+        timeline=None if raw.timeline is None else [timeline_entry(e) for e in raw.timeline],
     )
 
 

@@ -57,9 +57,11 @@ from taskeval.evidence.vocabulary import (
     SUBJECT_LIMIT,
     IssueLink,
     Outcome,
+    agent_run_event,
     check_ids,
     ci_state,
     commit_ids,
+    event_id,
     excerpt,
     file_kind,
     hours_between,
@@ -450,6 +452,14 @@ def visible_comments(raw: RawCollection) -> list[RawIssueComment]:
     return [c for c in raw.issue_comments if not _own_comment(c, raw.pull.user.login)]
 
 
+# Timeline events that tell what happened to the work; each becomes an ``event:…`` item in
+# ``taskActivity`` (agent failure events too, and agent run starts when there is room).
+NOTABLE_EVENTS: Final = frozenset({
+    "head_ref_force_pushed", "reopened", "closed", "convert_to_draft", "review_dismissed",
+    "cross-referenced",
+})
+
+
 def _task_activity(raw: RawCollection) -> EvidenceGroup:
     pull = raw.pull
     human_reviews = sorted(
@@ -492,6 +502,38 @@ def _task_activity(raw: RawCollection) -> EvidenceGroup:
         ),
     )
     candidates = [_Candidate((0,), (0, ""), timeline)]
+    events = raw.timeline or []
+    if raw.timeline is not None:
+        timeline.facts.update(_facts(
+            timelineEvents=len(events),
+            forcePushes=sum(1 for e in events if e.event == "head_ref_force_pushed"),
+            agentRuns=sum(1 for e in events if agent_run_event(e.event) == "started"),
+            agentFailures=sum(1 for e in events if agent_run_event(e.event) == "failed"),
+            reopenings=sum(1 for e in events if e.event == "reopened"),
+            crossReferences=sum(1 for e in events if e.event == "cross-referenced"),
+        ))
+    for n, e in enumerate(events):
+        kind = agent_run_event(e.event)
+        if e.event not in NOTABLE_EVENTS and kind not in ("failed", "started"):
+            continue
+        when = iso(e.created_at) or ""
+        eid = event_id(e.event, e.id, e.commit_id if e.event == "committed" else None, when)
+        source = (f"{e.source_repository}#{e.source_number}"
+                  if e.source_repository and e.source_number is not None else None)
+        label = f"{e.event} by {login_of(e.actor) or 'someone'}"
+        if source:
+            label += f" from {source}"
+        candidates.append(_Candidate(
+            (0, 0 if kind == "failed" or e.event in NOTABLE_EVENTS else 1, when, n),
+            (1, when, n),
+            EvidenceItem(
+                id=eid, kind="timeline_event", label=excerpt(label, SUBJECT_LIMIT),
+                facts=_facts(event=e.event, actor=login_of(e.actor), actorIsBot=is_bot(e.actor),
+                             createdAt=when or None, commitId=e.commit_id, source=source,
+                             sourceIsPull=e.source_is_pull if source else None,
+                             sourceState=e.source_state),
+            ),
+        ))
     for c in comments:
         when = iso(c.created_at) or ""
         who = login_of(c.user) or "ghost"

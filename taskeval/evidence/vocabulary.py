@@ -270,3 +270,39 @@ def file_kind(path: str) -> str:
     return "source"
 
 
+
+
+# --------------------------------------------------------------------------- timeline events
+
+# Agent session events GitHub records on the issue timeline. Started/finished mark a run; a failure
+# event is the agent itself saying its run did not complete. Unknown future events that follow the
+# same naming (``<agent>_work_…failure``) are recognised by the patterns below.
+AGENT_RUN_EVENTS: Final[dict[str, str]] = {
+    "copilot_work_started": "started",
+    "copilot_work_finished": "finished",
+    "copilot_work_finished_failure": "failed",
+}
+_AGENT_FAILURE: Final = re.compile(r"^[a-z]+_work_\w*(?:fail(?:ure|ed)?|error|stopped|cancel+ed)$")
+_AGENT_RUN: Final = re.compile(r"^[a-z]+_work_(?:started|finished)$")
+
+
+def agent_run_event(event: str) -> str | None:
+    """``started``/``finished``/``failed`` for an agent session event, else None."""
+    if event in AGENT_RUN_EVENTS:
+        return AGENT_RUN_EVENTS[event]
+    if _AGENT_FAILURE.match(event):
+        return "failed"
+    if _AGENT_RUN.match(event):
+        return event.rsplit("_", 1)[1]
+    return None
+
+
+def event_id(event: str, ident: int | None, commit: str | None, when: str | None) -> str:
+    """``event:<id>`` for a timeline event GitHub numbered; else ``event:<name>-<sha7>`` (commits)
+    or ``event:<name>-<time>`` (cross-references and the like carry no id)."""
+    if ident is not None:
+        return f"event:{ident}"
+    if commit:
+        return f"event:{event}-{commit[:7]}"
+    stamp = re.sub(r"[^0-9]", "", when or "") or "undated"
+    return f"event:{event}-{stamp}"

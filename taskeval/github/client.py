@@ -80,7 +80,10 @@ def api_url(env: Mapping[str, str] | None = None) -> str:
 
 
 class Meter:
-    """Counts HTTP requests (first tries and retries) across the threads of one collection."""
+    """Counts HTTP requests (first tries and retries) across the threads of one collection.
+
+    ``add`` runs before each request is sent and ``seen`` with each answer's headers: a subclass
+    can gate requests on a shared rate budget there (``bot.budget``)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -89,6 +92,9 @@ class Meter:
     def add(self) -> None:
         with self._lock:
             self.requests += 1
+
+    def seen(self, headers: Mapping[str, Any]) -> None:
+        """An answer's headers (rate-limit headers included); nothing to do here."""
 
 
 class _Retry(GithubRetry):
@@ -146,7 +152,10 @@ class MeteredRequester(Requester):
     def requestJson(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, Any], str]:
         if self._meter is not None:
             self._meter.add()
-        return super().requestJson(*args, **kwargs)
+        status, headers, output = super().requestJson(*args, **kwargs)
+        if self._meter is not None:
+            self._meter.seen(headers)
+        return status, headers, output
 
 
 def make_client(

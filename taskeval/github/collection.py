@@ -41,6 +41,7 @@ _LABELS: Final[Mapping[str, str]] = {
     "reviews": "reviews",
     "review_comments": "review comments",
     "issue_comments": "conversation comments",
+    "timeline": "timeline events",
     "files": "changed files",
     "check_runs": "check runs",
     "workflow_runs": "workflow runs",
@@ -52,16 +53,21 @@ T = TypeVar("T")
 Listed = tuple[Any, CollectionIssue | None]
 
 
-def collect(gh: Github, repository: str, number: int, *, max_workers: int = 8) -> RawCollection:
+def collect(gh: Github, repository: str, number: int, *, max_workers: int = 8,
+            meter: Meter | None = None) -> RawCollection:
     """Fetch everything taskeval reads about one PR, concurrently, with no per-item requests.
 
     Requests: the repository and the PR (together), then commits, reviews, review comments,
-    conversation comments, files and the config (independent of the PR's payload) and, once the PR
+    conversation comments, the issue timeline (a 403/404 there is a recorded gap, never an empty
+    timeline), files and the config (independent of the PR's payload) and, once the PR
     has answered, the head SHA's check runs (``filter=all``: re-runs stay visible; pick the latest
     per name when judging the state at merge) and the branch's workflow runs (filtered to the PR's
     commits). Each resource pages at 100. ``requests`` counts every HTTP request sent for the PR,
     retries included, by counting in the requester and in the retry policy; an App installation's
     token exchange (once an hour, PyGithub's own requester) is not counted.
+
+    ``meter`` (optional) is told of every request before it is sent, retries included; a meter
+    that blocks or raises there (a shared rate budget) gates the collection.
 
     Raises ``NotFoundError``/``AuthError`` when the repository or PR cannot be read,
     ``RateLimitError`` when a limit could not be waited out, ``GitHubError`` for 5xx after retries
@@ -69,7 +75,7 @@ def collect(gh: Github, repository: str, number: int, *, max_workers: int = 8) -
     """
     if number < 1:
         raise ValueError(f"a pull request number is positive, got {number}")
-    reader = _Reader(gh, repository, number)
+    reader = _Reader(gh, repository, number, meter)
     _exchange_installation_token(gh, repository)
     pool = ThreadPoolExecutor(max_workers=max(1, max_workers), thread_name_prefix="taskeval-gh")
     try:
@@ -94,6 +100,8 @@ def collect(gh: Github, repository: str, number: int, *, max_workers: int = 8) -
         reviews=results["reviews"][0],
         review_comments=results["review_comments"][0],
         issue_comments=results["issue_comments"][0],
+        # A timeline that could not be read is None (the gap is in ``issues``), never empty.
+        timeline=None if results["timeline"][1] is not None else results["timeline"][0],
         files=results["files"][0],
         check_runs=results["check_runs"][0],
         workflow_runs=[run for run in results["workflow_runs"][0] if run.head_sha in shas],
@@ -109,12 +117,13 @@ class _Reader:
     """Reads one PR's resources from several threads: each thread gets its own metered requester
     (see ``taskeval.github.client``), all of them count into one meter."""
 
-    def __init__(self, gh: Github, repository: str, number: int) -> None:
+    def __init__(self, gh: Github, repository: str, number: int,
+                 meter: Meter | None = None) -> None:
         self.gh = gh
         self.repository = repository
         self.number = number
         self.base = repo_path(repository)
-        self.meter = Meter()
+        self.meter = meter if meter is not None else Meter()
         self.requesters: list[Requester] = []
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -227,6 +236,10 @@ def _start_pr_listings(
         "issue_comments": pool.submit(
             reader.listing, "issue_comments", f"{reader.base}/issues/{reader.number}/comments",
             convert.issue_comment,
+        ),
+        "timeline": pool.submit(
+            reader.listing, "timeline", f"{reader.base}/issues/{reader.number}/timeline",
+            convert.timeline_event,
         ),
         "files": pool.submit(reader.listing, "files", f"{pr}/files", convert.changed_file),
         "config": pool.submit(reader.config, default_branch),

@@ -21,6 +21,7 @@ from taskeval.raw import (
     RawPullRequest,
     RawReview,
     RawReviewComment,
+    RawTimelineEvent,
     RawUser,
     RawWorkflowRun,
 )
@@ -187,6 +188,53 @@ def workflow_run(data: Mapping[str, Any]) -> RawWorkflowRun:
 
 class UnreadableConfig(Exception):
     """The config path exists but is not a readable text file (a directory, >1 MB, binary)."""
+
+
+def _source_repository(issue: Mapping[str, Any]) -> str | None:
+    repo = issue.get("repository")
+    if isinstance(repo, Mapping) and repo.get("full_name"):
+        return str(repo["full_name"])
+    url = issue.get("repository_url") or ""
+    parts = str(url).rstrip("/").split("/")
+    return "/".join(parts[-2:]) if len(parts) >= 2 and "repos" in parts else None
+
+
+def timeline_event(data: Mapping[str, Any]) -> RawTimelineEvent:
+    """One ``/issues/{n}/timeline`` entry. ``committed`` entries have no actor or created_at but
+    their own git dates (the committer's is used); ``reviewed`` entries name the reviewer as
+    ``user`` and the time as ``submitted_at``; ``line-commented`` entries wrap their comments."""
+    name = str(data.get("event") or "unknown")
+    actor = user(data.get("actor")) or user(data.get("user"))
+    when = data.get("created_at") or data.get("submitted_at")
+    if name == "committed":
+        when = (data.get("committer") or {}).get("date") or (data.get("author") or {}).get("date")
+    if name == "line-commented":
+        first = (data.get("comments") or [{}])[0] or {}
+        actor = actor or user(first.get("user"))
+        when = when or first.get("created_at")
+    label = data.get("label") or {}
+    event = RawTimelineEvent(
+        event=name,
+        id=data.get("id") if isinstance(data.get("id"), int) else None,
+        actor=actor,
+        created_at=when,
+        commit_id=data.get("commit_id") or data.get("sha"),
+        state=(str(data["state"]).upper() if data.get("state") and name == "reviewed" else None),
+        label=label.get("name") if isinstance(label, Mapping) else None,
+        assignee=(user(data.get("assignee")) or RawUser(login="")).login or None,
+    )
+    source = data.get("source") or {}
+    issue = source.get("issue") if isinstance(source, Mapping) else None
+    if name == "cross-referenced" and isinstance(issue, Mapping):
+        author = user(issue.get("user"))
+        event.source_repository = _source_repository(issue)
+        event.source_number = issue.get("number")
+        event.source_is_pull = bool(issue.get("pull_request"))
+        event.source_state = issue.get("state")
+        event.source_author = author.login if author else None
+        event.source_created_at = issue.get("created_at")
+        event.source_title = issue.get("title")
+    return event
 
 
 def config_text(data: Any) -> str | None:

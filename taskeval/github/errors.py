@@ -27,6 +27,7 @@ NEEDS: Final[Mapping[str, str]] = {
     "reviews": "`pull-requests: read`",
     "review_comments": "`pull-requests: read`",
     "issue_comments": "`issues: read` or `pull-requests: read`",
+    "timeline": "`issues: read` or `pull-requests: read`",
     "files": "`pull-requests: read`",
     "check_runs": "`checks: read`",
     "workflow_runs": "`actions: read`",

@@ -147,6 +147,9 @@ _MACHINE_MARKER: Final = re.compile(
 _MAY_STAY_EMPTY: Final = re.compile(r"(?i)\bleave (?:it |this )?(?:blank|empty)\b|\boptional\b")
 # Blockquoted lines ("> ..."): someone else's words (the issue an agent quotes, a GitHub alert).
 _QUOTED_LINE: Final = re.compile(r"^[ \t]{0,3}>.*$", re.MULTILINE)
+# Double-quoted speech on one line ('The dialog reads: "... feel free to ask ..."') is quoted UI
+# copy or someone else's words, not the author chatting; chat rules skip it.
+_QUOTED_SPEECH: Final = re.compile(r'"[^"\n]{1,400}"|“[^”\n]{1,400}”')
 # A checklist item of a template is generic: short ("Tests added", "Bugfix") or a first-person
 # pledge ("I have updated the documentation"); other items are the author's own plan or test plan,
 # which an unchecked box does not make a template.
@@ -362,6 +365,7 @@ def _detect(text: str, include_code: bool, prefilter: bool = True) -> tuple[Find
     # what renders as the author's own words (no comments, no blockquoted text).
     own = blank_quotes(prose)
     rendered = _blank_comments(own)
+    chat = _QUOTED_SPEECH.sub(lambda m: _blank(m.group(0)), own) if '"' in own or "“" in own else own
     where = _Lines(prose)
     # On ASCII text, IGNORECASE means plain ASCII case folding, so a rule whose every match
     # contains one of its needles (see _NEEDLES) cannot match a text whose lower case has none.
@@ -376,10 +380,10 @@ def _detect(text: str, include_code: bool, prefilter: bool = True) -> tuple[Find
     for kind, rule, pattern in _RULES:
         if rule in skip:
             continue
-        scanned = prose if kind == "leakage" else (rendered if kind == "template" else own)
+        scanned = prose if kind == "leakage" else (rendered if kind == "template" else chat)
         for match in pattern.finditer(scanned):
             line = where.of(match.start())
             found.setdefault((line, rule), Finding(line, kind, rule, _clip(match.group(0))))
     for f in _template_findings(prose, own):
         found.setdefault((f.line, f.rule), f)
-    return sorted(found.values())
+    return tuple(sorted(found.values()))

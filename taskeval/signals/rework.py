@@ -15,11 +15,13 @@ from datetime import datetime
 from typing import Final
 
 from taskeval.contract import Category
+from taskeval.evidence.vocabulary import agent_run_event
 from taskeval.models import TimelineEntry
 
-from .base import Ctx, Measure, inconclusive, names, ok, plural, signal
+from .base import Ctx, Measure, inconclusive, ok, signal
 from .curves import decay
 from .hygiene import visible_text
+from .wording import agree, all_of, names, none_of, plural, sentence
 
 CAT: Category = "agentPerformance"
 
@@ -85,8 +87,10 @@ def objections_signal(ctx: Ctx) -> Measure:
                   f"{'says' if len(found) == 1 else 'say'} the work needs fixing "
                   f"({', '.join(kinds)}){gap}.")
     else:
-        reason = (f"None of the {plural(len(spoken), 'comment or review', 'comments or reviews')} "
-                  f"by other people says the work is wrong or asks for a fix{gap}.")
+        n = len(spoken)
+        reason = (f"{sentence(none_of(n, 'comment or review', 'comments or reviews'))} by other "
+                  f"people {agree(n, 'does not say the work is wrong or ask', 'says the work is wrong or asks')}"
+                  f" for a fix{gap}.")
     cited = [eid for eid, _, _ in found] or [eid for eid, _, _ in spoken[:3]]
     return ok(len(found), decay(len(found), half), reason, cited)
 
@@ -138,29 +142,6 @@ def force_pushes(ctx: Ctx) -> Measure:
     return ok(len(after), decay(len(after), half), reason, [e.id for e in after] or [ctx.pr])
 
 
-# Agent session events GitHub records on the timeline, by agent. Started/finished mark a run; a
-# failure event is the agent itself saying its run did not complete. Unknown future events that
-# follow the same naming (``<agent>_work_…failure``) are recognised by the pattern below.
-AGENT_RUN_EVENTS: Final[dict[str, str]] = {
-    "copilot_work_started": "started",
-    "copilot_work_finished": "finished",
-    "copilot_work_finished_failure": "failed",
-}
-_AGENT_FAILURE: Final = re.compile(r"^[a-z]+_work_\w*(?:fail(?:ure|ed)?|error|stopped|cancel+ed)$")
-_AGENT_RUN: Final = re.compile(r"^[a-z]+_work_(?:started|finished)$")
-
-
-def agent_run_event(event: str) -> str | None:
-    """``started``/``finished``/``failed`` for an agent session event, else None."""
-    if event in AGENT_RUN_EVENTS:
-        return AGENT_RUN_EVENTS[event]
-    if _AGENT_FAILURE.match(event):
-        return "failed"
-    if _AGENT_RUN.match(event):
-        return event.rsplit("_", 1)[1]
-    return None
-
-
 @signal("agent.own_failures", CAT, "Agent runs finished without failing", 2.0, ["facts.timeline"])
 def own_failures(ctx: Ctx) -> Measure:
     """The agent's own failure and stop events on the timeline (e.g. Copilot's
@@ -180,7 +161,8 @@ def own_failures(ctx: Ctx) -> Measure:
                   f"({names(sorted({e.event for e in failed}))}) out of "
                   f"{plural(max(started, len(failed)), 'recorded run')}.")
     else:
-        reason = f"All {plural(max(started, 1), 'recorded agent run')} finished without a failure."
+        n = max(started, 1)
+        reason = f"{sentence(all_of(n, 'recorded agent run'))} finished without a failure."
     cited = [e.id for e in failed] or [e.id for e, _ in runs[-1:]]
     return ok(len(failed), decay(len(failed), half), reason, cited)
 

@@ -8,8 +8,8 @@ from their stored result JSON here (a frozen copy of ``bot.results.signal_rows``
 ``ix_evaluations_dash_agent``/``_author`` cover every column the overview reads, so it never
 touches table rows (whose large ``result_json`` sits in SQLite overflow pages before them).
 
-Revision ID: 0004
-Revises: 0003
+Revision ID: 0006
+Revises: 0005
 Create Date: 2026-11-30
 """
 
@@ -21,8 +21,8 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0004"
-down_revision = "0003"
+revision = "0006"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 

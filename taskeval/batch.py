@@ -1,0 +1,194 @@
+"""``taskeval score PATH…``: re-score many stored results or bundles at once.
+
+How a team applies a new policy to its whole history: every ``*.json`` file given, or found under a
+given directory (recursively, in sorted order), is re-scored offline. With ``--output-dir DIR``
+each result is written to ``DIR`` under the input's file name (inputs found under a directory keep
+their path relative to it); without it, each result is printed on stdout as one JSON line. A file
+that cannot be re-scored is reported by name on stderr and the rest go on; the exit code is 2 when
+any failed. A progress bar is drawn on stderr only when stderr is a terminal; a summary line ends
+every run.
+
+Results do not depend on ``--jobs``: each file is scored on its own, and results are written and
+printed in input order.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from taskeval.pipeline import BundleFileError, Options, rescore_file
+
+EXIT_OK, EXIT_INPUT = 0, 2
+
+
+@dataclass(frozen=True)
+class Job:
+    """One input file and where its result goes (``None``: stdout)."""
+
+    source: Path
+    target: Path | None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    source: Path
+    text: str | None  # the result JSON, or None when the file failed
+    error: str | None = None
+
+
+def expand(paths: Iterable[str], output_dir: Path | None) -> tuple[list[Job], list[str]]:
+    """Input files (given, or ``*.json`` under given directories) and problems found on the way:
+    missing paths, empty directories, two inputs that would write the same result file."""
+    jobs: list[Job] = []
+    problems: list[str] = []
+    claimed: dict[Path, Path] = {}
+    out_root = output_dir.resolve() if output_dir else None
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            # Results already written under an output directory inside this one are not inputs.
+            skip = out_root if out_root and not path.resolve().is_relative_to(out_root) else None
+            found = [p for p in sorted(path.rglob("*.json"))
+                     if p.is_file() and not (skip and p.resolve().is_relative_to(skip))]
+            if not found:
+                problems.append(f"{given}: no .json files in this directory")
+            pairs = [(p, p.relative_to(path)) for p in found]
+        elif path.exists():
+            pairs = [(path, Path(path.name))]
+        else:
+            problems.append(f"{given}: no such file or directory")
+            continue
+        for source, relative in pairs:
+            target = output_dir / relative if output_dir else None
+            if target is not None:
+                key = target.resolve()
+                if key == source.resolve():
+                    problems.append(f"{source}: the result would overwrite the input; choose another --output-dir")
+                    continue
+                if key in claimed:
+                    problems.append(f"{source}: same output file as {claimed[key]} ({target}); "
+                                    "give the inputs different names or score them separately")
+                    continue
+                claimed[key] = source
+            jobs.append(Job(source, target))
+    return jobs, problems
+
+
+def _score_one(job: tuple[str, Options, bool]) -> tuple[str | None, str | None]:
+    """(result JSON, None) or (None, one-line error): never raises, so one bad file stops nothing.
+    ``compact``: the result on one line (for stdout) instead of the indented file form."""
+    path, options, compact = job
+    try:
+        result = rescore_file(Path(path), options)
+        return (result.model_dump_json(by_alias=True) if compact else result.to_json()), None
+    except BundleFileError as exc:
+        return None, str(exc)
+    except Exception as exc:  # a bug or an unforeseen file shape: report it by name, go on
+        return None, f"{path}: could not be re-scored: {type(exc).__name__}: {exc}"
+
+
+def score_files(jobs: list[Job], options: Options, workers: int = 1) -> Iterator[Outcome]:
+    """Re-score each job's file, in input order; ``workers`` > 1 spreads files over processes."""
+    tasks = [(str(j.source), options, j.target is None) for j in jobs]
+    if workers <= 1 or len(jobs) < 2:
+        for job, task in zip(jobs, tasks, strict=True):
+            yield Outcome(job.source, *_score_one(task))
+        return
+    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+        chunk = max(1, min(64, len(tasks) // (workers * 8)))
+        for job, (text, error) in zip(jobs, pool.imap(_score_one, tasks, chunksize=chunk), strict=True):
+            yield Outcome(job.source, text, error)
+
+
+class Progress:
+    """A one-line bar redrawn on a terminal at most 10 times a second; silent elsewhere."""
+
+    def __init__(self, stream: TextIO, total: int) -> None:
+        self.stream = stream
+        self.total = total
+        self.live = total > 1 and stream.isatty()
+        self.start = time.perf_counter()
+        self.drawn = 0.0
+
+    def note(self, line: str) -> None:
+        """Print a line (an error) without tearing the bar."""
+        self.stream.write(("\r\x1b[K" if self.live else "") + line + "\n")
+        self.stream.flush()
+
+    def update(self, done: int, failed: int) -> None:
+        if not self.live:
+            return
+        now = time.perf_counter()
+        if done < self.total and now - self.drawn < 0.1:
+            return
+        self.drawn = now
+        width = 30
+        filled = width * done // self.total
+        rate = done / max(now - self.start, 1e-9)
+        eta = (self.total - done) / rate if rate else 0.0
+        self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total}"
+                          f"  {failed} failed  {rate:,.0f}/s  eta {eta:.0f}s")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.live:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+def _write(target: Path, text: str) -> None:
+    """Write through a temporary file so a killed run never leaves half a result."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.partial")
+    partial.write_text(text + "\n", encoding="utf-8")
+    os.replace(partial, target)
+
+
+def run(
+    paths: list[str],
+    options: Options,
+    output_dir: Path | None = None,
+    *,
+    workers: int = 1,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """Re-score every input; write or print each result; report failures and a summary line."""
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    if output_dir is not None and output_dir.exists() and not output_dir.is_dir():
+        err.write(f"taskeval: --output-dir {output_dir} is not a directory\n")
+        return EXIT_INPUT
+    jobs, problems = expand(paths, output_dir)
+    progress = Progress(err, len(jobs))
+    for problem in problems:
+        progress.note(f"taskeval: {problem}")
+    scored, failed = 0, len(problems)
+    start = time.perf_counter()
+    for done, (job, outcome) in enumerate(zip(jobs, score_files(jobs, options, workers), strict=True), 1):
+        if outcome.text is None:
+            failed += 1
+            progress.note(f"taskeval: {outcome.error}")
+        else:
+            try:
+                if job.target is not None:
+                    _write(job.target, outcome.text)
+                else:  # one result per line, so the stream splits with `jq -c` or a line reader
+                    out.write(outcome.text + "\n")
+                scored += 1
+            except OSError as exc:
+                failed += 1
+                progress.note(f"taskeval: {job.source}: could not write {job.target}: {exc.strerror}")
+        progress.update(done, failed)
+    progress.close()
+    seconds = time.perf_counter() - start
+    rate = scored / seconds if seconds > 0 else 0.0
+    err.write(f"taskeval: scored {scored}, failed {failed} in {seconds:.1f} s ({rate:,.0f} bundles/s)\n")
+    return EXIT_INPUT if failed else EXIT_OK

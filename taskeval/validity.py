@@ -1,0 +1,420 @@
+"""Does the score predict what happened to the work? Coverage, AUC with bootstrap intervals,
+outcome rates per band, and the signals that separate nothing.
+
+Inputs are rows (one per evaluated PR: its category scores and signals, read from stored results)
+and outcome records (:mod:`taskeval.outcomes`). For every signal and category and every outcome
+present it reports:
+
+* **coverage**: the share of PRs where the signal (or category) is conclusive;
+* **AUC**: the probability that a PR without the outcome scores higher than one with it (ties
+  count half), over the PRs where the signal is conclusive and the outcome applies. 0.5 is a
+  coin; above 0.5 the score is lower where the bad thing happened, as it should be; below 0.5 it
+  points the wrong way. The 95 % interval is a percentile bootstrap over PRs;
+* **outcome rate per band** of each category's deterministic score.
+
+A signal that reads the very fact an outcome records (``outcome.delivery`` and ``rejected``) would
+"predict" it trivially: such pairs are left out of that outcome's figures, and a category's score
+for that outcome is recomputed without them (the weighted mean of its other conclusive signals).
+The report lists what was left out.
+
+numpy and matplotlib are imported only when a report is computed (``pip install
+'taskeval[validate]'``); the core never needs them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from taskeval.contract import CATEGORIES, band
+from taskeval.outcomes import OUTCOMES, OutcomeRecord, key_of
+
+BANDS: Final = ("failing", "weak", "acceptable", "strong", "excellent")
+# Signal -> outcomes it encodes by construction (it reads the same fact the outcome records).
+TRIVIAL: Final[dict[str, frozenset[str]]] = {
+    "outcome.delivery": frozenset({"rejected", "agent_failed"}),
+    "agent.restarts": frozenset({"rejected", "agent_failed"}),
+    "process.ci_at_merge": frozenset({"rejected", "agent_failed"}),  # conclusive only when merged
+    "agent.review_rounds": frozenset({"changes_requested", "agent_failed"}),
+    "process.change_requests": frozenset({"changes_requested", "agent_failed"}),
+    "agent.force_pushes": frozenset({"force_pushed"}),
+    "agent.own_failures": frozenset({"agent_failure", "agent_failed"}),
+}
+CI_SIGNALS: Final = frozenset({"agent.ci_recovery", "agent.red_pushes", "outcome.ci_head",
+                               "process.ci_at_merge"})
+MIN_CASES: Final = 10  # fewer PRs with (or without) an outcome than this: no AUC is reported
+
+
+@dataclass
+class Row:
+    """One evaluated PR as validation sees it."""
+
+    repository: str
+    number: int
+    agent: str | None
+    categories: dict[str, tuple[int, bool]]  # category -> (deterministic score, conclusive)
+    signals: dict[str, tuple[str, bool, int | None, float]]  # id -> (category, ok, score, weight)
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.repository.lower(), self.number)
+
+    @classmethod
+    def of(cls, result: Mapping[str, Any]) -> Row:
+        pull = result.get("pullRequest") or {}
+        agent = result.get("agent") if isinstance(result.get("agent"), dict) else None
+        return cls(
+            repository=str(result.get("repository") or ""),
+            number=int(pull.get("number") or 0),
+            agent=(agent or {}).get("id"),
+            categories={c["category"]: (int(c["deterministicScore"]), bool(c.get("conclusive", True)))
+                        for c in result.get("categoryScores") or []},
+            signals={s["id"]: (s["category"], s.get("status") == "ok" and s.get("score") is not None,
+                               s.get("score"), float(s.get("weight") or 0))
+                     for s in result.get("signals") or []},
+        )
+
+    def category_without(self, category: str, leave_out: frozenset[str]) -> int | None:
+        """The category's score from its conclusive signals other than ``leave_out`` (None when
+        none is left): what the score would be without the signals that encode an outcome."""
+        parts = [(w, sc) for sid, (cat, ok, sc, w) in self.signals.items()
+                 if cat == category and ok and w > 0 and sid not in leave_out and sc is not None]
+        if not parts:
+            return None
+        total = sum(w for w, _ in parts)
+        return int(sum(w * sc for w, sc in parts) / total + 0.5)
+
+
+def read_results(paths: Iterable[Path]) -> tuple[list[Row], list[dict[str, Any]]]:
+    """Rows from result files (one result per ``.json``; ``*.bundle.json`` and non-results are
+    skipped), and the raw results for outcome derivation."""
+    from taskeval.outcomes import iter_result_files
+
+    rows, raws = [], []
+    for path in iter_result_files(paths):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and "categoryScores" in data and "signals" in data:
+            rows.append(Row.of(data))
+            raws.append(data)
+    return rows, raws
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def auc(scores: Sequence[float], bad: Sequence[bool]) -> float | None:
+    """P(score of a PR without the outcome > score of one with it), ties half; None if one side
+    is empty. Mann-Whitney U over ranks."""
+    import numpy as np
+
+    s = np.asarray(scores, dtype=float)
+    y = np.asarray(bad, dtype=bool)
+    n_bad, n_good = int(y.sum()), int((~y).sum())
+    if not n_bad or not n_good:
+        return None
+    from scipy.stats import rankdata
+
+    ranks = rankdata(s)
+    u_good = ranks[~y].sum() - n_good * (n_good + 1) / 2
+    return float(u_good / (n_good * n_bad))
+
+
+def bootstrap_auc(scores: Sequence[float], bad: Sequence[bool], rounds: int = 1000,
+                  seed: int = 7) -> tuple[float, float] | None:
+    """Percentile 95 % interval of :func:`auc` over ``rounds`` resamples of the PRs (integer
+    scores 0..100, so each resample's AUC is counted from histograms: fast at any size)."""
+    import numpy as np
+
+    s = np.clip(np.rint(np.asarray(scores, dtype=float)), 0, 100).astype(np.int64)
+    y = np.asarray(bad, dtype=bool)
+    n = len(s)
+    if n == 0 or y.all() or not y.any():
+        return None
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(rounds, n))
+    offs = (np.arange(rounds) * 101)[:, None]
+    cells = (s[idx] + offs).ravel()
+    bad_hist = np.bincount(cells, weights=y[idx].ravel().astype(float),
+                           minlength=101 * rounds).reshape(rounds, 101)
+    all_hist = np.bincount(cells, minlength=101 * rounds).reshape(rounds, 101).astype(float)
+    good_hist = all_hist - bad_hist
+    below_bad = np.cumsum(bad_hist, axis=1) - bad_hist  # bad PRs strictly below each score
+    wins = (good_hist * (below_bad + 0.5 * bad_hist)).sum(axis=1)
+    pairs = good_hist.sum(axis=1) * bad_hist.sum(axis=1)
+    ok = pairs > 0
+    values = wins[ok] / pairs[ok]
+    if not len(values):
+        return None
+    low, high = np.percentile(values, [2.5, 97.5])
+    return float(low), float(high)
+
+
+@dataclass
+class Figure:
+    """One AUC figure: a score (signal or category) against one outcome."""
+
+    auc: float | None
+    low: float | None
+    high: float | None
+    n: int
+    positives: int
+    left_out: list[str] = field(default_factory=list)
+
+    def separates(self) -> bool:
+        return self.low is not None and self.high is not None and (self.low > 0.5 or
+                                                                  self.high < 0.5)
+
+    def as_dict(self) -> dict[str, Any]:
+        def r(v: float | None) -> float | None:
+            return None if v is None else round(v, 4)
+
+        return {"auc": r(self.auc), "low": r(self.low), "high": r(self.high), "n": self.n,
+                "positives": self.positives, "leftOut": self.left_out}
+
+
+def figure(pairs: list[tuple[float, bool]], rounds: int, left_out: Iterable[str] = ()) -> Figure:
+    positives = sum(1 for _, b in pairs if b)
+    out = Figure(None, None, None, len(pairs), positives, sorted(left_out))
+    if positives < MIN_CASES or len(pairs) - positives < MIN_CASES:
+        return out
+    scores = [s for s, _ in pairs]
+    bad = [b for _, b in pairs]
+    out.auc = auc(scores, bad)
+    interval = bootstrap_auc(scores, bad, rounds)
+    if interval:
+        out.low, out.high = interval
+    return out
+
+
+# --------------------------------------------------------------------------- the report
+
+
+def outcome_table(records: Iterable[OutcomeRecord]) -> dict[str, dict[tuple[str, int], bool]]:
+    table: dict[str, dict[tuple[str, int], bool]] = {}
+    for r in records:
+        table.setdefault(r.outcome, {})[key_of(r)] = r.value
+    return table
+
+
+def analyse(rows: Sequence[Row], records: Iterable[OutcomeRecord], rounds: int = 1000
+            ) -> dict[str, Any]:
+    """Every figure of the report as plain data (what validity.json holds)."""
+    outcomes = outcome_table(records)
+    present = [o for o in OUTCOMES if o in outcomes]
+    signal_ids = sorted({sid for r in rows for sid in r.signals},
+                        key=lambda s: (CATEGORIES.index(next(
+                            r.signals[s][0] for r in rows if s in r.signals)), s))
+    report: dict[str, Any] = {
+        "prs": len(rows),
+        "bootstrapRounds": rounds,
+        "outcomes": {o: {"meaning": OUTCOMES[o], "applicable": sum(
+            1 for r in rows if r.key in outcomes[o]), "positives": sum(
+            1 for r in rows if outcomes[o].get(r.key))} for o in present},
+        "categories": {},
+        "signals": {},
+        "trivial": {s: sorted(o for o in v if o in present) for s, v in TRIVIAL.items()
+                    if any(o in present for o in v)},
+    }
+    cat_of = {sid: sig[0] for r in rows for sid, sig in r.signals.items()}
+    for cat in CATEGORIES:
+        conclusive = [r for r in rows if r.categories.get(cat, (0, False))[1]]
+        entry: dict[str, Any] = {"coverage": round(len(conclusive) / len(rows), 4) if rows else 0,
+                                 "auc": {}, "bands": {}}
+        for o in present:
+            leave = frozenset(s for s, v in TRIVIAL.items() if o in v)
+            pairs = []
+            for r in rows:
+                if r.key not in outcomes[o]:
+                    continue
+                score = r.category_without(cat, leave) if any(
+                    s in r.signals for s in leave) else (
+                    r.categories[cat][0] if r.categories.get(cat, (0, False))[1] else None)
+                if score is not None:
+                    pairs.append((float(score), outcomes[o][r.key]))
+            used = sorted(s for s in leave if cat_of.get(s) == cat)
+            entry["auc"][o] = figure(pairs, rounds, used).as_dict()
+            per_band: dict[str, dict[str, Any]] = {}
+            for b in BANDS:
+                hits = [outcomes[o][r.key] for r in conclusive
+                        if r.key in outcomes[o] and band(r.categories[cat][0]) == b]
+                per_band[b] = {"n": len(hits),
+                               "rate": round(sum(hits) / len(hits), 4) if hits else None}
+            entry["bands"][o] = per_band
+        report["categories"][cat] = entry
+    for sid in signal_ids:
+        have = [r for r in rows if sid in r.signals]
+        ok = [r for r in have if r.signals[sid][1]]
+        cat = have[0].signals[sid][0]
+        entry = {"category": cat, "coverage": round(len(ok) / len(have), 4) if have else 0,
+                 "evaluated": len(have), "auc": {}}
+        for o in present:
+            if o in TRIVIAL.get(sid, frozenset()):
+                entry["auc"][o] = {"trivial": True}
+                continue
+            pairs = [(float(r.signals[sid][2] or 0), outcomes[o][r.key]) for r in ok
+                     if r.key in outcomes[o]]
+            entry["auc"][o] = figure(pairs, rounds).as_dict()
+        report["signals"][sid] = entry
+    report["separatesNothing"] = [
+        sid for sid, e in report["signals"].items()
+        if not any(f.get("low") is not None and (f["low"] > 0.5 or f["high"] < 0.5)
+                   for f in e["auc"].values() if not f.get("trivial"))
+    ]
+    report["pointsTheWrongWay"] = sorted(
+        f"{sid} vs {o}" for sid, e in report["signals"].items() for o, f in e["auc"].items()
+        if not f.get("trivial") and f.get("high") is not None and f["high"] < 0.5)
+    report["ciInconclusive"] = sorted(s for s in CI_SIGNALS if s in report["signals"]
+                                      and report["signals"][s]["coverage"] == 0)
+    return report
+
+
+def _fmt(f: Mapping[str, Any]) -> str:
+    if f.get("trivial"):
+        return "(trivial)"
+    if f.get("auc") is None:
+        return f"n/a (n={f.get('n', 0)}, {f.get('positives', 0)}+)"
+    interval = (f" [{f['low']:.2f}, {f['high']:.2f}]" if f.get("low") is not None else "")
+    return f"{f['auc']:.3f}{interval}"
+
+
+def markdown(report: Mapping[str, Any], title: str = "Validity report",
+             baseline: Mapping[str, Any] | None = None, command: str | None = None) -> str:
+    """validity.md: the figures in plain tables."""
+    outs = list(report["outcomes"])
+    lines = [f"# {title}", ""]
+    if command:
+        lines += ["Reproduce with:", "", "```", command, "```", ""]
+    lines += [
+        f"{report['prs']} evaluated PRs. AUC = probability that a PR *without* the outcome scores "
+        "higher than one *with* it (ties half): 0.5 is a coin, above 0.5 the score is lower where "
+        f"the bad thing happened. Intervals: percentile bootstrap, {report['bootstrapRounds']} "
+        "resamples, 95 %. n/a: fewer than "
+        f"{MIN_CASES} PRs on one side.", "",
+        "## Outcomes", "", "| outcome | meaning | PRs it applies to | with the outcome |",
+        "|---|---|---:|---:|",
+    ]
+    for o, v in report["outcomes"].items():
+        lines.append(f"| `{o}` | {v['meaning']} | {v['applicable']} | {v['positives']} |")
+    lines += ["", "## Categories (deterministic score)", "",
+              "| category | coverage | " + " | ".join(f"AUC `{o}`" for o in outs) + " |",
+              "|---|---:|" + "---:|" * len(outs)]
+    for cat, e in report["categories"].items():
+        lines.append(f"| `{cat}` | {e['coverage']:.1%} | "
+                     + " | ".join(_fmt(e["auc"][o]) for o in outs) + " |")
+    if baseline:
+        lines += ["", "## Before and after", "",
+                  "The same PRs and outcomes, scored by the baseline and by this scorer.", "",
+                  "| category | outcome | AUC before | AUC after |", "|---|---|---:|---:|"]
+        for cat in report["categories"]:
+            for o in outs:
+                before = (baseline.get("categories", {}).get(cat, {}).get("auc", {}).get(o))
+                if before is None:
+                    continue
+                lines.append(f"| `{cat}` | `{o}` | {_fmt(before)} | "
+                             f"{_fmt(report['categories'][cat]['auc'][o])} |")
+    left = {cat: {o: e["auc"][o]["leftOut"] for o in outs if e["auc"][o]["leftOut"]}
+            for cat, e in report["categories"].items()}
+    lines += ["", "### Left out as trivial", "",
+              "A signal that reads the fact an outcome records is left out of that outcome's "
+              "figures; a category's score against that outcome is recomputed without it."]
+    for sid, os_ in report["trivial"].items():
+        lines.append(f"- `{sid}`: {', '.join(f'`{o}`' for o in os_)}")
+    for cat, per in left.items():
+        for o, sids in per.items():
+            lines.append(f"- `{cat}` against `{o}` is scored without {', '.join(sids)}")
+    lines += ["", "## Outcome rate per band", ""]
+    for cat, e in report["categories"].items():
+        lines += [f"### `{cat}`", "", "| outcome | " + " | ".join(BANDS) + " |",
+                  "|---|" + "---:|" * len(BANDS)]
+        for o in outs:
+            cells = []
+            for b in BANDS:
+                v = e["bands"][o][b]
+                cells.append("—" if v["rate"] is None else f"{v['rate']:.1%} (n={v['n']})")
+            lines.append(f"| `{o}` | " + " | ".join(cells) + " |")
+        lines.append("")
+    lines += ["## Signals", "", "| signal | coverage | " + " | ".join(f"`{o}`" for o in outs) + " |",
+              "|---|---:|" + "---:|" * len(outs)]
+    for sid, e in report["signals"].items():
+        lines.append(f"| `{sid}` | {e['coverage']:.1%} | "
+                     + " | ".join(_fmt(e["auc"][o]) for o in outs) + " |")
+    lines += ["", "## Signals that separate nothing on this data", "",
+              "No outcome's 95 % interval excludes 0.5 (or no figure could be computed):", ""]
+    lines += [f"- `{s}`" for s in report["separatesNothing"]] or ["- (none)"]
+    if report["pointsTheWrongWay"]:
+        lines += ["", "Pointing the wrong way (interval wholly below 0.5):", ""]
+        lines += [f"- {s}" for s in report["pointsTheWrongWay"]]
+    if report["ciInconclusive"]:
+        lines += ["", "CI signals inconclusive on every PR (the data has no CI): "
+                  + ", ".join(f"`{s}`" for s in report["ciInconclusive"]) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def plots(report: Mapping[str, Any], out_dir: Path) -> list[Path]:
+    """One PNG per outcome (AUC with intervals, categories then signals) and one per category
+    (outcome rate per band)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    for o in report["outcomes"]:
+        rows = [(f"[{c}]", e["auc"][o]) for c, e in report["categories"].items()]
+        rows += [(s, e["auc"][o]) for s, e in report["signals"].items()]
+        rows = [(name, f) for name, f in rows if f.get("auc") is not None]
+        if not rows:
+            continue
+        fig, ax = plt.subplots(figsize=(7, 0.3 * len(rows) + 1.2))
+        ys = list(range(len(rows)))[::-1]
+        for y, (_, f) in zip(ys, rows, strict=True):
+            lo, hi = f.get("low") or f["auc"], f.get("high") or f["auc"]
+            ax.plot([lo, hi], [y, y], color="0.4")
+            ax.plot([f["auc"]], [y], "o", color="C0")
+        ax.axvline(0.5, color="C3", linestyle="--", linewidth=1)
+        ax.set_yticks(ys, [name for name, _ in rows], fontsize=7)
+        ax.set_xlim(0, 1)
+        ax.set_xlabel(f"AUC against {o} (95 % bootstrap interval)")
+        fig.tight_layout()
+        path = out_dir / f"auc-{o}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    for cat, e in report["categories"].items():
+        fig, ax = plt.subplots(figsize=(7, 3.2))
+        width = 0.8 / max(1, len(e["bands"]))
+        for n, (o, per) in enumerate(e["bands"].items()):
+            xs = [i + n * width for i in range(len(BANDS))]
+            ax.bar(xs, [(per[b]["rate"] or 0) for b in BANDS], width, label=o)
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(BANDS))], list(BANDS))
+        ax.set_ylabel("outcome rate")
+        ax.set_title(f"{cat}: outcome rate per band")
+        ax.legend(fontsize=6)
+        fig.tight_layout()
+        path = out_dir / f"bands-{cat}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def write_report(report: Mapping[str, Any], out_dir: Path, *, baseline: Mapping[str, Any] | None
+                 = None, command: str | None = None, with_plots: bool = True) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    data = dict(report)
+    if baseline is not None:
+        data["baseline"] = baseline
+    (out_dir / "validity.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n",
+                                           encoding="utf-8")
+    (out_dir / "validity.md").write_text(markdown(report, baseline=baseline, command=command),
+                                         encoding="utf-8")
+    written = [out_dir / "validity.json", out_dir / "validity.md"]
+    if with_plots:
+        written += plots(report, out_dir)
+    return written

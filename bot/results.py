@@ -118,7 +118,10 @@ def store_evaluation(conn: Connection, row: dict[str, Any]) -> int:
         .values(is_latest=False)
     )
     result = conn.execute(insert(evaluations).values(**row, is_latest=True))
-    evaluation_id = int(result.inserted_primary_key[0])
+    key = result.inserted_primary_key
+    if key is None:
+        raise RuntimeError("the database returned no id for the new evaluation")
+    evaluation_id = int(key[0])
     rows = signal_rows(evaluation_id, row["result_json"])
     if rows:
         conn.execute(insert(signals), rows)
@@ -251,7 +254,7 @@ def leaderboard(engine: Engine, repo: str | None = None, limit: int = 100,
         else:
             entry["author"] = row.key
         entry.update({
-            "count": int(row.count),
+            "count": int(row._mapping["count"]),  # row.count is Row's tuple method
             "meanOverall": round(float(row.mean), 1),
             "meanCategories": {
                 "agentPerformance": round(float(row.ap), 1),

@@ -16,8 +16,8 @@ from markupsafe import Markup, escape
 def comment_html(markdown: str) -> tuple[Markup, str]:
     """(HTML, which renderer made it)."""
     try:
-        import cmarkgfm
+        import cmarkgfm  # type: ignore[import-untyped]
     except ImportError:
         return Markup('<pre class="comment-raw">{}</pre>').format(escape(markdown)), "plain text"
-    html = cmarkgfm.github_flavored_markdown_to_html(markdown)  # safe mode: no raw HTML
+    html = str(cmarkgfm.github_flavored_markdown_to_html(markdown))  # safe mode: no raw HTML
     return Markup(html), "cmark-gfm (safe mode)"

@@ -202,7 +202,7 @@ def csrf_field() -> Markup:
 @dashboard.app_template_global()
 def view_url(endpoint: str | None = None, **changes: Any) -> str:
     """The current view's URL with some query parameters changed (None removes one)."""
-    args = {k: v for k, v in request.args.items() if k not in ("format", "table")}
+    args: dict[str, Any] = {k: v for k, v in request.args.items() if k not in ("format", "table")}
     for k, v in changes.items():
         if v is None:
             args.pop(k, None)
@@ -290,16 +290,36 @@ def _mean_cell(m: queries.Mean) -> Markup:
         f"{m.mean:.1f}", f"{m.low:.1f}", f"{m.high:.1f}", f"{m.half_width:.1f}")
 
 
-def _share(gr: queries.Group, outcome: str) -> float | None:
-    m = gr.outcomes.get(outcome)
-    return None if m is None else m.mean
+GroupCell = Callable[[queries.Group], Any]
 
 
-def _share_cell(m: queries.Mean | None) -> Markup | str:
-    if m is None or m.mean is None:
-        return "—"
-    return Markup('<span title="95 % interval {}–{}">{}</span>').format(
-        _pct(m.low), _pct(m.high), _pct(m.mean))
+def _category(cat: str, part: str) -> GroupCell:
+    return lambda gr: _round(getattr(gr.categories[cat], part))
+
+
+def _category_cell(cat: str) -> GroupCell:
+    return lambda gr: _mean_cell(gr.categories[cat])
+
+
+def _band_count(band: str) -> GroupCell:
+    return lambda gr: gr.bands[band]
+
+
+def _outcome(kind: str) -> GroupCell:
+    def value(gr: queries.Group) -> float | None:
+        m = gr.outcomes.get(kind)
+        return None if m is None else _round(m.mean, 4)
+    return value
+
+
+def _outcome_cell(kind: str) -> GroupCell:
+    def cell(gr: queries.Group) -> Markup | str:
+        m = gr.outcomes.get(kind)
+        if m is None or m.mean is None:
+            return "—"
+        return Markup('<span title="95 % interval {}–{}">{}</span>').format(
+            _pct(m.low), _pct(m.high), _pct(m.mean))
+    return cell
 
 
 def _round(x: float | None, digits: int = 2) -> float | None:
@@ -311,7 +331,7 @@ def _round(x: float | None, digits: int = 2) -> float | None:
 def group_table(groups: list[queries.Group], by: str, outcome_cols: list[str], view: View,
                 *, link: bool = True) -> Table:
     detail = "dashboard.agent" if by == "agent" else "dashboard.author"
-    keep = {k: v for k, v in view.args.items() if k not in ("agent",)}
+    keep: dict[str, Any] = {k: v for k, v in view.args.items() if k not in ("agent",)}
 
     def name_cell(gr: queries.Group) -> Markup:
         label = gr.name if by == "agent" else gr.key
@@ -339,15 +359,12 @@ def group_table(groups: list[queries.Group], by: str, outcome_cols: list[str], v
         Column("Overall 95% high", lambda gr: _round(gr.overall.high), key="overallHigh", csv_only=True),
     ]
     for cat, title in CATEGORY_TITLES.items():
-        columns.append(Column(title, lambda gr, c=cat: _round(gr.categories[c].mean),
-                              lambda gr, c=cat: _mean_cell(gr.categories[c]), numeric=True, key=f"{cat}Mean"))
-        columns.append(Column(f"{title} 95% low", lambda gr, c=cat: _round(gr.categories[c].low),
-                              key=f"{cat}Low", csv_only=True))
-        columns.append(Column(f"{title} 95% high", lambda gr, c=cat: _round(gr.categories[c].high),
-                              key=f"{cat}High", csv_only=True))
+        columns.append(Column(title, _category(cat, "mean"), _category_cell(cat), numeric=True, key=f"{cat}Mean"))
+        columns.append(Column(f"{title} 95% low", _category(cat, "low"), key=f"{cat}Low", csv_only=True))
+        columns.append(Column(f"{title} 95% high", _category(cat, "high"), key=f"{cat}High", csv_only=True))
     columns.append(Column("Bands", lambda gr: None, lambda gr: charts.band_bar(gr.bands), key="_bands"))
     for band in BANDS:
-        columns.append(Column(band, lambda gr, b=band: gr.bands[b], numeric=True, key=band, csv_only=True))
+        columns.append(Column(band, _band_count(band), numeric=True, key=band, csv_only=True))
     columns += [
         Column("Merged", lambda gr: _round(gr.merged_share, 4), lambda gr: _pct(gr.merged_share),
                numeric=True, key="mergedShare"),
@@ -355,8 +372,7 @@ def group_table(groups: list[queries.Group], by: str, outcome_cols: list[str], v
                numeric=True, key="rejectedShare"),
     ]
     for col in outcome_cols:
-        columns.append(Column(col.replace("_", " "), lambda gr, c=col: _round(_share(gr, c), 4),
-                              lambda gr, c=col: _share_cell(gr.outcomes.get(c)), numeric=True,
+        columns.append(Column(col.replace("_", " "), _outcome(col), _outcome_cell(col), numeric=True,
                               key=f"outcome.{col}"))
     columns.append(Column("Weekly trend", lambda gr: None, lambda gr: charts.trend(gr.trend), key="_trend"))
     table = Table("groups", "Agents" if by == "agent" else "Authors", columns, groups,

@@ -120,7 +120,6 @@ def cmd_backfill(args: argparse.Namespace) -> int:
     from taskeval.github.client import repo_path
     from taskeval.redact import redact
 
-    _quiet(args.verbose)
     try:
         repo_path(args.repository)
         opts = backfill.Options(
@@ -140,6 +139,7 @@ def cmd_backfill(args: argparse.Namespace) -> int:
         print("taskeval backfill: --limit and --parallel must be positive, --reserve at least 0",
               file=sys.stderr)
         return 2
+    _quiet(args.verbose)  # after the input checks: library logs only matter once work starts
     token = os.environ.get("GITHUB_TOKEN") or os.environ.get("GH_TOKEN") or None
     if opts.comment and not token:
         print("taskeval backfill: --comment needs a token that may write to the PRs: set "

@@ -62,6 +62,21 @@ def _corpus_outcomes(folder: Path) -> list[oc.OutcomeRecord]:
     return out
 
 
+def _corpus_agents(folder: Path) -> dict[tuple[str, int], str]:
+    from taskeval.corpus.aidev import FOLDER_AGENT, repository_of
+
+    out = {}
+    for name, agent in FOLDER_AGENT.items():
+        path = folder / name / "prs.csv"
+        if path.is_file():
+            with path.open(encoding="utf-8", newline="") as f:
+                for row in csv.DictReader(f):
+                    repo = repository_of(row.get("repo_url") or "")
+                    if repo:
+                        out[(repo.lower(), int(row["number"]))] = agent
+    return out
+
+
 def _store_url(args: argparse.Namespace) -> str | None:
     return args.store or os.environ.get("DATABASE_URL") or None
 
@@ -97,6 +112,10 @@ def load(args: argparse.Namespace) -> tuple[list[Any], list[oc.OutcomeRecord], l
         records_store = read_outcomes(url)
     else:
         records_store = []
+    if args.corpus:  # the folder is the label: fill in the agent where attribution left none
+        labels = _corpus_agents(Path(args.corpus))
+        for row in rows:
+            row.agent = row.agent or labels.get(row.key)
     derived = [r for raw in raws for r in oc.from_result(raw)]
     extra = [r for path in args.outcomes for r in oc.read_jsonl(Path(path))]
     corpus = _corpus_outcomes(Path(args.corpus)) if args.corpus else []

@@ -227,6 +227,11 @@ def test_rows_read_back_and_the_report_separates_what_it_should(results_dir: Pat
     assert report["signals"]["agent.objections"]["auc"]["rejected"]["auc"] == 1.0
     assert "agent.objections" not in report["separatesNothing"]
     assert "agent.text_hygiene" in report["separatesNothing"]
+    for n, row in enumerate(rows):
+        row.agent = "copilot" if n % 2 else "devin"
+    by_agent = analyse(rows, records, rounds=100)["agents"]
+    assert sorted(by_agent) == ["copilot", "devin"] and by_agent["devin"]["prs"] == 30
+    assert by_agent["devin"]["agentPerformance"]["rejected"]["auc"] == 1.0
 
 
 def test_validate_outcomes_and_calibrate_commands_on_a_results_directory(

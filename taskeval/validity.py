@@ -240,9 +240,11 @@ def analyse(rows: Sequence[Row], records: Iterable[OutcomeRecord], rounds: int =
             used = sorted(s for s in leave if cat_of.get(s) == cat)
             entry["auc"][o] = figure(pairs, rounds, used).as_dict()
             per_band: dict[str, dict[str, Any]] = {}
+            # Bands of the same score the AUC uses (without the signals that encode ``o``).
+            banded = [(band(int(sc)), outcomes[o][r.key]) for r in conclusive
+                      if r.key in outcomes[o] and (sc := r.category_without(cat, leave)) is not None]
             for b in BANDS:
-                hits = [outcomes[o][r.key] for r in conclusive
-                        if r.key in outcomes[o] and band(r.categories[cat][0]) == b]
+                hits = [bad for name, bad in banded if name == b]
                 per_band[b] = {"n": len(hits),
                                "rate": round(sum(hits) / len(hits), 4) if hits else None}
             entry["bands"][o] = per_band
@@ -344,7 +346,9 @@ def markdown(report: Mapping[str, Any], title: str = "Validity report",
     for cat, per in left.items():
         for o, sids in per.items():
             lines.append(f"- `{cat}` against `{o}` is scored without {', '.join(sids)}")
-    lines += ["", "## Outcome rate per band", ""]
+    lines += ["", "## Outcome rate per band", "",
+              "Bands of the same scores as the AUC figures (signals encoding the outcome left out).",
+              ""]
     for cat, e in report["categories"].items():
         lines += [f"### `{cat}`", "", "| outcome | " + " | ".join(BANDS) + " |",
                   "|---|" + "---:|" * len(BANDS)]

@@ -112,10 +112,10 @@ def load(args: argparse.Namespace) -> tuple[list[Any], list[oc.OutcomeRecord], l
         records_store = read_outcomes(url)
     else:
         records_store = []
-    if args.corpus:  # the folder is the label: fill in the agent where attribution left none
+    if args.corpus:  # the folder is the label (the ground truth), not the attribution
         labels = _corpus_agents(Path(args.corpus))
         for row in rows:
-            row.agent = row.agent or labels.get(row.key)
+            row.agent = labels.get(row.key) or row.agent
     derived = [r for raw in raws for r in oc.from_result(raw)]
     extra = [r for path in args.outcomes for r in oc.read_jsonl(Path(path))]
     corpus = _corpus_outcomes(Path(args.corpus)) if args.corpus else []

@@ -1,36 +1,36 @@
-# taskeval: the container GitHub Action (default) and, with a command override, the webhook bot.
+# taskeval's container Action: the scorer and the Action entrypoint only (no web server, no
+# database drivers). action.yml builds this file; releases also publish it prebuilt as
+# ghcr.io/<owner>/taskeval:<tag> (.github/workflows/release.yml), which a workflow can run with
+# `uses: docker://ghcr.io/<owner>/taskeval:<tag>` and skip the build (docs/action.md).
 # Build: docker build -t taskeval .
-# Bot:   docker run -p 8000:8000 --user 10001:10001 -v taskeval-data:/data \
-#          --entrypoint taskeval taskeval serve --bind 0.0.0.0:8000      (docs/bot.md, "Install")
 
-# Pinned to an exact Python patch release on Debian bookworm; bump deliberately.
-FROM python:3.11.11-slim-bookworm AS build
+# The base is pinned by digest (a tag can be re-pushed, a digest cannot) to the published
+# python:3.11.11-slim-bookworm. Bump the tag and the digest together, in the two FROM lines.
+FROM python:3.11.11-slim-bookworm@sha256:081075da77b2b55c23c088251026fb69a7b2bf92471e491ff5fd75c192fd38e5 AS build
 
 ENV PIP_NO_CACHE_DIR=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    VIRTUAL_ENV=/opt/venv \
-    PATH=/opt/venv/bin:$PATH
+    PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
 
-# Dependency layer: rebuilt only when pyproject.toml changes, not on every source edit.
-# Runtime dependencies plus the bot extra; the test extra (dev tools) never enters the image.
+# The virtualenv is made without pip or setuptools: the base image's pip installs into it
+# (`pip --python`), so neither ever lands in /opt/venv, the only thing the runtime stage copies.
+# Dependency layer: rebuilt only when pyproject.toml changes. The runtime dependencies alone.
 COPY pyproject.toml ./
-RUN python -m venv "$VIRTUAL_ENV" \
- && python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; print('\n'.join(p['dependencies'] + p['optional-dependencies']['bot']))" > /tmp/requirements.txt \
- && pip install --no-cache-dir -r /tmp/requirements.txt
+RUN python -m venv --without-pip /opt/venv \
+ && python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; print('\n'.join(p['dependencies']))" > /tmp/requirements.txt \
+ && python -m pip --python /opt/venv/bin/python install --no-cache-dir -r /tmp/requirements.txt
 
-# Source layer.
+# Source layer: the core and the Action adapter.
 COPY README.md ./
 COPY taskeval/ taskeval/
 COPY action/ action/
-COPY bot/ bot/
-RUN pip install --no-cache-dir --no-deps /src
+RUN python -m pip --python /opt/venv/bin/python install --no-cache-dir --no-deps /src
 
 
-FROM python:3.11.11-slim-bookworm
+FROM python:3.11.11-slim-bookworm@sha256:081075da77b2b55c23c088251026fb69a7b2bf92471e491ff5fd75c192fd38e5
 
 LABEL org.opencontainers.image.title="taskeval" \
-      org.opencontainers.image.description="Grade merged pull requests from the evidence GitHub holds" \
+      org.opencontainers.image.description="Grade merged pull requests from the evidence GitHub holds (GitHub Action)" \
       org.opencontainers.image.licenses="MIT"
 
 # PYTHONSAFEPATH keeps the working directory (the checked-out workspace) off sys.path, so files
@@ -40,15 +40,11 @@ ENV VIRTUAL_ENV=/opt/venv \
     PYTHONSAFEPATH=1 \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
+
+# Nothing installs packages at run time: the base image's own pip, setuptools and wheel go too.
+RUN python -m pip uninstall --yes --no-cache-dir pip setuptools wheel
 COPY --from=build /opt/venv /opt/venv
 
-# The bot's state directory. The bot runs as uid 10001 (`--user 10001:10001`) in /data, where its
-# default DATABASE_URL (sqlite:///taskeval-bot.sqlite3, relative) puts the SQLite file; mount a
-# volume there. A new named volume copies this directory's owner, so it is writable at once.
-# The Action ignores both: the runner sets the working directory to the workspace.
-RUN mkdir /data && chown 10001:10001 /data
-WORKDIR /data
-
 # No USER: GitHub runs container actions as the image's default user and documents that it must
-# be root to write to the mounted workspace and file commands. Run the bot with `--user`.
+# be root to write to the mounted workspace and file commands.
 ENTRYPOINT ["python", "-m", "action"]

@@ -81,7 +81,7 @@ class Tally:
 
 def _rows(path: Path) -> Iterator[dict[str, str]]:
     if not path.exists():
-        return iter(())
+        return
     with path.open(encoding="utf-8", newline="") as handle:
         yield from csv.DictReader(handle)
 

@@ -106,6 +106,122 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return sup.run()
 
 
+def cmd_backfill(args: argparse.Namespace) -> int:
+    """``taskeval backfill``: see ``bot.backfill``. Exit 0 done, 1 some PRs failed, 2 bad input,
+    3 stopped early (budget spent with --no-wait, or GitHub unavailable), 130 interrupted."""
+    try:
+        import sqlalchemy  # noqa: F401
+    except ImportError as exc:
+        print(f"taskeval backfill: results are stored in the bot's database, which needs the "
+              f"'bot' extra ({exc.name} is missing): pip install 'taskeval[bot]'", file=sys.stderr)
+        return 2
+    from bot import backfill
+    from taskeval.github import AuthError, GitHubError, NotFoundError, api_url, make_client
+    from taskeval.github.client import repo_path
+    from taskeval.redact import redact
+
+    _quiet(args.verbose)
+    try:
+        repo_path(args.repository)
+        opts = backfill.Options(
+            repository=args.repository.strip(),
+            since=backfill.parse_day(args.since) if args.since else None,
+            until=backfill.parse_day(args.until) if args.until else None,
+            state=args.state, limit=args.limit,
+            store_url=args.store or backfill.default_store(),
+            enqueue=args.enqueue, comment=args.comment, wait=not args.no_wait,
+            reserve=args.reserve, parallel=args.parallel,
+            ai="off" if args.no_ai else "auto",
+        )
+    except ValueError as exc:
+        print(f"taskeval backfill: {exc}", file=sys.stderr)
+        return 2
+    if (opts.limit is not None and opts.limit < 1) or opts.parallel < 1 or opts.reserve < 0:
+        print("taskeval backfill: --limit and --parallel must be positive, --reserve at least 0",
+              file=sys.stderr)
+        return 2
+    token = os.environ.get("GITHUB_TOKEN") or os.environ.get("GH_TOKEN") or None
+    if opts.comment and not token:
+        print("taskeval backfill: --comment needs a token that may write to the PRs: set "
+              "GITHUB_TOKEN", file=sys.stderr)
+        return 2
+    if not token:
+        print("taskeval backfill: GITHUB_TOKEN is not set; reading as an anonymous client "
+              "(public repositories only, 60 requests/hour)", file=sys.stderr)
+    try:
+        url = api_url(os.environ)
+        gh = make_client(token, base_url=url)
+        engine = backfill.open_store(opts.store_url)
+    except Exception as exc:
+        print(f"taskeval backfill: {redact(str(exc).splitlines()[0] if str(exc) else repr(exc))}",
+              file=sys.stderr)
+        return 2
+    run = backfill.Backfill(opts, gh, engine, token=token, api_url=url)
+    try:
+        summary = run.run()
+    except KeyboardInterrupt:
+        summary = run.summary
+        summary.stopped = summary.stopped or "interrupted"
+        for line in summary.lines():
+            print(line)
+        return 130
+    except (NotFoundError, AuthError) as exc:
+        print(f"taskeval backfill: {exc}", file=sys.stderr)
+        return 2
+    except GitHubError as exc:
+        print(f"taskeval backfill: {exc}", file=sys.stderr)
+        return 3
+    finally:
+        engine.dispose()
+    for line in summary.lines():
+        print(line)
+    return summary.exit_code()
+
+
+def _quiet(verbose: bool) -> None:
+    import logging
+
+    import taskeval.github  # noqa: F401  - tames PyGithub's import-time logger first
+
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
+                        format="%(name)s: %(message)s")
+    for name in ("github", "urllib3", "openai", "httpx", "alembic"):
+        logging.getLogger(name).setLevel(logging.DEBUG if verbose else logging.CRITICAL)
+    logging.getLogger("taskeval").setLevel(logging.DEBUG if verbose else logging.ERROR)
+
+
+def add_backfill(subparsers: Any) -> None:
+    bf = subparsers.add_parser(
+        "backfill", help="evaluate a repository's past pull requests into the store",
+        description="List OWNER/REPO's pull requests (newest update first), evaluate those whose "
+                    "work ended in the window and store the results in the bot's database "
+                    "(--store, else $DATABASE_URL, else ./taskeval.db). Restartable: PRs stored "
+                    "at the same head SHA and scorer version are skipped. Stays within the "
+                    "token's rate budget, keeping --reserve requests for its other users. "
+                    "Needs the bot extra.",
+    )
+    bf.add_argument("repository", metavar="OWNER/REPO")
+    bf.add_argument("--since", metavar="DATE", help="PRs merged/closed on or after (YYYY-MM-DD)")
+    bf.add_argument("--until", metavar="DATE", help="PRs merged/closed on or before")
+    bf.add_argument("--state", choices=["merged", "closed", "all"], default="merged",
+                    help="merged (default), closed (merged or not), all (open too)")
+    bf.add_argument("--limit", type=int, metavar="N", help="at most N PRs, newest first")
+    bf.add_argument("--store", metavar="URL", help="database URL (default: $DATABASE_URL or "
+                    "sqlite:///taskeval.db in the working directory)")
+    bf.add_argument("--enqueue", action="store_true",
+                    help="queue the PRs for `taskeval worker` instead of evaluating here")
+    bf.add_argument("--comment", action="store_true",
+                    help="also create or update each PR's comment (off by default)")
+    bf.add_argument("--no-wait", action="store_true",
+                    help="stop when the rate budget is spent instead of waiting for the reset")
+    bf.add_argument("--reserve", type=int, metavar="N", default=500,
+                    help="requests of the token's window left for its other users (default 500)")
+    bf.add_argument("--parallel", type=int, metavar="N", default=4,
+                    help="PRs fetched at once (default 4)")
+    bf.add_argument("--no-ai", action="store_true", help="deterministic scores only")
+    bf.set_defaults(func=cmd_backfill)
+
+
 def add_commands(subparsers: Any) -> None:
     """Register ``serve`` and ``worker`` on the main CLI's subparsers."""
     serve = subparsers.add_parser(
@@ -131,3 +247,4 @@ def add_commands(subparsers: Any) -> None:
     worker.add_argument("--log-level", choices=LOG_LEVELS,
                         default=_default_level())
     worker.set_defaults(func=cmd_worker)
+    add_backfill(subparsers)

@@ -213,6 +213,19 @@ judge_cache = Table(
     Column("stored_at", Float, nullable=False),
 )
 
+# Revision 0005: one GitHub request budget per credential (token or App installation), shared by
+# every backfill process and worker that uses it (bot/budget.py).
+rate_budgets = Table(
+    "rate_budgets",
+    metadata,
+    Column("key", String(200), primary_key=True),  # "<api host>|token:<sha256 prefix>" etc.
+    Column("limit", Integer, nullable=False),  # X-RateLimit-Limit
+    Column("remaining", Integer, nullable=False),  # requests not yet granted in this window
+    Column("reset_at", Float, nullable=False),  # X-RateLimit-Reset (epoch seconds)
+    Column("window", Integer, nullable=False),  # bumped at each new window; grants carry it
+    Column("updated_at", Float, nullable=False),
+)
+
 # Serialises concurrent migrations from many processes on PostgreSQL.
 _SCHEMA_LOCK = 0x7461736B  # "task"
 

@@ -34,6 +34,7 @@ class GitHubContext:
     gh: Any
     own_login: str | None = None
     token: str | None = None  # token mode only: lets the judge fall back to GitHub Models
+    budget_key: str | None = None  # the credential's shared request budget (bot.budget)
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,9 @@ def handle_evaluate(core: Core, ctx: GitHubContext, job: Job) -> Outcome:
     """
     result, markdown = core.evaluate(ctx, job.repo, job.number, job.trigger)
     summary = f"{result['overallScore']} ({result['overallBand']})"
+    if job.trigger == BACKFILL:  # history: stored, never commented (unless backfill-comment)
+        return Outcome(note=f"evaluated: {summary}; no comment (backfill)",
+                       evaluation=record_from_result(result))
     signature = comment_signature(markdown)
     previous = core.previous_comment(job.repo, job.number, result["headSha"])
     if previous is not None and previous[0] == signature and job.trigger != "issue_comment":
@@ -124,6 +128,7 @@ def handle_evaluate(core: Core, ctx: GitHubContext, job: Job) -> Outcome:
 
 
 HANDLERS = {"command": handle_command, "evaluate": handle_evaluate}
+BACKFILL = "backfill"  # trigger of jobs queued by `taskeval backfill --enqueue`
 
 
 class PipelineCore:
@@ -159,7 +164,20 @@ class PipelineCore:
 
         options = Options(ai=self.settings.ai, trigger=trigger, env=dict(self.settings.env),
                           github_token=ctx.token, cache=self.cache)
-        evaluation = evaluate_pull_request(ctx.gh, repo, number, options)
+        if ctx.budget_key is None:
+            evaluation = evaluate_pull_request(ctx.gh, repo, number, options)
+            return json.loads(evaluation.result.to_json()), evaluation.markdown
+        from bot.budget import Budget, GateMeter
+
+        # Every worker on every node takes its requests from the credential's one budget; when
+        # it is spent the job is deferred to the reset (BudgetExhausted), not failed.
+        reserve = _int(self.settings.env.get("TASKEVAL_RATE_RESERVE"), 500)
+        meter = GateMeter(Budget(self.engine, ctx.budget_key, reserve=reserve, wait=False,
+                                 refresh=lambda: _rate_limit(ctx.gh)))
+        try:
+            evaluation = evaluate_pull_request(ctx.gh, repo, number, options, meter=meter)
+        finally:
+            meter.close()
         return json.loads(evaluation.result.to_json()), evaluation.markdown
 
     def publish(self, ctx: GitHubContext, repo: str, number: int, markdown: str) -> str:
@@ -172,3 +190,25 @@ class PipelineCore:
         from taskeval.github import AuthError
 
         return isinstance(exc, AuthError)
+
+
+def _int(text: str | None, default: int) -> int:
+    try:
+        return max(0, int(text)) if text not in (None, "") else default
+    except ValueError:
+        return default
+
+
+def _rate_limit(gh: Any) -> tuple[int, int, float] | None:
+    """The credential's quota now, from ``GET /rate_limit`` (free of charge)."""
+    from bot.budget import rate_headers
+
+    headers: dict[str, Any] = {}
+    try:
+        status, headers, output = gh.requester.requestJson("GET", "/rate_limit")
+        if status != 200:
+            return None
+        core = json.loads(output)["resources"]["core"]
+        return int(core["remaining"]), int(core["limit"]), float(core["reset"])
+    except Exception:  # no body to read: the headers, or the next answers', will tell
+        return rate_headers(headers)

@@ -219,11 +219,41 @@ class Queue:
         })
         return Ack(status, job_id, message)
 
+    def enqueue(self, ev: events.Evaluate) -> tuple[int, bool]:
+        """Queue an evaluation that no delivery asked for (``taskeval backfill --enqueue``);
+        (job id, created): an evaluation of the same PR and head already queued or running is
+        joined instead."""
+        for _ in range(_RETRIES):
+            try:
+                with write(self.engine) as conn:
+                    return self._enqueue_evaluation(conn, ev, None, self.clock())
+            except IntegrityError:
+                continue
+        raise RuntimeError(f"{ev.repo}#{ev.number}: could not settle a concurrent insert")
+
+    def defer(self, job_id: int, worker_id: str, run_after: float, reason: str) -> bool:
+        """Give a claimed job back to run at ``run_after`` without spending an attempt (the
+        shared GitHub budget is spent until then)."""
+        now = self.clock()
+        with write(self.engine) as conn:
+            result = conn.execute(
+                update(jobs)
+                .where(jobs.c.id == job_id, jobs.c.leased_by == worker_id,
+                       jobs.c.status == "running")
+                .values(status="queued", attempts=jobs.c.attempts - 1, lease_until=None,
+                        leased_by=None, run_after=max(now, run_after), updated_at=now,
+                        last_error=clean_error(reason))
+            )
+        return result.rowcount == 1
+
     def _insert_job(self, conn: Connection, now: float, **values: Any) -> int:
         row = {**_JOB_DEFAULTS, **values, "max_attempts": self.max_attempts, "run_after": now,
                "created_at": now, "updated_at": now}
         result = conn.execute(_INSERT_JOB, row)
-        return int(result.inserted_primary_key[0])
+        key = result.inserted_primary_key
+        if key is None:
+            raise RuntimeError("the database returned no id for the new job")
+        return int(key[0])
 
     def _enqueue_evaluation(self, conn: Connection, ev: events.Evaluate, delivery_id: str | None,
                             now: float, parent_id: int | None = None) -> tuple[int, bool]:
@@ -359,7 +389,7 @@ class Queue:
 
     def backoff(self, attempts: int) -> float:
         """Exponential backoff with jitter: base * 2^(attempt-1), capped, scaled by 0.5..1."""
-        delay = min(self.backoff_max_seconds, self.backoff_seconds * 2 ** max(0, attempts - 1))
+        delay: float = min(self.backoff_max_seconds, self.backoff_seconds * 2 ** max(0, attempts - 1))
         return delay * (0.5 + self.jitter() / 2)
 
     def fail(self, job_id: int, worker_id: str, error: str, *, transient: bool,

@@ -118,7 +118,10 @@ def store_evaluation(conn: Connection, row: dict[str, Any]) -> int:
         .values(is_latest=False)
     )
     result = conn.execute(insert(evaluations).values(**row, is_latest=True))
-    return int(result.inserted_primary_key[0])
+    key = result.inserted_primary_key
+    if key is None:
+        raise RuntimeError("the database returned no id for the new evaluation")
+    return int(key[0])
 
 
 def record_from_result(result: dict[str, Any], *, comment_url: str | None = None,
@@ -219,7 +222,7 @@ def leaderboard(engine: Engine, repo: str | None = None, limit: int = 100,
         else:
             entry["author"] = row.key
         entry.update({
-            "count": int(row.count),
+            "count": int(row._mapping["count"]),  # row.count is Row's tuple method
             "meanOverall": round(float(row.mean), 1),
             "meanCategories": {
                 "agentPerformance": round(float(row.ap), 1),

@@ -24,6 +24,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from bot import logs
+from bot.budget import BudgetExhausted, budget_key
 from bot.handlers import HANDLERS, Core, GitHubContext, InvalidInput, PipelineCore
 from bot.queue import Job, LeaseLost, Queue, presence_interval
 from bot.settings import BotSettings, SettingsError
@@ -43,10 +44,7 @@ def classify(exc: BaseException) -> tuple[bool, float | None]:
     from taskeval.github import AuthError, GitHubError, NotFoundError, RateLimitError
 
     if isinstance(exc, RateLimitError):
-        reset = getattr(exc, "reset_at", None) or getattr(exc, "reset", None)
-        retry_at = reset.timestamp() if hasattr(reset, "timestamp") else (
-            float(reset) if isinstance(reset, int | float) else None)
-        return True, retry_at
+        return True, exc.reset_at.timestamp() if exc.reset_at is not None else None
     if isinstance(exc, NotFoundError | AuthError | InvalidInput):
         return False, None
     status = getattr(exc, "status", None)
@@ -113,7 +111,9 @@ class Clients:
                         self.settings.github_token, base_url=self.settings.api_url)
                 return GitHubContext(self._token_client,
                                      self.settings.env.get("TASKEVAL_BOT_LOGIN"),
-                                     self.settings.github_token)
+                                     self.settings.github_token,
+                                     budget_key(self.settings.api_url,
+                                                token=self.settings.github_token))
             installation = job.installation_id
             if installation is None:  # a repository webhook pointed at an App-mode bot
                 installation = self._installation_of(job.repo)
@@ -125,7 +125,8 @@ class Clients:
                 self._clients[installation] = client
             if self._own_login is None:
                 self._own_login = f"{self.settings.app_slug or self._app_slug()}[bot]"
-            return GitHubContext(client, self._own_login, None)
+            return GitHubContext(client, self._own_login, None,
+                                 budget_key(self.settings.api_url, installation_id=installation))
 
     def _app_slug(self) -> str:
         """The App's slug from ``GET /app`` (authenticated with the App's JWT), as GitHub
@@ -226,6 +227,16 @@ class Worker:
         try:
             ctx = self.clients.for_job(job)
             outcome = handler(self.core, ctx, job)
+        except BudgetExhausted as exc:  # the shared budget is spent: wait for it, lose nothing
+            reset = exc.reset_at.timestamp() if exc.reset_at else self.queue.clock() + 60
+            reason = f"deferred to the rate-limit reset: {exc}"
+            try:
+                self._record("deferral", lost, lambda: self.queue.defer(
+                    job.id, self.id, reset, reason))
+            except (OperationalError, InterfaceError) as db_exc:
+                return self._unrecorded("deferral", db_exc)
+            log.info("job deferred: %s", exc)
+            return "queued"
         except Exception as exc:  # every failure is recorded on the job
             transient, retry_at = classify(exc)
             error = describe(exc)

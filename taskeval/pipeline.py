@@ -23,6 +23,7 @@ from taskeval.agents import attribute
 from taskeval.config import LoadedConfig, Settings, load_config
 from taskeval.evidence import build_bundle
 from taskeval.github import collect, upsert_comment
+from taskeval.github.client import Meter
 from taskeval.judge import FileCache, JudgeCache, JudgeConfig, JudgeResult, default_cache_dir, run_judge
 from taskeval.models import (
     SCHEMA_VERSION,
@@ -69,12 +70,14 @@ def _now() -> str:
 
 
 def evaluate_pull_request(
-    gh: Github, repository: str, number: int, options: Options | None = None
+    gh: Github, repository: str, number: int, options: Options | None = None, *,
+    meter: Meter | None = None,
 ) -> Evaluation:
     """Collect one PR from GitHub and evaluate it. Raises ``taskeval.github.GitHubError`` only
-    when the PR itself cannot be read; partial evidence becomes warnings in the result."""
+    when the PR itself cannot be read; partial evidence becomes warnings in the result.
+    ``meter`` counts (and may gate) every request collection sends (``collect``)."""
     options = options or Options()
-    raw = collect(gh, repository, number)
+    raw = collect(gh, repository, number, meter=meter)
     loaded = load_config(raw.config_text, options.config_path)
     bundle = build_bundle(raw)
     result = score_bundle(bundle, loaded, options)
@@ -87,8 +90,8 @@ def _judge(
     if options.ai == "off":
         return JudgeResult(JudgeInfo(status="off", error="AI judge turned off (--no-ai / ai: off)"), {})
     if not settings.ai:
-        reason = "AI judge turned off by the repository config (ai: false)"
-        return JudgeResult(JudgeInfo(status="off", error=reason), {})
+        off = "AI judge turned off by the repository config (ai: false)"
+        return JudgeResult(JudgeInfo(status="off", error=off), {})
     config, reason = JudgeConfig.from_env(options.env, options.ai, options.github_token)
     if config is None:
         return JudgeResult(JudgeInfo(status="error" if options.ai == "on" else "off", error=reason), {})

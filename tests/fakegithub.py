@@ -250,6 +250,7 @@ _ROUTES: Final[Sequence[tuple[str, str, str]]] = (
     ("POST", r"/app/installations/(?P<id>\d+)/access_tokens", "app.token"),
     ("GET", rf"{_REPO}/installation", "repos.installation"),
     ("GET", rf"{_REPO}", "repos.get"),
+    ("GET", rf"{_REPO}/pulls", "pulls.list"),
     ("GET", rf"{_REPO}/pulls/(?P<n>\d+)", "pulls.get"),
     ("GET", rf"{_REPO}/pulls/(?P<n>\d+)/commits", "pulls.commits"),
     ("GET", rf"{_REPO}/pulls/(?P<n>\d+)/reviews", "pulls.reviews"),
@@ -274,6 +275,7 @@ _COMPILED: Final = [(m, re.compile(p), name) for m, p, name in _ROUTES]
 _NEEDS: Final[Mapping[str, tuple[tuple[str, ...], str]]] = {
     "repos.get": (("metadata",), "read"),
     "repos.permission": (("metadata",), "read"),
+    "pulls.list": (("pull_requests",), "read"),
     "pulls.get": (("pull_requests",), "read"),
     "pulls.commits": (("pull_requests",), "read"),
     "pulls.reviews": (("pull_requests",), "read"),
@@ -311,6 +313,8 @@ class FakeGitHub:
         latency: float = 0.0,
         html_base: str = "https://github.com",
         rate_limit: int = 5000,
+        rate_window: float = 3600.0,
+        enforce_rate_limit: bool = False,
     ) -> None:
         self.url = MOCK_URL
         self.prefix = ""
@@ -318,7 +322,12 @@ class FakeGitHub:
         self.latency = latency
         self.rate_limit = rate_limit
         self.rate_remaining = rate_limit
-        self.rate_reset = int(time.time()) + 3600
+        self.rate_window = rate_window
+        self.rate_reset = int(time.time() + rate_window)
+        # Like GitHub: once the window's quota is spent, 403 with X-RateLimit-Remaining 0 until
+        # the reset; off by default, where the count floors at 0 and requests still succeed.
+        self.enforce_rate_limit = enforce_rate_limit
+        self.rate_limited = 0  # requests refused for the primary limit
         self.tokens: dict[str, Identity] = {}
         if token is not None:
             self.add_token(token, login, integration=integration, permissions=permissions)
@@ -680,6 +689,14 @@ class FakeGitHub:
         if self.latency:
             time.sleep(self.latency)
         fault = self._take_fault(method, path)
+        if self.enforce_rate_limit and route != "rate_limit":
+            with self._lock:
+                self._roll_rate_window()
+                spent = self.rate_remaining <= 0
+                if spent:
+                    self.rate_limited += 1
+            if spent and fault is None:
+                fault = Fault.primary_rate_limit(max(0, self.rate_reset - int(time.time())))
         if fault is not None and fault.delay and not fault.applied:
             time.sleep(fault.delay)
         credential = (lower.get("authorization") or "").partition(" ")[2].strip()
@@ -708,7 +725,7 @@ class FakeGitHub:
                     raise _Answer(fault.status, fault.body, fault.headers)
         except _Answer as answer:
             status, payload, extra = answer.status, answer.body, answer.headers
-        out = self._headers(extra)
+        out = self._headers(extra, charge=route != "rate_limit")  # GitHub does not charge it
         with self._lock:
             self.log.append(LoggedRequest(method, path, flat, status, route,
                                           identity.login if identity else None))
@@ -725,9 +742,17 @@ class FakeGitHub:
             return b""
         return json.dumps(payload).replace(API_PLACEHOLDER, self.url).encode()
 
-    def _headers(self, extra: Mapping[str, str]) -> dict[str, str]:
+    def _roll_rate_window(self) -> None:
+        now = time.time()
+        if now >= self.rate_reset:
+            self.rate_remaining = self.rate_limit
+            self.rate_reset = int(now + self.rate_window)
+
+    def _headers(self, extra: Mapping[str, str], charge: bool = True) -> dict[str, str]:
         with self._lock:
-            self.rate_remaining = max(0, self.rate_remaining - 1)
+            self._roll_rate_window()
+            if charge:
+                self.rate_remaining = max(0, self.rate_remaining - 1)
             headers = {
                 "Content-Type": "application/json; charset=utf-8",
                 "X-GitHub-Media-Type": "github.v3; format=json",
@@ -827,6 +852,8 @@ class FakeGitHub:
             self._require(identity, route, repo)
             if route == "repos.get":
                 return 200, repo.data, {}
+            if route == "pulls.list":
+                return self._page(self._list_pulls(repo, query), query, path)
             if route == "pulls.get":
                 return 200, self._pull(repo, match["n"]).data, {}
             if route == "pulls.commits":
@@ -961,6 +988,25 @@ class FakeGitHub:
         expires = datetime.now(UTC) + timedelta(hours=1)
         return 201, {"token": token, "expires_at": _iso(expires),
                      "permissions": app.permissions, "repository_selection": "selected"}, {}
+
+    @staticmethod
+    def _list_pulls(repo: _Repo, query: Mapping[str, str]) -> list[dict[str, Any]]:
+        """``GET /repos/{o}/{r}/pulls``: ``state`` (open, closed, all; default open), ``sort``
+        (created, updated; default created), ``direction`` (default desc), the list's shape
+        (no merge or size fields: those are in the full PR only)."""
+        state = query.get("state", "open")
+        if state not in ("open", "closed", "all"):
+            raise _Answer(422, _error_body("Validation Failed", 422))
+        sort = query.get("sort", "created")
+        if sort not in ("created", "updated"):
+            raise _Answer(422, _error_body("Validation Failed", 422))
+        descending = query.get("direction", "desc") == "desc"
+        chosen = [p.data for p in repo.pulls.values()
+                  if state == "all" or p.data["state"] == state]
+        chosen.sort(key=lambda d: (d[f"{sort}_at"], d["number"]), reverse=descending)
+        full_only = ("merged", "mergeable", "mergeable_state", "merged_by", "comments",
+                     "review_comments", "commits", "additions", "deletions", "changed_files")
+        return [{k: v for k, v in d.items() if k not in full_only} for d in chosen]
 
     # ------------------------------------------------------------------------------ pagination
 

@@ -156,6 +156,14 @@ CASES = [
      "sweep", None, "certain"),
     ("gemini cli footer", dict(body="Fix.\n\nGenerated with Gemini CLI"), "gemini", "alice", "likely"),
     ("human: nothing marks an agent", dict(), "human", "alice", "likely"),
+    ("claude: a co-author line in the description (squash-style trailer)",
+     dict(body="Automate the changelog.\n\nCo-authored-by: Claude"), "claude-code", "alice", "likely"),
+    ("human: a person named Claude as co-author is no mark",
+     dict(commits=(("alice", "Pair on retries\n\nCo-authored-by: Claude Monet <claude@monet.example>"),)),
+     "human", "alice", "likely"),
+    ("claude: model-named co-author",
+     dict(commits=(("alice", "Fix\n\nCo-authored-by: claude-sonnet:3.7 <me@example.com>"),)),
+     "claude-code", "alice", "likely"),
     ("human: prose that names an agent is no mark",
      dict(body="I tried Cursor and Claude Code for this but wrote it by hand; devin.ai docs say..."),
      "human", "alice", "likely"),
@@ -372,3 +380,14 @@ def test_cursor_agent_commits_are_not_outside_human_commits() -> None:
     bundle = pr(author="alice", commits=(("cursoragent", "Add retries"), ("cursoragent", "Fix tests")))
     signal = next(s for s in compute_signals(bundle, Settings()) if s.id == "agent.human_intervention")
     assert "cursoragent" not in signal.reason
+
+
+def test_another_agents_standard_shape_does_not_hide_a_leak() -> None:
+    from taskeval.signals import compute_signals
+
+    # A human PR borrowing Devin's "Requested by" heading: nothing is exempt, the leak counts.
+    body = "Retries.\n\n## Requested by\nAs an AI language model, I wrote this.\n"
+    bundle = pr(author="alice", body=body)
+    assert attribute(bundle).id == "human"
+    signal = next(s for s in compute_signals(bundle, Settings()) if s.id == "agent.text_hygiene")
+    assert signal.score is not None and signal.score < 100 and "ai-disclaimer" in signal.reason

@@ -29,7 +29,7 @@ import os
 import re
 import threading
 from collections.abc import Iterator, Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 from urllib.parse import quote, urlsplit
 
 from github import Auth, Github, GithubRetry
@@ -80,7 +80,10 @@ def api_url(env: Mapping[str, str] | None = None) -> str:
 
 
 class Meter:
-    """Counts HTTP requests (first tries and retries) across the threads of one collection."""
+    """Counts HTTP requests (first tries and retries) across the threads of one collection.
+
+    ``add`` runs before each request is sent and ``seen`` with each answer's headers: a subclass
+    can gate requests on a shared rate budget there (``bot.budget``)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -89,6 +92,9 @@ class Meter:
     def add(self) -> None:
         with self._lock:
             self.requests += 1
+
+    def seen(self, headers: Mapping[str, Any]) -> None:
+        """An answer's headers (rate-limit headers included); nothing to do here."""
 
 
 class _Retry(GithubRetry):
@@ -100,7 +106,7 @@ class _Retry(GithubRetry):
 
     def new(self, **kw: Any) -> _Retry:
         kw.setdefault("meter", self.meter)
-        return super().new(**kw)  # type: ignore[return-value]
+        return super().new(**kw)
 
     def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
         # A 5xx answer to a POST may come after the comment was created; resending could post twice.
@@ -108,7 +114,7 @@ class _Retry(GithubRetry):
             return False
         return super().is_retry(method, status_code, has_retry_after)
 
-    def increment(  # type: ignore[override]
+    def increment(
         self,
         method: str | None = None,
         url: str | None = None,
@@ -133,7 +139,8 @@ class _Retry(GithubRetry):
                 )
         if self.meter is not None:
             self.meter.add()
-        return retry  # type: ignore[return-value]
+        # urllib3 builds the next policy with self.new(), which returns a _Retry (see new above).
+        return cast(_Retry, retry)
 
 
 class MeteredRequester(Requester):
@@ -146,7 +153,10 @@ class MeteredRequester(Requester):
     def requestJson(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, Any], str]:
         if self._meter is not None:
             self._meter.add()
-        return super().requestJson(*args, **kwargs)
+        status, headers, output = super().requestJson(*args, **kwargs)
+        if self._meter is not None:
+            self._meter.seen(headers)
+        return status, headers, output
 
 
 def make_client(

@@ -53,7 +53,8 @@ T = TypeVar("T")
 Listed = tuple[Any, CollectionIssue | None]
 
 
-def collect(gh: Github, repository: str, number: int, *, max_workers: int = 8) -> RawCollection:
+def collect(gh: Github, repository: str, number: int, *, max_workers: int = 8,
+            meter: Meter | None = None) -> RawCollection:
     """Fetch everything taskeval reads about one PR, concurrently, with no per-item requests.
 
     Requests: the repository and the PR (together), then commits, reviews, review comments,
@@ -65,13 +66,16 @@ def collect(gh: Github, repository: str, number: int, *, max_workers: int = 8) -
     retries included, by counting in the requester and in the retry policy; an App installation's
     token exchange (once an hour, PyGithub's own requester) is not counted.
 
+    ``meter`` (optional) is told of every request before it is sent, retries included; a meter
+    that blocks or raises there (a shared rate budget) gates the collection.
+
     Raises ``NotFoundError``/``AuthError`` when the repository or PR cannot be read,
     ``RateLimitError`` when a limit could not be waited out, ``GitHubError`` for 5xx after retries
     or malformed answers. A 403/404 on any other resource becomes a ``CollectionIssue``.
     """
     if number < 1:
         raise ValueError(f"a pull request number is positive, got {number}")
-    reader = _Reader(gh, repository, number)
+    reader = _Reader(gh, repository, number, meter)
     _exchange_installation_token(gh, repository)
     pool = ThreadPoolExecutor(max_workers=max(1, max_workers), thread_name_prefix="taskeval-gh")
     try:
@@ -113,12 +117,13 @@ class _Reader:
     """Reads one PR's resources from several threads: each thread gets its own metered requester
     (see ``taskeval.github.client``), all of them count into one meter."""
 
-    def __init__(self, gh: Github, repository: str, number: int) -> None:
+    def __init__(self, gh: Github, repository: str, number: int,
+                 meter: Meter | None = None) -> None:
         self.gh = gh
         self.repository = repository
         self.number = number
         self.base = repo_path(repository)
-        self.meter = Meter()
+        self.meter = meter if meter is not None else Meter()
         self.requesters: list[Requester] = []
         self._local = threading.local()
         self._lock = threading.Lock()

@@ -17,7 +17,14 @@ from dataclasses import dataclass
 from fnmatch import translate
 from typing import Literal, TypeVar
 
-from taskeval.agents import AgentRule, agent_logins, rules_for, standard_commit_patterns, standard_text_patterns
+from taskeval.agents import (
+    AgentRule,
+    agent_logins,
+    attribute,
+    rules_for,
+    standard_commit_patterns,
+    standard_text_patterns,
+)
 from taskeval.config import Settings
 from taskeval.contract import Category
 from taskeval.evidence import vocabulary as ev
@@ -132,13 +139,21 @@ class Ctx:
         return rules_for(self.settings)
 
     @functools.cached_property
+    def agent_rule(self) -> tuple[AgentRule, ...]:
+        """The rule of the agent this PR is attributed to (none for a human or unknown bot)."""
+        agent = attribute(self.bundle, self.settings)
+        return tuple(r for r in self.agent_rules if r.id == agent.id)
+
+    @functools.cached_property
     def standard_texts(self) -> tuple[re.Pattern[str], ...]:
-        """Texts agents write by design (taskeval/agents.py): not leakage, boilerplate or template."""
-        return standard_text_patterns(self.agent_rules)
+        """What the PR's agent writes by design (its ``standard_texts`` in taskeval/agents.py): not
+        leakage, boilerplate or template. Only that agent's: another agent's shapes in a PR prove
+        nothing and must not hide what sits in them."""
+        return standard_text_patterns(self.agent_rule)
 
     def is_standard_commit(self, subject: str) -> bool:
-        """A commit an agent makes by design, such as Copilot's empty "Initial plan"."""
-        return any(p.search(subject) for p in standard_commit_patterns(self.agent_rules))
+        """A commit the PR's agent makes by design, such as Copilot's empty "Initial plan"."""
+        return any(p.search(subject) for p in standard_commit_patterns(self.agent_rule))
 
     @functools.cached_property
     def commit_ids(self) -> dict[str, str]:

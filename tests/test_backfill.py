@@ -1,0 +1,244 @@
+"""``taskeval backfill``: the window, restartability (a real process killed mid-run resumes with no
+duplicates), comments off by default, the rate budget and --enqueue, against the fake GitHub."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, func, select
+
+from bot import backfill
+from bot.db import evaluations, jobs, make_engine
+from taskeval.github import make_client
+from tests.fakegithub import BASE_TIME, FAKE_TOKEN, FakeGitHub
+
+REPO = "octo-org/widgets"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def history(fake: FakeGitHub, count: int, *, every_third_unmerged: bool = True) -> None:
+    """``count`` closed PRs, one a day; every third closed without merging."""
+    for n in range(1, count + 1):
+        merged = not (every_third_unmerged and n % 3 == 0)
+        fake.add_pr(REPO, n, merged=merged, state="closed", commits=2,
+                    created_at=BASE_TIME + timedelta(days=n))
+
+
+def rows(engine: Engine) -> list[Any]:
+    with engine.connect() as conn:
+        return conn.execute(select(evaluations).order_by(evaluations.c.id)).all()
+
+
+def run(fake: FakeGitHub, store: str, stream: io.StringIO | None = None,
+        **options: Any) -> backfill.Summary:
+    opts = backfill.Options(repository=REPO, store_url=store, ai="off", **options)
+    engine = backfill.open_store(store)
+    try:
+        gh = make_client(FAKE_TOKEN, base_url=fake.url, retries=1, backoff_factor=0.01)
+        return backfill.Backfill(opts, gh, engine, token=FAKE_TOKEN, api_url=fake.url,
+                                 stream=stream or io.StringIO(), tty=False).run()
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'taskeval.db'}"
+
+
+@pytest.fixture
+def served() -> Iterator[FakeGitHub]:
+    fake = FakeGitHub()
+    history(fake, 9)
+    with fake.serve():
+        yield fake
+
+
+def test_backfill_stores_each_merged_pr_once_and_a_rerun_fetches_nothing(
+        served: FakeGitHub, store: str) -> None:
+    out = io.StringIO()
+    summary = run(served, store, out)
+    assert (summary.listed, summary.evaluated, summary.skipped, summary.failed) == (6, 6, 0, {})
+    assert summary.exit_code() == 0
+    stored = rows(make_engine(store))
+    assert sorted(r.number for r in stored) == [1, 2, 4, 5, 7, 8]
+    assert {r.trigger for r in stored} == {"backfill"} and all(r.is_latest for r in stored)
+    assert {r.pr_state for r in stored} == {"merged"}
+    assert served.comments(REPO, 1) == [] or all(
+        not c["body"].startswith("<!-- taskeval") for c in served.comments(REPO, 1))
+    assert served.count(route="issues.create_comment") == 0, "no comment without --comment"
+    assert "backfill: [6/6]" in out.getvalue()
+    assert summary.requests == served.count() - served.count(route="rate_limit")
+    before = served.count(route="pulls.get")
+    again = run(served, store)
+    assert (again.evaluated, again.skipped) == (0, 6)
+    assert served.count(route="pulls.get") == before, "stored PRs are skipped before any detail"
+    assert len(rows(make_engine(store))) == 6
+
+
+def test_window_state_and_limit(served: FakeGitHub, store: str) -> None:
+    # PR n merged on BASE_TIME + n days (+ a little): keep days 3..7.
+    since = (BASE_TIME + timedelta(days=3)).date().isoformat()
+    until = (BASE_TIME + timedelta(days=8)).date().isoformat()
+    summary = run(served, store, since=backfill.parse_day(since), until=backfill.parse_day(until),
+                  state="closed")
+    assert summary.listed == 5
+    assert sorted(r.number for r in rows(make_engine(store))) == [3, 4, 5, 6, 7]
+    assert {r.pr_state for r in rows(make_engine(store)) if r.number == 6} == {"closed"}
+    limited = run(served, store, state="all", limit=2)
+    assert limited.listed == 2 and limited.evaluated == 2  # the newest two: 9 and 8
+
+
+def test_listing_stops_at_the_window(store: str) -> None:
+    fake = FakeGitHub()
+    history(fake, 230, every_third_unmerged=False)
+    with fake.serve():
+        since = backfill.parse_day((BASE_TIME + timedelta(days=225)).date().isoformat())
+        summary = run(fake, store, since=since, parallel=2)
+        assert summary.listed == 6
+        # Newest update first: the first page already reaches past --since; no second page.
+        assert fake.count(route="pulls.list") == 1
+
+
+def test_comment_on_request(served: FakeGitHub, store: str) -> None:
+    summary = run(served, store, comment=True, limit=2)
+    assert summary.evaluated == 2
+    assert served.count(route="issues.create_comment") == 2
+    assert all(r.comment_url for r in rows(make_engine(store)))
+
+
+def test_failures_are_reported_with_reasons_and_the_rest_goes_on(
+        served: FakeGitHub, store: str) -> None:
+    from tests.fakegithub import Fault
+
+    served.inject(f"/repos/{REPO}/pulls/4", Fault(404, {"message": "Not Found"}))
+    summary = run(served, store, parallel=1)
+    assert summary.evaluated == 5 and list(summary.failed) == [4]
+    assert "not found" in summary.failed[4]
+    assert summary.exit_code() == 1
+    assert any("failed x1" in line for line in summary.lines())
+
+
+def test_budget_spent_with_no_wait_stops_without_exceeding_it(store: str) -> None:
+    fake = FakeGitHub(rate_limit=45, enforce_rate_limit=True)
+    history(fake, 9, every_third_unmerged=False)
+    with fake.serve():
+        summary = run(fake, store, reserve=10, wait=False, parallel=2)
+        assert summary.stopped and "reserve of 10" in summary.stopped
+        assert summary.exit_code() == 3
+        assert fake.rate_limited == 0, "no request beyond the budget reached GitHub"
+        assert fake.rate_limit - fake.rate_remaining <= 45 - 10
+        done = summary.evaluated
+        assert 1 <= done < 9
+        assert len(rows(make_engine(store))) == done
+
+
+def test_budget_waits_for_the_reset_with_a_countdown(store: str) -> None:
+    fake = FakeGitHub(rate_limit=40, rate_window=3.0, enforce_rate_limit=True)
+    history(fake, 8, every_third_unmerged=False)
+    with fake.serve():
+        out = io.StringIO()
+        summary = run(fake, store, out, reserve=5, parallel=2)
+        assert (summary.evaluated, summary.failed, summary.stopped) == (8, {}, None)
+        assert fake.rate_limited == 0
+        assert "waiting" in out.getvalue() and "for the reset" in out.getvalue()
+
+
+def test_secondary_limit_pauses_and_retries_the_pr(served: FakeGitHub, store: str) -> None:
+    from tests.fakegithub import Fault
+
+    for _ in range(3):  # more than the client's retries: backfill itself must wait and retry
+        served.inject(f"/repos/{REPO}/pulls/8", Fault.secondary_rate_limit(1))
+    summary = run(served, store, parallel=1)
+    assert (summary.evaluated, summary.failed) == (6, {})
+
+
+def test_enqueue_puts_jobs_on_the_queue_once(served: FakeGitHub, store: str) -> None:
+    summary = run(served, store, enqueue=True)
+    assert (summary.enqueued, summary.evaluated) == (6, 0)
+    again = run(served, store, enqueue=True)
+    assert (again.enqueued, again.skipped) == (0, 6)
+    engine = make_engine(store)
+    with engine.connect() as conn:
+        queued = conn.execute(select(jobs.c.number, jobs.c.trigger, jobs.c.status)).all()
+    assert sorted(n for n, _, _ in queued) == [1, 2, 4, 5, 7, 8]
+    assert {(t, s) for _, t, s in queued} == {("backfill", "queued")}
+    assert served.count(route="pulls.get") == 0
+
+
+def _env(fake: FakeGitHub, tmp: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GITHUB_", "OPENAI_", "TASKEVAL_", "DATABASE_URL"))}
+    env.update(PYTHONPATH=str(ROOT), GITHUB_TOKEN=FAKE_TOKEN, GITHUB_API_URL=fake.url,
+               TASKEVAL_CACHE_DIR=str(tmp / "cache"))
+    return env
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "Ctrl-C"])
+def test_a_killed_run_resumes_with_no_duplicates(tmp_path: Path, how: signal.Signals) -> None:
+    fake = FakeGitHub(latency=0.03)
+    history(fake, 24, every_third_unmerged=False)
+    store = tmp_path / "taskeval.db"
+    with fake.serve():
+        argv = [sys.executable, "-m", "taskeval", "backfill", REPO, "--no-ai", "--parallel", "2"]
+        proc = subprocess.Popen(argv, cwd=tmp_path, env=_env(fake, tmp_path),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        engine = make_engine(f"sqlite:///{store}")
+        deadline = time.monotonic() + 120
+        stored_then = 0
+        while time.monotonic() < deadline and proc.poll() is None:
+            if store.exists():
+                try:
+                    with engine.connect() as conn:
+                        stored_then = conn.execute(
+                            select(func.count()).select_from(evaluations)).scalar_one()
+                except Exception:  # the schema is being created
+                    stored_then = 0
+            if stored_then >= 4:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the run ended before it could be interrupted"
+        proc.send_signal(how)
+        out, err = proc.communicate(timeout=60)
+        if how == signal.SIGINT:
+            assert proc.returncode == 130, err.decode()
+            assert b"run the same command again" in out
+        else:
+            assert proc.returncode == -signal.SIGKILL
+        kept = {r.number for r in rows(engine)}
+        first = len(kept)
+        assert 4 <= first < 24
+        mark = len(fake.log)
+        again = subprocess.run(argv, cwd=tmp_path, env=_env(fake, tmp_path),
+                               capture_output=True, timeout=300)
+        assert again.returncode == 0, again.stderr.decode()
+        assert f"evaluated {24 - first}, skipped {first}".encode() in again.stdout
+        stored = rows(engine)
+        assert sorted(r.number for r in stored) == list(range(1, 25)), "each PR exactly once"
+        assert sum(r.is_latest for r in stored) == 24
+        fetched = {int(q.path.rsplit("/", 1)[1]) for q in fake.log[mark:] if q.route == "pulls.get"}
+        assert fetched == set(range(1, 25)) - kept, "the resumed run fetched only what was missing"
+        engine.dispose()
+
+
+def test_cli_explains_bad_input(tmp_path: Path) -> None:
+    from taskeval.cli import main
+
+    assert main(["backfill", "not a repo", "--store", f"sqlite:///{tmp_path}/x.db"]) == 2
+    assert main(["backfill", REPO, "--since", "yesterday"]) == 2
+    assert main(["backfill", REPO, "--limit", "0"]) == 2
+
+
+def test_parse_day() -> None:
+    assert backfill.parse_day("2025-03-04") == datetime(2025, 3, 4, tzinfo=UTC)
+    assert backfill.parse_day("2025-03-04T10:00:00Z") == datetime(2025, 3, 4, 10, tzinfo=UTC)

@@ -16,9 +16,10 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from taskeval import outcomes as oc
+if TYPE_CHECKING:  # imported where used: `taskeval --help` and the bot's commands stay fast
+    from taskeval import outcomes as oc
 
 EXIT_OK, EXIT_SIDE_EFFECT, EXIT_INPUT, EXIT_RETRY_LATER = 0, 1, 2, 3
 
@@ -39,6 +40,7 @@ def _add_sources(p: argparse.ArgumentParser) -> None:
 
 def _corpus_outcomes(folder: Path) -> list[oc.OutcomeRecord]:
     """``post_pr_issue`` for every closed corpus PR: an issue cross-linked after it closed."""
+    from taskeval import outcomes as oc
     from taskeval.corpus.aidev import repository_of
 
     csv.field_size_limit(2**31 - 1)
@@ -98,6 +100,7 @@ def _store_results(url: str) -> list[dict[str, Any]]:
 
 def load(args: argparse.Namespace) -> tuple[list[Any], list[oc.OutcomeRecord], list[str]]:
     """Rows, outcome records and notes from the sources the arguments name."""
+    from taskeval import outcomes as oc
     from taskeval.validity import Row, read_results
 
     notes: list[str] = []
@@ -129,6 +132,8 @@ def load(args: argparse.Namespace) -> tuple[list[Any], list[oc.OutcomeRecord], l
 
 
 def cmd_outcomes(args: argparse.Namespace) -> int:
+    from taskeval import outcomes as oc
+
     records: list[oc.OutcomeRecord] = []
     notes: list[str] = []
     if args.repo:

@@ -309,3 +309,26 @@ def test_bot_records_outcomes_from_pull_request_and_push_deliveries(tmp_path: Pa
     stored = {(r.number, r.outcome): r.value for r in read_outcomes(engine)}
     assert stored == {(9, "rejected"): True, (b.NUMBER, "reverted"): True}
     engine.dispose()
+
+
+def test_outcomes_command_scans_a_repository_on_github(tmp_path: Path, monkeypatch) -> None:
+    from datetime import UTC, datetime
+
+    from tests.fakegithub import FAKE_TOKEN, FakeGitHub
+
+    fake = FakeGitHub()
+    repo = "octo-org/widgets"
+    fake.add_pr(repo, 10, title="Add retries", body="Fixes #3",
+                created_at=datetime(2026, 3, 1, tzinfo=UTC))
+    fake.add_pr(repo, 12, title='Revert "Add retries"', body="Reverts octo-org/widgets#10",
+                created_at=datetime(2026, 3, 2, tzinfo=UTC))
+    fake.add_pr(repo, 14, title="Experiment", merged=False, state="closed",
+                created_at=datetime(2026, 3, 3, tzinfo=UTC))
+    out = tmp_path / "o.jsonl"
+    with fake.serve():
+        monkeypatch.setenv("GITHUB_TOKEN", FAKE_TOKEN)
+        monkeypatch.setenv("GITHUB_API_URL", fake.url)
+        assert cli.main(["outcomes", repo, "--output", str(out), "--max-requests", "20"]) == 0
+    got = {(r.number, r.outcome): r.value for r in oc.read_jsonl(out)}
+    assert got[(10, "reverted")] and not got[(10, "rejected")] and got[(14, "rejected")]
+    assert not got[(12, "reverted")]

@@ -184,3 +184,22 @@ def test_blank_code_shortcut_blanks_what_the_line_scan_blanks() -> None:
     ]
     for text in texts:
         assert blank_code(text) == _blank_code_by_lines(text), text
+
+
+def test_timestamp_shortcut_parses_as_strptime_does() -> None:
+    import random
+    from datetime import datetime
+
+    from taskeval.signals.rework import _stamp
+
+    rng = random.Random(5)
+    cases = ["2026-01-02T03:04:05Z", "2026-1-2T3:4:5Z", "", "2024-02-29T23:59:59Z", "2026-01-02T03:04:60Z",
+             "2026-01-02 03:04:05Z", "２０２６-01-02T03:04:05Z"]
+    cases += [f"{rng.randint(0, 9999):04d}-{rng.randint(0, 14):02d}-{rng.randint(0, 32):02d}T"
+              f"{rng.randint(0, 25):02d}:{rng.randint(0, 61):02d}:{rng.randint(0, 62):02d}Z" for _ in range(3000)]
+    for value in cases:
+        try:
+            expected: datetime | None = datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
+        except ValueError:
+            expected = None
+        assert _stamp(value) == expected, value

@@ -81,7 +81,7 @@ def exchange(code: str, api_url: str, timeout: float = 30.0) -> dict[str, Any]:
             message = ""
         raise ManifestError(f"GitHub refused the manifest code ({response.status_code}"
                             f"{': ' + message if message else ''}); codes expire after an hour")
-    data = response.json()
+    data: dict[str, Any] = response.json()
     missing = [k for k in ("id", "slug", "pem", "webhook_secret") if not data.get(k)]
     if missing:
         raise ManifestError(f"GitHub's answer lacks {missing}")

@@ -250,7 +250,10 @@ class Queue:
         row = {**_JOB_DEFAULTS, **values, "max_attempts": self.max_attempts, "run_after": now,
                "created_at": now, "updated_at": now}
         result = conn.execute(_INSERT_JOB, row)
-        return int(result.inserted_primary_key[0])
+        key = result.inserted_primary_key
+        if key is None:
+            raise RuntimeError("the database returned no id for the new job")
+        return int(key[0])
 
     def _enqueue_evaluation(self, conn: Connection, ev: events.Evaluate, delivery_id: str | None,
                             now: float, parent_id: int | None = None) -> tuple[int, bool]:
@@ -386,7 +389,7 @@ class Queue:
 
     def backoff(self, attempts: int) -> float:
         """Exponential backoff with jitter: base * 2^(attempt-1), capped, scaled by 0.5..1."""
-        delay = min(self.backoff_max_seconds, self.backoff_seconds * 2 ** max(0, attempts - 1))
+        delay: float = min(self.backoff_max_seconds, self.backoff_seconds * 2 ** max(0, attempts - 1))
         return delay * (0.5 + self.jitter() / 2)
 
     def fail(self, job_id: int, worker_id: str, error: str, *, transient: bool,

@@ -44,10 +44,7 @@ def classify(exc: BaseException) -> tuple[bool, float | None]:
     from taskeval.github import AuthError, GitHubError, NotFoundError, RateLimitError
 
     if isinstance(exc, RateLimitError):
-        reset = getattr(exc, "reset_at", None) or getattr(exc, "reset", None)
-        retry_at = reset.timestamp() if hasattr(reset, "timestamp") else (
-            float(reset) if isinstance(reset, int | float) else None)
-        return True, retry_at
+        return True, exc.reset_at.timestamp() if exc.reset_at is not None else None
     if isinstance(exc, NotFoundError | AuthError | InvalidInput):
         return False, None
     status = getattr(exc, "status", None)

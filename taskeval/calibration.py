@@ -48,6 +48,15 @@ def _weighted(row: Row, signals: Sequence[str], weights: Sequence[float]) -> flo
     return num / den if den else None
 
 
+def _shortfall(row: Row, signal: str) -> float:
+    """Distance below a perfect score, 0 when inconclusive (no evidence either way)."""
+    entry = row.signals.get(signal)
+    if entry is None:
+        return 0.0
+    _, ok, score, _ = entry
+    return (100 - score) / 100 if ok and score is not None else 0.0
+
+
 def _fit(x: Any, y: Any, strength: float) -> Any:
     """Non-negative weights w and intercept b of P(bad) = sigmoid(b - x @ w), L2 on w."""
     import numpy as np
@@ -93,8 +102,7 @@ def calibrate(rows: Sequence[Row], records: Iterable[OutcomeRecord], outcome: st
         raise ValueError(f"too few PRs on one side of '{outcome}' to fit ({int(y.sum())} with, "
                          f"{int((1 - y).sum())} without)")
     # Feature: distance below a perfect score, 0 when inconclusive (no evidence either way).
-    x = np.array([[((100 - r.signals[s][2]) / 100 if s in r.signals and r.signals[s][1]
-                    and r.signals[s][2] is not None else 0.0) for s in fitted] for r in data])
+    x = np.array([[_shortfall(r, s) for s in fitted] for r in data])
     rng = np.random.default_rng(seed)
     fold_of = rng.permutation(len(data)) % max(2, folds)
     before_scores: list[float] = []

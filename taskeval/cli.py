@@ -15,8 +15,12 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from taskeval import SCORER_VERSION, __version__
+
+if TYPE_CHECKING:  # the CLI imports the pipeline lazily, to start fast
+    from taskeval.pipeline import Options
 
 EXIT_OK, EXIT_SIDE_EFFECT, EXIT_INPUT, EXIT_RETRY_LATER = 0, 1, 2, 3
 # What `pip install 'taskeval[bot]'` adds; without them `serve`/`worker` explain instead of vanishing.
@@ -64,7 +68,7 @@ def _write_output(path: str | None, text: str) -> None:
             raise OutputError(f"--output {path}: cannot write: {exc.strerror or exc}") from exc
 
 
-def _options(args: argparse.Namespace, trigger: str, token: str | None):
+def _options(args: argparse.Namespace, trigger: str, token: str | None) -> Options:
     from taskeval.pipeline import Options
 
     return Options(
@@ -246,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in BOT_EXTRA_MODULES:
             raise  # a bug in the bot, not a missing extra
-        for name in ("serve", "worker", "backfill"):
+        for name in ("serve", "worker", "backfill", "dashboard"):
             missing = sub.add_parser(name, help="run the webhook bot (needs: pip install 'taskeval[bot]')")
             missing.set_defaults(func=lambda _args, why=exc.name: _fail(
                 f"the webhook bot needs the bot extra ({why} is not installed): pip install 'taskeval[bot]'"))

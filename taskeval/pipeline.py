@@ -90,8 +90,8 @@ def _judge(
     if options.ai == "off":
         return JudgeResult(JudgeInfo(status="off", error="AI judge turned off (--no-ai / ai: off)"), {})
     if not settings.ai:
-        reason = "AI judge turned off by the repository config (ai: false)"
-        return JudgeResult(JudgeInfo(status="off", error=reason), {})
+        off = "AI judge turned off by the repository config (ai: false)"
+        return JudgeResult(JudgeInfo(status="off", error=off), {})
     config, reason = JudgeConfig.from_env(options.env, options.ai, options.github_token)
     if config is None:
         return JudgeResult(JudgeInfo(status="error" if options.ai == "on" else "off", error=reason), {})

@@ -250,8 +250,8 @@ def analyse(rows: Sequence[Row], records: Iterable[OutcomeRecord], rounds: int =
     for sid in signal_ids:
         have = [r for r in rows if sid in r.signals]
         ok = [r for r in have if r.signals[sid][1]]
-        cat = have[0].signals[sid][0]
-        entry = {"category": cat, "coverage": round(len(ok) / len(have), 4) if have else 0,
+        signal_category = have[0].signals[sid][0]
+        entry = {"category": signal_category, "coverage": round(len(ok) / len(have), 4) if have else 0,
                  "evaluated": len(have), "auc": {}}
         for o in present:
             if o in TRIVIAL.get(sid, frozenset()):

@@ -76,7 +76,8 @@ _REVISION_RE = re.compile(r"^(down_revision|revision)\s*=\s*(None|[\"'](\w+)[\"'
 def quick_head() -> str | None:
     """The head revision read straight from the version files (no Alembic import, ~1 ms), so a
     start-up on an up-to-date database stays cheap; None when it is not one plain head."""
-    revisions, parents = set(), set()
+    revisions: set[str] = set()
+    parents: set[str] = set()
     for path in (HERE / "versions").glob("*.py"):
         for key, _, value in _REVISION_RE.findall(path.read_text(encoding="utf-8")):
             if value:

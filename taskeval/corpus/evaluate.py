@@ -35,7 +35,7 @@ def agent_id(result: dict[str, Any]) -> str | None:
     """The attributed agent id, when the result carries attribution."""
     agent = result.get("agent")
     if isinstance(agent, dict) and isinstance(agent.get("id"), str):
-        return agent["id"]
+        return str(agent["id"])
     return None
 
 

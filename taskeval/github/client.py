@@ -29,7 +29,7 @@ import os
 import re
 import threading
 from collections.abc import Iterator, Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 from urllib.parse import quote, urlsplit
 
 from github import Auth, Github, GithubRetry
@@ -106,7 +106,7 @@ class _Retry(GithubRetry):
 
     def new(self, **kw: Any) -> _Retry:
         kw.setdefault("meter", self.meter)
-        return super().new(**kw)  # type: ignore[return-value]
+        return super().new(**kw)
 
     def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
         # A 5xx answer to a POST may come after the comment was created; resending could post twice.
@@ -114,7 +114,7 @@ class _Retry(GithubRetry):
             return False
         return super().is_retry(method, status_code, has_retry_after)
 
-    def increment(  # type: ignore[override]
+    def increment(
         self,
         method: str | None = None,
         url: str | None = None,
@@ -139,7 +139,8 @@ class _Retry(GithubRetry):
                 )
         if self.meter is not None:
             self.meter.add()
-        return retry  # type: ignore[return-value]
+        # urllib3 builds the next policy with self.new(), which returns a _Retry (see new above).
+        return cast(_Retry, retry)
 
 
 class MeteredRequester(Requester):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Final, Literal
+from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 import openai
@@ -89,7 +89,7 @@ class JudgeConfig:
         if config is None:
             return None, reason
         register_secret(config.api_key)
-        limits: dict[str, float | int] = {}
+        limits: dict[str, Any] = {}
         for name, attr, kind, low, high in (("TASKEVAL_AI_TIMEOUT", "timeout", float, 1, 600),
                                              ("TASKEVAL_AI_RETRIES", "max_retries", int, 0, 10)):
             text = (env.get(name) or "").strip()

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 import openai
 from openai.lib._parsing._completions import type_to_response_format_param
+from openai.types.shared_params import ResponseFormatJSONObject
 from pydantic import ValidationError
 
 from taskeval.contract import CATEGORIES, ScoreError, validate_score
@@ -45,7 +46,7 @@ CACHE_FORMAT: Final = 1
 # (the helper behind ``chat.completions.parse``; imported from where every release since structured
 # outputs keeps it, as the public re-export is newer than the versions pyproject allows).
 SCHEMA_FORMAT: Final = type_to_response_format_param(JudgeOutput)
-JSON_MODE: Final = {"type": "json_object"}
+JSON_MODE: Final[ResponseFormatJSONObject] = {"type": "json_object"}
 
 # (base URL, model) pairs whose endpoint rejected json_schema: JSON mode from then on, for the
 # life of the process. Keyed by model too, because one endpoint may serve models that differ.
@@ -80,7 +81,7 @@ class JudgeResult:
         if data.get("format") != CACHE_FORMAT:
             raise ValueError("unknown cache format")
         info = JudgeInfo.model_validate(data["info"])
-        categories = {}
+        categories: dict[str, CategoryJudgement] = {}
         for name in CATEGORIES:
             raw = data["categories"][name]
             score = raw["ai_score"]
@@ -224,7 +225,7 @@ def _parse(completion: Any) -> JudgeOutput:
     if unknown:
         shown = ", ".join(_bound(json.dumps(n), 60) for n in unknown[:3])
         raise _Fault("rejected", f"the reply has an unknown category: {shown}")
-    repeated = sorted({n for n in names if names.count(n) > 1})
+    repeated = sorted({n for n in names if isinstance(n, str) and names.count(n) > 1})
     if repeated:
         raise _Fault("rejected", f"the reply judges a category twice: {', '.join(repeated)}")
     try:
@@ -240,7 +241,8 @@ def _judge(output: JudgeOutput, prompt: RenderedPrompt, info: JudgeInfo) -> Judg
     categories: dict[str, CategoryJudgement] = {}
     dropped_all: list[str] = []
     for verdict in output.categories:
-        valid, dropped = [], []
+        valid: list[str] = []
+        dropped: list[str] = []
         for eid in dict.fromkeys(verdict.evidence):
             (valid if eid in prompt.shown_ids else dropped).append(eid)
         dropped = [_bound(d, MAX_ID) for d in dropped]

@@ -18,14 +18,16 @@ def decay(x: float, half_life: float) -> float:
     """100 at 0, halving every ``half_life``: for counts of bad things (red pushes, leaks)."""
     if half_life <= 0:
         raise ValueError("half_life must be positive")
-    return 100.0 * 0.5 ** (max(0.0, x) / half_life)
+    factor: float = 0.5 ** (max(0.0, x) / half_life)
+    return 100.0 * factor
 
 
 def saturating(x: float, half: float) -> float:
     """0 at 0, 50 at ``half``, approaching 100: for good things with diminishing returns."""
     if half <= 0:
         raise ValueError("half must be positive")
-    return 100.0 * (1.0 - 0.5 ** (max(0.0, x) / half))
+    factor: float = 0.5 ** (max(0.0, x) / half)
+    return 100.0 * (1.0 - factor)
 
 
 def linear(x: float, full_at: float, zero_at: float) -> float:

@@ -78,10 +78,10 @@ def _text(value: Any, limit: int) -> str | None:
 
 def derive(repo: str, evaluated_at: str, result: dict[str, Any]) -> dict[str, Any]:
     """The new columns of one row, from its result JSON (defensive: old results lack parts)."""
-    agent = result.get("agent") if isinstance(result.get("agent"), dict) else None
-    pull = result.get("pullRequest") if isinstance(result.get("pullRequest"), dict) else {}
+    agent: dict[str, Any] | None = result["agent"] if isinstance(result.get("agent"), dict) else None
+    pull: dict[str, Any] = result["pullRequest"] if isinstance(result.get("pullRequest"), dict) else {}
     facts: dict[str, Any] = {}
-    evidence = result.get("evidence") if isinstance(result.get("evidence"), dict) else {}
+    evidence: dict[str, Any] = result["evidence"] if isinstance(result.get("evidence"), dict) else {}
     for group in evidence.get("groups") or ():
         if isinstance(group, dict) and group.get("source") == "taskMetadata":
             for item in group.get("items") or ():

@@ -248,3 +248,7 @@ def add_commands(subparsers: Any) -> None:
                         default=_default_level())
     worker.set_defaults(func=cmd_worker)
     add_backfill(subparsers)
+
+    from bot.dashboard.cli import add_command as add_dashboard
+
+    add_dashboard(subparsers)

@@ -34,6 +34,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    PrimaryKeyConstraint,
     String,
     Table,
     Text,
@@ -159,6 +160,36 @@ Index("ix_evaluations_week", evaluations.c.is_latest, evaluations.c.week, evalua
 _latest = text("is_latest")
 Index("uq_evaluations_latest", evaluations.c.repo, evaluations.c.number, unique=True,
       sqlite_where=_latest, postgresql_where=_latest)
+
+# Covering indexes for the dashboard's group-bys (revision 0006): the overview reads only the
+# index, never the table rows, whose result_json (tens of kB, SQLite overflow pages) sits before
+# these columns.
+_DASH_FACETS = ("week", "overall_score", "overall_band", "agent_performance", "task_outcome_quality",
+                "process_compliance", "pr_state", "activity_at", "repo", "agent_name")
+Index("ix_evaluations_dash_agent", evaluations.c.is_latest, evaluations.c.agent_id,
+      *(evaluations.c[name] for name in _DASH_FACETS))
+Index("ix_evaluations_dash_author", evaluations.c.is_latest, evaluations.c.author,
+      *(evaluations.c[name] for name in (*_DASH_FACETS, "agent_id")))
+
+# One row per signal of each stored evaluation (revision 0006), written with the evaluation by
+# bot.results.store_evaluation: what "the signals that pull this agent down" counts in SQL.
+signals = Table(
+    "signals",
+    metadata,
+    Column("evaluation_id", Integer, nullable=False),
+    Column("signal_id", String(64), nullable=False),  # e.g. "outcome.ci_head"
+    Column("category", String(32), nullable=False),
+    Column("score", Integer),  # 0..100; NULL when inconclusive
+    Column("conclusive", Boolean, nullable=False),
+    Column("weight", Float, nullable=False),
+    PrimaryKeyConstraint("evaluation_id", "signal_id", name="pk_signals"),
+)
+# "Pulled the score down" (the comment's rule): conclusive, weighted, under 60. A partial covering
+# index of just those rows; queries must repeat PULLS_DOWN verbatim for SQLite to use it.
+PULLS_DOWN = "conclusive AND weight > 0 AND score < 60"
+Index("ix_signals_down", signals.c.evaluation_id, signals.c.signal_id, signals.c.score,
+      signals.c.category, signals.c.conclusive, signals.c.weight,
+      sqlite_where=text(PULLS_DOWN), postgresql_where=text(PULLS_DOWN))
 
 installation_events = Table(
     "installation_events",

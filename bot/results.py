@@ -15,7 +15,7 @@ from typing import Any, Literal
 from sqlalchemy import Connection, Engine, case, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from bot.db import evaluations, judge_cache, write
+from bot.db import evaluations, judge_cache, signals, write
 
 _CATEGORY_COLUMNS = {
     "agentPerformance": "agent_performance",
@@ -121,7 +121,39 @@ def store_evaluation(conn: Connection, row: dict[str, Any]) -> int:
     key = result.inserted_primary_key
     if key is None:
         raise RuntimeError("the database returned no id for the new evaluation")
-    return int(key[0])
+    evaluation_id = int(key[0])
+    rows = signal_rows(evaluation_id, row["result_json"])
+    if rows:
+        conn.execute(insert(signals), rows)
+    return evaluation_id
+
+
+def signal_rows(evaluation_id: int, result: dict[str, Any] | str) -> list[dict[str, Any]]:
+    """The ``signals`` rows of one result: id, category, score, conclusive, weight per signal (the
+    first of a repeated id). What the dashboard's "signals that pull this agent down" counts."""
+    if isinstance(result, str):
+        try:
+            result = json.loads(result)
+        except ValueError:
+            return []
+    if not isinstance(result, dict):
+        return []
+    out: dict[str, dict[str, Any]] = {}
+    for s in result.get("signals") or ():
+        if not isinstance(s, dict) or not isinstance(s.get("id"), str) or s["id"] in out:
+            continue
+        score = s.get("score")
+        score = int(score) if isinstance(score, int | float) and not isinstance(score, bool) else None
+        try:
+            weight = float(s.get("weight") or 0.0)
+        except (TypeError, ValueError):
+            weight = 0.0
+        out[s["id"]] = {
+            "evaluation_id": evaluation_id, "signal_id": s["id"][:64],
+            "category": str(s.get("category") or "")[:32], "score": score,
+            "conclusive": s.get("status") == "ok" and score is not None, "weight": weight,
+        }
+    return list(out.values())
 
 
 def record_from_result(result: dict[str, Any], *, comment_url: str | None = None,

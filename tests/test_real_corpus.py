@@ -164,6 +164,7 @@ def test_every_result_says_its_evidence_is_partial(
             assert "issue_comments" in gaps, pr.ref
         else:
             assert "issue_comments" not in gaps, pr.ref
+        assert ("timeline" in gaps) == (pr.agent == "Devin"), pr.ref  # no timelines for Devin
         ci = next(s for s in result["signals"] if s["id"] == "outcome.ci_head")
         assert ci["status"] == "inconclusive", pr.ref  # unknown CI, never "no CI ran"
 

@@ -154,3 +154,52 @@ def test_one_pattern_per_glob_list_matches_as_fnmatch_does(globs: tuple[str, ...
     for path in PATHS:
         assert (base._globs(globs).match(path) is not None) == any(
             fnmatchcase(path, g) for g in globs), (globs, path)
+
+
+def _blank_code_by_lines(text: str) -> str:
+    """The line scan ``blank_code`` always ran before its no-fence shortcut."""
+    from taskeval.evidence.vocabulary import _INLINE_CODE
+
+    out: list[str] = []
+    fence: str | None = None
+    for line in text.split("\n"):
+        stripped = line.lstrip(" ")
+        marker = stripped[:3] if len(line) - len(stripped) <= 3 else ""
+        if fence is None and marker not in ("```", "~~~"):
+            out.append(_INLINE_CODE.sub(lambda m: " " * len(m.group(0)), line))
+            continue
+        out.append(" " * len(line))
+        if fence is None:
+            fence = marker
+        elif marker == fence:
+            fence = None
+    return "\n".join(out)
+
+
+def test_blank_code_shortcut_blanks_what_the_line_scan_blanks() -> None:
+    texts = [
+        *_texts_to_scan(),
+        "a `b` c\n`d\ne` f ``g`` `", "``` not closed\n`x`", "~~~\ncode\n~~~\n`y`", "`a`\n\n`b`c`d`",
+        "   ```\nx\n   ```", "    ```\nindented four: not a fence", "``", "`\n`", "",
+    ]
+    for text in texts:
+        assert blank_code(text) == _blank_code_by_lines(text), text
+
+
+def test_timestamp_shortcut_parses_as_strptime_does() -> None:
+    import random
+    from datetime import datetime
+
+    from taskeval.signals.rework import _stamp
+
+    rng = random.Random(5)
+    cases = ["2026-01-02T03:04:05Z", "2026-1-2T3:4:5Z", "", "2024-02-29T23:59:59Z", "2026-01-02T03:04:60Z",
+             "2026-01-02 03:04:05Z", "２０２６-01-02T03:04:05Z"]
+    cases += [f"{rng.randint(0, 9999):04d}-{rng.randint(0, 14):02d}-{rng.randint(0, 32):02d}T"
+              f"{rng.randint(0, 25):02d}:{rng.randint(0, 61):02d}:{rng.randint(0, 62):02d}Z" for _ in range(3000)]
+    for value in cases:
+        try:
+            expected: datetime | None = datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
+        except ValueError:
+            expected = None
+        assert _stamp(value) == expected, value

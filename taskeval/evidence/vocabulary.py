@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
+from functools import lru_cache
 from typing import Final, Literal
 
 from taskeval.config import Patterns
@@ -117,6 +118,10 @@ def blank_code(text: str) -> str:
     A line scan rather than one regex so that a body full of unclosed fences stays linear; an
     unclosed fence runs to the end, as CommonMark renders it.
     """
+    if "```" not in text and "~~~" not in text:
+        # No fence anywhere: only inline spans, which never cross a line, so one pass over the
+        # whole text blanks exactly what the line scan would (and nothing when there is no `).
+        return _INLINE_CODE.sub(lambda m: " " * len(m.group(0)), text) if "`" in text else text
     out: list[str] = []
     fence: str | None = None
     for line in text.split("\n"):
@@ -234,6 +239,12 @@ class IssueLink:
 
 def linked_issues(text: str, repository: str) -> list[IssueLink]:
     """Issues a PR text links: closing-keyword links first, then mentions, each by number."""
+    return list(_linked_issues(text, repository))
+
+
+@lru_cache(maxsize=1024)
+def _linked_issues(text: str, repository: str) -> tuple[IssueLink, ...]:
+    """Cached: the claims and task-reference signals read the same PR text."""
     found: dict[tuple[str | None, int], IssueLink] = {}
     for match in _ISSUE_REF.finditer(blank_code(text)):
         repo = match.group("repo") or match.group("urlrepo")
@@ -244,7 +255,7 @@ def linked_issues(text: str, repository: str) -> list[IssueLink]:
         link = IssueLink(key[1], repo, kw.lower() if kw else None)
         if key not in found or (link.closing and not found[key].closing):
             found[key] = link
-    return sorted(found.values(), key=lambda i: (not i.closing, i.repo or "", i.number))
+    return tuple(sorted(found.values(), key=lambda i: (not i.closing, i.repo or "", i.number)))
 
 
 def ci_state(outcomes: Sequence[Outcome]) -> str:

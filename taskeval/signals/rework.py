@@ -9,6 +9,7 @@ and each is inconclusive when the part it reads was not collected or could not b
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from datetime import datetime
@@ -168,11 +169,26 @@ def own_failures(ctx: Ctx) -> Measure:
 
 
 def _hours(start: str, end: str) -> float:
-    fmt = "%Y-%m-%dT%H:%M:%SZ"
-    try:
-        return (datetime.strptime(end, fmt) - datetime.strptime(start, fmt)).total_seconds() / 3600
-    except ValueError:
+    begun, ended = _stamp(start), _stamp(end)
+    if begun is None or ended is None:
         return 0.0
+    return (ended - begun).total_seconds() / 3600
+
+
+@functools.lru_cache(maxsize=4096)
+def _stamp(value: str) -> datetime | None:
+    """A stored timestamp (``2026-01-02T03:04:05Z``), parsed once: each is the end of one gap and
+    the start of the next, and ``strptime`` is slow."""
+    try:
+        if _STAMP.fullmatch(value):  # the one spelling taskeval stores: no format parsing needed
+            return datetime(int(value[0:4]), int(value[5:7]), int(value[8:10]),
+                            int(value[11:13]), int(value[14:16]), int(value[17:19]))
+        return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return None
+
+
+_STAMP: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
 
 
 @signal("agent.idle_gaps", CAT, "No long stalls", 0.5,

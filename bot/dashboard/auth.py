@@ -1,0 +1,231 @@
+"""Who is looking, and which repositories they may see.
+
+Three ways in, checked in this order on every dashboard request:
+
+1. **Open** — ``taskeval dashboard`` bound to a loopback address: the person at the keyboard owns
+   the SQLite file anyway, so there is no sign-in.
+2. **API token** — ``Authorization: Bearer $TASKEVAL_API_TOKEN`` (scripts, CSV downloads), or a
+   session started by typing the token into the sign-in form. Sees every repository.
+3. **Sign in with GitHub** — the App's OAuth web flow. After the code exchange the dashboard asks
+   GitHub which repositories the user can read (``GET /user/installations`` and each
+   installation's ``/repositories``; ``GET /user/repos`` for an OAuth App's token), keeps the ones
+   that have stored evaluations in the signed session cookie, and forgets the user's token. The
+   list is re-read at the next sign-in, at the latest after ``TASKEVAL_SESSION_TTL`` seconds.
+
+Sessions are Flask's signed cookies: HttpOnly, SameSite=Lax, Secure unless the page was served to
+a loopback host. Every POST carries the session's CSRF token.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+import requests
+from flask import Flask, Request, request, session
+from flask.sessions import SecureCookieSessionInterface
+
+GITHUB_TIMEOUT = 10.0
+MAX_PAGES = 50  # 5,000 repositories per source; enough for a dashboard, bounded for a sign-in
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """The signed-in person (or script): ``repos`` None means every repository."""
+
+    kind: str  # open | token | github
+    login: str | None = None
+    repos: frozenset[str] | None = None
+
+
+def is_loopback(host: str) -> bool:
+    """True for 127.0.0.0/8, ::1 and ``localhost`` (a ``host[:port]`` or a bare host)."""
+    host = host.strip()
+    if host.startswith("["):
+        host = host[1:].split("]", 1)[0]
+    elif host.count(":") == 1:
+        host = host.split(":", 1)[0]
+    if host.lower() in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class DashboardSessions(SecureCookieSessionInterface):
+    """Flask's signed cookie, marked Secure whenever the page was not served to a loopback host."""
+
+    def get_cookie_secure(self, app: Flask) -> bool:
+        try:
+            return not is_loopback(request.host)
+        except RuntimeError:  # outside a request: be strict
+            return True
+
+
+def token_fingerprint(token: str) -> str:
+    """Kept in a token session instead of the token; a changed token ends such sessions."""
+    return hashlib.sha256(b"taskeval-dashboard:" + token.encode()).hexdigest()[:32]
+
+
+def bearer_matches(req: Request, token: str | None) -> bool | None:
+    """None when there is no bearer header; else whether it carries ``token``."""
+    header = req.headers.get("Authorization", "")
+    if not header:
+        return None
+    scheme, _, given = header.partition(" ")
+    if token is None or scheme.lower() != "bearer":
+        return False
+    return hmac.compare_digest(given.strip().encode("utf-8", "replace"), token.encode())
+
+
+def csrf_token() -> str:
+    token = session.get("csrf")
+    if not isinstance(token, str) or len(token) < 32:
+        token = secrets.token_urlsafe(32)
+        session["csrf"] = token
+    return token
+
+
+def csrf_ok(given: str | None) -> bool:
+    expected = session.get("csrf")
+    return bool(given and isinstance(expected, str)
+                and hmac.compare_digest(given.encode(), expected.encode()))
+
+
+def start_session(kind: str, *, login: str | None, repos: list[str] | None, ttl: float,
+                  token_fp: str | None = None) -> None:
+    """A fresh session (new CSRF token: nothing from before sign-in carries over)."""
+    session.clear()
+    session.update(kind=kind, login=login, repos=repos, exp=time.time() + ttl,
+                   csrf=secrets.token_urlsafe(32))
+    if token_fp:
+        session["tk"] = token_fp
+
+
+def session_viewer(api_token: str | None) -> Viewer | None:
+    kind = session.get("kind")
+    if kind not in ("token", "github") or float(session.get("exp") or 0) < time.time():
+        return None
+    if kind == "token":
+        if not api_token or session.get("tk") != token_fingerprint(api_token):
+            return None
+        return Viewer("token")
+    repos = session.get("repos")
+    if not isinstance(repos, list):
+        return None
+    return Viewer("github", login=str(session.get("login") or ""), repos=frozenset(map(str, repos)))
+
+
+def safe_next(target: str | None, prefix: str) -> str | None:
+    """A same-site path under the dashboard, or None (no open redirects)."""
+    if not target or not target.startswith(prefix) or target.startswith("//") or "\\" in target:
+        return None
+    parts = urlsplit(target)
+    return target if not parts.scheme and not parts.netloc else None
+
+
+# --- GitHub ---------------------------------------------------------------------------------------
+
+class GitHubSignInError(Exception):
+    """The OAuth exchange or a repository listing failed; the message is safe to show."""
+
+
+def authorize_url(web_url: str, client_id: str, redirect_uri: str, state: str) -> str:
+    query = urlencode({"client_id": client_id, "redirect_uri": redirect_uri, "state": state,
+                       "allow_signup": "false"})
+    return f"{web_url}/login/oauth/authorize?{query}"
+
+
+def exchange_code(web_url: str, client_id: str, client_secret: str, code: str,
+                  redirect_uri: str) -> str:
+    """The user's access token for ``code`` (POST /login/oauth/access_token)."""
+    try:
+        resp = requests.post(
+            f"{web_url}/login/oauth/access_token",
+            data={"client_id": client_id, "client_secret": client_secret, "code": code,
+                  "redirect_uri": redirect_uri},
+            headers={"Accept": "application/json"}, timeout=GITHUB_TIMEOUT,
+        )
+        body: Any = resp.json() if resp.content else {}
+    except (requests.RequestException, ValueError) as exc:
+        raise GitHubSignInError(f"GitHub did not answer the sign-in ({type(exc).__name__})") from exc
+    token = body.get("access_token") if isinstance(body, dict) else None
+    if resp.status_code != 200 or not isinstance(token, str) or not token:
+        reason = body.get("error_description") or body.get("error") if isinstance(body, dict) else None
+        raise GitHubSignInError(f"GitHub refused the sign-in: {reason or f'HTTP {resp.status_code}'}")
+    return token
+
+
+def _get(api_url: str, url: str, token: str) -> requests.Response:
+    if not url.startswith(api_url + "/"):  # a Link header never sends the token elsewhere
+        raise GitHubSignInError("GitHub answered with a link to another host")
+    try:
+        return requests.get(url, headers={"Authorization": f"Bearer {token}",
+                                          "Accept": "application/vnd.github+json",
+                                          "X-GitHub-Api-Version": "2022-11-28"},
+                            timeout=GITHUB_TIMEOUT)
+    except requests.RequestException as exc:
+        raise GitHubSignInError(f"GitHub did not answer ({type(exc).__name__})") from exc
+
+
+def _pages(api_url: str, url: str, token: str, key: str | None) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for _ in range(MAX_PAGES):
+        resp = _get(api_url, url, token)
+        if resp.status_code != 200:
+            raise GitHubSignInError(f"GitHub answered HTTP {resp.status_code} to {urlsplit(url).path}")
+        try:
+            body = resp.json()
+        except ValueError as exc:
+            raise GitHubSignInError("GitHub answered with malformed JSON") from exc
+        page = body.get(key) if key and isinstance(body, dict) else body
+        if not isinstance(page, list):
+            raise GitHubSignInError(f"unexpected answer from {urlsplit(url).path}")
+        items.extend(x for x in page if isinstance(x, dict))
+        nxt = resp.links.get("next", {}).get("url")
+        if not nxt:
+            break
+        url = nxt
+    return items
+
+
+def user_login(api_url: str, token: str) -> str:
+    resp = _get(api_url, f"{api_url}/user", token)
+    try:
+        login = resp.json().get("login") if resp.status_code == 200 else None
+    except ValueError:
+        login = None
+    if not isinstance(login, str) or not login:
+        raise GitHubSignInError(f"GitHub did not say who signed in (HTTP {resp.status_code})")
+    return login
+
+
+def readable_repositories(api_url: str, token: str) -> list[str]:
+    """Full names of the repositories GitHub says this user token can read.
+
+    A GitHub App's user token: the App's installations the user can access, and in each the
+    repositories the user can access. An OAuth App's token (``/user/installations`` refuses it):
+    ``/user/repos``, every repository the user can read.
+    """
+    probe = _get(api_url, f"{api_url}/user/installations?per_page=100", token)
+    names: list[str] = []
+    if probe.status_code == 200:
+        for inst in _pages(api_url, f"{api_url}/user/installations?per_page=100", token, "installations"):
+            inst_id = inst.get("id")
+            if not isinstance(inst_id, int):
+                continue
+            repos = _pages(api_url, f"{api_url}/user/installations/{inst_id}/repositories?per_page=100",
+                           token, "repositories")
+            names.extend(str(r["full_name"]) for r in repos if isinstance(r.get("full_name"), str))
+        return sorted(set(names))
+    if probe.status_code == 401:
+        raise GitHubSignInError("GitHub rejected the user token (HTTP 401)")
+    repos = _pages(api_url, f"{api_url}/user/repos?per_page=100", token, None)
+    return sorted({str(r["full_name"]) for r in repos if isinstance(r.get("full_name"), str)})

@@ -1,0 +1,126 @@
+"""SVG charts drawn on the server: no JavaScript, no CDN, and they print.
+
+Each function returns a ``Markup`` string holding one ``<svg>`` element. Colours and sizes are
+presentation attributes (never ``style=``), so the dashboard's Content-Security-Policy can forbid
+inline styles. Every number a chart shows is also in a ``<title>`` (a tooltip, and what a screen
+reader says) and in the table next to it, which stays the authority.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from markupsafe import Markup, escape
+
+BAND_ORDER = ("failing", "weak", "acceptable", "strong", "excellent")
+BAND_COLOURS = {
+    "failing": "#c0392b",
+    "weak": "#e67e22",
+    "acceptable": "#d4ac0d",
+    "strong": "#27ae60",
+    "excellent": "#1e8449",
+}
+LINE = "#2c6fbb"
+GRID = "#d0d7de"
+TEXT = "#57606a"
+
+
+def _num(value: float) -> str:
+    return f"{value:.1f}".rstrip("0").rstrip(".")
+
+
+def band_bar(counts: dict[str, int], *, width: int = 160, height: int = 14) -> Markup:
+    """One horizontal bar split by band, widths proportional to the counts."""
+    total = sum(counts.get(b, 0) for b in BAND_ORDER)
+    label = ", ".join(f"{b} {counts.get(b, 0)}" for b in BAND_ORDER)
+    parts = [f'<svg class="bands" role="img" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
+             f"<title>{escape(label)}</title>"]
+    if total == 0:
+        parts.append(f'<rect width="{width}" height="{height}" fill="{GRID}"/>')
+    x = 0.0
+    for band in BAND_ORDER:
+        n = counts.get(band, 0)
+        if not n:
+            continue
+        w = width * n / total
+        parts.append(f'<rect x="{_num(x)}" y="0" width="{_num(w)}" height="{height}" '
+                     f'fill="{BAND_COLOURS[band]}"><title>{band}: {n}</title></rect>')
+        x += w
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+def trend(points: Sequence[tuple[str, float, int]], *, width: int = 180, height: int = 36,
+          axes: bool = False) -> Markup:
+    """A weekly trend line: ``points`` are (week, mean overall, PR count), oldest first.
+
+    The y axis is fixed at 0..100 so lines are comparable across rows. With ``axes`` (the agent
+    page) the band thresholds and the first and last week are drawn as well.
+    """
+    pad_l, pad_r, pad_t, pad_b = (28, 6, 6, 16) if axes else (2, 2, 2, 2)
+    inner_w, inner_h = width - pad_l - pad_r, height - pad_t - pad_b
+    summary = "; ".join(f"{w}: {_num(m)} ({n} PRs)" for w, m, n in points) or "no data"
+    parts = [f'<svg class="trend" role="img" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
+             f"<title>weekly mean overall score: {escape(summary)}</title>"]
+
+    def y(score: float) -> float:
+        return pad_t + inner_h * (1 - max(0.0, min(100.0, score)) / 100)
+
+    def x(i: int) -> float:
+        return pad_l + (inner_w * i / (len(points) - 1) if len(points) > 1 else inner_w / 2)
+
+    if axes:
+        for mark in (0, 40, 60, 75, 90, 100):
+            parts.append(f'<line x1="{pad_l}" x2="{width - pad_r}" y1="{_num(y(mark))}" '
+                         f'y2="{_num(y(mark))}" stroke="{GRID}" stroke-width="1"/>')
+            parts.append(f'<text x="{pad_l - 4}" y="{_num(y(mark) + 3)}" font-size="9" '
+                         f'text-anchor="end" fill="{TEXT}">{mark}</text>')
+        if points:
+            parts.append(f'<text x="{pad_l}" y="{height - 3}" font-size="9" fill="{TEXT}">'
+                         f"{escape(points[0][0])}</text>")
+            parts.append(f'<text x="{width - pad_r}" y="{height - 3}" font-size="9" '
+                         f'text-anchor="end" fill="{TEXT}">{escape(points[-1][0])}</text>')
+    else:
+        parts.append(f'<line x1="{pad_l}" x2="{width - pad_r}" y1="{_num(y(60))}" y2="{_num(y(60))}" '
+                     f'stroke="{GRID}" stroke-width="1" stroke-dasharray="2 2"/>')
+    if points:
+        coords = " ".join(f"{_num(x(i))},{_num(y(m))}" for i, (_w, m, _n) in enumerate(points))
+        if len(points) > 1:
+            parts.append(f'<polyline points="{coords}" fill="none" stroke="{LINE}" '
+                         f'stroke-width="1.5" stroke-linejoin="round"/>')
+        radius = 2.5 if axes else 1.5
+        for i, (week, mean, n) in enumerate(points):
+            parts.append(f'<circle cx="{_num(x(i))}" cy="{_num(y(mean))}" r="{radius}" fill="{LINE}">'
+                         f"<title>week of {escape(week)}: {_num(mean)} over {n} PRs</title></circle>")
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+def histogram(buckets: Sequence[tuple[str, int, str]], *, width: int = 420,
+              height: int = 160) -> Markup:
+    """Vertical bars: ``buckets`` are (label, count, colour), left to right."""
+    pad_l, pad_r, pad_t, pad_b = 30, 6, 8, 20
+    inner_w, inner_h = width - pad_l - pad_r, height - pad_t - pad_b
+    top = max((n for _l, n, _c in buckets), default=0) or 1
+    summary = ", ".join(f"{label}: {n}" for label, n, _c in buckets)
+    parts = [f'<svg class="histogram" role="img" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
+             f"<title>score distribution: {escape(summary)}</title>",
+             f'<line x1="{pad_l}" x2="{width - pad_r}" y1="{pad_t + inner_h}" y2="{pad_t + inner_h}" '
+             f'stroke="{GRID}"/>',
+             f'<text x="{pad_l - 4}" y="{pad_t + 8}" font-size="9" text-anchor="end" '
+             f'fill="{TEXT}">{top}</text>',
+             f'<text x="{pad_l - 4}" y="{pad_t + inner_h}" font-size="9" text-anchor="end" '
+             f'fill="{TEXT}">0</text>']
+    slot = inner_w / max(1, len(buckets))
+    for i, (label, n, colour) in enumerate(buckets):
+        h = inner_h * n / top
+        bx = pad_l + i * slot + slot * 0.1
+        parts.append(f'<rect x="{_num(bx)}" y="{_num(pad_t + inner_h - h)}" width="{_num(slot * 0.8)}" '
+                     f'height="{_num(h)}" fill="{colour}"><title>{escape(label)}: {n}</title></rect>')
+        parts.append(f'<text x="{_num(bx + slot * 0.4)}" y="{height - 6}" font-size="9" '
+                     f'text-anchor="middle" fill="{TEXT}">{escape(label)}</text>')
+    parts.append("</svg>")
+    return Markup("".join(parts))

@@ -1,0 +1,441 @@
+"""The dashboard's reads: every aggregate is a SQL ``GROUP BY`` over ``evaluations`` (and
+``signals``); Python only turns a handful of aggregated rows into display values.
+
+Each PR counts once, with its newest evaluation (``is_latest``). Time ranges and weekly trends use
+``activity_at``/``week`` (when the PR's work ended), not the evaluation time: backfill evaluates old
+PRs today. Every query takes :class:`Filters`, whose ``repos`` is the set of repositories the viewer
+may read (``None``: all, for a loopback dashboard or the API token); a repository outside it never
+reaches a row, a count or a CSV line.
+
+The 95 % interval of a mean is ``mean ± t(n-1) · s / √n`` with the sample variance taken from
+``AVG(x·x) - AVG(x)²`` and ``COUNT`` in the same query (Student's t, so small groups get the wide
+interval they deserve).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    case,
+    false,
+    func,
+    select,
+    text,
+    true,
+)
+
+from bot.db import PULLS_DOWN, evaluations, signals
+
+E = evaluations.c
+CATEGORY_COLUMNS = {
+    "agentPerformance": E.agent_performance,
+    "taskOutcomeQuality": E.task_outcome_quality,
+    "processCompliance": E.process_compliance,
+}
+CATEGORY_TITLES = {
+    "agentPerformance": "Agent performance",
+    "taskOutcomeQuality": "Task outcome quality",
+    "processCompliance": "Process compliance",
+}
+BANDS = ("failing", "weak", "acceptable", "strong", "excellent")
+UNATTRIBUTED = "unattributed"  # the agent filter value for results stored before attribution
+SMALL_SAMPLE = 10  # groups with fewer PRs are shown, marked, and not ranked
+PULL_DOWN_BELOW = 60  # a conclusive, weighted signal scoring under this "pulled the score down"
+# bot.db.PULLS_DOWN with qualified names, verbatim, so SQLite proves the partial index applies.
+DOWN = text(" AND ".join(f"signals.{term}" for term in PULLS_DOWN.split(" AND ")))
+TREND_WEEKS = 26
+
+# Two-sided 95 % Student t quantiles by degrees of freedom; 1.96 beyond the table.
+_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
+        10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110,
+        18: 2.101, 19: 2.093, 20: 2.086, 21: 2.080, 22: 2.074, 23: 2.069, 24: 2.064, 25: 2.060,
+        26: 2.056, 27: 2.052, 28: 2.048, 29: 2.045, 30: 2.042}
+
+
+def t95(df: int) -> float:
+    if df in _T95:
+        return _T95[df]
+    if df <= 40:
+        return 2.021
+    if df <= 60:
+        return 2.000
+    if df <= 120:
+        return 1.980
+    return 1.960
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What a view shows; built from the URL query string (see :mod:`bot.dashboard.views`)."""
+
+    repos: frozenset[str] | None = None  # visibility: the repositories the viewer may read
+    repo: str | None = None
+    agent: str | None = None
+    author: str | None = None
+    band: str | None = None
+    since: float | None = None  # epoch seconds, inclusive
+    until: float | None = None  # epoch seconds, exclusive
+
+
+@dataclass
+class Mean:
+    """A mean with its 95 % interval (``None`` when fewer than two values)."""
+
+    mean: float | None
+    low: float | None = None
+    high: float | None = None
+
+    @property
+    def half_width(self) -> float | None:
+        return None if self.mean is None or self.high is None else self.high - self.mean
+
+
+@dataclass
+class Group:
+    """One overview row: an agent (or an author) and its aggregates."""
+
+    key: str
+    name: str
+    count: int
+    overall: Mean
+    categories: dict[str, Mean]
+    bands: dict[str, int]
+    merged: int
+    closed: int
+    open: int
+    trend: list[tuple[str, float, int]] = field(default_factory=list)
+    outcomes: dict[str, Mean] = field(default_factory=dict)
+    rank: int | None = None
+
+    @property
+    def small(self) -> bool:
+        return self.count < SMALL_SAMPLE
+
+    @property
+    def merged_share(self) -> float:
+        return self.merged / self.count if self.count else 0.0
+
+    @property
+    def rejected_share(self) -> float:
+        return self.closed / self.count if self.count else 0.0
+
+
+def mean_ci(n: int, total: float | None, squares: float | None) -> Mean:
+    """Mean and 95 % interval from COUNT, SUM(x) and SUM(x·x)."""
+    if not n or total is None:
+        return Mean(None)
+    mean = float(total) / n
+    if n < 2 or squares is None:
+        return Mean(mean)
+    variance = max(0.0, (float(squares) / n - mean * mean) * n / (n - 1))
+    half = t95(n - 1) * math.sqrt(variance / n)
+    return Mean(mean, max(0.0, mean - half), min(100.0, mean + half))
+
+
+def where(f: Filters, *, latest: bool = True) -> list[ColumnElement[bool]]:
+    conds: list[ColumnElement[bool]] = []
+    if latest:
+        conds.append(E.is_latest == true())
+    if f.repos is not None:
+        conds.append(E.repo.in_(sorted(f.repos)) if f.repos else false())
+    if f.repo:
+        conds.append(E.repo == f.repo)
+    if f.agent:
+        conds.append(E.agent_id.is_(None) if f.agent == UNATTRIBUTED else E.agent_id == f.agent)
+    if f.author:
+        conds.append(E.author == f.author)
+    if f.band:
+        conds.append(E.overall_band == f.band)
+    if f.since is not None:
+        conds.append(E.activity_at >= f.since)
+    if f.until is not None:
+        conds.append(E.activity_at < f.until)
+    return conds
+
+
+def _key_column(by: str) -> Any:
+    """The grouping column, bare so the covering index's order serves the GROUP BY (a NULL agent,
+    a result stored before attribution, becomes :data:`UNATTRIBUTED` in Python)."""
+    return E.author if by == "author" else E.agent_id
+
+
+def _key(value: Any) -> str:
+    return UNATTRIBUTED if value is None else str(value)
+
+
+def groups(conn: Connection, f: Filters, by: str = "agent") -> list[Group]:
+    """One row per agent (``by="agent"``) or author, ranked by mean overall score.
+
+    One scan: the query groups by (key, week) with counts, sums and sums of squares, which add up;
+    Python merges the weeks of each key (a few hundred aggregated rows) into the totals and the
+    weekly trend. Groups below :data:`SMALL_SAMPLE` PRs come last and get no rank.
+    """
+    key = _key_column(by).label("key")
+    sums: list[Any] = [func.count().label("n"), func.max(E.agent_name).label("name")]
+    for name, column in {"overall": E.overall_score, **CATEGORY_COLUMNS}.items():
+        sums.append(func.sum(column).label(f"s_{name}"))
+        sums.append(func.sum(column * column).label(f"q_{name}"))
+    for band in BANDS:
+        sums.append(func.sum(case((E.overall_band == band, 1), else_=0)).label(f"b_{band}"))
+    for state in ("merged", "closed", "open"):
+        sums.append(func.sum(case((E.pr_state == state, 1), else_=0)).label(f"p_{state}"))
+    query = select(key, E.week, *sums).where(*where(f)).group_by(key, E.week)
+    merged: dict[str, dict[str, Any]] = {}
+    for row in conn.execute(query).mappings():
+        acc = merged.setdefault(_key(row["key"]), {"name": None, "weeks": []})
+        n = int(row["n"])
+        if row["name"] and not acc["name"]:
+            acc["name"] = row["name"]
+        for column, value in row.items():
+            if column == "n" or column[:2] in ("s_", "q_", "b_", "p_"):
+                acc[column] = acc.get(column, 0) + (float(value) if value is not None else 0)
+        if row["week"] is not None:
+            acc["weeks"].append((str(row["week"]), float(row["s_overall"]) / n, n))
+    out: list[Group] = []
+    for key_value, acc in merged.items():
+        n = int(acc["n"])
+        weeks = sorted(acc["weeks"])[-TREND_WEEKS:]
+        out.append(Group(
+            key=key_value,
+            name=str(acc["name"] or key_value) if by == "agent" else key_value,
+            count=n,
+            overall=mean_ci(n, acc["s_overall"], acc["q_overall"]),
+            categories={c: mean_ci(n, acc[f"s_{c}"], acc[f"q_{c}"]) for c in CATEGORY_COLUMNS},
+            bands={b: int(acc[f"b_{b}"]) for b in BANDS},
+            merged=int(acc["p_merged"]), closed=int(acc["p_closed"]), open=int(acc["p_open"]),
+            trend=weeks,
+        ))
+    out.sort(key=lambda g: (g.small, -(g.overall.mean or 0.0), -g.count, g.key))
+    rank = 0
+    for g in out:
+        if not g.small:
+            rank += 1
+            g.rank = rank
+    return out
+
+
+# --- outcomes (what happened after evaluation; shown once the store has any) -------------------
+
+OUTCOME_ORDER = ("rejected", "reverted", "follow_up_fix", "reopened_task", "changes_requested",
+                 "force_pushed", "reopened", "agent_failure", "post_pr_issue", "agent_failed")
+
+
+def outcome_rates(conn: Connection, f: Filters, by: str) -> tuple[list[str], dict[str, dict[str, Mean]]]:
+    """Per key and outcome kind, the share of PRs with that outcome among the PRs where it was
+    recorded (``outcomes``: one row per repo, PR and outcome, with a boolean ``value``).
+
+    Returns (the outcome kinds present, oldest-known order first; ``{key: {outcome: Mean}}`` where
+    ``Mean.mean`` is the share and ``low``/``high`` its 95 % Wilson interval). Both are empty
+    when no outcome has been recorded for the PRs in view.
+    """
+    from bot.db import outcomes
+
+    oc = outcomes.c
+    key = _key_column(by).label("key")
+    n = func.count().label("n")
+    hits = func.sum(case((oc.value == true(), 1), else_=0)).label("hits")
+    query = (select(key, oc.outcome, n, hits)
+             .select_from(evaluations.join(outcomes, (oc.repo == E.repo) & (oc.number == E.number)))
+             .where(*where(f)).group_by(key, oc.outcome))
+    rates: dict[str, dict[str, Mean]] = {}
+    kinds: set[str] = set()
+    for row in conn.execute(query).mappings():
+        kinds.add(str(row["outcome"]))
+        rates.setdefault(_key(row["key"]), {})[str(row["outcome"])] = wilson(int(row["hits"]), int(row["n"]))
+    order = [k for k in OUTCOME_ORDER if k in kinds] + sorted(kinds - set(OUTCOME_ORDER))
+    return order, rates
+
+
+def wilson(hits: int, n: int) -> Mean:
+    """A share with its 95 % Wilson score interval (sound for small n and shares near 0 or 1)."""
+    if n <= 0:
+        return Mean(None)
+    p, z = hits / n, 1.96
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return Mean(p, max(0.0, centre - half), min(1.0, centre + half))
+
+
+# --- one agent (or author) ----------------------------------------------------------------------
+
+def histogram(conn: Connection, f: Filters) -> list[tuple[str, int]]:
+    """PR counts per 10-point bucket of the overall score (90–100 is one bucket)."""
+    bucket = case((E.overall_score >= 90, 9), else_=E.overall_score // 10).label("bucket")
+    rows = conn.execute(select(bucket, func.count()).where(*where(f)).group_by(bucket)).all()
+    counts = {int(b): int(n) for b, n in rows}
+    return [(f"{b * 10}–{b * 10 + (10 if b == 9 else 9)}", counts.get(b, 0)) for b in range(10)]
+
+
+@dataclass
+class PullDown:
+    signal_id: str
+    category: str
+    name: str
+    count: int  # PRs where it pulled the score down
+    share: float  # of the PRs in view
+    mean_score: float
+    examples: list[dict[str, Any]]
+
+
+def pull_downs(conn: Connection, f: Filters, total: int, limit: int = 10,
+               per_signal: int = 3) -> list[PullDown]:
+    """The signals that most often pulled this selection's scores down, with example PRs.
+
+    "Pulled down": conclusive, weighted, and scored under :data:`PULL_DOWN_BELOW` — the same rule
+    as the comment's "What pulled the score down" (``bot.db.PULLS_DOWN``, whose partial index
+    holds just those rows). The examples are the most recent such PRs: one small query per signal
+    that walks the selection newest first and stops at ``per_signal``.
+    """
+    S = signals.c
+    n = func.count().label("n")
+    top = conn.execute(
+        select(S.signal_id, func.max(S.category).label("category"), n,
+               func.avg(S.score).label("mean"))
+        .select_from(evaluations.join(signals, (S.evaluation_id == E.id) & DOWN))
+        .where(*where(f))
+        .group_by(S.signal_id)
+        .order_by(n.desc(), S.signal_id)
+        .limit(limit)
+    ).all()
+    if not top:
+        return []
+    examples: dict[str, list[dict[str, Any]]] = {}
+    for r in top:
+        query = (select(E.id, E.repo, E.number, E.author, E.overall_score, S.score)
+                 .select_from(evaluations.join(signals, (S.evaluation_id == E.id)
+                                               & (S.signal_id == r.signal_id) & DOWN))
+                 .where(*where(f))
+                 .order_by(E.activity_at.desc(), E.id.desc())
+                 .limit(per_signal))
+        examples[r.signal_id] = [dict(x) for x in conn.execute(query).mappings()]
+    texts = _signal_texts(conn, {(sid, item["id"]) for sid, items in examples.items() for item in items})
+    out = []
+    for r in top:
+        items = examples.get(r.signal_id, [])
+        for item in items:
+            item["reason"] = texts.get((r.signal_id, item["id"]), ("", ""))[1]
+        name = next((texts[(r.signal_id, i["id"])][0] for i in items if (r.signal_id, i["id"]) in texts), "")
+        out.append(PullDown(signal_id=r.signal_id, category=str(r.category), name=name or r.signal_id,
+                            count=int(r.n), share=int(r.n) / total if total else 0.0,
+                            mean_score=float(r.mean), examples=items))
+    return out
+
+
+def _signal_texts(conn: Connection, wanted: set[tuple[str, int]]) -> dict[tuple[str, int], tuple[str, str]]:
+    """(signal, evaluation) -> (plain-English name, reason) read from the examples' stored results.
+
+    The signals table keeps numbers only; the words come from the example PRs' stored results
+    (at most ``limit * per_signal`` documents per page; never an aggregation input).
+    """
+    if not wanted:
+        return {}
+    rows = conn.execute(select(E.id, E.result_json).where(E.id.in_({eid for _s, eid in wanted}))).all()
+    out: dict[tuple[str, int], tuple[str, str]] = {}
+    for eid, stored in rows:
+        try:
+            result = json.loads(stored)
+        except (TypeError, ValueError):
+            continue
+        for s in result.get("signals") or []:
+            if isinstance(s, dict) and (s.get("id"), eid) in wanted:
+                out[(str(s["id"]), eid)] = (str(s.get("name") or ""), str(s.get("reason") or ""))
+    return out
+
+
+PR_COLUMNS = (E.id, E.repo, E.number, E.author, E.agent_id, E.agent_name, E.pr_state, E.overall_score,
+              E.overall_band, E.agent_performance, E.task_outcome_quality, E.process_compliance,
+              E.activity_at, E.evaluated_at)
+
+
+def pr_list(conn: Connection, f: Filters, *, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
+    """The PRs in view, newest activity first (each PR once, its latest evaluation)."""
+    query = (select(*PR_COLUMNS).where(*where(f))
+             .order_by(E.activity_at.desc(), E.id.desc()).limit(limit).offset(offset))
+    return [dict(r) for r in conn.execute(query).mappings()]
+
+
+def count(conn: Connection, f: Filters) -> int:
+    return int(conn.execute(select(func.count()).select_from(evaluations).where(*where(f))).scalar() or 0)
+
+
+# --- one PR ---------------------------------------------------------------------------------------
+
+def pr_history(conn: Connection, f: Filters, repo: str, number: int) -> list[dict[str, Any]]:
+    """Every stored evaluation of one PR, newest first; empty when the viewer may not read it."""
+    if f.repos is not None and repo not in f.repos:
+        return []
+    query = (select(*PR_COLUMNS, E.head_sha, E.scorer_version, E.trigger, E.judge_status,
+                    E.comment_url, E.is_latest)
+             .where(E.repo == repo, E.number == number).order_by(E.id.desc()))
+    return [dict(r) for r in conn.execute(query).mappings()]
+
+
+def result_json(conn: Connection, f: Filters, evaluation_id: int) -> tuple[str, str, int] | None:
+    """(repo, result JSON, PR number) of one stored evaluation the viewer may read."""
+    row = conn.execute(select(E.repo, E.result_json, E.number).where(E.id == evaluation_id)).first()
+    if row is None or (f.repos is not None and row.repo not in f.repos):
+        return None
+    return str(row.repo), str(row.result_json), int(row.number)
+
+
+# --- filter choices -------------------------------------------------------------------------------
+
+def repositories(conn: Connection, f: Filters) -> list[str]:
+    base = Filters(repos=f.repos)
+    query = select(E.repo).where(*where(base)).group_by(E.repo).order_by(E.repo)
+    return [str(r) for r in conn.execute(query).scalars()]
+
+
+def agents(conn: Connection, f: Filters) -> list[tuple[str, str]]:
+    base = Filters(repos=f.repos)
+    query = select(E.agent_id, func.max(E.agent_name)).where(*where(base)).group_by(E.agent_id)
+    found = [(_key(k), str(n or _key(k))) for k, n in conn.execute(query).all()]
+    return sorted(found)
+
+
+_CHOICE_CACHE: dict[tuple[Any, ...], tuple[float, Any]] = {}
+CHOICE_TTL = 60.0
+
+
+def choices(conn: Connection, f: Filters) -> dict[str, Any]:
+    """The filter form's repositories and agents.
+
+    Cached per visibility for :data:`CHOICE_TTL` seconds and until a new evaluation is stored
+    (``max(id)``, one index probe): they change rarely and cost two scans of the store.
+    """
+    version = conn.execute(select(func.max(E.id))).scalar()
+    key = (conn.engine.url.render_as_string(hide_password=True), f.repos, version)
+    now = time.monotonic()
+    hit = _CHOICE_CACHE.get(key)
+    if hit is not None and now - hit[0] < CHOICE_TTL:
+        return dict(hit[1])
+    value = {"repositories": repositories(conn, f), "agents": agents(conn, f), "bands": BANDS}
+    if len(_CHOICE_CACHE) > 256:
+        _CHOICE_CACHE.clear()
+    _CHOICE_CACHE[key] = (now, value)
+    return dict(value)
+
+
+def stored_repositories(conn: Connection, candidates: Iterable[str]) -> list[str]:
+    """Which of ``candidates`` (a user's readable repositories) have stored evaluations, matched
+    case-insensitively as GitHub names are, returned with the store's spelling."""
+    wanted = {c.lower() for c in candidates}
+    if not wanted:
+        return []
+    rows = conn.execute(select(E.repo).group_by(E.repo)).scalars()
+    return sorted(str(r) for r in rows if str(r).lower() in wanted)
+
+
+def day_start(value: str) -> float:
+    """``YYYY-MM-DD`` -> epoch seconds at 00:00 UTC; ValueError otherwise."""
+    return datetime.strptime(value, "%Y-%m-%d").replace(tzinfo=UTC).timestamp()
+

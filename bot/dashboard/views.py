@@ -1,0 +1,699 @@
+"""The dashboard's pages: overview, agent (or author), PR, sign-in; CSV and JSON of every table.
+
+Filters live in the query string (``repo``, ``agent``, ``band``, ``since``, ``until``, ``by``), so a
+view is a URL that can be shared; every table link keeps them. Each view builds its tables once as
+:class:`Table` objects, which the HTML template, ``?format=csv&table=NAME`` and ``?format=json``
+all render, so the numbers a person reads are the numbers a script downloads.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+import re
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from flask import (
+    Blueprint,
+    Response,
+    abort,
+    g,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
+from markupsafe import Markup, escape
+
+from bot.dashboard import charts, queries
+from bot.dashboard.auth import (
+    GitHubSignInError,
+    Viewer,
+    authorize_url,
+    bearer_matches,
+    csrf_ok,
+    csrf_token,
+    exchange_code,
+    readable_repositories,
+    safe_next,
+    session_viewer,
+    start_session,
+    token_fingerprint,
+    user_login,
+)
+from bot.dashboard.core import config
+from bot.dashboard.queries import BANDS, CATEGORY_TITLES, Filters
+from bot.dashboard.render import comment_html
+
+log = logging.getLogger("bot.dashboard")
+dashboard = Blueprint("dashboard", __name__, template_folder="templates", static_folder="static",
+                      static_url_path="/static")
+
+_REPO_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
+_KEY_RE = re.compile(r"^[A-Za-z0-9_.\[\]-]{1,100}$")
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+PAGE_SIZE = 50
+OPEN_ENDPOINTS = {"dashboard.login", "dashboard.login_token", "dashboard.callback",
+                  "dashboard.signed_out", "dashboard.static"}
+CSP = ("default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
+       "frame-ancestors 'none'; base-uri 'none'")
+
+
+# --- tables ---------------------------------------------------------------------------------------
+
+@dataclass
+class Column:
+    title: str
+    value: Callable[[Any], Any]  # the raw value: what CSV and JSON carry
+    html: Callable[[Any], Any] | None = None  # what the page shows (default: the value)
+    numeric: bool = False
+    key: str = ""
+    csv_only: bool = False  # detail a script wants but the page leaves out (interval bounds, ids)
+
+
+@dataclass
+class Table:
+    name: str
+    title: str
+    columns: list[Column]
+    rows: Sequence[Any]
+    note: str = ""
+    row_class: Callable[[Any], str] = field(default=lambda _r: "")
+
+    def cells(self, row: Any) -> list[tuple[Any, bool]]:
+        out = []
+        for c in self.columns:
+            shown = c.html(row) if c.html else c.value(row)
+            out.append(("—" if shown is None or shown == "" else shown, c.numeric))
+        return out
+
+    @property
+    def visible(self) -> list[int]:
+        """Indexes of the columns the page shows."""
+        return [i for i, c in enumerate(self.columns) if not c.csv_only]
+
+    @property
+    def data_columns(self) -> list[Column]:
+        """The columns CSV and JSON carry (keys starting with ``_`` are charts and links)."""
+        return [c for c in self.columns if not c.key.startswith("_")]
+
+    def records(self) -> list[dict[str, Any]]:
+        cols = self.data_columns
+        return [{(c.key or c.title): c.value(r) for c in cols} for r in self.rows]
+
+
+def _csv_cell(value: Any) -> Any:
+    """Numbers as they are; text that a spreadsheet would run as a formula gets a leading quote."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return value
+    text = str(value)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def _csv_response(table: Table, stem: str) -> Response:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow([c.key or c.title for c in table.data_columns])
+    for record in table.records():
+        writer.writerow([_csv_cell(v) for v in record.values()])
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{stem}-{table.name}").strip("-")
+    return Response(buf.getvalue(), mimetype="text/csv",
+                    headers={"Content-Disposition": f'attachment; filename="{name}.csv"'})
+
+
+def _tables_or_page(tables: list[Table], stem: str, template: str, **context: Any) -> Any:
+    fmt = request.args.get("format", "html")
+    if fmt == "csv":
+        wanted = request.args.get("table") or tables[0].name
+        table = next((t for t in tables if t.name == wanted), None)
+        if table is None:
+            abort(404, f"no table {wanted!r} on this page")
+        return _csv_response(table, stem)
+    if fmt == "json":
+        body = {t.name: t.records() for t in tables}
+        return Response(json.dumps(body, ensure_ascii=False, default=str), mimetype="application/json")
+    return render_template(template, tables={t.name: t for t in tables}, **context)
+
+
+# --- request plumbing -----------------------------------------------------------------------------
+
+def viewer() -> Viewer:
+    return g.viewer  # type: ignore[no-any-return]
+
+
+@dashboard.before_request
+def _sign_in_required() -> Any:
+    cfg = config()
+    g.viewer = None
+    if cfg.open_access:
+        g.viewer = Viewer("open")
+        return None
+    bearer = bearer_matches(request, cfg.api_token)
+    if bearer is True:
+        g.viewer = Viewer("token")
+        return None
+    if bearer is False:
+        return Response("wrong bearer token\n", 401, {"WWW-Authenticate": 'Bearer realm="taskeval"'},
+                        mimetype="text/plain")
+    g.viewer = session_viewer(cfg.api_token)
+    if g.viewer is not None or request.endpoint in OPEN_ENDPOINTS:
+        return None
+    if request.args.get("format") in ("csv", "json") or request.method != "GET":
+        return Response("sign in first (or send Authorization: Bearer $TASKEVAL_API_TOKEN)\n", 401,
+                        mimetype="text/plain")
+    return redirect(url_for("dashboard.login", next=request.full_path.rstrip("?")))
+
+
+@dashboard.before_request
+def _csrf() -> Any:
+    if request.method == "POST" and not csrf_ok(request.form.get("csrf")):
+        return Response("the form expired or did not come from this dashboard; reload and retry\n",
+                        400, mimetype="text/plain")
+    return None
+
+
+@dashboard.after_request
+def _headers(resp: Response) -> Response:
+    resp.headers.setdefault("Content-Security-Policy", CSP)
+    resp.headers.setdefault("X-Content-Type-Options", "nosniff")
+    resp.headers.setdefault("Referrer-Policy", "same-origin")
+    resp.headers.setdefault("X-Frame-Options", "DENY")
+    if request.endpoint != "dashboard.static":
+        resp.headers["Cache-Control"] = "no-store"
+    return resp
+
+
+@dashboard.app_template_global()
+def csrf_field() -> Markup:
+    return Markup('<input type="hidden" name="csrf" value="{}">').format(csrf_token())
+
+
+@dashboard.app_template_global()
+def view_url(endpoint: str | None = None, **changes: Any) -> str:
+    """The current view's URL with some query parameters changed (None removes one)."""
+    args: dict[str, Any] = {k: v for k, v in request.args.items() if k not in ("format", "table")}
+    for k, v in changes.items():
+        if v is None:
+            args.pop(k, None)
+        else:
+            args[k] = v
+    return url_for(endpoint or request.endpoint or "dashboard.overview", **(request.view_args or {}), **args)
+
+
+@dashboard.app_template_filter("num")
+def _num(value: float | None, digits: int = 1) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+@dashboard.app_template_filter("pct")
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.0f} %"
+
+
+def _day(epoch: float | None) -> str | None:
+    return None if epoch is None else datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d")
+
+
+@dataclass
+class View:
+    """The parsed query string."""
+
+    filters: Filters
+    by: str
+    args: dict[str, str]
+    problems: list[str]
+
+
+def _view(*, agent: str | None = None, author: str | None = None) -> View:
+    args = request.args
+    problems: list[str] = []
+    chosen: dict[str, str] = {}
+
+    def pick(name: str, ok: Callable[[str], bool]) -> str | None:
+        value = (args.get(name) or "").strip()
+        if not value:
+            return None
+        if not ok(value):
+            problems.append(f"ignored {name}={value[:60]!r}")
+            return None
+        chosen[name] = value
+        return value
+
+    repo = pick("repo", lambda v: bool(_REPO_RE.match(v)))
+    agent_arg = pick("agent", lambda v: bool(_KEY_RE.match(v)))
+    band = pick("band", lambda v: v in BANDS)
+    since = pick("since", lambda v: bool(_DATE_RE.match(v)) and _valid_day(v))
+    until = pick("until", lambda v: bool(_DATE_RE.match(v)) and _valid_day(v))
+    by = "author" if args.get("by") == "author" else "agent"
+    v = viewer()
+    filters = Filters(
+        repos=v.repos,
+        repo=repo,
+        agent=agent if agent is not None else agent_arg,
+        author=author,
+        band=band,
+        since=queries.day_start(since) if since else None,
+        until=queries.day_start(until) + 86400 if until else None,  # the whole `until` day
+    )
+    return View(filters, by, chosen, problems)
+
+
+def _valid_day(value: str) -> bool:
+    try:
+        queries.day_start(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _choices(conn: Any, f: Filters) -> dict[str, Any]:
+    return queries.choices(conn, f)
+
+
+def _mean_cell(m: queries.Mean) -> Markup:
+    if m.mean is None:
+        return Markup("—")
+    if m.half_width is None:
+        return Markup('<span class="mean">{}</span>').format(f"{m.mean:.1f}")
+    return Markup('<span class="mean">{}</span> <span class="ci" title="95 % interval {}–{}">± {}</span>').format(
+        f"{m.mean:.1f}", f"{m.low:.1f}", f"{m.high:.1f}", f"{m.half_width:.1f}")
+
+
+GroupCell = Callable[[queries.Group], Any]
+
+
+def _category(cat: str, part: str) -> GroupCell:
+    return lambda gr: _round(getattr(gr.categories[cat], part))
+
+
+def _category_cell(cat: str) -> GroupCell:
+    return lambda gr: _mean_cell(gr.categories[cat])
+
+
+def _band_count(band: str) -> GroupCell:
+    return lambda gr: gr.bands[band]
+
+
+def _outcome(kind: str) -> GroupCell:
+    def value(gr: queries.Group) -> float | None:
+        m = gr.outcomes.get(kind)
+        return None if m is None else _round(m.mean, 4)
+    return value
+
+
+def _outcome_cell(kind: str) -> GroupCell:
+    def cell(gr: queries.Group) -> Markup | str:
+        m = gr.outcomes.get(kind)
+        if m is None or m.mean is None:
+            return "—"
+        return Markup('<span title="95 % interval {}–{}">{}</span>').format(
+            _pct(m.low), _pct(m.high), _pct(m.mean))
+    return cell
+
+
+def _round(x: float | None, digits: int = 2) -> float | None:
+    return None if x is None else round(x, digits)
+
+
+# --- overview -------------------------------------------------------------------------------------
+
+def group_table(groups: list[queries.Group], by: str, outcome_cols: list[str], view: View,
+                *, link: bool = True) -> Table:
+    detail = "dashboard.agent" if by == "agent" else "dashboard.author"
+    keep: dict[str, Any] = {k: v for k, v in view.args.items() if k not in ("agent",)}
+
+    def name_cell(gr: queries.Group) -> Markup:
+        label = gr.name if by == "agent" else gr.key
+        cell = escape(label)
+        if link:
+            target = url_for(detail, key=gr.key, **keep)
+            cell = Markup('<a href="{}">{}</a>').format(target, label)
+        if gr.small:
+            cell += Markup(' <span class="tag small" title="fewer than {} PRs: not ranked">small sample</span>'
+                           ).format(queries.SMALL_SAMPLE)
+        return cell
+
+    columns = [
+        Column("Rank", lambda gr: gr.rank, lambda gr: gr.rank if gr.rank else "—", numeric=True, key="rank"),
+        Column("Agent" if by == "agent" else "Author", lambda gr: gr.key, name_cell, key=by),
+    ]
+    if by == "agent":
+        columns.append(Column("Agent name", lambda gr: gr.name, key="agentName", csv_only=True))
+    columns += [
+        Column("PRs", lambda gr: gr.count, numeric=True, key="prs"),
+        Column("Small sample", lambda gr: gr.small, key="smallSample", csv_only=True),
+        Column("Overall", lambda gr: _round(gr.overall.mean), lambda gr: _mean_cell(gr.overall),
+               numeric=True, key="overallMean"),
+        Column("Overall 95% low", lambda gr: _round(gr.overall.low), key="overallLow", csv_only=True),
+        Column("Overall 95% high", lambda gr: _round(gr.overall.high), key="overallHigh", csv_only=True),
+    ]
+    for cat, title in CATEGORY_TITLES.items():
+        columns.append(Column(title, _category(cat, "mean"), _category_cell(cat), numeric=True, key=f"{cat}Mean"))
+        columns.append(Column(f"{title} 95% low", _category(cat, "low"), key=f"{cat}Low", csv_only=True))
+        columns.append(Column(f"{title} 95% high", _category(cat, "high"), key=f"{cat}High", csv_only=True))
+    columns.append(Column("Bands", lambda gr: None, lambda gr: charts.band_bar(gr.bands), key="_bands"))
+    for band in BANDS:
+        columns.append(Column(band, _band_count(band), numeric=True, key=band, csv_only=True))
+    columns += [
+        Column("Merged", lambda gr: _round(gr.merged_share, 4), lambda gr: _pct(gr.merged_share),
+               numeric=True, key="mergedShare"),
+        Column("Rejected", lambda gr: _round(gr.rejected_share, 4), lambda gr: _pct(gr.rejected_share),
+               numeric=True, key="rejectedShare"),
+    ]
+    for col in outcome_cols:
+        columns.append(Column(col.replace("_", " "), _outcome(col), _outcome_cell(col), numeric=True,
+                              key=f"outcome.{col}"))
+    columns.append(Column("Weekly trend", lambda gr: None, lambda gr: charts.trend(gr.trend), key="_trend"))
+    table = Table("groups", "Agents" if by == "agent" else "Authors", columns, groups,
+                  note=f"Each PR counts once (its latest evaluation). ± is the 95 % interval of the mean. "
+                       f"Groups under {queries.SMALL_SAMPLE} PRs are marked and not ranked.",
+                  row_class=lambda gr: "small" if gr.small else "")
+    return table
+
+
+@dashboard.get("/")
+def overview() -> Any:
+    view = _view()
+    cfg = config()
+    with cfg.engine.connect() as conn:
+        groups = queries.groups(conn, view.filters, view.by)
+        outcome_cols, rates = queries.outcome_rates(conn, view.filters, view.by)
+        for gr in groups:
+            gr.outcomes = rates.get(gr.key, {})
+        choices = _choices(conn, view.filters)
+    table = group_table(groups, view.by, outcome_cols, view)
+    total = sum(gr.count for gr in groups)
+    return _tables_or_page([table], f"taskeval-{view.by}s", "dashboard/overview.html",
+                           view=view, choices=choices, total=total,
+                           title="Overview")
+
+
+# --- one agent or author --------------------------------------------------------------------------
+
+@dashboard.get("/agent/<key>")
+def agent(key: str) -> Any:
+    return _detail("agent", key)
+
+
+@dashboard.get("/author/<key>")
+def author(key: str) -> Any:
+    return _detail("author", key)
+
+
+def _detail(by: str, key: str) -> Any:
+    if not _KEY_RE.match(key):
+        abort(404)
+    view = _view(agent=key, author=None) if by == "agent" else _view(author=key)
+    cfg = config()
+    try:
+        page = max(1, int(request.args.get("page", "1")))
+    except ValueError:
+        page = 1
+    with cfg.engine.connect() as conn:
+        found = queries.groups(conn, view.filters, by)
+        everything = Filters(repos=view.filters.repos, agent=view.filters.agent, author=view.filters.author)
+        if not found and not queries.count(conn, everything):
+            abort(404, f"no stored evaluations for {by} {key}")
+        group = found[0] if found else None
+        total = group.count if group else 0
+        hist = queries.histogram(conn, view.filters)
+        downs = queries.pull_downs(conn, view.filters, total)
+        prs = queries.pr_list(conn, view.filters, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+        if request.args.get("format") == "csv" and request.args.get("table") == "prs":
+            prs = queries.pr_list(conn, view.filters, limit=100_000, offset=0)
+        choices = _choices(conn, view.filters)
+    buckets = [(label, n, charts.BAND_COLOURS[_bucket_band(i)]) for i, (label, n) in enumerate(hist)]
+    tables = [
+        group_table([group] if group else [], by, [], view, link=False),
+        Table("signals", "Signals that pull the score down most often", [
+            Column("Signal", lambda d: d.signal_id, lambda d: Markup("{}<br><code>{}</code>").format(
+                d.name, d.signal_id), key="signal"),
+            Column("Name", lambda d: d.name, key="name", csv_only=True),
+            Column("Category", lambda d: d.category, lambda d: CATEGORY_TITLES.get(d.category, d.category),
+                   key="category"),
+            Column("PRs pulled down", lambda d: d.count, numeric=True, key="prs"),
+            Column("Share of PRs", lambda d: round(d.share, 4), lambda d: _pct(d.share), numeric=True,
+                   key="share"),
+            Column("Mean signal score", lambda d: round(d.mean_score, 1), numeric=True, key="meanScore"),
+            Column("Example PRs", lambda d: " ".join(f"{e['repo']}#{e['number']}" for e in d.examples),
+                   lambda d: Markup("<br>").join(
+                       Markup('<a href="{}">{}#{}</a> <span class="muted">({}/100: {})</span>').format(
+                           url_for("dashboard.pr", owner=e["repo"].split("/")[0], repo=e["repo"].split("/")[1],
+                                   number=e["number"]), e["repo"], e["number"], e["score"], e.get("reason", ""))
+                       for e in d.examples), key="examples"),
+        ], downs, note=f"A signal pulls a score down when it is conclusive, weighted, and scores under "
+                       f"{queries.PULL_DOWN_BELOW}/100 (the comment's \"What pulled the score down\")."),
+        Table("distribution", "Overall score distribution", [
+            Column("Score", lambda b: b[0], key="bucket"),
+            Column("PRs", lambda b: b[1], numeric=True, key="prs"),
+        ], hist),
+        Table("prs", "Pull requests", _pr_columns(), prs,
+              note="Newest activity first; each PR's latest evaluation."),
+    ]
+    pages = max(1, -(-total // PAGE_SIZE))
+    title = (group.name if group and by == "agent" else key)
+    return _tables_or_page(tables, f"taskeval-{by}-{key}", "dashboard/detail.html", view=view, by=by, key=key,
+                           group=group, histogram_svg=charts.histogram(buckets),
+                           trend_svg=charts.trend(group.trend if group else [], width=560, height=180,
+                                                  axes=True),
+                           page=page, pages=pages, choices=choices, title=title)
+
+
+def _bucket_band(index: int) -> str:
+    from taskeval.contract import band
+
+    return band(index * 10)
+
+
+def _pr_link(r: dict[str, Any]) -> Markup:
+    owner, name = r["repo"].split("/", 1)
+    return Markup('<a href="{}">{}#{}</a>').format(
+        url_for("dashboard.pr", owner=owner, repo=name, number=r["number"]), r["repo"], r["number"])
+
+
+def _pr_columns() -> list[Column]:
+    return [
+        Column("PR", lambda r: f"{r['repo']}#{r['number']}", _pr_link, key="pr"),
+        Column("Author", lambda r: r["author"], key="author"),
+        Column("Agent", lambda r: r["agent_id"], lambda r: r["agent_name"] or r["agent_id"], key="agent"),
+        Column("State", lambda r: r["pr_state"], key="state"),
+        Column("Overall", lambda r: r["overall_score"], numeric=True, key="overall"),
+        Column("Band", lambda r: r["overall_band"],
+               lambda r: Markup('<span class="band {0}">{0}</span>').format(r["overall_band"]), key="band"),
+        Column("AP", lambda r: r["agent_performance"], numeric=True, key="agentPerformance"),
+        Column("TOQ", lambda r: r["task_outcome_quality"], numeric=True, key="taskOutcomeQuality"),
+        Column("PC", lambda r: r["process_compliance"], numeric=True, key="processCompliance"),
+        Column("Activity", lambda r: _day(r["activity_at"]), key="activity"),
+    ]
+
+
+# --- one PR ---------------------------------------------------------------------------------------
+
+@dashboard.get("/pr/<owner>/<repo>/<int:number>")
+def pr(owner: str, repo: str, number: int) -> Any:
+    full = f"{owner}/{repo}"
+    if not _REPO_RE.match(full):
+        abort(404)
+    cfg = config()
+    f = Filters(repos=viewer().repos)
+    with cfg.engine.connect() as conn:
+        history = queries.pr_history(conn, f, full, number)
+        if not history:
+            abort(404, f"no stored evaluation of {full}#{number} that you can read")
+        try:
+            chosen_id = int(request.args.get("evaluation", history[0]["id"]))
+        except ValueError:
+            chosen_id = history[0]["id"]
+        if chosen_id not in {h["id"] for h in history}:
+            chosen_id = history[0]["id"]
+        stored = queries.result_json(conn, f, chosen_id)
+    assert stored is not None  # it is one of this PR's rows, which the viewer may read
+    result = json.loads(stored[1])
+    markdown, problem = _comment_markdown(result)
+    html, renderer = comment_html(markdown) if markdown else (Markup(""), "none")
+    evidence = _evidence_links(result)
+    tables = [Table("history", "Every stored evaluation of this PR", [
+        Column("Evaluation", lambda h: h["id"], lambda h: Markup('<a href="{}">#{}</a>{}').format(
+            url_for("dashboard.pr", owner=owner, repo=repo, number=number, evaluation=h["id"]), h["id"],
+            Markup(" (shown)") if h["id"] == chosen_id else ""), key="id"),
+        Column("Evaluated", lambda h: h["evaluated_at"], key="evaluatedAt"),
+        Column("Head", lambda h: h["head_sha"], lambda h: Markup("<code>{}</code>").format(h["head_sha"][:7]),
+               key="headSha"),
+        Column("Scorer", lambda h: h["scorer_version"], key="scorerVersion"),
+        Column("Trigger", lambda h: h["trigger"], key="trigger"),
+        Column("Overall", lambda h: h["overall_score"], numeric=True, key="overall"),
+        Column("Band", lambda h: h["overall_band"],
+               lambda h: Markup('<span class="band {0}">{0}</span>').format(h["overall_band"]), key="band"),
+        Column("AP", lambda h: h["agent_performance"], numeric=True, key="agentPerformance"),
+        Column("TOQ", lambda h: h["task_outcome_quality"], numeric=True, key="taskOutcomeQuality"),
+        Column("PC", lambda h: h["process_compliance"], numeric=True, key="processCompliance"),
+        Column("Judge", lambda h: h["judge_status"], key="judge"),
+        Column("Comment", lambda h: h["comment_url"], lambda h: _http_link(h["comment_url"], "posted")
+               if h["comment_url"] else None, key="commentUrl"),
+        Column("JSON", lambda h: None, lambda h: Markup('<a href="{}" download>result.json</a>').format(
+            url_for("dashboard.result", evaluation_id=h["id"])), key="_json"),
+    ], history)]
+    latest = history[0]
+    pull = result.get("pullRequest") or {}
+    return _tables_or_page(tables, f"taskeval-{owner}-{repo}-{number}", "dashboard/pr.html",
+                           full=full, number=number, latest=latest, chosen_id=chosen_id, pull=pull,
+                           agent=result.get("agent") or {}, comment=html, renderer=renderer,
+                           comment_problem=problem, evidence=evidence, title=f"{full}#{number}",
+                           pr_url=_safe_url(pull.get("url")))
+
+
+@dashboard.get("/evaluation/<int:evaluation_id>.json")
+def result(evaluation_id: int) -> Any:
+    with config().engine.connect() as conn:
+        stored = queries.result_json(conn, Filters(repos=viewer().repos), evaluation_id)
+    if stored is None:
+        abort(404)
+    repo, text, number = stored
+    name = f"{repo.replace('/', '-')}-{number}-evaluation-{evaluation_id}.json"
+    return Response(text, mimetype="application/json",
+                    headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+
+def _comment_markdown(result: dict[str, Any]) -> tuple[str, str | None]:
+    """The PR comment as taskeval renders it from this stored result, or why it cannot."""
+    from pydantic import ValidationError
+
+    from taskeval.models import EvaluationResult
+    from taskeval.report import render_comment
+
+    try:
+        return render_comment(EvaluationResult.model_validate(result)), None
+    except (ValidationError, ValueError, KeyError, TypeError) as exc:
+        return "", (f"this stored result does not match the current result schema "
+                    f"({type(exc).__name__}); the JSON below is what was stored")
+
+
+def _safe_url(url: Any) -> str | None:
+    return url if isinstance(url, str) and re.match(r"^https?://", url) else None
+
+
+def _http_link(url: Any, text: str) -> Markup | str:
+    safe = _safe_url(url)
+    return Markup('<a href="{}" rel="noopener noreferrer">{}</a>').format(safe, text) if safe else text
+
+
+def _evidence_links(result: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    groups = ((result.get("evidence") or {}).get("groups")) or []
+    for group in groups:
+        if not isinstance(group, dict):
+            continue
+        items = [{"id": str(i.get("id", "")), "label": str(i.get("label", ""))[:200],
+                  "url": _safe_url(i.get("url"))}
+                 for i in group.get("items") or [] if isinstance(i, dict)]
+        out.append({"source": str(group.get("source", "")), "items": items,
+                    "total": group.get("total"), "omitted": group.get("omitted")})
+    return out
+
+
+# --- sign-in --------------------------------------------------------------------------------------
+
+@dashboard.get("/login")
+def login() -> Any:
+    cfg = config()
+    if cfg.open_access or viewer() is not None:
+        return redirect(safe_next(request.args.get("next"), _prefix()) or url_for("dashboard.overview"))
+    nxt = safe_next(request.args.get("next"), _prefix())
+    if cfg.oauth and request.args.get("method") != "token":
+        state = secrets.token_urlsafe(32)
+        session["oauth_state"] = state
+        session["next"] = nxt
+        assert cfg.client_id is not None
+        return redirect(authorize_url(cfg.web_url, cfg.client_id, _callback_url(), state))
+    status = 200 if cfg.api_token else 503
+    return render_template("dashboard/login.html", title="Sign in", next=nxt, token_form=bool(cfg.api_token),
+                           oauth=cfg.oauth, error=None), status
+
+
+def _prefix() -> str:
+    return url_for("dashboard.overview")
+
+
+def _callback_url() -> str:
+    return url_for("dashboard.callback", _external=True)
+
+
+@dashboard.post("/login")
+def login_token() -> Any:
+    cfg = config()
+    given = request.form.get("token", "")
+    nxt = safe_next(request.form.get("next"), _prefix())
+    import hmac
+
+    if not cfg.api_token or not hmac.compare_digest(given.encode("utf-8", "replace"), cfg.api_token.encode()):
+        return render_template("dashboard/login.html", title="Sign in", next=nxt, token_form=bool(cfg.api_token),
+                               oauth=cfg.oauth, error="That is not the dashboard's token."), 401
+    start_session("token", login=None, repos=None, ttl=cfg.session_ttl, token_fp=token_fingerprint(cfg.api_token))
+    return redirect(nxt or url_for("dashboard.overview"))
+
+
+@dashboard.get("/callback")
+def callback() -> Any:
+    cfg = config()
+    expected = session.pop("oauth_state", None)
+    nxt = session.pop("next", None)
+    given = request.args.get("state", "")
+    if not cfg.oauth or not expected or not secrets.compare_digest(str(expected), given):
+        return _login_error("The sign-in link expired or was not started here; sign in again.", 400)
+    if request.args.get("error"):
+        why = request.args.get("error_description") or request.args["error"]
+        return _login_error(f"GitHub did not sign you in: {why[:200]}", 403)
+    code = request.args.get("code", "")
+    if not code:
+        return _login_error("GitHub sent no code; sign in again.", 400)
+    assert cfg.client_id is not None and cfg.client_secret is not None
+    try:
+        token = exchange_code(cfg.web_url, cfg.client_id, cfg.client_secret, code, _callback_url())
+        login_name = user_login(cfg.api_url, token)
+        readable = readable_repositories(cfg.api_url, token)
+    except GitHubSignInError as exc:
+        log.warning("dashboard sign-in failed: %s", exc)
+        return _login_error(str(exc), 502)
+    with cfg.engine.connect() as conn:
+        repos = queries.stored_repositories(conn, readable)
+    start_session("github", login=login_name, repos=repos, ttl=cfg.session_ttl)
+    log.info("dashboard sign-in: %s can read %d stored repositories", login_name, len(repos))
+    return redirect(safe_next(nxt, _prefix()) or url_for("dashboard.overview"))
+
+
+def _login_error(message: str, status: int) -> Any:
+    cfg = config()
+    return render_template("dashboard/login.html", title="Sign in", next=None, token_form=bool(cfg.api_token),
+                           oauth=cfg.oauth, error=message), status
+
+
+@dashboard.post("/logout")
+def logout() -> Any:
+    session.clear()
+    return redirect(url_for("dashboard.signed_out"))
+
+
+@dashboard.get("/signed-out")
+def signed_out() -> Any:
+    return render_template("dashboard/login.html", title="Signed out", next=None, signed_out=True,
+                           token_form=bool(config().api_token), oauth=config().oauth, error=None)
+
+
+@dashboard.errorhandler(404)
+def _not_found(exc: Any) -> Any:
+    if request.args.get("format") in ("csv", "json"):
+        return Response(f"{getattr(exc, 'description', 'not found')}\n", 404, mimetype="text/plain")
+    return render_template("dashboard/error.html", title="Not found", status=404,
+                           message=getattr(exc, "description", "not found")), 404
+

@@ -1,0 +1,245 @@
+"""The dashboard as a person sees it: real headless Chromium (Debian's ``chromium`` and
+``chromium-driver``) driven by Selenium, no JavaScript needed by the pages.
+
+Each test loads a view, reads the numbers on screen and checks them against the store; the filters
+are used through the form; sign-in goes through GitHub's OAuth redirect (a fake GitHub on
+127.0.0.1). Screenshots are saved under ``test-artifacts/dashboard/`` (``TASKEVAL_ARTIFACTS`` moves
+it). Without Chromium the tests skip and say so; with ``TASKEVAL_REQUIRE_BROWSER=1`` (CI) they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from werkzeug.serving import make_server
+
+from bot.db import init_schema, make_engine
+from tests.dashboard_store import Stored, fill
+from tests.fake_github_oauth import FakeGitHubOAuth
+
+CHROMIUM = os.environ.get("TASKEVAL_CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("TASKEVAL_CHROMEDRIVER", "/usr/bin/chromedriver")
+ARTIFACTS = Path(os.environ.get("TASKEVAL_ARTIFACTS") or Path(__file__).resolve().parents[1] / "test-artifacts")
+SHOTS = ARTIFACTS / "dashboard"
+
+
+def _need_browser() -> None:
+    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not os.access(p, os.X_OK)]
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        missing.append("the selenium package")
+    if missing:
+        message = (f"no headless browser ({', '.join(missing)} missing; apt-get install chromium "
+                   "chromium-driver): the dashboard browser tests did NOT run")
+        if os.environ.get("TASKEVAL_REQUIRE_BROWSER") == "1":
+            pytest.fail(message + " and TASKEVAL_REQUIRE_BROWSER=1 requires them")
+        pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[Any]:
+    _need_browser()
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                "--window-size=1440,1000", "--disable-extensions", "--no-first-run"):
+        options.add_argument(arg)
+    browser = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    browser.set_page_load_timeout(30)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    yield browser
+    browser.quit()
+
+
+class Served:
+    def __init__(self, app: Any) -> None:
+        self.server = make_server("127.0.0.1", 0, app, threaded=True)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Stored]:
+    _need_browser()
+    url = f"sqlite:///{tmp_path_factory.mktemp('dash') / 'taskeval.db'}"
+    engine = make_engine(url)
+    init_schema(engine)
+    stored = fill(engine, 120, full_results=True, seed=5)
+    engine.dispose()
+    return url, stored
+
+
+@pytest.fixture(scope="module")
+def site(store: tuple[str, Stored]) -> Iterator[str]:
+    """``taskeval dashboard`` on loopback over the store."""
+    from bot.dashboard.cli import create_local_app
+
+    served = Served(create_local_app(store[0], bind_host="127.0.0.1", env={}))
+    yield served.url
+    served.close()
+
+
+def cells(driver: Any, table: str, col: str) -> list[str]:
+    from selenium.webdriver.common.by import By
+
+    return [e.text for e in driver.find_elements(By.CSS_SELECTOR, f'table[data-table="{table}"] td[data-col="{col}"]')]
+
+
+def shot(driver: Any, name: str) -> Path:
+    path = SHOTS / f"{name}.png"
+    driver.save_screenshot(str(path))
+    assert path.stat().st_size > 1000
+    return path
+
+
+def test_overview_shows_the_stores_numbers(driver: Any, site: str, store: tuple[str, Stored]) -> None:
+    from selenium.webdriver.common.by import By
+
+    stored = store[1]
+    driver.get(f"{site}/dashboard/")
+    assert driver.title.startswith("Overview")
+    names = cells(driver, "groups", "agent")
+    prs = cells(driver, "groups", "prs")
+    means = [t.split(" ")[0] for t in cells(driver, "groups", "overallMean")]
+    by_name: dict[str, list[int]] = {}
+    for r in stored.latest():
+        by_name.setdefault(r["agent_name"], []).append(r["overall_score"])
+    shown = {n.replace(" small sample", "").strip(): (int(p), m) for n, p, m in zip(names, prs, means, strict=True)}
+    assert set(shown) == set(by_name)
+    for name, scores in by_name.items():
+        assert shown[name] == (len(scores), f"{statistics.fmean(scores):.1f}")
+    assert driver.find_element(By.ID, "total-prs").text == str(len(stored.latest()))
+    small = driver.find_elements(By.CSS_SELECTOR, "tr.small")
+    from bot.dashboard.queries import SMALL_SAMPLE
+
+    assert len(small) == sum(len(v) < SMALL_SAMPLE for v in by_name.values()) >= 1
+    assert all("small sample" in row.text and row.text.startswith("—") for row in small)  # not ranked
+    assert driver.find_elements(By.CSS_SELECTOR, "td[data-col='_trend'] svg polyline")
+    assert driver.find_elements(By.CSS_SELECTOR, "td[data-col='_bands'] svg rect")
+    shot(driver, "overview")
+
+
+def test_filters_through_the_form_stay_in_the_url(driver: Any, site: str, store: tuple[str, Stored]) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    stored = store[1]
+    driver.get(f"{site}/dashboard/")
+    Select(driver.find_element(By.ID, "f-repo")).select_by_value("octo-org/gadgets")
+    Select(driver.find_element(By.ID, "f-band")).select_by_value("acceptable")
+    driver.find_element(By.ID, "f-apply").click()
+    query = parse_qs(urlsplit(driver.current_url).query)
+    assert query["repo"] == ["octo-org/gadgets"] and query["band"] == ["acceptable"]
+    want = [r for r in stored.latest() if r["repo"] == "octo-org/gadgets" and r["overall_band"] == "acceptable"]
+    assert driver.find_element(By.ID, "total-prs").text == str(len(want))
+    counts = Counter(r["agent_name"] for r in want)
+    shown = {n.replace(" small sample", "").strip(): int(p)
+             for n, p in zip(cells(driver, "groups", "agent"), cells(driver, "groups", "prs"), strict=True)}
+    assert shown == dict(counts)
+    # the shared URL reproduces the view; the author toggle keeps the filters
+    driver.get(driver.current_url)
+    assert driver.find_element(By.ID, "total-prs").text == str(len(want))
+    driver.find_element(By.ID, "by-author").click()
+    query = parse_qs(urlsplit(driver.current_url).query)
+    assert query["by"] == ["author"] and query["repo"] == ["octo-org/gadgets"]
+    authors = Counter(r["author"] for r in want)
+    assert {a.replace(" small sample", ""): int(p) for a, p in
+            zip(cells(driver, "groups", "author"), cells(driver, "groups", "prs"), strict=True)} == dict(authors)
+    shot(driver, "overview-filtered-by-author")
+
+
+def test_agent_page(driver: Any, site: str, store: tuple[str, Stored]) -> None:
+    from selenium.webdriver.common.by import By
+
+    stored = store[1]
+    driver.get(f"{site}/dashboard/")
+    driver.find_element(By.LINK_TEXT, "Claude Code").click()
+    assert urlsplit(driver.current_url).path == "/dashboard/agent/claude-code"
+    rows = [r for r in stored.latest() if r["agent_id"] == "claude-code"]
+    assert driver.find_element(By.ID, "detail-prs").text == str(len(rows))
+    assert driver.find_element(By.ID, "detail-mean").text == f"{statistics.fmean(r['overall_score'] for r in rows):.1f}"
+    dist = [int(n) for n in cells(driver, "distribution", "prs")]
+    assert sum(dist) == len(rows)
+    assert driver.find_elements(By.CSS_SELECTOR, "figure svg.histogram rect")
+    assert driver.find_elements(By.CSS_SELECTOR, 'table[data-table="signals"] td[data-col="examples"] a')
+    listed = cells(driver, "prs", "pr")
+    assert len(listed) == min(50, len(rows))
+    shot(driver, "agent")
+
+
+def test_pr_page(driver: Any, site: str, store: tuple[str, Stored]) -> None:
+    from selenium.webdriver.common.by import By
+
+    stored = store[1]
+    twice = next(r for r in stored.latest() if sum(x["number"] == r["number"] for x in stored.rows) == 2)
+    owner, name = twice["repo"].split("/")
+    driver.get(f"{site}/dashboard/pr/{owner}/{name}/{twice['number']}")
+    assert driver.find_element(By.ID, "pr-overall").text == str(twice["overall_score"])
+    assert len(cells(driver, "history", "id")) == 2
+    heading = driver.find_element(By.CSS_SELECTOR, "#comment .markdown h2").text
+    assert heading.startswith(f"taskeval: {twice['overall_score']}/100")
+    assert driver.find_elements(By.CSS_SELECTOR, "#comment .markdown table")
+    assert driver.find_elements(By.CSS_SELECTOR, "#evidence a[href^='https://github.com/']")
+    link = driver.find_element(By.ID, "download-json").get_attribute("href")
+    assert link.endswith(f"/dashboard/evaluation/{twice['id']}.json")
+    shot(driver, "pr")
+
+
+def test_sign_in_with_github_in_the_browser(driver: Any, store: tuple[str, Stored]) -> None:
+    from selenium.webdriver.common.by import By
+
+    from bot.app import create_app
+    from bot.settings import BotSettings
+    from tests.bot.helpers import SECRET
+
+    url, stored = store
+    fake = FakeGitHubOAuth()
+    fake.users["alice"] = ["octo-org/widgets", "octo-org/docs"]
+    fake.next_login = "alice"
+    with fake.serve():
+        env = {"GITHUB_WEBHOOK_SECRET": SECRET, "DATABASE_URL": url, "GITHUB_TOKEN": "ghp_" + "x" * 36,
+               "GITHUB_CLIENT_ID": fake.client_id, "GITHUB_CLIENT_SECRET": fake.client_secret,
+               "GITHUB_API_URL": fake.api_url, "GITHUB_WEB_URL": fake.web_url,
+               "TASKEVAL_SESSION_SECRET": "browser-session-secret-0123456789"}
+        app = create_app(BotSettings.from_env(env))
+        served = Served(app)
+        try:
+            driver.delete_all_cookies()
+            driver.get(f"{served.url}/dashboard/?band=strong")
+            # dashboard -> /dashboard/login -> GitHub authorize -> callback -> the page asked for
+            assert "GET /login/oauth/authorize" in fake.log
+            assert "POST /login/oauth/access_token" in fake.log
+            parts = urlsplit(driver.current_url)
+            assert (parts.path, parse_qs(parts.query)) == ("/dashboard/", {"band": ["strong"]})
+            assert driver.find_element(By.ID, "login").text == "alice"
+            want = [r for r in stored.latest() if r["repo"] in ("octo-org/widgets", "octo-org/docs")
+                    and r["overall_band"] == "strong"]
+            assert driver.find_element(By.ID, "total-prs").text == str(len(want))
+            options = [o.get_attribute("value") for o in
+                       driver.find_elements(By.CSS_SELECTOR, "#f-repo option") if o.get_attribute("value")]
+            assert options == ["octo-org/docs", "octo-org/widgets"]
+            assert "secret-org" not in driver.page_source
+            shot(driver, "signed-in")
+            driver.find_element(By.ID, "sign-out").click()
+            assert urlsplit(driver.current_url).path == "/dashboard/signed-out"
+            driver.get(f"{served.url}/dashboard/")
+            assert fake.log.count("GET /login/oauth/authorize") == 2  # signed out: asked again
+        finally:
+            served.close()
+            app.extensions["taskeval"].engine.dispose()

@@ -277,7 +277,6 @@ class _Mark:
 
 _TIER_ACCOUNT, _TIER_TEXT, _TIER_BRANCH, _TIER_COMMIT_ACCOUNT, _TIER_TRAILER = 1, 2, 3, 4, 5
 _LATER = 10  # added to the tier of a mark found only on a commit after the PR's first
-_LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$")
 _NOREPLY = re.compile(r"<(?:\d+\+)?([A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\[bot\])?)@users\.noreply\.github\.com>",
                       re.IGNORECASE)
 _EMAIL = re.compile(r"\s*[(<]?[\w.+-]+@[\w-]+(?:\.[\w-]+)+[)>]?\s*")
@@ -369,7 +368,9 @@ class _View:
 def _is_bot(login: str | None, flagged: bool, settings: Settings | None) -> bool:
     if not login:
         return False
-    bots = {b.lower() for b in (settings.patterns.bot_logins if settings else [])}
+    # Configured bot accounts, and configured agent accounts that have no rule of their own.
+    patterns = settings.patterns if settings else None
+    bots = {b.lower() for b in (patterns.bot_logins + patterns.agent_logins if patterns else [])}
     return flagged or login.endswith("[bot]") or login.lower() in bots
 
 

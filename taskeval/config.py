@@ -77,7 +77,9 @@ class Patterns(_Section):
     )
     agent_logins: list[str] = Field(
         default=["Copilot", "copilot-swe-agent[bot]", "devin-ai-integration[bot]", "openai-codex[bot]", "claude[bot]"],
-        description="Accounts that are AI coding agents: their PRs are attributed to the agent.",
+        description="Accounts that are AI coding agents: never counted as human reviewers or "
+        "committers. Attribution names the agent from the agents table; an account listed here "
+        "with no rule there is attributed to unknown-bot (add an agents entry to name it).",
     )
 
     @field_validator("commit_convention", "task_id_pattern")

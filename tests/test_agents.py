@@ -227,6 +227,13 @@ def test_repo_adds_an_agent() -> None:
     assert (got.id, got.confidence) == ("acme-bot", "certain")
 
 
+def test_configured_agent_account_without_a_rule_is_an_unknown_bot() -> None:
+    settings = Settings.model_validate({"patterns": {"agent_logins": ["helper-9000"]}})
+    got = attribute(pr(author="helper-9000"), settings)
+    assert (got.id, got.confidence) == ("unknown-bot", "certain")
+    assert attribute(pr(author="helper-9000")).id == "human"  # not configured: a person
+
+
 def test_repo_overrides_and_disables_builtin_agents() -> None:
     settings = Settings(agents=[AgentRuleConfig(id="codex", branch_prefixes=["ai/"]),
                                 AgentRuleConfig(id="cursor", enabled=False)])

@@ -564,9 +564,14 @@ def test_local_dashboard_serves_over_http(sqlite_store: str) -> None:
                             env={**os.environ, "TASKEVAL_API_TOKEN": ""})
     try:
         assert proc.stderr is not None
-        line = proc.stderr.readline()
-        found = re.search(r"http://127\.0\.0\.1:(\d+)/dashboard/", line)
-        assert found, line
+        seen, found = [], None
+        while found is None and len(seen) < 50:  # the address line, after any warning lines
+            line = proc.stderr.readline()
+            if not line:
+                break
+            seen.append(line)
+            found = re.search(r"http://127\.0\.0\.1:(\d+)/dashboard/", line)
+        assert found, "".join(seen)
         resp = requests.get(f"http://127.0.0.1:{found.group(1)}/dashboard/", timeout=10)
         assert resp.status_code == 200 and "Overview" in resp.text
     finally:

@@ -174,6 +174,12 @@ class TimelineEntry(Model):
     source_author: str | None = None
     source_created_at: str | None = None
 
+    @model_serializer(mode="wrap")
+    def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Unset details (None, False) are left out: a long timeline stays small when stored."""
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if v is not None and v is not False}
+
 
 class PullFacts(Model):
     number: int

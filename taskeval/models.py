@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -35,16 +35,7 @@ GroupName = Literal[
     "agentLogs",
     "runAudit",
 ]
-GROUP_ORDER: tuple[GroupName, ...] = (
-    "taskMetadata",
-    "commits",
-    "workflow",
-    "reviews",
-    "documents",
-    "taskActivity",
-    "agentLogs",
-    "runAudit",
-)
+GROUP_ORDER: tuple[GroupName, ...] = get_args(GroupName)  # the contract's order, as listed above
 GROUP_CAPS: dict[GroupName, int] = {g: (20 if g == "commits" else 25) for g in GROUP_ORDER}
 
 Score = Annotated[int, Field(ge=0, le=100, strict=True)]

@@ -74,6 +74,8 @@ def test_backfill_stores_each_merged_pr_once_and_a_rerun_fetches_nothing(
     assert sorted(r.number for r in stored) == [1, 2, 4, 5, 7, 8]
     assert {r.trigger for r in stored} == {"backfill"} and all(r.is_latest for r in stored)
     assert {r.pr_state for r in stored} == {"merged"}
+    # The fake's PRs are Copilot's: the agent columns come from the result's attribution.
+    assert {(r.agent_id, r.agent_confidence) for r in stored} == {("copilot", "certain")}
     assert served.comments(REPO, 1) == [] or all(
         not c["body"].startswith("<!-- taskeval") for c in served.comments(REPO, 1))
     assert served.count(route="issues.create_comment") == 0, "no comment without --comment"
@@ -242,3 +244,19 @@ def test_cli_explains_bad_input(tmp_path: Path) -> None:
 def test_parse_day() -> None:
     assert backfill.parse_day("2025-03-04") == datetime(2025, 3, 4, tzinfo=UTC)
     assert backfill.parse_day("2025-03-04T10:00:00Z") == datetime(2025, 3, 4, 10, tzinfo=UTC)
+
+
+def test_progress_bar_on_a_terminal_and_lines_otherwise() -> None:
+    tty = io.StringIO()
+    bar = backfill.Progress(4, tty, tty=True)
+    bar.step(7, "evaluated", "80 (strong)")
+    bar.waiting(75.2, "rate budget spent")
+    assert "\r[#######" in tty.getvalue() and "1/4" in tty.getvalue()
+    assert "waiting 1:16 for the reset" in tty.getvalue()
+    plain = io.StringIO()
+    lines = backfill.Progress(4, plain, tty=False)
+    lines.step(7, "failed", "PR #7 not found")
+    lines.waiting(75.2, "rate budget spent")
+    assert plain.getvalue().splitlines() == [
+        "backfill: [1/4] #7 failed: PR #7 not found",
+        "backfill: rate budget spent: waiting 75 s for the reset"]

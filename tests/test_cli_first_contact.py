@@ -191,3 +191,15 @@ def test_schema_piped_into_head_ends_quietly() -> None:
     proc = subprocess.run(f"{sys.executable} -m taskeval schema config | head -c 10",
                           shell=True, capture_output=True, text=True, timeout=60)
     assert proc.stdout == '{\n  "$defs' and "Traceback" not in proc.stderr
+
+
+def test_inside_actions_the_workflow_token_posts_as_github_actions_bot(
+    fake: FakeGitHub, env: dict[str, str]
+) -> None:
+    fake.add_pr(REPO, 15)
+    fake.add_token("ghs_WorkflowToken000000000000000000000000", "github-actions[bot]", integration=True)
+    actions = {**env, "GITHUB_TOKEN": "ghs_WorkflowToken000000000000000000000000", "GITHUB_ACTIONS": "true"}
+    proc = run_cli("evaluate", f"{REPO}#15", "--no-ai", "--comment", env=actions)
+    assert proc.returncode == 0, proc.stderr
+    ours = [c for c in fake.comments(REPO, 15) if c["body"].startswith(MARKER)]
+    assert [c["user"]["login"] for c in ours] == ["github-actions[bot]"]

@@ -57,8 +57,9 @@ def bot_images() -> list[Image]:
     images = []
     for path in sorted(p for p in found if ".venv" not in p.parts):
         text = path.read_text(encoding="utf-8")
-        if "bot" not in text:  # an image without the bot (the Action's own, once split)
-            continue
+        instructions = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+        if not re.search(r"COPY\s+bot/|\['bot'\]|\[bot\]", instructions):
+            continue  # an image without the bot (the Action's own, once split)
         stage = _final_stage(text)
         workdirs = [rest for word, rest in stage if word == "WORKDIR"]
         workdir = workdirs[-1] if workdirs else None
@@ -136,7 +137,7 @@ def test_every_sqlite_path_the_docs_name_is_the_default_one_in_the_data_director
     assert "/" not in default_file, "the default SQLite file is relative to the work directory"
     expected = posixpath.join(image.workdir or "", default_file)
     for path in DOCS:
-        for m in re.finditer(r"(?<![\w:/])(/[\w./-]+\.(?:sqlite3|db))\b", path.read_text(encoding="utf-8")):
+        for m in re.finditer(r"(?<![\w:/.~-])(/[\w./-]+\.(?:sqlite3|db))\b", path.read_text(encoding="utf-8")):
             assert m.group(1) == expected, f"{path.name}: names {m.group(1)}, the image keeps {expected}"
 
 

@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from flask import Flask
 from sqlalchemy import Engine, MetaData
 
+from bot.dashboard import queries
 from bot.dashboard.core import DashboardConfig, install
 from bot.db import init_schema, make_engine
 from tests.dashboard_store import fill
@@ -110,31 +111,41 @@ def measure(url: str, rows: int, requests: int) -> dict[str, Any]:
     install(app, DashboardConfig(engine=engine, open_access=True))
     client = app.test_client()
     pages: dict[str, Any] = {}
-    for name, path in PAGES:
+    for (name, path), cold in [(p, True) for p in PAGES] + [(p, False) for p in PAGES[:1] + PAGES[3:4]]:
+        queries.ENABLED = not cold
+        name = f"{name}{'' if cold else ', cache warm'}"
         first = client.get(path)
         assert first.status_code == 200, (path, first.status_code)
-        times = []
+        times, cpu = [], []
         for _ in range(requests):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             resp = client.get(path)
             times.append((time.perf_counter() - t0) * 1000)
+            cpu.append((time.process_time() - c0) * 1000)
             assert resp.status_code == 200
         times.sort()
+        cpu.sort()
         pages[name] = {
             "path": path,
             "p50_ms": round(statistics.median(times), 1),
             "p95_ms": round(times[min(len(times) - 1, int(0.95 * len(times)))], 1),
             "max_ms": round(times[-1], 1),
+            "cpu_p95_ms": round(cpu[min(len(cpu) - 1, int(0.95 * len(cpu)))], 1),
+            "cache": "warm" if not cold else "off (every query runs)",
             "bytes": len(first.data),
         }
         print(f"  {engine.dialect.name:10s} {name:34s} p50 {pages[name]['p50_ms']:7.1f} ms  "
-              f"p95 {pages[name]['p95_ms']:7.1f} ms", file=sys.stderr, flush=True)
+              f"p95 {pages[name]['p95_ms']:7.1f} ms  (this process's CPU p95 {pages[name]['cpu_p95_ms']:.1f} ms)",
+              file=sys.stderr, flush=True)
+    queries.ENABLED = True
     engine.dispose()
     return {"dialect": engine.dialect.name, "evaluations": len(stored.rows), "prs": prs,
             "fill_seconds": round(fill_s, 1), "requests_per_page": requests, "pages": pages}
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Filling the store is not what is measured: skip the per-commit fsync (reads are unaffected).
+    os.environ.setdefault("TASKEVAL_SQLITE_SYNCHRONOUS", "normal")
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=100_000, help="stored evaluations (default 100,000)")
     parser.add_argument("--requests", type=int, default=40, help="timed requests per page (default 40)")
@@ -151,14 +162,16 @@ def main(argv: list[str] | None = None) -> int:
             if url:
                 print(f"PostgreSQL, {args.rows:,} evaluations ...", file=sys.stderr, flush=True)
                 runs.append(measure(url, args.rows, args.requests))
+    print(f"load average {os.getloadavg()}", file=sys.stderr)
     report = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                          "platform": platform.platform()}, "runs": runs}
+                          "platform": platform.platform(), "load_average_at_end": os.getloadavg()},
+              "runs": runs}
     text = json.dumps(report, indent=2)
     if args.output:
         Path(args.output).write_text(text + "\n", encoding="utf-8")
     print(text)
-    worst = max((p["p95_ms"] for r in runs for p in r["pages"].values()), default=0.0)
-    print(f"worst p95: {worst:.1f} ms (budget 300 ms)", file=sys.stderr)
+    worst = max((p["p95_ms"] for r in runs for p in r["pages"].values() if p["cache"] != "warm"), default=0.0)
+    print(f"worst cold p95: {worst:.1f} ms (budget 300 ms)", file=sys.stderr)
     return 0 if worst <= 300 else 1
 
 

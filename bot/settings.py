@@ -103,7 +103,8 @@ class BotSettings:
         except Exception:  # an unparsable URL has no password to protect
             db_password = None
         values = [self.webhook_secret, self.api_token, self.private_key, self.github_token,
-                  self.env.get("OPENAI_API_KEY"), str(db_password) if db_password else None]
+                  self.env.get("OPENAI_API_KEY"), str(db_password) if db_password else None,
+                  self.env.get("GITHUB_CLIENT_SECRET"), self.env.get("TASKEVAL_SESSION_SECRET")]
         return [v for v in values if v and len(v) >= 4]
 
     def require_github_auth(self) -> None:

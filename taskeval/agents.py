@@ -19,13 +19,16 @@ How a PR is attributed (first match wins, ties by number of marks, then table or
 1. a mark of the agent's own account or App (PR author, ``performed_via_github_app``) -> ``certain``;
 2. a mark in the PR description (session/task link, footer, a Co-authored-by line)  -> ``likely``;
 3. the head branch prefix                                                          -> ``likely``;
-4. a commit authored or committed by the agent's account                           -> ``certain``;
-5. a ``Co-authored-by`` trailer or a mark in a commit message                      -> ``likely``.
+4. the PR's first commit authored or committed by the agent's account              -> ``certain``;
+5. a ``Co-authored-by`` trailer or a mark in the PR's first commit message         -> ``likely``.
+
+Marks found only on later commits do not attribute: they show an agent that helped.
 
 Nothing marks an agent: ``unknown-bot`` when the author is a bot account, else ``human``.
 The operator (who ran the agent) comes from the sources the rule names, in order: the PR author
 (Codex, Claude Code, Cursor: they open PRs from the user's account), a human assignee or requested
-reviewer (Copilot assigns the person who gave it the issue and asks them for review), the
+reviewer (Copilot assigns the person who gave it the issue and asks them for review), the actor
+of the timeline event the rule names (Copilot's ``copilot_work_started``: "on behalf of"), the
 "Requested by" line Devin writes, or a human ``Co-authored-by`` trailer.
 
 Where the table's marks come from: the AIDev-pop corpus of 6,658 real agent PRs (see
@@ -44,7 +47,7 @@ from taskeval import evidence as ev
 from taskeval.config import AgentRuleConfig, Settings
 from taskeval.models import AgentAttribution, EvidenceBundle
 
-OperatorSource = Literal["author", "assignee", "reviewer", "requested-by", "co-author"]
+OperatorSource = Literal["author", "assignee", "reviewer", "requested-by", "co-author", "work-started"]
 HUMAN: Final = "human"
 UNKNOWN_BOT: Final = "unknown-bot"
 RESERVED_IDS: Final = frozenset({HUMAN, UNKNOWN_BOT})
@@ -66,6 +69,7 @@ class AgentRule:
     co_authors: tuple[str, ...] = ()  # regexes over Co-authored-by values ("Name <email>")
     text_marks: tuple[str, ...] = ()  # regexes over the PR description and commit messages
     operator: tuple[OperatorSource, ...] = ("author",)
+    work_events: tuple[str, ...] = ()  # timeline events whose actor is the operator ("work-started")
     standard_texts: tuple[str, ...] = ()  # text it writes by design; never leakage/boilerplate
     standard_commits: tuple[str, ...] = ()  # commit subjects it writes by design
 
@@ -79,7 +83,9 @@ BUILTIN_RULES: Final[tuple[AgentRule, ...]] = (
         logins=("Copilot", "copilot-swe-agent[bot]", "copilot-swe-agent"),
         apps=("copilot-swe-agent",),
         branch_prefixes=("copilot/",),
-        operator=("assignee", "reviewer", "co-author"),
+        # "Copilot started work on behalf of alice": the timeline names the person it worked for.
+        operator=("assignee", "work-started", "reviewer", "co-author"),
+        work_events=("copilot_work_started",),
         standard_texts=(
             # The tips block it appends (between its own HTML-comment markers) and its one-liners.
             r"<!-- START COPILOT CODING AGENT TIPS -->(?s:.*?)(?:<!-- END COPILOT CODING AGENT TIPS -->|\Z)",
@@ -277,7 +283,6 @@ class _Mark:
 
 _TIER_ACCOUNT, _TIER_TEXT, _TIER_BRANCH, _TIER_COMMIT_ACCOUNT, _TIER_TRAILER = 1, 2, 3, 4, 5
 _LATER = 10  # added to the tier of a mark found only on a commit after the PR's first
-_LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$")
 _NOREPLY = re.compile(r"<(?:\d+\+)?([A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\[bot\])?)@users\.noreply\.github\.com>",
                       re.IGNORECASE)
 _EMAIL = re.compile(r"\s*[(<]?[\w.+-]+@[\w-]+(?:\.[\w-]+)+[)>]?\s*")
@@ -369,7 +374,9 @@ class _View:
 def _is_bot(login: str | None, flagged: bool, settings: Settings | None) -> bool:
     if not login:
         return False
-    bots = {b.lower() for b in (settings.patterns.bot_logins if settings else [])}
+    # Configured bot accounts, and configured agent accounts that have no rule of their own.
+    patterns = settings.patterns if settings else None
+    bots = {b.lower() for b in (patterns.bot_logins + patterns.agent_logins if patterns else [])}
     return flagged or login.endswith("[bot]") or login.lower() in bots
 
 
@@ -487,6 +494,11 @@ def _operator(view: _View, rule: AgentRule, agent_accounts: frozenset[str],
                 return found
         if source == "reviewer":
             found = next((a for a in pull.requested_reviewers if human(a)), None)
+            if found:
+                return found
+        if source == "work-started" and rule.work_events:
+            found = next((e.actor for e in view.bundle.facts.timeline or []
+                          if e.event in rule.work_events and human(e.actor)), None)
             if found:
                 return found
         if source == "requested-by":

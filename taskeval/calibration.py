@@ -58,7 +58,9 @@ def _shortfall(row: Row, signal: str) -> float:
 
 
 def _fit(x: Any, y: Any, strength: float) -> Any:
-    """Non-negative weights w and intercept b of P(bad) = sigmoid(b - x @ w), L2 on w."""
+    """Non-negative weights w and intercept b of P(bad) = sigmoid(b + x @ w), L2 on w: ``x`` is
+    each signal's shortfall from a perfect score, so a weight says how much a shortfall raises
+    the odds of the outcome (never lowers them)."""
     import numpy as np
     from scipy.optimize import minimize
 
@@ -66,13 +68,13 @@ def _fit(x: Any, y: Any, strength: float) -> Any:
 
     def loss(theta: Any) -> tuple[float, Any]:
         w, b = theta[:k], theta[k]
-        z = b - x @ w
+        z = b + x @ w
         p = 1.0 / (1.0 + np.exp(-z))
         eps = 1e-12
         value = -np.mean(y * np.log(p + eps) + (1 - y) * np.log(1 - p + eps))
         value += strength * float(w @ w) / n
         g = p - y  # d loss / d z per sample
-        grad_w = -(x.T @ g) / n + 2 * strength * w / n
+        grad_w = (x.T @ g) / n + 2 * strength * w / n
         grad_b = np.mean(g)
         return float(value), np.concatenate([grad_w, [grad_b]])
 

@@ -77,7 +77,9 @@ class Patterns(_Section):
     )
     agent_logins: list[str] = Field(
         default=["Copilot", "copilot-swe-agent[bot]", "devin-ai-integration[bot]", "openai-codex[bot]", "claude[bot]"],
-        description="Accounts that are AI coding agents: their PRs are attributed to the agent.",
+        description="Accounts that are AI coding agents: never counted as human reviewers or "
+        "committers. Attribution names the agent from the agents table; an account listed here "
+        "with no rule there is attributed to unknown-bot (add an agents entry to name it).",
     )
 
     @field_validator("commit_convention", "task_id_pattern")
@@ -261,7 +263,7 @@ class Thresholds(_Section):
 
 
 AGENT_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,39}$"
-OperatorSourceName = Literal["author", "assignee", "reviewer", "requested-by", "co-author"]
+OperatorSourceName = Literal["author", "assignee", "reviewer", "requested-by", "co-author", "work-started"]
 
 
 class AgentRuleConfig(_Section):
@@ -284,7 +286,10 @@ class AgentRuleConfig(_Section):
         default=None, description="Regexes over the PR description and commit messages: likely.")
     operator: list[OperatorSourceName] | None = Field(
         default=None, description="Where the person who ran the agent is found, in order: author, "
-        "assignee, reviewer (a requested reviewer), requested-by (a 'Requested by' line), co-author.")
+        "assignee, reviewer (a requested reviewer), requested-by (a 'Requested by' line), co-author, "
+        "work-started (the actor of a work_events timeline event).")
+    work_events: list[str] | None = Field(
+        default=None, description="Timeline events whose actor is the operator (Copilot: copilot_work_started).")
     standard_texts: list[str] | None = Field(
         default=None, description="Regexes of text the agent writes by design: never leakage or boilerplate.")
     standard_commits: list[str] | None = Field(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -35,16 +35,7 @@ GroupName = Literal[
     "agentLogs",
     "runAudit",
 ]
-GROUP_ORDER: tuple[GroupName, ...] = (
-    "taskMetadata",
-    "commits",
-    "workflow",
-    "reviews",
-    "documents",
-    "taskActivity",
-    "agentLogs",
-    "runAudit",
-)
+GROUP_ORDER: tuple[GroupName, ...] = get_args(GroupName)  # the contract's order, as listed above
 GROUP_CAPS: dict[GroupName, int] = {g: (20 if g == "commits" else 25) for g in GROUP_ORDER}
 
 Score = Annotated[int, Field(ge=0, le=100, strict=True)]
@@ -182,6 +173,12 @@ class TimelineEntry(Model):
     source_state: str | None = None
     source_author: str | None = None
     source_created_at: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Unset details (None, False) are left out: a long timeline stays small when stored."""
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if v is not None and v is not False}
 
 
 class PullFacts(Model):

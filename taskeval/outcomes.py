@@ -371,7 +371,14 @@ def scan_history(
         params: dict[str, Any] = {"sha": default_branch, "per_page": 100, "page": page}
         if since:
             params["since"] = since
-        batch = get(f"{base}/commits", params) or []
+        try:
+            batch = get(f"{base}/commits", params) or []
+        except Exception as exc:  # a 403/404 here costs the commit-message reverts, not the scan
+            if getattr(exc, "status", None) not in (403, 404):
+                raise
+            notes.append(f"the default branch's commits could not be read ({getattr(exc, 'status', None)}); "
+                         "reverts by commit message were not looked for")
+            break
         commits.extend(CommitSummary(str(c["sha"]), str((c.get("commit") or {}).get("message")
                                                          or ""),
                                      ((c.get("commit") or {}).get("committer") or {}).get("date"),
@@ -383,7 +390,13 @@ def scan_history(
     def reopened(issue: int, after: str) -> tuple[str, str] | None:
         if not budget.spend():
             return None
-        events = get(f"{base}/issues/{issue}/events", {"per_page": 100}) or []
+        try:
+            events = get(f"{base}/issues/{issue}/events", {"per_page": 100}) or []
+        except Exception as exc:
+            if getattr(exc, "status", None) not in (403, 404):
+                raise
+            notes.append(f"issue #{issue}'s events could not be read ({getattr(exc, 'status', None)})")
+            return None
         for e in events:
             if e.get("event") == "reopened" and (e.get("created_at") or "") > after:
                 return str(e["created_at"]), str(e.get("url") or f"issue:{issue}")

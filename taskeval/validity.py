@@ -240,9 +240,11 @@ def analyse(rows: Sequence[Row], records: Iterable[OutcomeRecord], rounds: int =
             used = sorted(s for s in leave if cat_of.get(s) == cat)
             entry["auc"][o] = figure(pairs, rounds, used).as_dict()
             per_band: dict[str, dict[str, Any]] = {}
+            # Bands of the same score the AUC uses (without the signals that encode ``o``).
+            banded = [(band(int(sc)), outcomes[o][r.key]) for r in conclusive
+                      if r.key in outcomes[o] and (sc := r.category_without(cat, leave)) is not None]
             for b in BANDS:
-                hits = [outcomes[o][r.key] for r in conclusive
-                        if r.key in outcomes[o] and band(r.categories[cat][0]) == b]
+                hits = [bad for name, bad in banded if name == b]
                 per_band[b] = {"n": len(hits),
                                "rate": round(sum(hits) / len(hits), 4) if hits else None}
             entry["bands"][o] = per_band
@@ -261,6 +263,22 @@ def analyse(rows: Sequence[Row], records: Iterable[OutcomeRecord], rounds: int =
                      if r.key in outcomes[o]]
             entry["auc"][o] = figure(pairs, rounds).as_dict()
         report["signals"][sid] = entry
+    agents = sorted({r.agent for r in rows if r.agent})
+    if len(agents) > 1:
+        # Per agent: a score can separate outcomes across agents only because agents differ
+        # (one writes long descriptions and is rejected more often); within one agent it cannot.
+        report["agents"] = {}
+        for agent in agents:
+            mine = [r for r in rows if r.agent == agent]
+            per: dict[str, Any] = {"prs": len(mine)}
+            for cat in CATEGORIES:
+                per[cat] = {}
+                for o in present:
+                    leave = frozenset(s for s, v in TRIVIAL.items() if o in v)
+                    pairs = [(float(sc), outcomes[o][r.key]) for r in mine if r.key in outcomes[o]
+                             and (sc := r.category_without(cat, leave)) is not None]
+                    per[cat][o] = figure(pairs, max(100, rounds // 4)).as_dict()
+            report["agents"][agent] = per
     report["separatesNothing"] = [
         sid for sid, e in report["signals"].items()
         if not any(f.get("low") is not None and (f["low"] > 0.5 or f["high"] < 0.5)
@@ -328,7 +346,9 @@ def markdown(report: Mapping[str, Any], title: str = "Validity report",
     for cat, per in left.items():
         for o, sids in per.items():
             lines.append(f"- `{cat}` against `{o}` is scored without {', '.join(sids)}")
-    lines += ["", "## Outcome rate per band", ""]
+    lines += ["", "## Outcome rate per band", "",
+              "Bands of the same scores as the AUC figures (signals encoding the outcome left out).",
+              ""]
     for cat, e in report["categories"].items():
         lines += [f"### `{cat}`", "", "| outcome | " + " | ".join(BANDS) + " |",
                   "|---|" + "---:|" * len(BANDS)]
@@ -339,6 +359,17 @@ def markdown(report: Mapping[str, Any], title: str = "Validity report",
                 cells.append("—" if v["rate"] is None else f"{v['rate']:.1%} (n={v['n']})")
             lines.append(f"| `{o}` | " + " | ".join(cells) + " |")
         lines.append("")
+    if report.get("agents"):
+        lines += ["## Per agent", "",
+                  "The same category figures within each agent's PRs (an agent's own habits, e.g. "
+                  "long descriptions, cannot make a score look predictive here).", ""]
+        for cat in report["categories"]:
+            lines += [f"### `{cat}`", "", "| agent | PRs | " + " | ".join(f"`{o}`" for o in outs)
+                      + " |", "|---|---:|" + "---:|" * len(outs)]
+            for agent, per in report["agents"].items():
+                lines.append(f"| {agent} | {per['prs']} | "
+                             + " | ".join(_fmt(per[cat][o]) for o in outs) + " |")
+            lines.append("")
     lines += ["## Signals", "", "| signal | coverage | " + " | ".join(f"`{o}`" for o in outs) + " |",
               "|---|---:|" + "---:|" * len(outs)]
     for sid, e in report["signals"].items():

@@ -16,9 +16,10 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from taskeval import outcomes as oc
+if TYPE_CHECKING:  # imported where used: `taskeval --help` and the bot's commands stay fast
+    from taskeval import outcomes as oc
 
 EXIT_OK, EXIT_SIDE_EFFECT, EXIT_INPUT, EXIT_RETRY_LATER = 0, 1, 2, 3
 
@@ -39,6 +40,7 @@ def _add_sources(p: argparse.ArgumentParser) -> None:
 
 def _corpus_outcomes(folder: Path) -> list[oc.OutcomeRecord]:
     """``post_pr_issue`` for every closed corpus PR: an issue cross-linked after it closed."""
+    from taskeval import outcomes as oc
     from taskeval.corpus.aidev import repository_of
 
     csv.field_size_limit(2**31 - 1)
@@ -59,6 +61,21 @@ def _corpus_outcomes(folder: Path) -> list[oc.OutcomeRecord]:
                                             bool(hits), hits or [f"pr:{row['number']}"],
                                             f"{len(hits)} issue(s) cross-linked after it closed",
                                             "corpus"))
+    return out
+
+
+def _corpus_agents(folder: Path) -> dict[tuple[str, int], str]:
+    from taskeval.corpus.aidev import FOLDER_AGENT, repository_of
+
+    out = {}
+    for name, agent in FOLDER_AGENT.items():
+        path = folder / name / "prs.csv"
+        if path.is_file():
+            with path.open(encoding="utf-8", newline="") as f:
+                for row in csv.DictReader(f):
+                    repo = repository_of(row.get("repo_url") or "")
+                    if repo:
+                        out[(repo.lower(), int(row["number"]))] = agent
     return out
 
 
@@ -83,6 +100,7 @@ def _store_results(url: str) -> list[dict[str, Any]]:
 
 def load(args: argparse.Namespace) -> tuple[list[Any], list[oc.OutcomeRecord], list[str]]:
     """Rows, outcome records and notes from the sources the arguments name."""
+    from taskeval import outcomes as oc
     from taskeval.validity import Row, read_results
 
     notes: list[str] = []
@@ -97,6 +115,10 @@ def load(args: argparse.Namespace) -> tuple[list[Any], list[oc.OutcomeRecord], l
         records_store = read_outcomes(url)
     else:
         records_store = []
+    if args.corpus:  # the folder is the label (the ground truth), not the attribution
+        labels = _corpus_agents(Path(args.corpus))
+        for row in rows:
+            row.agent = labels.get(row.key) or row.agent
     derived = [r for raw in raws for r in oc.from_result(raw)]
     extra = [r for path in args.outcomes for r in oc.read_jsonl(Path(path))]
     corpus = _corpus_outcomes(Path(args.corpus)) if args.corpus else []
@@ -110,6 +132,8 @@ def load(args: argparse.Namespace) -> tuple[list[Any], list[oc.OutcomeRecord], l
 
 
 def cmd_outcomes(args: argparse.Namespace) -> int:
+    from taskeval import outcomes as oc
+
     records: list[oc.OutcomeRecord] = []
     notes: list[str] = []
     if args.repo:

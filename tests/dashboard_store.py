@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, insert
+from sqlalchemy import Engine, insert, text
 
 from bot.db import evaluations, signals, write
 from taskeval.contract import CATEGORIES, band, overall
@@ -166,4 +166,7 @@ def fill(engine: Engine, n: int, *, seed: int = 7, full_results: bool = False, w
             conn.execute(insert(evaluations), rows[start:start + batch])
         for start in range(0, len(sig_rows), batch * 10):
             conn.execute(insert(signals), sig_rows[start:start + batch * 10])
+        if engine.dialect.name == "postgresql":  # ids were given: move the sequence past them
+            conn.execute(text("SELECT setval(pg_get_serial_sequence('evaluations', 'id'), "
+                              "(SELECT max(id) FROM evaluations))"))
     return Stored(rows)

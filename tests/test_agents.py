@@ -227,6 +227,13 @@ def test_repo_adds_an_agent() -> None:
     assert (got.id, got.confidence) == ("acme-bot", "certain")
 
 
+def test_configured_agent_account_without_a_rule_is_an_unknown_bot() -> None:
+    settings = Settings.model_validate({"patterns": {"agent_logins": ["helper-9000"]}})
+    got = attribute(pr(author="helper-9000"), settings)
+    assert (got.id, got.confidence) == ("unknown-bot", "certain")
+    assert attribute(pr(author="helper-9000")).id == "human"  # not configured: a person
+
+
 def test_repo_overrides_and_disables_builtin_agents() -> None:
     settings = Settings(agents=[AgentRuleConfig(id="codex", branch_prefixes=["ai/"]),
                                 AgentRuleConfig(id="cursor", enabled=False)])
@@ -391,3 +398,21 @@ def test_another_agents_standard_shape_does_not_hide_a_leak() -> None:
     assert attribute(bundle).id == "human"
     signal = next(s for s in compute_signals(bundle, Settings()) if s.id == "agent.text_hygiene")
     assert signal.score is not None and signal.score < 100 and "ai-disclaimer" in signal.reason
+
+
+def test_copilot_operator_from_the_timeline_when_no_one_is_assigned() -> None:
+    from taskeval.raw import RawTimelineEvent
+
+    raw_commit = RawCommit(sha=_sha(1), message="Initial plan", author_login="Copilot",
+                           committer_login="Copilot")
+    pull = RawPullRequest(
+        number=7, title="t", state="open", user=RawUser(login="Copilot", type="Bot"), created_at=T0,
+        head_sha=_sha(1), head_ref="copilot/fix-7", base_ref="main",
+        html_url="https://github.com/acme/widgets/pull/7",
+    )
+    timeline = [RawTimelineEvent(event="copilot_work_started", id=5, actor=RawUser(login="dana"),
+                                 created_at=T0)]
+    bundle = build_bundle(RawCollection(repository="acme/widgets", pull=pull, commits=[raw_commit],
+                                        timeline=timeline))
+    got = attribute(bundle)
+    assert (got.id, got.operator) == ("copilot", "dana")

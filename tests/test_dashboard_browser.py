@@ -74,6 +74,13 @@ class Served:
         self.server.server_close()
 
 
+@pytest.fixture(autouse=True)
+def _fresh_cache() -> None:
+    from bot.dashboard import queries
+
+    queries.clear_cache()
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Stored]:
     _need_browser()

@@ -115,6 +115,7 @@ def test_timeline_is_collected_in_githubs_event_shape(fake: FakeGitHub) -> None:
     ref = next(e for e in raw.timeline if e.event == "cross-referenced")
     assert (ref.source_repository, ref.source_number, ref.source_is_pull, ref.source_author) == (
         REPO, 490, True, "copilot-swe-agent[bot]")
+    assert ref.source_created_at is not None and ref.source_created_at.year > 2000  # a datetime, not text
 
     facts = build_bundle(raw).facts
     assert facts.timeline is not None and len(facts.timeline) == len(raw.timeline)

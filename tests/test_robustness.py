@@ -717,6 +717,9 @@ def test_huge_and_binary_looking_input_stays_within_every_cap(
     for text in [*strings(ran.result), comment["body"]]:
         assert not any(ch in text for ch in HIDDEN), "control and bidi characters are removed"
     assert any("250 of 3000" in w for w in result.warnings)
+    # GitHub's timeline is unbounded (one event per commit): the first 1,000 are kept, and said so.
+    assert result.evidence.facts.timeline is not None and len(result.evidence.facts.timeline) == 1000
+    assert any("the first 1000 were kept" in w for w in result.warnings)
 
 
 @pytest.mark.parametrize("where", ["title", "body", "commit-message"])

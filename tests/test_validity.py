@@ -227,6 +227,11 @@ def test_rows_read_back_and_the_report_separates_what_it_should(results_dir: Pat
     assert report["signals"]["agent.objections"]["auc"]["rejected"]["auc"] == 1.0
     assert "agent.objections" not in report["separatesNothing"]
     assert "agent.text_hygiene" in report["separatesNothing"]
+    for n, row in enumerate(rows):
+        row.agent = "copilot" if n % 2 else "devin"
+    by_agent = analyse(rows, records, rounds=100)["agents"]
+    assert sorted(by_agent) == ["copilot", "devin"] and by_agent["devin"]["prs"] == 30
+    assert by_agent["devin"]["agentPerformance"]["rejected"]["auc"] == 1.0
 
 
 def test_validate_outcomes_and_calibrate_commands_on_a_results_directory(
@@ -304,3 +309,26 @@ def test_bot_records_outcomes_from_pull_request_and_push_deliveries(tmp_path: Pa
     stored = {(r.number, r.outcome): r.value for r in read_outcomes(engine)}
     assert stored == {(9, "rejected"): True, (b.NUMBER, "reverted"): True}
     engine.dispose()
+
+
+def test_outcomes_command_scans_a_repository_on_github(tmp_path: Path, monkeypatch) -> None:
+    from datetime import UTC, datetime
+
+    from tests.fakegithub import FAKE_TOKEN, FakeGitHub
+
+    fake = FakeGitHub()
+    repo = "octo-org/widgets"
+    fake.add_pr(repo, 10, title="Add retries", body="Fixes #3",
+                created_at=datetime(2026, 3, 1, tzinfo=UTC))
+    fake.add_pr(repo, 12, title='Revert "Add retries"', body="Reverts octo-org/widgets#10",
+                created_at=datetime(2026, 3, 2, tzinfo=UTC))
+    fake.add_pr(repo, 14, title="Experiment", merged=False, state="closed",
+                created_at=datetime(2026, 3, 3, tzinfo=UTC))
+    out = tmp_path / "o.jsonl"
+    with fake.serve():
+        monkeypatch.setenv("GITHUB_TOKEN", FAKE_TOKEN)
+        monkeypatch.setenv("GITHUB_API_URL", fake.url)
+        assert cli.main(["outcomes", repo, "--output", str(out), "--max-requests", "20"]) == 0
+    got = {(r.number, r.outcome): r.value for r in oc.read_jsonl(out)}
+    assert got[(10, "reverted")] and not got[(10, "rejected")] and got[(14, "rejected")]
+    assert not got[(12, "reverted")]

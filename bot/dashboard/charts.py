@@ -51,7 +51,7 @@ def band_bar(counts: dict[str, int], *, width: int = 160, height: int = 14) -> M
     return Markup("".join(parts))
 
 
-def trend(points: Sequence[tuple[str, float, int]], *, width: int = 180, height: int = 36,
+def trend(points: Sequence[tuple[str, float, int]], *, width: int = 150, height: int = 36,
           axes: bool = False) -> Markup:
     """A weekly trend line: ``points`` are (week, mean overall, PR count), oldest first.
 

@@ -15,7 +15,7 @@ import logging
 import re
 import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -387,8 +387,10 @@ def overview() -> Any:
     view = _view()
     cfg = config()
     with cfg.engine.connect() as conn:
-        groups = queries.groups(conn, view.filters, view.by)
-        outcome_cols, rates = queries.outcome_rates(conn, view.filters, view.by)
+        groups = [replace(gr) for gr in queries.cached(
+            conn, "groups", (view.filters, view.by), lambda: queries.groups(conn, view.filters, view.by))]
+        outcome_cols, rates = queries.cached(conn, "outcomes", (view.filters, view.by),
+                                             lambda: queries.outcome_rates(conn, view.filters, view.by))
         for gr in groups:
             gr.outcomes = rates.get(gr.key, {})
         choices = _choices(conn, view.filters)
@@ -421,14 +423,15 @@ def _detail(by: str, key: str) -> Any:
     except ValueError:
         page = 1
     with cfg.engine.connect() as conn:
-        found = queries.groups(conn, view.filters, by)
+        found = queries.cached(conn, "groups", (view.filters, by), lambda: queries.groups(conn, view.filters, by))
         everything = Filters(repos=view.filters.repos, agent=view.filters.agent, author=view.filters.author)
         if not found and not queries.count(conn, everything):
             abort(404, f"no stored evaluations for {by} {key}")
         group = found[0] if found else None
         total = group.count if group else 0
-        hist = queries.histogram(conn, view.filters)
-        downs = queries.pull_downs(conn, view.filters, total)
+        hist = queries.cached(conn, "histogram", (view.filters,), lambda: queries.histogram(conn, view.filters))
+        downs = queries.cached(conn, "pull_downs", (view.filters, total),
+                               lambda: queries.pull_downs(conn, view.filters, total))
         prs = queries.pr_list(conn, view.filters, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
         if request.args.get("format") == "csv" and request.args.get("table") == "prs":
             prs = queries.pr_list(conn, view.filters, limit=100_000, offset=0)

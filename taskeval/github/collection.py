@@ -24,7 +24,14 @@ from taskeval.config import CONFIG_PATH
 from taskeval.github import convert
 from taskeval.github.client import Meter, clone, pages, repo_path
 from taskeval.github.errors import NEEDS, GitHubError, is_rate_limited, message_of, translate
-from taskeval.raw import CollectionIssue, RawCollection, RawCommit, RawFile, RawPullRequest
+from taskeval.raw import (
+    CollectionIssue,
+    RawCollection,
+    RawCommit,
+    RawFile,
+    RawPullRequest,
+    RawTimelineEvent,
+)
 from taskeval.redact import redact
 
 # GitHub lists at most this many commits of a pull request (documented limit of the endpoint).
@@ -35,6 +42,10 @@ PR_FILE_LIST_LIMIT: Final = 3000
 # long before the PR opened, or more than a day after it closed, are not about the PR.
 RUN_LOOKBACK: Final = timedelta(days=30)
 MAX_WORKFLOW_RUNS: Final = 1000
+# GitHub does not bound the issue timeline (one ``committed`` event per commit, even past the 250
+# commits the PR listing shows), so collection keeps its first this-many events: ten pages, and a
+# stored bundle that stays small on a 3,000-commit PR. A cut timeline is kept and recorded as a gap.
+MAX_TIMELINE_EVENTS: Final = 1000
 
 _LABELS: Final[Mapping[str, str]] = {
     "commits": "commits",
@@ -100,8 +111,9 @@ def collect(gh: Github, repository: str, number: int, *, max_workers: int = 8,
         reviews=results["reviews"][0],
         review_comments=results["review_comments"][0],
         issue_comments=results["issue_comments"][0],
-        # A timeline that could not be read is None (the gap is in ``issues``), never empty.
-        timeline=None if results["timeline"][1] is not None else results["timeline"][0],
+        # A timeline that could not be read is None (the gap is in ``issues``), never empty; one
+        # cut at MAX_TIMELINE_EVENTS keeps what was read (the cut is in ``issues`` too).
+        timeline=_timeline(results["timeline"]),
         files=results["files"][0],
         check_runs=results["check_runs"][0],
         workflow_runs=[run for run in results["workflow_runs"][0] if run.head_sha in shas],
@@ -152,15 +164,17 @@ class _Reader:
     def listing(
         self, resource: str, path: str, convert_item: Callable[[Mapping[str, Any]], T],
         params: dict[str, Any] | None = None, list_item: str = "items", limit: int | None = None,
+        kept: str = "newest",
     ) -> tuple[list[T], CollectionIssue | None]:
-        """Every item of a listing, converted; a 403/404 becomes a gap, ``limit`` keeps the newest."""
+        """Every item of a listing, converted; a 403/404 becomes a gap, ``limit`` keeps the first
+        ``limit`` items the listing yields (``kept`` says which those are, for the warning)."""
         try:
             out: list[T] = []
             for element in pages(self.requester(), path, params, list_item=list_item):
                 if limit is not None and len(out) >= limit:
                     return out, CollectionIssue(
                         resource=resource,
-                        message=f"more than {limit} {_LABELS[resource]} matched; the newest "
+                        message=f"more than {limit} {_LABELS[resource]} matched; the {kept} "
                                 f"{limit} were kept",
                     )
                 out.append(convert_item(element))
@@ -222,6 +236,14 @@ def _convert_pull(reader: _Reader, pull_data: Any) -> RawPullRequest:
                         "pull_request") from exc
 
 
+def _timeline(listed: Listed) -> list[RawTimelineEvent] | None:
+    events: list[RawTimelineEvent] = listed[0]
+    issue = listed[1]
+    if issue is not None and issue.status is None and events:
+        return events  # cut at MAX_TIMELINE_EVENTS: keep what was read
+    return None if issue is not None else events
+
+
 def _start_pr_listings(
     pool: ThreadPoolExecutor, reader: _Reader, default_branch: str | None
 ) -> dict[str, Future[Listed]]:
@@ -239,7 +261,7 @@ def _start_pr_listings(
         ),
         "timeline": pool.submit(
             reader.listing, "timeline", f"{reader.base}/issues/{reader.number}/timeline",
-            convert.timeline_event,
+            convert.timeline_event, limit=MAX_TIMELINE_EVENTS, kept="first",
         ),
         "files": pool.submit(reader.listing, "files", f"{pr}/files", convert.changed_file),
         "config": pool.submit(reader.config, default_branch),

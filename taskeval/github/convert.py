@@ -213,7 +213,23 @@ def timeline_event(data: Mapping[str, Any]) -> RawTimelineEvent:
         actor = actor or user(first.get("user"))
         when = when or first.get("created_at")
     label = data.get("label") or {}
-    event = RawTimelineEvent(
+    source = data.get("source") or {}
+    issue = source.get("issue") if isinstance(source, Mapping) else None
+    cross: dict[str, Any] = {}
+    if name == "cross-referenced" and isinstance(issue, Mapping):
+        # Passed to the constructor, not assigned afterwards: assignment would skip validation
+        # and leave GitHub's time strings where the bundle builder expects datetimes.
+        author = user(issue.get("user"))
+        cross = {
+            "source_repository": _source_repository(issue),
+            "source_number": issue.get("number"),
+            "source_is_pull": bool(issue.get("pull_request")),
+            "source_state": issue.get("state"),
+            "source_author": author.login if author else None,
+            "source_created_at": issue.get("created_at"),
+            "source_title": issue.get("title"),
+        }
+    return RawTimelineEvent(
         event=name,
         id=data.get("id") if isinstance(data.get("id"), int) else None,
         actor=actor,
@@ -222,19 +238,8 @@ def timeline_event(data: Mapping[str, Any]) -> RawTimelineEvent:
         state=(str(data["state"]).upper() if data.get("state") and name == "reviewed" else None),
         label=label.get("name") if isinstance(label, Mapping) else None,
         assignee=(user(data.get("assignee")) or RawUser(login="")).login or None,
+        **cross,
     )
-    source = data.get("source") or {}
-    issue = source.get("issue") if isinstance(source, Mapping) else None
-    if name == "cross-referenced" and isinstance(issue, Mapping):
-        author = user(issue.get("user"))
-        event.source_repository = _source_repository(issue)
-        event.source_number = issue.get("number")
-        event.source_is_pull = bool(issue.get("pull_request"))
-        event.source_state = issue.get("state")
-        event.source_author = author.login if author else None
-        event.source_created_at = issue.get("created_at")
-        event.source_title = issue.get("title")
-    return event
 
 
 def config_text(data: Any) -> str | None:

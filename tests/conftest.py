@@ -1,0 +1,23 @@
+"""Suite-wide hygiene: a test that runs the CLI in-process must not leak its logging set-up.
+
+``taskeval.cli.main`` quiets library loggers (PyGithub, urllib3, openai, httpx) for users; in a
+test process that state would otherwise carry into every later test, so a test's outcome would
+depend on which tests ran before it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+_LOGGERS = ("github", "urllib3", "openai", "httpx", "taskeval")
+
+
+@pytest.fixture(autouse=True)
+def _restore_logger_levels() -> Iterator[None]:
+    levels = {name: logging.getLogger(name).level for name in _LOGGERS}
+    yield
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)

@@ -193,8 +193,11 @@ def test_a_killed_run_resumes_with_no_duplicates(tmp_path: Path, how: signal.Sig
     store = tmp_path / "taskeval.db"
     with fake.serve():
         argv = [sys.executable, "-m", "taskeval", "backfill", REPO, "--no-ai", "--parallel", "2"]
+        # A shell starts background jobs with SIGINT ignored, and a child inherits that: reset it
+        # to the default, as a terminal's foreground job has it, so Ctrl-C reaches the run.
         proc = subprocess.Popen(argv, cwd=tmp_path, env=_env(fake, tmp_path),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         engine = make_engine(f"sqlite:///{store}")
         deadline = time.monotonic() + 120
         stored_then = 0

@@ -28,7 +28,6 @@ import functools
 import hashlib
 import itertools
 import json
-import math
 import re
 import sys
 import threading
@@ -40,9 +39,11 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final, Literal
-from urllib.parse import parse_qs, unquote, urlencode, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import responses
+
+from taskeval.corpus.replay import paginate
 
 FAKE_TOKEN: Final = "ghp_FakeToken0000000000000000000000000000"
 MOCK_URL: Final = "https://github.fake.test/api/v3"  # GHES-shaped: a host and a path prefix
@@ -1015,25 +1016,9 @@ class FakeGitHub:
         """One page as GitHub serves it: ``per_page`` (default 30, max 100), ``page``, and a
         ``Link`` header with prev/next/last/first as applicable."""
         try:
-            per_page = min(100, max(1, int(query.get("per_page", 30))))
-            page = max(1, int(query.get("page", 1)))
+            chunk, headers = paginate(items, query, f"{self.url}{path}")
         except ValueError as exc:
             raise _Answer(422, _error_body("Invalid pagination parameter", 422)) from exc
-        last = max(1, math.ceil(len(items) / per_page))
-        chunk = list(items[(page - 1) * per_page: page * per_page])
-
-        def link(target: int, rel: str) -> str:
-            params = {**query, "per_page": str(per_page), "page": str(target)}
-            return f'<{self.url}{path}?{urlencode(params)}>; rel="{rel}"'
-
-        links = []
-        if page > 1:
-            links.append(link(page - 1, "prev"))
-        if page < last:
-            links += [link(page + 1, "next"), link(last, "last")]
-        if page > 1:
-            links.append(link(1, "first"))
-        headers = {"Link": ", ".join(links)} if links else {}
         payload: Any = {"total_count": len(items), wrapper: chunk} if wrapper else chunk
         return 200, payload, headers
 

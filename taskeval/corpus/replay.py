@@ -70,6 +70,30 @@ REPLAY_NOTE: Final = "AIDev-pop replay"
 Answer = tuple[int, dict[str, str], Any]
 
 
+def paginate(items: Sequence[Any], query: Mapping[str, str], url: str) -> tuple[list[Any], dict[str, str]]:
+    """One page of ``items`` as GitHub serves it: ``per_page`` (default 30, max 100), ``page``,
+    and a ``Link`` header with prev/next/last/first as applicable. ``ValueError`` for a
+    non-numeric ``per_page`` or ``page``. Shared with the tests' fake GitHub, so both servers
+    paginate exactly alike."""
+    per_page = min(100, max(1, int(query.get("per_page", 30))))
+    page = max(1, int(query.get("page", 1)))
+    last = max(1, math.ceil(len(items) / per_page))
+    chunk = list(items[(page - 1) * per_page: page * per_page])
+
+    def link(target: int, rel: str) -> str:
+        params = {**query, "per_page": str(per_page), "page": str(target)}
+        return f'<{url}?{urlencode(params)}>; rel="{rel}"'
+
+    links = []
+    if page > 1:
+        links.append(link(page - 1, "prev"))
+    if page < last:
+        links += [link(page + 1, "next"), link(last, "last")]
+    if page > 1:
+        links.append(link(1, "first"))
+    return chunk, ({"Link": ", ".join(links)} if links else {})
+
+
 class _Refusal(Exception):
     def __init__(self, status: int, message: str, doc: str = "") -> None:
         super().__init__(message)
@@ -366,28 +390,11 @@ class Replay:
         return [pull_payload(p) for p in prs]
 
     def _page(self, items: Sequence[Any], query: Mapping[str, str], path: str) -> Answer:
-        """One page as GitHub serves it: ``per_page`` (default 30, max 100), ``page``, and a
-        ``Link`` header with prev/next/last/first as applicable."""
         try:
-            per_page = min(100, max(1, int(query.get("per_page", 30))))
-            page = max(1, int(query.get("page", 1)))
+            chunk, headers = paginate(items, query, f"{self.url}{path}")
         except ValueError as exc:
             raise _Refusal(422, "Invalid pagination parameter") from exc
-        last = max(1, math.ceil(len(items) / per_page))
-        chunk = list(items[(page - 1) * per_page: page * per_page])
-
-        def link(target: int, rel: str) -> str:
-            params = {**query, "per_page": str(per_page), "page": str(target)}
-            return f'<{self.url}{path}?{urlencode(params)}>; rel="{rel}"'
-
-        links = []
-        if page > 1:
-            links.append(link(page - 1, "prev"))
-        if page < last:
-            links += [link(page + 1, "next"), link(last, "last")]
-        if page > 1:
-            links.append(link(1, "first"))
-        return 200, ({"Link": ", ".join(links)} if links else {}), chunk
+        return 200, headers, chunk
 
 
 class _Server(ThreadingHTTPServer):

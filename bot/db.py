@@ -191,6 +191,29 @@ Index("ix_signals_down", signals.c.evaluation_id, signals.c.signal_id, signals.c
       signals.c.category, signals.c.conclusive, signals.c.weight,
       sqlite_where=text(PULLS_DOWN), postgresql_where=text(PULLS_DOWN))
 
+# The dashboard's rollup (revision 0007): the latest evaluations of all PRs summed per repository,
+# agent, author, week, band and PR state, kept by bot.results.store_evaluation in the same
+# transaction (a replaced latest evaluation is subtracted, the new one added). NULL facets are
+# stored as "" so the key can be the primary key. The overview reads it instead of scanning
+# ``evaluations`` whenever its filters are made of these columns and whole weeks.
+dashboard_rollup = Table(
+    "dashboard_rollup",
+    metadata,
+    Column("repo", String(200), nullable=False),
+    Column("agent_id", String(64), nullable=False),  # "" = NULL (before attribution)
+    Column("agent_name", String(100), nullable=False),
+    Column("author", String(100), nullable=False),
+    Column("week", String(10), nullable=False),
+    Column("overall_band", String(16), nullable=False),
+    Column("pr_state", String(16), nullable=False),
+    Column("n", BigInteger, nullable=False),
+    *(Column(f"{kind}_{name}", BigInteger, nullable=False)
+      for name in ("overall", "agent_performance", "task_outcome_quality", "process_compliance")
+      for kind in ("s", "q")),
+    PrimaryKeyConstraint("repo", "agent_id", "agent_name", "author", "week", "overall_band",
+                         "pr_state", name="pk_dashboard_rollup"),
+)
+
 installation_events = Table(
     "installation_events",
     metadata,

@@ -12,10 +12,10 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import Connection, Engine, case, func, insert, select, update
+from sqlalchemy import Connection, Engine, case, delete, func, insert, literal, select, update
 from sqlalchemy.exc import IntegrityError
 
-from bot.db import evaluations, judge_cache, signals, write
+from bot.db import dashboard_rollup, evaluations, judge_cache, signals, write
 
 _CATEGORY_COLUMNS = {
     "agentPerformance": "agent_performance",
@@ -111,13 +111,20 @@ def store_evaluation(conn: Connection, row: dict[str, Any]) -> int:
     """Insert an ``evaluations`` row as the newest of its PR (``is_latest``), in the caller's
     transaction; returns its id. A concurrent writer of the same PR makes one of the two fail on
     ``uq_evaluations_latest`` (IntegrityError): retry the transaction, it then sees the winner."""
+    e = evaluations.c
+    replaced = conn.execute(
+        select(*(e[name] for name in (*ROLLUP_KEYS, *ROLLUP_SCORES)))
+        .where(e.repo == row["repo"], e.number == row["number"], e.is_latest.is_(True))
+    ).mappings().all()
     conn.execute(
         update(evaluations)
-        .where(evaluations.c.repo == row["repo"], evaluations.c.number == row["number"],
-               evaluations.c.is_latest.is_(True))
+        .where(e.repo == row["repo"], e.number == row["number"], e.is_latest.is_(True))
         .values(is_latest=False)
     )
     result = conn.execute(insert(evaluations).values(**row, is_latest=True))
+    for old in replaced:
+        _rollup_add(conn, dict(old), -1)
+    _rollup_add(conn, row, 1)
     key = result.inserted_primary_key
     if key is None:
         raise RuntimeError("the database returned no id for the new evaluation")
@@ -126,6 +133,53 @@ def store_evaluation(conn: Connection, row: dict[str, Any]) -> int:
     if rows:
         conn.execute(insert(signals), rows)
     return evaluation_id
+
+
+ROLLUP_KEYS = ("repo", "agent_id", "agent_name", "author", "week", "overall_band", "pr_state")
+ROLLUP_SCORES = ("overall_score", "agent_performance", "task_outcome_quality", "process_compliance")
+_ROLLUP_SUMS = {"overall_score": "overall", "agent_performance": "agent_performance",
+                "task_outcome_quality": "task_outcome_quality",
+                "process_compliance": "process_compliance"}
+
+
+def _rollup_add(conn: Connection, row: dict[str, Any], sign: int) -> None:
+    """Add (``sign=1``) or subtract (``-1``) one latest evaluation to/from ``dashboard_rollup``.
+
+    Two writers creating the same new rollup row at once make one of them fail on the primary key
+    (IntegrityError), like ``uq_evaluations_latest``: the caller retries the transaction.
+    """
+    r = dashboard_rollup.c
+    key = {name: str(row.get(name) or "") for name in ROLLUP_KEYS}
+    scores = {name: int(row[name]) for name in ROLLUP_SCORES}
+    match = [r[name] == value for name, value in key.items()]
+    changes: dict[str, Any] = {"n": r.n + sign}
+    for column, name in _ROLLUP_SUMS.items():
+        changes[f"s_{name}"] = r[f"s_{name}"] + sign * scores[column]
+        changes[f"q_{name}"] = r[f"q_{name}"] + sign * scores[column] * scores[column]
+    done = conn.execute(update(dashboard_rollup).where(*match).values(**changes)).rowcount
+    if sign < 0:
+        conn.execute(delete(dashboard_rollup).where(*match, r.n <= 0))
+    elif not done:
+        values: dict[str, Any] = {**key, "n": 1}
+        for column, name in _ROLLUP_SUMS.items():
+            values[f"s_{name}"] = scores[column]
+            values[f"q_{name}"] = scores[column] * scores[column]
+        conn.execute(insert(dashboard_rollup).values(**values))
+
+
+def rebuild_rollup(conn: Connection) -> None:
+    """Recompute ``dashboard_rollup`` from the latest evaluations (after rows were written or
+    rewritten without :func:`store_evaluation`: bulk loads, repairs)."""
+    e = evaluations.c
+    keys = [func.coalesce(e[name], literal("")).label(name) for name in ROLLUP_KEYS]
+    sums: list[Any] = [func.count().label("n")]
+    names = ["n"]
+    for column, name in _ROLLUP_SUMS.items():
+        sums += [func.sum(e[column]), func.sum(e[column] * e[column])]
+        names += [f"s_{name}", f"q_{name}"]
+    query = select(*keys, *sums).where(e.is_latest.is_(True)).group_by(*keys)
+    conn.execute(delete(dashboard_rollup))
+    conn.execute(insert(dashboard_rollup).from_select([*ROLLUP_KEYS, *names], query))
 
 
 def signal_rows(evaluation_id: int, result: dict[str, Any] | str) -> list[dict[str, Any]]:

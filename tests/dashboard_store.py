@@ -1,5 +1,6 @@
 """A synthetic store for the dashboard's tests and benchmark: agents, authors, repositories and
-weeks with known scores, written straight into ``evaluations`` and ``signals`` in bulk.
+weeks with known scores, written straight into ``evaluations`` and ``signals`` in bulk (then the
+dashboard's rollup rebuilt from them).
 
 ``fill(engine, n)`` stores ``n`` PRs (plus a second, older evaluation for every 10th PR, so history
 and ``is_latest`` matter). With ``full_results`` each row carries a complete, valid result JSON
@@ -19,6 +20,7 @@ from typing import Any
 from sqlalchemy import Engine, insert, text
 
 from bot.db import evaluations, signals, write
+from bot.results import rebuild_rollup
 from taskeval.contract import CATEGORIES, band, overall
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "agent-pr-482.result.json"
@@ -166,6 +168,7 @@ def fill(engine: Engine, n: int, *, seed: int = 7, full_results: bool = False, w
             conn.execute(insert(evaluations), rows[start:start + batch])
         for start in range(0, len(sig_rows), batch * 10):
             conn.execute(insert(signals), sig_rows[start:start + batch * 10])
+        rebuild_rollup(conn)  # rows written in bulk, not through store_evaluation
         if engine.dialect.name == "postgresql":  # ids were given: move the sequence past them
             conn.execute(text("SELECT setval(pg_get_serial_sequence('evaluations', 'id'), "
                               "(SELECT max(id) FROM evaluations))"))

@@ -33,7 +33,8 @@ from sqlalchemy import (
     true,
 )
 
-from bot.db import PULLS_DOWN, evaluations, signals
+from bot.db import PULLS_DOWN, dashboard_rollup, evaluations, signals
+from bot.results import week_of
 
 E = evaluations.c
 CATEGORY_COLUMNS = {
@@ -168,27 +169,95 @@ def _key_column(by: str) -> Any:
     return E.author if by == "author" else E.agent_id
 
 
+R = dashboard_rollup.c
+
+
+def _whole_week(epoch: float) -> str | None:
+    """The week (``YYYY-MM-DD`` Monday) starting exactly at ``epoch`` (00:00 UTC), else None."""
+    moment = datetime.fromtimestamp(epoch, UTC)
+    if moment.weekday() or moment.hour or moment.minute or moment.second or moment.microsecond:
+        return None
+    return week_of(epoch)
+
+
+def rollup_where(f: Filters) -> list[ColumnElement[bool]] | None:
+    """The filters as conditions on ``dashboard_rollup``, or None when they cannot be answered
+    from it: a time range whose ends are not both Mondays 00:00 UTC (``activity_at >= since``
+    equals ``week >= week_of(since)`` only at a week's start)."""
+    conds: list[ColumnElement[bool]] = []
+    if f.since is not None:
+        week = _whole_week(f.since)
+        if week is None:
+            return None
+        conds.append(R.week >= week)
+        conds.append(R.week != "")
+    if f.until is not None:
+        week = _whole_week(f.until)
+        if week is None:
+            return None
+        conds.append(R.week < week)
+        conds.append(R.week != "")
+    if f.repos is not None:
+        conds.append(R.repo.in_(sorted(f.repos)) if f.repos else false())
+    if f.repo:
+        conds.append(R.repo == f.repo)
+    if f.agent:
+        conds.append(R.agent_id == ("" if f.agent == UNATTRIBUTED else f.agent))
+    if f.author:
+        conds.append(R.author == f.author)
+    if f.band:
+        conds.append(R.overall_band == f.band)
+    return conds
+
+
+def _rollup_query(conds: list[ColumnElement[bool]], by: str) -> Any:
+    """The overview's (key, week) sums read from ``dashboard_rollup``, named like the scan's."""
+    key_col = R.author if by == "author" else R.agent_id
+    key = case((key_col == "", None), else_=key_col).label("key")
+    week = case((R.week == "", None), else_=R.week).label("week")
+    sums: list[Any] = [func.sum(R.n).label("n"),
+                       func.max(case((R.agent_name == "", None), else_=R.agent_name)).label("name")]
+    for name, column in (("overall", "overall"), *((c, CATEGORY_COLUMNS[c].name) for c in CATEGORY_COLUMNS)):
+        sums.append(func.sum(R[f"s_{column}"]).label(f"s_{name}"))
+        sums.append(func.sum(R[f"q_{column}"]).label(f"q_{name}"))
+    for band in BANDS:
+        sums.append(func.sum(case((R.overall_band == band, R.n), else_=0)).label(f"b_{band}"))
+    for state in ("merged", "closed", "open"):
+        sums.append(func.sum(case((R.pr_state == state, R.n), else_=0)).label(f"p_{state}"))
+    return (select(key, week, *sums).where(R.n > 0, *conds)
+            .group_by(key_col, R.week).order_by(key_col, R.week))
+
+
 def _key(value: Any) -> str:
     return UNATTRIBUTED if value is None else str(value)
 
 
-def groups(conn: Connection, f: Filters, by: str = "agent") -> list[Group]:
+def groups(conn: Connection, f: Filters, by: str = "agent", *, use_rollup: bool = True) -> list[Group]:
     """One row per agent (``by="agent"``) or author, ranked by mean overall score.
 
     One scan: the query groups by (key, week) with counts, sums and sums of squares, which add up;
     Python merges the weeks of each key (a few hundred aggregated rows) into the totals and the
     weekly trend. Groups below :data:`SMALL_SAMPLE` PRs come last and get no rank.
+
+    When the filters are made of rollup columns and whole weeks (:func:`rollup_where`), the same
+    sums come from ``dashboard_rollup`` (a few thousand rows, whatever the number of PRs); the
+    result is identical. ``use_rollup=False`` forces the scan of ``evaluations``.
     """
-    key = _key_column(by).label("key")
-    sums: list[Any] = [func.count().label("n"), func.max(E.agent_name).label("name")]
-    for name, column in {"overall": E.overall_score, **CATEGORY_COLUMNS}.items():
-        sums.append(func.sum(column).label(f"s_{name}"))
-        sums.append(func.sum(column * column).label(f"q_{name}"))
-    for band in BANDS:
-        sums.append(func.sum(case((E.overall_band == band, 1), else_=0)).label(f"b_{band}"))
-    for state in ("merged", "closed", "open"):
-        sums.append(func.sum(case((E.pr_state == state, 1), else_=0)).label(f"p_{state}"))
-    query = select(key, E.week, *sums).where(*where(f)).group_by(key, E.week)
+    rolled = rollup_where(f) if use_rollup else None
+    if rolled is not None:
+        query = _rollup_query(rolled, by)
+    else:
+        key = _key_column(by).label("key")
+        sums: list[Any] = [func.count().label("n"), func.max(E.agent_name).label("name")]
+        for name, column in {"overall": E.overall_score, **CATEGORY_COLUMNS}.items():
+            sums.append(func.sum(column).label(f"s_{name}"))
+            sums.append(func.sum(column * column).label(f"q_{name}"))
+        for band in BANDS:
+            sums.append(func.sum(case((E.overall_band == band, 1), else_=0)).label(f"b_{band}"))
+        for state in ("merged", "closed", "open"):
+            sums.append(func.sum(case((E.pr_state == state, 1), else_=0)).label(f"p_{state}"))
+        query = (select(key, E.week.label("week"), *sums).where(*where(f))
+                 .group_by(key, E.week).order_by(key, E.week))
     merged: dict[str, dict[str, Any]] = {}
     for row in conn.execute(query).mappings():
         acc = merged.setdefault(_key(row["key"]), {"name": None, "weeks": []})

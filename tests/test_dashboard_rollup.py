@@ -1,0 +1,102 @@
+"""The dashboard's rollup (``dashboard_rollup``): kept by ``store_evaluation`` (new PRs, replaced
+latest evaluations, unattributed results) it equals a rebuild from ``evaluations``, and the
+overview's aggregates read from it are identical to the scan of ``evaluations``, for randomised
+stores and filters, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Engine, select
+
+from bot.dashboard import queries
+from bot.dashboard.queries import UNATTRIBUTED, Filters
+from bot.db import dashboard_rollup, write
+from bot.results import rebuild_rollup, record_from_result, store_evaluation
+from taskeval.contract import band
+from tests.dashboard_store import AGENTS, PEOPLE, REPOS, START, fill
+
+pytest_plugins = ["tests.bot.fixtures"]
+
+
+def _rollup(engine: Engine) -> set[tuple[Any, ...]]:
+    with engine.connect() as conn:
+        return {tuple(int(v) if not isinstance(v, str) else v for v in row)
+                for row in conn.execute(select(dashboard_rollup))}
+
+
+def _evaluate(rng: random.Random, template: dict[str, Any], number: int, repo: str) -> dict[str, Any]:
+    result = json.loads(json.dumps(template))
+    result["repository"] = repo
+    result["pullRequest"]["number"] = number
+    result["pullRequest"]["author"] = rng.choice(PEOPLE)
+    result["headSha"] = f"{rng.getrandbits(160):040x}"
+    for category in result["categoryScores"]:
+        category["finalScore"] = rng.randint(0, 100)
+    result["overallScore"] = rng.randint(0, 100)
+    result["overallBand"] = band(result["overallScore"])
+    choice = rng.random()
+    if choice < 0.15:
+        result.pop("agent", None)  # from before attribution: NULL agent
+    elif isinstance(result.get("agent"), dict):
+        agent_id, name, *_ = rng.choice(AGENTS)
+        result["agent"] = {**result["agent"], "id": agent_id, "name": name}
+    return {**record_from_result(result), "stored_at": 0.0}
+
+
+def _filters(rng: random.Random) -> Filters:
+    monday = START + timedelta(weeks=rng.randint(0, 30))
+    since = monday.timestamp() if rng.random() < 0.4 else None
+    until = (monday + timedelta(weeks=rng.randint(1, 20))).timestamp() if rng.random() < 0.4 else None
+    if rng.random() < 0.2 and since is not None:  # not a whole week: the scan answers
+        since += 3600 * rng.randint(1, 100)
+    return Filters(
+        repos=frozenset(rng.sample(REPOS, rng.randint(0, 3))) if rng.random() < 0.3 else None,
+        repo=rng.choice(REPOS) if rng.random() < 0.3 else None,
+        agent=rng.choice([a[0] for a in AGENTS] + [UNATTRIBUTED]) if rng.random() < 0.3 else None,
+        author=rng.choice(PEOPLE) if rng.random() < 0.2 else None,
+        band=rng.choice(queries.BANDS) if rng.random() < 0.3 else None,
+        since=since, until=until,
+    )
+
+
+def test_rollup_is_kept_by_store_evaluation_and_matches_the_scan(engine: Engine) -> None:
+    rng = random.Random(20261130)
+    stored = fill(engine, 150, full_results=True, seed=5)
+    template = json.loads(stored.latest()[0]["result_json"])
+    latest = stored.latest()
+    with write(engine) as conn:
+        for _ in range(120):
+            if rng.random() < 0.6:  # a re-evaluation replaces the PR's latest evaluation
+                old = rng.choice(latest)
+                row = _evaluate(rng, template, old["number"], old["repo"])
+            else:
+                row = _evaluate(rng, template, 50_000 + rng.randint(0, 60), rng.choice(REPOS))
+            store_evaluation(conn, row)
+    kept = _rollup(engine)
+    with write(engine) as conn:
+        rebuild_rollup(conn)
+    assert kept == _rollup(engine)
+    assert any(row[1] == "" for row in kept)  # unattributed results are in it
+
+    with engine.connect() as conn:
+        cases = [Filters()] + [_filters(rng) for _ in range(60)]
+        used = 0
+        for f in cases:
+            for by in ("agent", "author"):
+                fast = queries.groups(conn, f, by)
+                slow = queries.groups(conn, f, by, use_rollup=False)
+                assert fast == slow, (f, by)
+            used += queries.rollup_where(f) is not None
+        assert 0 < used < len(cases)  # both paths were exercised
+
+
+def test_rollup_answers_only_whole_weeks() -> None:
+    monday = datetime(2026, 11, 30, tzinfo=UTC).timestamp()
+    assert queries.rollup_where(Filters(since=monday, until=monday + 7 * 86400)) is not None
+    assert queries.rollup_where(Filters(since=monday + 86400)) is None
+    assert queries.rollup_where(Filters(until=monday + 1)) is None
+    assert queries.rollup_where(Filters(repo="a/b", agent=UNATTRIBUTED, band="weak")) is not None

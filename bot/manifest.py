@@ -47,6 +47,8 @@ def load_manifest(path: Path, webhook_url: str, redirect_url: str,
         raise ManifestError(f"--webhook-url must be an http(s) URL, got {webhook_url!r}")
     data["hook_attributes"] = {**(data.get("hook_attributes") or {}), "url": webhook_url}
     data["redirect_url"] = redirect_url
+    # "Sign in with GitHub" for /dashboard: the App's OAuth returns to the bot's own host.
+    data["callback_urls"] = [f"{parts.scheme}://{parts.netloc}/dashboard/callback"]
     if name:
         data["name"] = name
     return data
@@ -100,6 +102,9 @@ def save_credentials(app: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
             ("GITHUB_APP_SLUG", app["slug"]),
             ("GITHUB_APP_PRIVATE_KEY_PATH", pem.resolve()),
             ("GITHUB_WEBHOOK_SECRET", app["webhook_secret"]),
+            # The App's OAuth client, for the dashboard's sign-in (absent from older answers).
+            *((("GITHUB_CLIENT_ID", app["client_id"]),) if app.get("client_id") else ()),
+            *((("GITHUB_CLIENT_SECRET", app["client_secret"]),) if app.get("client_secret") else ()),
         ))),
     ):
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -27,9 +27,10 @@ def test_manifest_asks_for_what_the_bot_needs_and_no_more() -> None:
     assert data["default_permissions"] == {
         "contents": "read", "pull_requests": "write", "checks": "read", "actions": "read",
         "metadata": "read", "issues": "write"}
-    assert sorted(data["default_events"]) == ["issue_comment", "pull_request"]
+    assert sorted(data["default_events"]) == ["issue_comment", "pull_request", "push"]
     assert data["hook_attributes"] == {"url": "https://bot.example.com/webhook", "active": True}
     assert data["redirect_url"] == "http://127.0.0.1:3000/callback"
+    assert data["callback_urls"] == ["https://bot.example.com/dashboard/callback"]  # dashboard sign-in
 
 
 @pytest.mark.parametrize("url", ["ftp://x/webhook", "not a url", "/webhook"])
@@ -89,12 +90,15 @@ def register(tmp_path: Path, conversion: tuple[int, dict[str, Any]],
 def test_registration_saves_credentials_privately(tmp_path: Path) -> None:
     app = {"id": 123456, "slug": "taskeval-octo", "pem": "-----BEGIN RSA PRIVATE KEY-----\nx\n"
            "-----END RSA PRIVATE KEY-----\n", "webhook_secret": "whsec-9f8e7d",
+           "client_id": "Iv1.0a1b2c3d", "client_secret": "cs-5e6f7a",
            "html_url": "https://ghes.example.test/apps/taskeval-octo"}
     result, answer = register(tmp_path, (201, app))
     assert answer.status_code == 200 and "taskeval-octo" in answer.text
     assert "whsec-9f8e7d" not in answer.text and "PRIVATE KEY" not in answer.text
+    assert "cs-5e6f7a" not in answer.text
     env = (tmp_path / "creds" / "taskeval-app.env").read_text()
     assert "GITHUB_APP_ID=123456\n" in env and "GITHUB_WEBHOOK_SECRET=whsec-9f8e7d\n" in env
+    assert "GITHUB_CLIENT_ID=Iv1.0a1b2c3d\n" in env and "GITHUB_CLIENT_SECRET=cs-5e6f7a\n" in env
     pem = tmp_path / "creds" / "taskeval-octo.private-key.pem"
     assert pem.read_text() == app["pem"]
     for path in (pem, tmp_path / "creds" / "taskeval-app.env"):

@@ -191,27 +191,41 @@ Index("ix_signals_down", signals.c.evaluation_id, signals.c.signal_id, signals.c
       signals.c.category, signals.c.conclusive, signals.c.weight,
       sqlite_where=text(PULLS_DOWN), postgresql_where=text(PULLS_DOWN))
 
-# The dashboard's rollup (revision 0007): the latest evaluations of all PRs summed per repository,
-# agent, author, week, band and PR state, kept by bot.results.store_evaluation in the same
-# transaction (a replaced latest evaluation is subtracted, the new one added). NULL facets are
-# stored as "" so the key can be the primary key. The overview reads it instead of scanning
-# ``evaluations`` whenever its filters are made of these columns and whole weeks.
-dashboard_rollup = Table(
-    "dashboard_rollup",
-    metadata,
+# The dashboard's rollups (revision 0007): the latest evaluations of all PRs summed per
+# repository, agent (or author), week and band, with PR-state counts, kept by
+# bot.results.store_evaluation in the same transaction (a replaced latest evaluation is subtracted,
+# the new one added). NULL facets are stored as "" so the key can be the primary key. The overview
+# reads them instead of scanning ``evaluations`` when its filters are these columns and whole weeks.
+# Two tables, not one with both agent and author: the two together multiply into nearly as many
+# rows as PRs (each author works with several agents), which saves nothing.
+ROLLUP_SUMS = ("overall", "agent_performance", "task_outcome_quality", "process_compliance")
+
+
+def _rollup_table(name: str, *keys: Column[Any]) -> Table:
+    return Table(
+        name,
+        metadata,
+        *keys,
+        Column("week", String(10), nullable=False),
+        Column("overall_band", String(16), nullable=False),
+        Column("n", BigInteger, nullable=False),
+        *(Column(f"p_{state}", BigInteger, nullable=False) for state in ("merged", "closed", "open")),
+        *(Column(f"{kind}_{sum_name}", BigInteger, nullable=False)
+          for sum_name in ROLLUP_SUMS for kind in ("s", "q")),
+        PrimaryKeyConstraint(*(k.name for k in keys), "week", "overall_band", name=f"pk_{name}"),
+    )
+
+
+rollup_agent = _rollup_table(
+    "dashboard_rollup_agent",
     Column("repo", String(200), nullable=False),
     Column("agent_id", String(64), nullable=False),  # "" = NULL (before attribution)
     Column("agent_name", String(100), nullable=False),
+)
+rollup_author = _rollup_table(
+    "dashboard_rollup_author",
+    Column("repo", String(200), nullable=False),
     Column("author", String(100), nullable=False),
-    Column("week", String(10), nullable=False),
-    Column("overall_band", String(16), nullable=False),
-    Column("pr_state", String(16), nullable=False),
-    Column("n", BigInteger, nullable=False),
-    *(Column(f"{kind}_{name}", BigInteger, nullable=False)
-      for name in ("overall", "agent_performance", "task_outcome_quality", "process_compliance")
-      for kind in ("s", "q")),
-    PrimaryKeyConstraint("repo", "agent_id", "agent_name", "author", "week", "overall_band",
-                         "pr_state", name="pk_dashboard_rollup"),
 )
 
 installation_events = Table(

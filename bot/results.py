@@ -15,7 +15,7 @@ from typing import Any, Literal
 from sqlalchemy import Connection, Engine, case, delete, func, insert, literal, select, update
 from sqlalchemy.exc import IntegrityError
 
-from bot.db import dashboard_rollup, evaluations, judge_cache, signals, write
+from bot.db import evaluations, judge_cache, rollup_agent, rollup_author, signals, write
 
 _CATEGORY_COLUMNS = {
     "agentPerformance": "agent_performance",
@@ -113,7 +113,7 @@ def store_evaluation(conn: Connection, row: dict[str, Any]) -> int:
     ``uq_evaluations_latest`` (IntegrityError): retry the transaction, it then sees the winner."""
     e = evaluations.c
     replaced = conn.execute(
-        select(*(e[name] for name in (*ROLLUP_KEYS, *ROLLUP_SCORES)))
+        select(*(e[name] for name in (*ROLLUP_COLUMNS, *ROLLUP_SCORES)))
         .where(e.repo == row["repo"], e.number == row["number"], e.is_latest.is_(True))
     ).mappings().all()
     conn.execute(
@@ -135,51 +135,63 @@ def store_evaluation(conn: Connection, row: dict[str, Any]) -> int:
     return evaluation_id
 
 
-ROLLUP_KEYS = ("repo", "agent_id", "agent_name", "author", "week", "overall_band", "pr_state")
+ROLLUP_COLUMNS = ("repo", "agent_id", "agent_name", "author", "week", "overall_band", "pr_state")
 ROLLUP_SCORES = ("overall_score", "agent_performance", "task_outcome_quality", "process_compliance")
 _ROLLUP_SUMS = {"overall_score": "overall", "agent_performance": "agent_performance",
                 "task_outcome_quality": "task_outcome_quality",
                 "process_compliance": "process_compliance"}
+_ROLLUPS = ((rollup_agent, ("repo", "agent_id", "agent_name", "week", "overall_band")),
+            (rollup_author, ("repo", "author", "week", "overall_band")))
+_STATES = ("merged", "closed", "open")
 
 
 def _rollup_add(conn: Connection, row: dict[str, Any], sign: int) -> None:
-    """Add (``sign=1``) or subtract (``-1``) one latest evaluation to/from ``dashboard_rollup``.
+    """Add (``sign=1``) or subtract (``-1``) one latest evaluation to/from both rollups.
 
     Two writers creating the same new rollup row at once make one of them fail on the primary key
     (IntegrityError), like ``uq_evaluations_latest``: the caller retries the transaction.
     """
-    r = dashboard_rollup.c
-    key = {name: str(row.get(name) or "") for name in ROLLUP_KEYS}
     scores = {name: int(row[name]) for name in ROLLUP_SCORES}
-    match = [r[name] == value for name, value in key.items()]
-    changes: dict[str, Any] = {"n": r.n + sign}
-    for column, name in _ROLLUP_SUMS.items():
-        changes[f"s_{name}"] = r[f"s_{name}"] + sign * scores[column]
-        changes[f"q_{name}"] = r[f"q_{name}"] + sign * scores[column] * scores[column]
-    done = conn.execute(update(dashboard_rollup).where(*match).values(**changes)).rowcount
-    if sign < 0:
-        conn.execute(delete(dashboard_rollup).where(*match, r.n <= 0))
-    elif not done:
-        values: dict[str, Any] = {**key, "n": 1}
+    for table, keys in _ROLLUPS:
+        r = table.c
+        key = {name: str(row.get(name) or "") for name in keys}
+        match = [r[name] == value for name, value in key.items()]
+        changes: dict[str, Any] = {"n": r.n + sign}
+        if row.get("pr_state") in _STATES:
+            changes[f"p_{row['pr_state']}"] = r[f"p_{row['pr_state']}"] + sign
         for column, name in _ROLLUP_SUMS.items():
-            values[f"s_{name}"] = scores[column]
-            values[f"q_{name}"] = scores[column] * scores[column]
-        conn.execute(insert(dashboard_rollup).values(**values))
+            changes[f"s_{name}"] = r[f"s_{name}"] + sign * scores[column]
+            changes[f"q_{name}"] = r[f"q_{name}"] + sign * scores[column] * scores[column]
+        done = conn.execute(update(table).where(*match).values(**changes)).rowcount
+        if sign < 0:
+            conn.execute(delete(table).where(*match, r.n <= 0))
+        elif not done:
+            values: dict[str, Any] = {**key, "n": 1}
+            for state in _STATES:
+                values[f"p_{state}"] = 1 if row.get("pr_state") == state else 0
+            for column, name in _ROLLUP_SUMS.items():
+                values[f"s_{name}"] = scores[column]
+                values[f"q_{name}"] = scores[column] * scores[column]
+            conn.execute(insert(table).values(**values))
 
 
 def rebuild_rollup(conn: Connection) -> None:
-    """Recompute ``dashboard_rollup`` from the latest evaluations (after rows were written or
+    """Recompute the dashboard's rollups from the latest evaluations (after rows were written or
     rewritten without :func:`store_evaluation`: bulk loads, repairs)."""
     e = evaluations.c
-    keys = [func.coalesce(e[name], literal("")).label(name) for name in ROLLUP_KEYS]
-    sums: list[Any] = [func.count().label("n")]
-    names = ["n"]
-    for column, name in _ROLLUP_SUMS.items():
-        sums += [func.sum(e[column]), func.sum(e[column] * e[column])]
-        names += [f"s_{name}", f"q_{name}"]
-    query = select(*keys, *sums).where(e.is_latest.is_(True)).group_by(*keys)
-    conn.execute(delete(dashboard_rollup))
-    conn.execute(insert(dashboard_rollup).from_select([*ROLLUP_KEYS, *names], query))
+    for table, key_names in _ROLLUPS:
+        keys = [func.coalesce(e[name], literal("")).label(name) for name in key_names]
+        sums: list[Any] = [func.count().label("n")]
+        names = ["n"]
+        for state in _STATES:
+            sums.append(func.sum(case((e.pr_state == state, 1), else_=0)))
+            names.append(f"p_{state}")
+        for column, name in _ROLLUP_SUMS.items():
+            sums += [func.sum(e[column]), func.sum(e[column] * e[column])]
+            names += [f"s_{name}", f"q_{name}"]
+        query = select(*keys, *sums).where(e.is_latest.is_(True)).group_by(*keys)
+        conn.execute(delete(table))
+        conn.execute(insert(table).from_select([*key_names, *names], query))
 
 
 def signal_rows(evaluation_id: int, result: dict[str, Any] | str) -> list[dict[str, Any]]:

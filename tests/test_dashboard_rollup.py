@@ -1,4 +1,4 @@
-"""The dashboard's rollup (``dashboard_rollup``): kept by ``store_evaluation`` (new PRs, replaced
+"""The dashboard's rollups (``dashboard_rollup_agent``/``_author``): kept by ``store_evaluation`` (new PRs, replaced
 latest evaluations, unattributed results) it equals a rebuild from ``evaluations``, and the
 overview's aggregates read from it are identical to the scan of ``evaluations``, for randomised
 stores and filters, on SQLite and PostgreSQL."""
@@ -10,22 +10,23 @@ import random
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, func, select
 
 from bot.dashboard import queries
 from bot.dashboard.queries import UNATTRIBUTED, Filters
-from bot.db import dashboard_rollup, write
+from bot.db import evaluations, rollup_agent, rollup_author, write
 from bot.results import rebuild_rollup, record_from_result, store_evaluation
 from taskeval.contract import band
 from tests.dashboard_store import AGENTS, PEOPLE, REPOS, START, fill
 
 pytest_plugins = ["tests.bot.fixtures"]
+E = evaluations.c
 
 
 def _rollup(engine: Engine) -> set[tuple[Any, ...]]:
     with engine.connect() as conn:
-        return {tuple(int(v) if not isinstance(v, str) else v for v in row)
-                for row in conn.execute(select(dashboard_rollup))}
+        return {(table.name, *(int(v) if not isinstance(v, str) else v for v in row))
+                for table in (rollup_agent, rollup_author) for row in conn.execute(select(table))}
 
 
 def _evaluate(rng: random.Random, template: dict[str, Any], number: int, repo: str) -> dict[str, Any]:
@@ -80,7 +81,7 @@ def test_rollup_is_kept_by_store_evaluation_and_matches_the_scan(engine: Engine)
     with write(engine) as conn:
         rebuild_rollup(conn)
     assert kept == _rollup(engine)
-    assert any(row[1] == "" for row in kept)  # unattributed results are in it
+    assert any(row[0] == rollup_agent.name and row[2] == "" for row in kept)  # unattributed results are in it
 
     with engine.connect() as conn:
         cases = [Filters()] + [_filters(rng) for _ in range(60)]
@@ -90,7 +91,13 @@ def test_rollup_is_kept_by_store_evaluation_and_matches_the_scan(engine: Engine)
                 fast = queries.groups(conn, f, by)
                 slow = queries.groups(conn, f, by, use_rollup=False)
                 assert fast == slow, (f, by)
-            used += queries.rollup_where(f) is not None
+            used += queries.rollup_where(f, "agent") is not None
+        visible = Filters(repos=frozenset(REPOS[:2]))
+        assert queries.repositories(conn, visible) == sorted(REPOS[:2])
+        scan = conn.execute(select(E.agent_id, func.max(E.agent_name)).where(E.is_latest.is_(True))
+                            .group_by(E.agent_id)).all()
+        assert queries.agents(conn, Filters()) == sorted(
+            (queries._key(k), str(n or queries._key(k))) for k, n in scan)
         assert 0 < used < len(cases)  # both paths were exercised
 
 
@@ -100,3 +107,6 @@ def test_rollup_answers_only_whole_weeks() -> None:
     assert queries.rollup_where(Filters(since=monday + 86400)) is None
     assert queries.rollup_where(Filters(until=monday + 1)) is None
     assert queries.rollup_where(Filters(repo="a/b", agent=UNATTRIBUTED, band="weak")) is not None
+    assert queries.rollup_where(Filters(author="alice"), "author") is not None
+    assert queries.rollup_where(Filters(author="alice"), "agent") is None
+    assert queries.rollup_where(Filters(agent="codex"), "author") is None

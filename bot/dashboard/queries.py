@@ -33,7 +33,7 @@ from sqlalchemy import (
     true,
 )
 
-from bot.db import PULLS_DOWN, dashboard_rollup, evaluations, signals
+from bot.db import PULLS_DOWN, evaluations, rollup_agent, rollup_author, signals
 from bot.results import week_of
 
 E = evaluations.c
@@ -169,9 +169,6 @@ def _key_column(by: str) -> Any:
     return E.author if by == "author" else E.agent_id
 
 
-R = dashboard_rollup.c
-
-
 def _whole_week(epoch: float) -> str | None:
     """The week (``YYYY-MM-DD`` Monday) starting exactly at ``epoch`` (00:00 UTC), else None."""
     moment = datetime.fromtimestamp(epoch, UTC)
@@ -180,30 +177,36 @@ def _whole_week(epoch: float) -> str | None:
     return week_of(epoch)
 
 
-def rollup_where(f: Filters) -> list[ColumnElement[bool]] | None:
-    """The filters as conditions on ``dashboard_rollup``, or None when they cannot be answered
-    from it: a time range whose ends are not both Mondays 00:00 UTC (``activity_at >= since``
-    equals ``week >= week_of(since)`` only at a week's start)."""
+def _rollup(by: str) -> Any:
+    return rollup_author if by == "author" else rollup_agent
+
+
+def rollup_where(f: Filters, by: str = "agent") -> list[ColumnElement[bool]] | None:
+    """The filters as conditions on the ``by`` rollup (``dashboard_rollup_agent``/``_author``), or
+    None when it cannot answer them: a time range whose ends are not both Mondays 00:00 UTC
+    (``activity_at >= since`` equals ``week >= week_of(since)`` only at a week's start), an author
+    filter on the agent rollup or an agent filter on the author rollup."""
+    R = _rollup(by).c
     conds: list[ColumnElement[bool]] = []
-    if f.since is not None:
-        week = _whole_week(f.since)
+    for bound, op in ((f.since, "ge"), (f.until, "lt")):
+        if bound is None:
+            continue
+        week = _whole_week(bound)
         if week is None:
             return None
-        conds.append(R.week >= week)
-        conds.append(R.week != "")
-    if f.until is not None:
-        week = _whole_week(f.until)
-        if week is None:
-            return None
-        conds.append(R.week < week)
+        conds.append(R.week >= week if op == "ge" else R.week < week)
         conds.append(R.week != "")
     if f.repos is not None:
         conds.append(R.repo.in_(sorted(f.repos)) if f.repos else false())
     if f.repo:
         conds.append(R.repo == f.repo)
     if f.agent:
+        if by == "author":
+            return None
         conds.append(R.agent_id == ("" if f.agent == UNATTRIBUTED else f.agent))
     if f.author:
+        if by != "author":
+            return None
         conds.append(R.author == f.author)
     if f.band:
         conds.append(R.overall_band == f.band)
@@ -211,19 +214,21 @@ def rollup_where(f: Filters) -> list[ColumnElement[bool]] | None:
 
 
 def _rollup_query(conds: list[ColumnElement[bool]], by: str) -> Any:
-    """The overview's (key, week) sums read from ``dashboard_rollup``, named like the scan's."""
+    """The overview's (key, week) sums read from the ``by`` rollup, named like the scan's."""
+    R = _rollup(by).c
     key_col = R.author if by == "author" else R.agent_id
     key = case((key_col == "", None), else_=key_col).label("key")
     week = case((R.week == "", None), else_=R.week).label("week")
-    sums: list[Any] = [func.sum(R.n).label("n"),
-                       func.max(case((R.agent_name == "", None), else_=R.agent_name)).label("name")]
-    for name, column in (("overall", "overall"), *((c, CATEGORY_COLUMNS[c].name) for c in CATEGORY_COLUMNS)):
-        sums.append(func.sum(R[f"s_{column}"]).label(f"s_{name}"))
-        sums.append(func.sum(R[f"q_{column}"]).label(f"q_{name}"))
+    name = (func.max(case((R.agent_name == "", None), else_=R.agent_name)) if by != "author"
+            else func.max(R.author))
+    sums: list[Any] = [func.sum(R.n).label("n"), name.label("name")]
+    for label, column in (("overall", "overall"), *((c, CATEGORY_COLUMNS[c].name) for c in CATEGORY_COLUMNS)):
+        sums.append(func.sum(R[f"s_{column}"]).label(f"s_{label}"))
+        sums.append(func.sum(R[f"q_{column}"]).label(f"q_{label}"))
     for band in BANDS:
         sums.append(func.sum(case((R.overall_band == band, R.n), else_=0)).label(f"b_{band}"))
     for state in ("merged", "closed", "open"):
-        sums.append(func.sum(case((R.pr_state == state, R.n), else_=0)).label(f"p_{state}"))
+        sums.append(func.sum(R[f"p_{state}"]).label(f"p_{state}"))
     return (select(key, week, *sums).where(R.n > 0, *conds)
             .group_by(key_col, R.week).order_by(key_col, R.week))
 
@@ -243,7 +248,7 @@ def groups(conn: Connection, f: Filters, by: str = "agent", *, use_rollup: bool 
     sums come from ``dashboard_rollup`` (a few thousand rows, whatever the number of PRs); the
     result is identical. ``use_rollup=False`` forces the scan of ``evaluations``.
     """
-    rolled = rollup_where(f) if use_rollup else None
+    rolled = rollup_where(f, by) if use_rollup else None
     if rolled is not None:
         query = _rollup_query(rolled, by)
     else:
@@ -309,6 +314,8 @@ def outcome_rates(conn: Connection, f: Filters, by: str) -> tuple[list[str], dic
     from bot.db import outcomes
 
     oc = outcomes.c
+    if conn.execute(select(oc.id).limit(1)).first() is None:
+        return [], {}  # no outcome recorded at all: skip the join over every latest evaluation
     key = _key_column(by).label("key")
     n = func.count().label("n")
     hits = func.sum(case((oc.value == true(), 1), else_=0)).label("hits")
@@ -500,14 +507,20 @@ def clear_cache() -> None:
 # --- filter choices -------------------------------------------------------------------------------
 
 def repositories(conn: Connection, f: Filters) -> list[str]:
-    base = Filters(repos=f.repos)
-    query = select(E.repo).where(*where(base)).group_by(E.repo).order_by(E.repo)
+    """The repositories with latest evaluations the viewer may read (from the agent rollup, which
+    holds exactly those)."""
+    R = rollup_agent.c
+    conds = rollup_where(Filters(repos=f.repos)) or []
+    query = select(R.repo).where(R.n > 0, *conds).group_by(R.repo).order_by(R.repo)
     return [str(r) for r in conn.execute(query).scalars()]
 
 
 def agents(conn: Connection, f: Filters) -> list[tuple[str, str]]:
-    base = Filters(repos=f.repos)
-    query = select(E.agent_id, func.max(E.agent_name)).where(*where(base)).group_by(E.agent_id)
+    R = rollup_agent.c
+    conds = rollup_where(Filters(repos=f.repos)) or []
+    agent = case((R.agent_id == "", None), else_=R.agent_id)
+    name = func.max(case((R.agent_name == "", None), else_=R.agent_name))
+    query = select(agent, name).where(R.n > 0, *conds).group_by(R.agent_id)
     found = [(_key(k), str(n or _key(k))) for k, n in conn.execute(query).all()]
     return sorted(found)
 

@@ -13,7 +13,7 @@ import os
 import statistics
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -108,6 +108,16 @@ def cells(driver: Any, table: str, col: str) -> list[str]:
     return [e.text for e in driver.find_elements(By.CSS_SELECTOR, f'table[data-table="{table}"] td[data-col="{col}"]')]
 
 
+def navigate(driver: Any, element: Any, arrived: Callable[[str], bool]) -> str:
+    """Click a link or button and wait for the browser to land where it leads: a click returns
+    before the next page loads, so reading the URL at once races the navigation."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    element.click()
+    WebDriverWait(driver, 15).until(lambda d: arrived(d.current_url))
+    return str(driver.current_url)
+
+
 def shot(driver: Any, name: str) -> Path:
     path = SHOTS / f"{name}.png"
     driver.save_screenshot(str(path))
@@ -150,8 +160,8 @@ def test_filters_through_the_form_stay_in_the_url(driver: Any, site: str, store:
     driver.get(f"{site}/dashboard/")
     Select(driver.find_element(By.ID, "f-repo")).select_by_value("octo-org/gadgets")
     Select(driver.find_element(By.ID, "f-band")).select_by_value("acceptable")
-    driver.find_element(By.ID, "f-apply").click()
-    query = parse_qs(urlsplit(driver.current_url).query)
+    url = navigate(driver, driver.find_element(By.ID, "f-apply"), lambda u: "repo=" in u)
+    query = parse_qs(urlsplit(url).query)
     assert query["repo"] == ["octo-org/gadgets"] and query["band"] == ["acceptable"]
     want = [r for r in stored.latest() if r["repo"] == "octo-org/gadgets" and r["overall_band"] == "acceptable"]
     assert driver.find_element(By.ID, "total-prs").text == str(len(want))
@@ -162,8 +172,8 @@ def test_filters_through_the_form_stay_in_the_url(driver: Any, site: str, store:
     # the shared URL reproduces the view; the author toggle keeps the filters
     driver.get(driver.current_url)
     assert driver.find_element(By.ID, "total-prs").text == str(len(want))
-    driver.find_element(By.ID, "by-author").click()
-    query = parse_qs(urlsplit(driver.current_url).query)
+    url = navigate(driver, driver.find_element(By.ID, "by-author"), lambda u: "by=author" in u)
+    query = parse_qs(urlsplit(url).query)
     assert query["by"] == ["author"] and query["repo"] == ["octo-org/gadgets"]
     authors = Counter(r["author"] for r in want)
     assert {a.replace(" small sample", ""): int(p) for a, p in
@@ -176,8 +186,8 @@ def test_agent_page(driver: Any, site: str, store: tuple[str, Stored]) -> None:
 
     stored = store[1]
     driver.get(f"{site}/dashboard/")
-    driver.find_element(By.LINK_TEXT, "Claude Code").click()
-    assert urlsplit(driver.current_url).path == "/dashboard/agent/claude-code"
+    url = navigate(driver, driver.find_element(By.LINK_TEXT, "Claude Code"), lambda u: "/agent/" in u)
+    assert urlsplit(url).path == "/dashboard/agent/claude-code"
     rows = [r for r in stored.latest() if r["agent_id"] == "claude-code"]
     assert driver.find_element(By.ID, "detail-prs").text == str(len(rows))
     assert driver.find_element(By.ID, "detail-mean").text == f"{statistics.fmean(r['overall_score'] for r in rows):.1f}"
@@ -243,8 +253,8 @@ def test_sign_in_with_github_in_the_browser(driver: Any, store: tuple[str, Store
             assert options == ["octo-org/docs", "octo-org/widgets"]
             assert "secret-org" not in driver.page_source
             shot(driver, "signed-in")
-            driver.find_element(By.ID, "sign-out").click()
-            assert urlsplit(driver.current_url).path == "/dashboard/signed-out"
+            url = navigate(driver, driver.find_element(By.ID, "sign-out"), lambda u: "signed-out" in u)
+            assert urlsplit(url).path == "/dashboard/signed-out"
             driver.get(f"{served.url}/dashboard/")
             assert fake.log.count("GET /login/oauth/authorize") == 2  # signed out: asked again
         finally:

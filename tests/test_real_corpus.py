@@ -183,8 +183,7 @@ def test_results_carry_what_the_data_holds(results: dict[int, tuple[PullRecord, 
 
 def test_attribution_names_the_folder_agent(results: dict[int, tuple[PullRecord, Any]]) -> None:
     ok = _ok(results)
-    if not any("agent" in r for _, r in ok):
-        pytest.skip("results carry no `agent` attribution yet")
+    assert all("agent" in r for _, r in ok), "every result names its agent"
     wrong = [f"{pr.ref}: {agent_id(r)} (folder {pr.agent})" for pr, r in ok
              if agent_id(r) not in (pr.agent_id, "human")]
     assert not wrong, "misattributed:\n" + "\n".join(wrong)

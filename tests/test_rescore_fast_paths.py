@@ -52,6 +52,8 @@ def old_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
     monkeypatch.setattr(hygiene, "_NEEDLES", {})
     monkeypatch.setattr(hygiene, "_NEEDLE_RULES", ())
+    monkeypatch.setattr(hygiene, "_BY_KIND", False)
+    monkeypatch.setattr(hygiene, "_FAST_LINES", False)
     monkeypatch.setattr(hygiene, "_blank_code", blank_code)
     monkeypatch.setattr(hygiene, "_blank_comments", hygiene.blank_comments)
     monkeypatch.setattr(base, "_globs", _AnyGlob)
@@ -121,15 +123,57 @@ def _texts_to_scan() -> list[str]:
     return texts
 
 
-def test_needle_prefilter_finds_exactly_what_every_rule_finds() -> None:
-    texts = _texts_to_scan()
-    # Variants the needles must survive: case changes and every rule's own words.
-    texts += [t.upper() for t in texts] + [t.swapcase() for t in texts]
+# Template text whose instruction sits on a later line, spans a line or hides in a comment: the
+# whole-text searches that spare the per-line search must let every one of these through.
+TEMPLATE_TEXTS = [
+    "## Summary\n\nPlease\ndescribe the changes\n- [ ] tests", "x\n- describe your changes\n- [ ] a",
+    "Intro\n\n### Explain the problem\n\n## Next\nText", "What does this PR do?\n<!-- x -->",
+    "a please  describe your change\n- [ ] b\n- [ ] c", "<!--please-->describe the pr",
+    "## Describe your changes\n<!-- leave blank -->\n## Más\n- [ ] ✅ done", "ok\n  summarize the PR",
+    "İ: please provide a summary\n- [ ] one\n- [ ] two", "PLEASE ADD THE DETAILS\r\n- [ ] x",
+]
+
+
+def _variants(texts: list[str]) -> list[str]:
+    """Case changes, and the non-ASCII letters ``re.IGNORECASE`` matches with ASCII ones (with
+    emoji beside them: most agent PR bodies are not ASCII)."""
+    odd = str.maketrans({"i": "\u0130", "I": "\u0131", "s": "\u017f", "K": "\u212a"})
+    return [*texts, *(t.upper() for t in texts), *(t.swapcase() for t in texts),
+            *("✅ " + t.translate(odd) for t in texts), *(t.upper().translate(odd) for t in texts)]
+
+
+def test_needle_prefilter_finds_exactly_what_every_rule_finds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    texts = _variants(_texts_to_scan() + TEMPLATE_TEXTS)
     assert len(texts) > 500
-    for text in texts:
-        full = hygiene._detect(text, False, False)
-        assert hygiene._detect(text, False, True) == full, text
-        assert hygiene._detect(text, True, True) == hygiene._detect(text, True, False), text
+    kinds = [frozenset({"leakage", "boilerplate"}), frozenset({"template"}),
+             frozenset({"leakage"}), hygiene.ALL_KINDS]
+    monkeypatch.setattr(hygiene, "_FAST_LINES", False)
+    full = [(hygiene._detect(t, False, False), hygiene._detect(t, True, False)) for t in texts]
+    monkeypatch.undo()
+    hygiene._detect.cache_clear()
+    for text, (prose, code) in zip(texts, full, strict=True):
+        assert hygiene._detect(text, False, True) == prose, text
+        assert hygiene._detect(text, True, True) == code, text
+        for some in kinds:  # only the rules of the kinds asked for: the same findings of those
+            assert hygiene._detect(text, False, True, some) == tuple(
+                f for f in prose if f.kind in some), (text, some)
+
+
+def test_fold_knows_every_character_ignorecase_matches_with_an_ascii_letter() -> None:
+    """``fold`` must turn each such character into its letter, or a needle would miss a match."""
+    import re
+    import string
+    import sys
+
+    chars = "".join(chr(c) for c in range(128, sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF)
+    for char in re.findall("[a-z]", chars, re.IGNORECASE):
+        letters = [x for x in string.ascii_lowercase if re.fullmatch(x, char, re.IGNORECASE)]
+        assert hygiene.fold(char) in letters, hex(ord(char))
+    # No other ASCII character is matched by a non-ASCII one.
+    others = "".join(x for x in string.printable if not x.isalpha())
+    assert not re.findall(f"[{re.escape(others)}]", chars, re.IGNORECASE)
 
 
 @pytest.mark.parametrize("kind, rule, source", hygiene._RULE_SOURCES, ids=[r for _, r, _ in hygiene._RULE_SOURCES])

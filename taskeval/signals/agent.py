@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Final
 
 from taskeval.contract import Category
 from taskeval.evidence import vocabulary as ev
 
 from .base import Ctx, Measure, Verdict, inconclusive, ok, signal
 from .curves import decay, linear
-from .hygiene import detect_text_issues
+from .hygiene import FindingKind, detect_text_issues
 from .wording import agree, all_of, names, none_of, plural, sentence, share, times
 
 CAT: Category = "agentPerformance"
@@ -267,6 +268,10 @@ def _texts(ctx: Ctx) -> list[tuple[str, str, str]]:
     return out
 
 
+# The kinds of finding the hygiene signal scores (template text is process.template_filled's).
+_SCORED: Final[frozenset[FindingKind]] = frozenset({"leakage", "boilerplate"})
+
+
 @signal("agent.text_hygiene", CAT, "No prompt leakage or chat boilerplate", 2.0,
         ["facts.pull.title", "facts.pull.body", "facts.commits", "facts.reviews", "facts.comments"])
 def text_hygiene(ctx: Ctx) -> Measure:
@@ -277,7 +282,7 @@ def text_hygiene(ctx: Ctx) -> Measure:
     hits: list[tuple[str, str, str, str]] = []  # (evidence id, where, kind, description)
     for eid, where, text in texts:
         seen: set[str] = set()
-        for f in detect_text_issues(text, standard=ctx.standard_texts):
+        for f in detect_text_issues(text, standard=ctx.standard_texts, kinds=_SCORED):
             if f.kind in weights and f.rule not in seen:
                 seen.add(f.rule)
                 hits.append((eid, where, f.kind, f.describe()))

@@ -23,6 +23,7 @@ from typing import Final, Literal
 from taskeval.evidence.vocabulary import blank_code
 
 FindingKind = Literal["leakage", "boilerplate", "template"]
+ALL_KINDS: Final[frozenset[FindingKind]] = frozenset({"leakage", "boilerplate", "template"})
 MATCH_LIMIT: Final = 80
 
 
@@ -127,6 +128,22 @@ _NEEDLE_RULES: Final[tuple[tuple[str, str, bool], ...]] = tuple(
     (needle, rule, kind == "template")
     for kind, rule, _ in _RULE_SOURCES for needle in _NEEDLES.get(rule, ())
 )
+# Under IGNORECASE, ``re`` matches an ASCII letter with exactly these non-ASCII characters besides
+# its own two cases (tests/test_rescore_fast_paths.py derives the list from ``re`` itself). Folding
+# them first makes ``fold(text)`` contain a rule's needle whenever the rule matches ``text``, so the
+# needle prefilter holds for any text, not only ASCII ones: agent PRs are full of emoji and ✅.
+_ASCII_FOLD: Final = (("\u0130", "i"), ("\u0131", "i"), ("\u017f", "s"), ("\u212a", "k"))
+
+
+def fold(text: str) -> str:
+    """Lower case in which every character that ``re.IGNORECASE`` matches with an ASCII letter
+    becomes that letter (``str.lower`` alone turns "İ" into "i" plus a combining dot)."""
+    if not text.isascii():
+        for char, letter in _ASCII_FOLD:
+            if char in text:
+                text = text.replace(char, letter)
+    return text.lower()
+
 # Template instructions: a finding on a plain line; on a heading only when its section is empty.
 # The describe/explain form is an instruction only in the imperative (at the start of a line, or
 # after "please"/"briefly"): "Added documentation to explain the change" is a report.
@@ -137,6 +154,20 @@ _INSTRUCTION: Final = re.compile(
     r"description|details?|changes|context)\b|\bwhat does this (?:pr|pull request) do\?",
     re.IGNORECASE,
 )
+# The same, with ``^`` at every line start: one search over a whole text finds whether any of its
+# lines holds an instruction (the per-line search then runs only when one does).
+_INSTRUCTION_ANY_LINE: Final = re.compile(_INSTRUCTION.pattern, re.IGNORECASE | re.MULTILINE)
+_FAST_LINES = True  # False: search every line (the tests compare both ways)
+# Words every instruction contains, one per alternative above (none holds a space, which blanking
+# a comment can create): without one in the case fold, no line holds an instruction, and neither
+# whole-text search needs to run (they try every position of a long body).
+_INSTRUCTION_NEEDLES: Final = ("describe", "explain", "summari", "please", "do?")
+
+
+def _may_instruct(low: str) -> bool:
+    """Whether a text whose case fold is ``low`` may hold template instruction text."""
+    return not _FAST_LINES or any(needle in low for needle in _INSTRUCTION_NEEDLES)
+
 _HEADING: Final = re.compile(r"^\s{0,3}#{1,6}\s")
 # Comments such as "<!-- taskeval:evaluation -->", "<!-- branch-stack -->" or
 # "<!-- START AGENT TIPS -->" (one token, or upper-case words) are machine markers, not placeholders.
@@ -163,7 +194,7 @@ _TASK_ITEM_PREFIX: Final = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+\[[ xX]\][
 
 def _blank(text: str) -> str:
     """Same length, same newlines, no content: line numbers survive the removal."""
-    return "".join("\n" if ch == "\n" else " " for ch in text)
+    return "\n".join(" " * len(line) for line in text.split("\n"))
 
 
 def html_comments(text: str) -> list[tuple[int, int]]:
@@ -240,20 +271,24 @@ def _sections(lines: list[str]) -> list[tuple[int, int]]:
             for n, s in enumerate(starts)]
 
 
-def _template_findings(prose: str, own: str) -> list[Finding]:
+def _template_findings(prose: str, own: str, low: str | None = None) -> list[Finding]:
     """Placeholders left as is: template comments and instruction headings over empty sections,
     instruction text in prose, task lists whose every box is unchecked. ``own`` is ``prose``
-    without blockquotes: a quote fills a section, but its words are not the author's."""
+    without blockquotes: a quote fills a section, but its words are not the author's. ``low``:
+    ``fold(prose)``, when the caller has it."""
+    instructs = _may_instruct(fold(prose) if low is None else low)
     # Each finding below needs an HTML comment, instruction text or a task-list item; without
     # any of them (most texts) there is nothing to find. The two patterns cannot span a line, so
     # one search over the text answers for every line.
-    if "<!--" not in prose and not _INSTRUCTION.search(prose) and not _TASK_ITEM.search(prose):
+    if "<!--" not in prose and not (instructs and _INSTRUCTION.search(prose)) \
+            and not _TASK_ITEM.search(prose):
         return []
     out: list[Finding] = []
     no_comments = blank_comments(prose)
     raw_lines = own.split("\n")
     filled = no_comments.split("\n")
-    lines = blank_comments(own).split("\n")
+    blanked = blank_comments(own)
+    lines = blanked.split("\n")
     sections = _sections(lines)
     section_starts = [first for first, _ in sections]
     where = _Lines(prose)
@@ -274,10 +309,13 @@ def _template_findings(prose: str, own: str) -> list[Finding]:
                 out.append(Finding(at, "template", "html-placeholder", _clip(comment)))
         if heading and _INSTRUCTION.search(raw_lines[first]):
             out.append(Finding(first + 1, "template", "instruction-text", _clip(raw_lines[first])))
-    for n, line in enumerate(lines):
-        match = _INSTRUCTION.search(line)
-        if match and not _HEADING.match(line):
-            out.append(Finding(n + 1, "template", "instruction-text", _clip(match.group(0))))
+    # A line's match is also a match of the multi-line form in the joined text, so when that
+    # has none (most texts) no line needs its own search.
+    if instructs and (_INSTRUCTION_ANY_LINE.search(blanked) or not _FAST_LINES):
+        for n, line in enumerate(lines):
+            match = _INSTRUCTION.search(line)
+            if match and not _HEADING.match(line):
+                out.append(Finding(n + 1, "template", "instruction-text", _clip(match.group(0))))
     # Sections holding a template comment: a checklist there is the template's own.
     scaffolded = set(first_comment)
     run: list[tuple[int, bool]] = []
@@ -324,19 +362,30 @@ def _blank_comments(text: str) -> str:
 
 
 def detect_text_issues(
-    text: str | None, *, include_code: bool = False, standard: tuple[re.Pattern[str], ...] = ()
+    text: str | None, *, include_code: bool = False, standard: tuple[re.Pattern[str], ...] = (),
+    kinds: frozenset[FindingKind] = ALL_KINDS,
 ) -> list[Finding]:
     """Every leakage, boilerplate and template finding in ``text``: by line, one per rule a line.
 
     ``standard``: texts an agent writes by design (its session link, footer, firewall notice,
     the issue it quotes; see ``standard_texts`` in taskeval/agents.py). They are blanked first, so
     what an agent is expected to write never counts as leakage, boilerplate or template text.
+    ``kinds``: only findings of these kinds, exactly those the full scan gives for them.
     """
     if not text:
         return []
     if standard:
         text = blank_matches(text.replace("\r\n", "\n").replace("\r", "\n"), standard)
-    return list(_detect(text, include_code))
+    if not _BY_KIND:
+        return [f for f in _detect(text, include_code) if f.kind in kinds]
+    return list(_detect(text, include_code, True, kinds))
+
+
+# A caller asking for some kinds of finding gets only the rules of those kinds run: the hygiene
+# signal wants leakage and boilerplate, the template signal only template findings, and each
+# would otherwise pay for the other's rules on the same text. Findings of one rule never depend
+# on another rule's, so this changes nothing but the time (the tests switch it off to compare).
+_BY_KIND = True
 
 
 @lru_cache(maxsize=2048)
@@ -356,34 +405,43 @@ def blank_matches(text: str, patterns: tuple[re.Pattern[str], ...]) -> str:
 
 
 @lru_cache(maxsize=2048)
-def _detect(text: str, include_code: bool, prefilter: bool = True) -> tuple[Finding, ...]:
+def _detect(
+    text: str, include_code: bool, prefilter: bool = True,
+    kinds: frozenset[FindingKind] = ALL_KINDS,
+) -> tuple[Finding, ...]:
     """Pure and cached: a PR body is read by several signals, and agents repeat their texts.
-    ``prefilter=False`` runs every rule on every text (the tests compare both ways)."""
+    ``prefilter=False`` runs every rule on every text (the tests compare both ways); ``kinds``
+    limits the rules run (and template structure read) to findings of those kinds."""
     normal = text.replace("\r\n", "\n").replace("\r", "\n")
     prose = normal if include_code else _blank_code(normal)
     # Leaks hidden in HTML comments or quotes still count; template and chat rules only look at
     # what renders as the author's own words (no comments, no blockquoted text).
     own = blank_quotes(prose)
-    rendered = _blank_comments(own)
-    chat = _QUOTED_SPEECH.sub(lambda m: _blank(m.group(0)), own) if '"' in own or "“" in own else own
+    rendered = _blank_comments(own) if "template" in kinds else own
+    chat = own
+    if "boilerplate" in kinds and ('"' in own or "“" in own):
+        chat = _QUOTED_SPEECH.sub(lambda m: _blank(m.group(0)), own)
     where = _Lines(prose)
-    # On ASCII text, IGNORECASE means plain ASCII case folding, so a rule whose every match
-    # contains one of its needles (see _NEEDLES) cannot match a text whose lower case has none.
+    # A rule whose every match contains one of its needles (see _NEEDLES) cannot match a text
+    # whose case fold (see ``fold``) has none.
     skip: set[str] = set()
-    if prefilter and normal.isascii():
-        low_prose = prose.lower()
-        low_rendered = low_prose if rendered is prose else rendered.lower()
+    low_prose = fold(prose)
+    if prefilter:
+        low_rendered = (low_prose if rendered is prose else fold(rendered)) \
+            if "template" in kinds else ""
         hit = {rule for needle, rule, template in _NEEDLE_RULES
                if needle in (low_rendered if template else low_prose)}
         skip = _NEEDLES.keys() - hit
     found: dict[tuple[int, str], Finding] = {}
     for kind, rule, pattern in _RULES:
-        if rule in skip:
+        if rule in skip or kind not in kinds:
             continue
         scanned = prose if kind == "leakage" else (rendered if kind == "template" else chat)
         for match in pattern.finditer(scanned):
             line = where.of(match.start())
             found.setdefault((line, rule), Finding(line, kind, rule, _clip(match.group(0))))
-    for f in _template_findings(prose, own):
+    if "template" not in kinds:
+        return tuple(sorted(found.values()))
+    for f in _template_findings(prose, own, low_prose):
         found.setdefault((f.line, f.rule), f)
     return tuple(sorted(found.values()))

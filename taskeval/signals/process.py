@@ -4,6 +4,7 @@ conventions, a reviewable size and a filled-in description."""
 from __future__ import annotations
 
 import re
+from typing import Final
 
 from taskeval.contract import Category
 from taskeval.evidence import vocabulary as ev
@@ -11,7 +12,7 @@ from taskeval.models import ReviewEntry
 
 from .base import CITally, Ctx, Measure, before_merge, inconclusive, ok, signal
 from .curves import coverage, decay, eased_drop, linear, saturating
-from .hygiene import blank_quotes, detect_text_issues, prose_length, visible_text
+from .hygiene import FindingKind, blank_quotes, detect_text_issues, prose_length, visible_text
 from .wording import agree, all_of, names, plural, sentence, share
 
 CAT: Category = "processCompliance"
@@ -229,14 +230,16 @@ def description(ctx: Ctx) -> Measure:
     return ok(chars, saturating(chars, half), reason, [ctx.pr])
 
 
+_TEMPLATE: Final[frozenset[FindingKind]] = frozenset({"template"})
+
+
 @signal("process.template_filled", CAT, "PR template filled in", 1.0, ["facts.pull.body"])
 def template_filled(ctx: Ctx) -> Measure:
     """Unfilled PR-template text left in the description (placeholders, instructions, empty
     checklists), from the shared text detector."""
     if not ctx.pull.body.strip():
         return inconclusive("The PR has no description to check.", [ctx.pr])
-    found = [f for f in detect_text_issues(ctx.pull.body, standard=ctx.standard_texts)
-             if f.kind == "template"]
+    found = detect_text_issues(ctx.pull.body, standard=ctx.standard_texts, kinds=_TEMPLATE)
     half = ctx.settings.thresholds.template_half_life
     if found:
         reason = ("Unfilled template text in the description: "

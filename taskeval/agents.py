@@ -526,10 +526,16 @@ def attribute(bundle: EvidenceBundle, settings: Settings | None = None) -> Agent
     global _last
     last = _last
     if last is not None and last[0] is bundle and last[1] is settings:
-        return last[2].model_copy(deep=True)
+        return _copy(last[2])
     got = _attribute(bundle, settings)
     _last = (bundle, settings, got)
-    return got.model_copy(deep=True)
+    return _copy(got)
+
+
+def _copy(found: AgentAttribution) -> AgentAttribution:
+    # Every other field is a string: a new evidence list makes the copy as independent as a deep
+    # copy, at a tenth of its cost.
+    return found.model_copy(update={"evidence": list(found.evidence)})
 
 
 def _attribute(bundle: EvidenceBundle, settings: Settings | None) -> AgentAttribution:

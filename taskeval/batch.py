@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from taskeval.pipeline import BundleFileError, Options, rescore_file
+from taskeval.pipeline import BundleFileError, Options, rescore
 
 EXIT_OK, EXIT_INPUT = 0, 2
 
@@ -86,8 +86,7 @@ def _score_one(job: tuple[str, Options, bool]) -> tuple[str | None, str | None]:
     ``compact``: the result on one line (for stdout) instead of the indented file form."""
     path, options, compact = job
     try:
-        result = rescore_file(Path(path), options)
-        return (result.model_dump_json(by_alias=True) if compact else result.to_json()), None
+        return rescore(Path(path), options).json(indent=not compact), None
     except BundleFileError as exc:
         return None, str(exc)
     except Exception as exc:  # a bug or an unforeseen file shape: report it by name, go on

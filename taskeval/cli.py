@@ -153,7 +153,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from taskeval.pipeline import BundleFileError, rescore_file
+    from taskeval.pipeline import BundleFileError, rescore
     from taskeval.report import render_comment
 
     if args.config and not Path(args.config).is_file():
@@ -163,8 +163,8 @@ def cmd_score(args: argparse.Namespace) -> int:
         return _score_many(args, token)
     try:
         check_output(args.output)
-        result = rescore_file(Path(args.file[0]), _options(args, "rescore", token))
-        text = result.to_json()
+        rescored = rescore(Path(args.file[0]), _options(args, "rescore", token))
+        result, text = rescored.result, rescored.json()
         _write_output(args.output, text)
     except (BundleFileError, OutputError) as exc:
         return _fail(str(exc))

@@ -6,6 +6,7 @@ messages that name the key and the problem, and the pipeline puts them in the re
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -14,6 +15,8 @@ from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+
+from taskeval.models import ConfigInfo
 
 CONFIG_PATH = ".github/taskeval.yml"
 MAX_CONFIG_BYTES = 64 * 1024
@@ -373,6 +376,15 @@ class LoadedConfig:
     settings: Settings
     source: str  # "defaults" | "repo:.github/taskeval.yml" | "file:PATH"
     errors: list[str] = field(default_factory=list)
+
+    @functools.cached_property
+    def info(self) -> ConfigInfo:
+        """What a result records of its config. Built once per config, not once per result: a
+        batch re-score shares one config over thousands of results."""
+        return ConfigInfo(
+            source=self.source, errors=self.errors, hash=self.settings.digest(),
+            settings=self.settings.model_dump(mode="json"),
+        )
 
 
 def _describe(exc: ValidationError) -> list[str]:

@@ -8,6 +8,7 @@ half-to-even ``round``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Final, Literal
@@ -52,9 +53,19 @@ def validate_score(value: object, what: str = "score") -> int:
     return value
 
 
+FAST_ROUNDING = True  # switched off by the tests to compare both ways
+
+
 def round_half_up(value: Decimal | float) -> int:
     """Round half away from zero for non-negative values (80.5 -> 81), as ``Math.round`` does."""
+    if FAST_ROUNDING and type(value) is float and 0.0 <= value < 2.0**52:
+        # The same answer without Decimal: str(value) is the shortest text that reads back as
+        # value, so it lies on the same side of n + 0.5 (a float) as value itself; and
+        # value - floor(value) is exact below 2**52.
+        whole = math.floor(value)
+        return whole + 1 if value - whole >= 0.5 else whole
     return int(Decimal(str(value)).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
 
 
 def _clamp(value: Decimal) -> Decimal:

@@ -7,20 +7,19 @@ Everything here is what gets stored, so it holds bounded excerpts and drill-down
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    SerializerFunctionWrapHandler,
+    PlainSerializer,
     ValidationInfo,
-    model_serializer,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
 
+from taskeval.canonical import dumps_canonical, plain_float
 from taskeval.contract import CATEGORIES, Band, Category
 
 SCHEMA_VERSION = "1"
@@ -42,6 +41,9 @@ Score = Annotated[int, Field(ge=0, le=100, strict=True)]
 # Counts GitHub reports; the bound keeps an edited file from overflowing float arithmetic in signals.
 Count = Annotated[int, Field(ge=0, le=10**9)]
 Scalar = str | int | float | bool | None
+# Validated as scalars; written as they are: JSON types already, so the union's per-value
+# serializer (a third of a bundle's serialisation time) has nothing to choose.
+ItemFacts = Annotated[dict[str, Scalar], PlainSerializer(dict, return_type=Any, when_used="json")]
 
 
 class Model(BaseModel):
@@ -64,7 +66,7 @@ class EvidenceItem(Model):
     label: str  # one short line naming the thing
     excerpt: str | None = None  # <= 500 chars, "… [truncated]" when cut
     url: str | None = None
-    facts: dict[str, Scalar] = Field(default_factory=dict)  # drill-down: sha, status, timings, ...
+    facts: ItemFacts = Field(default_factory=dict)  # drill-down: sha, status, timings, ...
 
 
 class EvidenceGroup(Model):
@@ -153,9 +155,17 @@ class CommentEntry(Model):
     body_excerpt: str = ""
 
 
-_LATER_PULL_FIELDS: tuple[tuple[str, str], ...] = (
-    ("via_app", "viaApp"), ("assignees", "assignees"), ("requested_reviewers", "requestedReviewers"),
-)
+def _unset(value: object) -> bool:
+    return value is None or value is False
+
+
+def _empty(value: object) -> bool:
+    return value is None or value == []
+
+
+# Left out of the JSON while unset (None, False): a long timeline stays small when stored.
+_Detail = Field(default=None, exclude_if=_unset)
+_Flag = Field(default=False, exclude_if=_unset)
 
 
 class TimelineEntry(Model):
@@ -163,22 +173,16 @@ class TimelineEntry(Model):
 
     id: str  # the citable evidence ID this event would have ("event:<id>")
     event: str  # GitHub's event name, e.g. head_ref_force_pushed, copilot_work_finished_failure
-    actor: str | None = None
-    actor_is_bot: bool = False
-    created_at: str | None = None
-    commit_id: str | None = None
-    state: str | None = None  # reviewed: the review state
-    source: str | None = None  # cross-referenced: "owner/repo#n" of the mentioning issue or PR
-    source_is_pull: bool = False
-    source_state: str | None = None
-    source_author: str | None = None
-    source_created_at: str | None = None
-
-    @model_serializer(mode="wrap")
-    def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Unset details (None, False) are left out: a long timeline stays small when stored."""
-        data: dict[str, Any] = handler(self)
-        return {k: v for k, v in data.items() if v is not None and v is not False}
+    actor: str | None = _Detail
+    actor_is_bot: bool = _Flag
+    created_at: str | None = _Detail
+    commit_id: str | None = _Detail
+    state: str | None = _Detail  # reviewed: the review state
+    source: str | None = _Detail  # cross-referenced: "owner/repo#n" of the mentioning issue or PR
+    source_is_pull: bool = _Flag
+    source_state: str | None = _Detail
+    source_author: str | None = _Detail
+    source_created_at: str | None = _Detail
 
 
 class PullFacts(Model):
@@ -207,20 +211,11 @@ class PullFacts(Model):
     commit_count: Count = 0  # GitHub's count; may exceed len(commits)
     url: str
     # Read by agent attribution (taskeval.agents); empty in bundles stored before they existed.
-    via_app: str | None = None  # performed_via_github_app slug
-    assignees: list[str] = Field(default_factory=list)
-    requested_reviewers: list[str] = Field(default_factory=list)  # users, in GitHub's order
-
-    @model_serializer(mode="wrap")
-    def _omit_empty_later_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Fields added after bundles were first stored are left out while empty, so an older
-        bundle keeps its canonical form and its bundleHash."""
-        data: dict[str, Any] = handler(self)
-        for name, alias in _LATER_PULL_FIELDS:
-            for key in (name, alias):
-                if key in data and data[key] in (None, []):
-                    del data[key]
-        return data
+    # Fields added after bundles were first stored are left out of the JSON while empty, so an
+    # older bundle keeps its canonical form and its bundleHash.
+    via_app: str | None = Field(default=None, exclude_if=_empty)  # performed_via_github_app slug
+    assignees: list[str] = Field(default_factory=list, exclude_if=_empty)
+    requested_reviewers: list[str] = Field(default_factory=list, exclude_if=_empty)  # in GitHub's order
 
 
 class BundleFacts(Model):
@@ -241,14 +236,7 @@ class BundleFacts(Model):
     # The issue timeline; None when it was not collected (bundles stored before it was) or could
     # not be read ("timeline" in ``unavailable``). Left out of the JSON while None, so an older
     # bundle keeps its canonical form and its bundleHash.
-    timeline: list[TimelineEntry] | None = None
-
-    @model_serializer(mode="wrap")
-    def _omit_uncollected_timeline(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        if data.get("timeline", []) is None:
-            del data["timeline"]
-        return data
+    timeline: list[TimelineEntry] | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class EvidenceBundle(Model):
@@ -267,12 +255,25 @@ class EvidenceBundle(Model):
             raise ValueError(f"groups must be exactly {list(GROUP_ORDER)} in order, got {list(names)}")
         return self
 
-    def canonical_json(self) -> str:
-        data = self.model_dump(mode="json", by_alias=True)
-        return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    def json_form(self) -> dict[str, Any]:
+        """The bundle as JSON data (camelCase keys): what is stored, and what the hash is over."""
+        return self.model_dump(mode="json", by_alias=True)
 
-    def hash(self) -> str:
-        return hashlib.sha256(self.canonical_json().encode()).hexdigest()
+    def canonical_bytes(self, json_form: dict[str, Any] | None = None) -> bytes:
+        """What ``bundleHash`` is taken over: the JSON form with sorted keys, compact, UTF-8.
+        ``json_form``: :meth:`json_form` when the caller has just made it."""
+        # Item facts are the only place a bundle holds floats.
+        plain = all(
+            plain_float(v) for g in self.groups for item in g.items for v in item.facts.values()
+            if type(v) is float
+        )
+        return dumps_canonical(self.json_form() if json_form is None else json_form, plain_floats=plain)
+
+    def canonical_json(self) -> str:
+        return self.canonical_bytes().decode()
+
+    def hash(self, json_form: dict[str, Any] | None = None) -> str:
+        return hashlib.sha256(self.canonical_bytes(json_form)).hexdigest()
 
     def evidence_ids(self) -> set[str]:
         return {item.id for group in self.groups for item in group.items}
@@ -283,6 +284,9 @@ class EvidenceBundle(Model):
 
 class Signal(Model):
     """One deterministic measurement: what it read, what it found, what it did to the score."""
+
+    # Scoring fills ``contribution`` on every signal of every result; the value is its own float.
+    model_config = ConfigDict(validate_assignment=False)
 
     id: str  # e.g. "ci.head_state"
     category: Category

@@ -7,6 +7,7 @@ environment or webhooks, and nothing outside this module blends scores.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Mapping
@@ -15,10 +16,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+import orjson
 from github import Github
 from pydantic import ValidationError
 
-from taskeval import SCORER_VERSION, __version__, contract
+from taskeval import SCORER_VERSION, __version__, canonical, contract
 from taskeval.agents import attribute
 from taskeval.config import LoadedConfig, Settings, load_config
 from taskeval.evidence import build_bundle
@@ -214,10 +216,7 @@ def _result(
         evidence=bundle,
         bundle_hash=digest,
         judge=judge,
-        config=ConfigInfo(
-            source=loaded.source, errors=loaded.errors, hash=loaded.settings.digest(),
-            settings=loaded.settings.model_dump(mode="json"),
-        ),
+        config=loaded.info,
         warnings=warnings,
     ), context={"evidence_hash": (bundle, digest)})
 
@@ -252,10 +251,20 @@ def _check_schema_version(path: Path, data: dict[str, Any], what: str) -> None:
                               f"{reads}; upgrade taskeval to re-score it")
 
 
-def load_stored(path: Path) -> tuple[EvidenceBundle, dict[str, Any] | None]:
-    """Read a stored result or bare bundle file -> (bundle, stored result dict or None)."""
+@dataclass(frozen=True)
+class Stored:
+    """A stored result or bare bundle file, read and checked."""
+
+    bundle: EvidenceBundle
+    result: dict[str, Any] | None  # the stored result's JSON data; None for a bare bundle
+    evidence: dict[str, Any]  # bundle.json_form(), made once: hashed here, written out again
+    bundle_hash: str
+
+
+def load_stored(path: Path) -> Stored:
+    """Read a stored result or bare bundle file; a stored result's bundleHash must match."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = canonical.loads(path.read_bytes())
     except OSError as exc:
         raise BundleFileError(f"{path}: cannot read: {exc.strerror}") from exc
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -279,35 +288,107 @@ def load_stored(path: Path) -> tuple[EvidenceBundle, dict[str, Any] | None]:
         prefix = "evidence." if is_result else ""
         raise BundleFileError(f"{path}: invalid {'result' if is_result else 'bundle'}: "
                               f"{prefix}{_field_path(exc)}") from exc
-    if is_result and data.get("bundleHash") != bundle.hash():
+    evidence = bundle.json_form()
+    digest = bundle.hash(evidence)
+    if is_result and data.get("bundleHash") != digest:
         raise BundleFileError(f"{path}: bundleHash does not match its evidence (file edited?)")
-    return bundle, (data if is_result else None)
+    return Stored(bundle, data if is_result else None, evidence, digest)
+
+
+@dataclass(frozen=True)
+class Rescored:
+    result: EvaluationResult
+    evidence: dict[str, Any]  # result.evidence as JSON data, already made for its hash
+
+    def json(self, *, indent: bool = True) -> str:
+        """``result.to_json()`` (``indent``) or ``result.model_dump_json(by_alias=True)``, the
+        same bytes, without serialising the evidence a second time."""
+        return result_json(self.result, self.evidence, indent=indent)
+
+
+def rescore(path: Path, options: Options) -> Rescored:
+    """Re-score a stored result or bundle offline. Pure: the same file, config and scorer
+    version give byte-identical output, so the timestamp comes from the file, not the clock."""
+    stored = load_stored(path)
+    loaded = _rescore_config(path, stored.result, options)
+    pull = stored.bundle.facts.pull
+    stamp = (stored.result or {}).get("evaluatedAt") or pull.merged_at or pull.closed_at or pull.created_at
+    opts = replace(options, trigger="rescore", evaluated_at=options.evaluated_at or str(stamp))
+    result = score_bundle(stored.bundle, loaded, opts, bundle_hash=stored.bundle_hash)
+    return Rescored(result, stored.evidence)
 
 
 def rescore_file(path: Path, options: Options) -> EvaluationResult:
-    """Re-score a stored result or bundle offline. Pure: the same file, config and scorer
-    version give byte-identical output, so the timestamp comes from the file, not the clock."""
-    bundle, stored = load_stored(path)
-    loaded = _rescore_config(path, stored, options)
-    pull = bundle.facts.pull
-    stamp = (stored or {}).get("evaluatedAt") or pull.merged_at or pull.closed_at or pull.created_at
-    opts = replace(options, trigger="rescore", evaluated_at=options.evaluated_at or str(stamp))
-    # load_stored has checked a stored result's bundleHash against its evidence: reuse it.
-    return score_bundle(bundle, loaded, opts, bundle_hash=stored["bundleHash"] if stored else None)
+    """:func:`rescore`'s result."""
+    return rescore(path, options).result
+
+
+_RESULT_KEYS = tuple((name, field.alias or name) for name, field in EvaluationResult.model_fields.items())
+
+
+def result_json(result: EvaluationResult, evidence: dict[str, Any], *, indent: bool = True) -> str:
+    """The result's JSON text with ``evidence`` (``result.evidence.json_form()``) put in place of
+    serialising the bundle again. orjson writes exactly what pydantic writes for JSON data (strings,
+    floats, integers up to 64 bits: tests/test_rescore_fast_paths.py compares them); beyond that it
+    refuses and pydantic writes the result."""
+    if canonical.FAST:
+        rest = result.model_dump(mode="json", by_alias=True, exclude={"evidence"})
+        data = {alias: (evidence if name == "evidence" else rest[alias]) for name, alias in _RESULT_KEYS}
+        try:
+            return orjson.dumps(data, option=orjson.OPT_INDENT_2 if indent else 0).decode()
+        except orjson.JSONEncodeError:
+            pass
+    return result.to_json() if indent else result.model_dump_json(by_alias=True)
 
 
 def _rescore_config(path: Path, stored: dict[str, Any] | None, options: Options) -> LoadedConfig:
     """The config to re-score with: ``--config`` if given, else the one the stored result was
     scored with, else the defaults."""
     if options.config_path is not None:
-        return load_config(None, options.config_path)
+        return _config_file(options.config_path)
     if stored and stored.get("config") is not None:
         try:
-            info = ConfigInfo.model_validate(stored["config"])
-            return LoadedConfig(Settings.model_validate(info.settings), info.source, info.errors)
+            return _stored_config(stored["config"])
         except ValidationError as exc:
             raise BundleFileError(f"{path}: invalid result: config.{_field_path(exc)}") from exc
-    return LoadedConfig(Settings(), "defaults")
+    return _DEFAULTS
+
+
+_DEFAULTS = LoadedConfig(Settings(), "defaults")
+
+
+def _config_file(config_path: Path) -> LoadedConfig:
+    """``--config``, read once per batch rather than once per file (re-read when it changes)."""
+    try:
+        stat = config_path.stat()
+    except OSError:
+        return load_config(None, config_path)  # reports the problem as load_config always has
+    return _config_file_at(config_path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _config_file_at(config_path: Path, mtime_ns: int, size: int) -> LoadedConfig:
+    del mtime_ns, size  # part of the cache key only
+    return load_config(None, config_path)
+
+
+_STORED_CONFIGS: dict[bytes, tuple[Any, LoadedConfig]] = {}
+
+
+def _stored_config(config: Any) -> LoadedConfig:
+    """A stored result's config, validated once for every result stored with the same one (a
+    team's history holds a handful of configs, not one per PR). The key is orjson's text of the
+    config; the equality check separates what that text does not (NaN and null are both null)."""
+    key = orjson.dumps(config)
+    hit = _STORED_CONFIGS.get(key)
+    if hit is not None and hit[0] == config:
+        return hit[1]
+    info = ConfigInfo.model_validate(config)
+    loaded = LoadedConfig(Settings.model_validate(info.settings), info.source, info.errors)
+    if len(_STORED_CONFIGS) >= 64:
+        _STORED_CONFIGS.clear()
+    _STORED_CONFIGS[key] = (config, loaded)
+    return loaded
 
 
 def publish_comment(

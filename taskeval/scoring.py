@@ -8,6 +8,7 @@ up through :func:`taskeval.contract.round_half_up`, so re-scoring a bundle is by
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -30,6 +31,16 @@ class CategoryOutcome:
     conclusive: bool
     rationale: str
     evidence: list[str]
+
+
+_SCORES = [Decimal(n) for n in range(101)]
+_CENT = Decimal("0.01")
+
+
+@functools.lru_cache(maxsize=256)
+def _decimal(weight: float) -> Decimal:
+    """A weight as the decimal it is written as (2.5, not 2.5's binary expansion)."""
+    return Decimal(str(weight))
 
 
 def _counted(s: Signal) -> bool:
@@ -85,7 +96,8 @@ def deterministic_scores(
         counted = [s for s in mine if _counted(s)]
         skipped = [s for s in mine if s.status != "ok"]
         for s in mine:
-            s.contribution = 0.0
+            if s.contribution != 0.0 and not _counted(s):
+                s.contribution = 0.0  # counted ones are all set below
         if not counted:
             why = (", ".join(s.name for s in skipped) + " had no data") if skipped else (
                 "no signal is enabled for it")
@@ -97,11 +109,12 @@ def deterministic_scores(
                 evidence=_evidence(mine),
             )
             continue
-        total = sum((Decimal(str(s.weight)) for s in counted), Decimal(0))
-        points = {s.id: Decimal(str(s.weight)) * Decimal(s.score or 0) / total for s in counted}
-        score = round_half_up(sum(points.values(), Decimal(0)))
-        for s in counted:
-            s.contribution = float(points[s.id].quantize(Decimal("0.01"), ROUND_HALF_UP))
+        weights = [_decimal(s.weight) for s in counted]
+        total = sum(weights, Decimal(0))
+        points = [w * _SCORES[s.score or 0] / total for w, s in zip(weights, counted, strict=True)]
+        score = round_half_up(sum(points, Decimal(0)))
+        for s, p in zip(counted, points, strict=True):
+            s.contribution = float(p.quantize(_CENT, ROUND_HALF_UP))
         out[category] = CategoryOutcome(
             score=max(0, min(100, score)),
             conclusive=True,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import json
 import random
 import re
 from collections.abc import Iterator
@@ -19,10 +20,11 @@ from pathlib import Path
 import pytest
 
 from benchmarks.rescore_bench import variants
+from taskeval import canonical, contract
 from taskeval.config import LoadedConfig, Settings, load_config
 from taskeval.evidence import blank_code, build_bundle, vocabulary
 from taskeval.models import EvidenceBundle
-from taskeval.pipeline import Options, rescore_file, score_bundle
+from taskeval.pipeline import Options, rescore, rescore_file, score_bundle
 from taskeval.signals import base, hygiene, outcome, signal_specs
 from taskeval.signals.agent import _texts
 
@@ -51,7 +53,8 @@ def _clear_caches() -> None:
 @pytest.fixture
 def old_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Every fast path off: a fresh context per signal, every text rule on every text, no
-    caches, fnmatch per glob, and the bundle hashed again when the result is built."""
+    caches, fnmatch per glob, the bundle hashed again when the result is built, the standard
+    library's JSON and Decimal rounding."""
     import taskeval.pipeline as pipeline
 
     monkeypatch.setattr(hygiene, "_NEEDLES", {})
@@ -65,6 +68,8 @@ def old_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(hygiene, "_blank_code", blank_code)
     monkeypatch.setattr(hygiene, "_blank_comments", hygiene.blank_comments)
     monkeypatch.setattr(base, "_globs", _AnyGlob)
+    monkeypatch.setattr(canonical, "FAST", False)
+    monkeypatch.setattr(contract, "FAST_ROUNDING", False)
     monkeypatch.setattr(pipeline, "compute_signals", lambda bundle, settings: [
         spec.run(bundle, settings) for spec in signal_specs()
         if spec.id not in settings.disabled_signals
@@ -111,13 +116,22 @@ def test_fast_and_old_paths_give_byte_identical_results(
 
 
 def test_rescoring_a_stored_result_reuses_its_checked_hash_and_matches_a_fresh_score(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, old_path: None
 ) -> None:
+    paths, expected = [], []
     for n, bundle in enumerate(_bundles(30)):
         stored = score_bundle(bundle, LoadedConfig(Settings(), "defaults"), OPTIONS)
-        path = tmp_path / f"r{n}.json"
-        path.write_text(stored.to_json(), encoding="utf-8")
-        assert rescore_file(path, Options(ai="off", env={})).to_json() == stored.to_json()
+        paths.append(tmp_path / f"r{n}.json")
+        paths[-1].write_text(stored.to_json(), encoding="utf-8")
+        expected.append(stored.to_json())
+    old = [rescore(p, Options(ai="off", env={})).json() for p in paths]
+    monkeypatch.undo()  # back to the fast path
+    _clear_caches()
+    for path, want, was in zip(paths, expected, old, strict=True):
+        assert rescore_file(path, Options(ai="off", env={})).to_json() == want == was
+        assert rescore(path, Options(ai="off", env={})).json() == want
+        assert rescore(path, Options(ai="off", env={})).json(indent=False) == json.dumps(
+            json.loads(want), separators=(",", ":"), ensure_ascii=False)
 
 
 def _texts_to_scan() -> list[str]:

@@ -81,11 +81,12 @@ def signal(
     def wrap(measure: Callable[[Ctx], Measure]) -> SignalFunc:
         def run_in(ctx: Ctx) -> Signal:
             found = measure(ctx)
-            return Signal(
-                id=id, category=category, name=name, status=found.status, value=found.value,
-                score=found.score, weight=ctx.settings.signal_weights.get(id, weight),
-                reason=found.reason, evidence=ctx.cite(found.evidence), reads=list(reads_t),
-            )
+            return Signal.model_validate({
+                "id": id, "category": category, "name": name, "status": found.status,
+                "value": found.value, "score": found.score,
+                "weight": ctx.settings.signal_weights.get(id, weight), "reason": found.reason,
+                "evidence": ctx.cite(found.evidence), "reads": list(reads_t),
+            })
 
         @functools.wraps(measure)
         def run(bundle: EvidenceBundle, settings: Settings) -> Signal:

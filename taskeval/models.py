@@ -14,9 +14,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainSerializer,
-    SerializerFunctionWrapHandler,
     ValidationInfo,
-    model_serializer,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
@@ -157,9 +155,17 @@ class CommentEntry(Model):
     body_excerpt: str = ""
 
 
-_LATER_PULL_FIELDS: tuple[tuple[str, str], ...] = (
-    ("via_app", "viaApp"), ("assignees", "assignees"), ("requested_reviewers", "requestedReviewers"),
-)
+def _unset(value: object) -> bool:
+    return value is None or value is False
+
+
+def _empty(value: object) -> bool:
+    return value is None or value == []
+
+
+# Left out of the JSON while unset (None, False): a long timeline stays small when stored.
+_Detail = Field(default=None, exclude_if=_unset)
+_Flag = Field(default=False, exclude_if=_unset)
 
 
 class TimelineEntry(Model):
@@ -167,22 +173,16 @@ class TimelineEntry(Model):
 
     id: str  # the citable evidence ID this event would have ("event:<id>")
     event: str  # GitHub's event name, e.g. head_ref_force_pushed, copilot_work_finished_failure
-    actor: str | None = None
-    actor_is_bot: bool = False
-    created_at: str | None = None
-    commit_id: str | None = None
-    state: str | None = None  # reviewed: the review state
-    source: str | None = None  # cross-referenced: "owner/repo#n" of the mentioning issue or PR
-    source_is_pull: bool = False
-    source_state: str | None = None
-    source_author: str | None = None
-    source_created_at: str | None = None
-
-    @model_serializer(mode="wrap")
-    def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Unset details (None, False) are left out: a long timeline stays small when stored."""
-        data: dict[str, Any] = handler(self)
-        return {k: v for k, v in data.items() if v is not None and v is not False}
+    actor: str | None = _Detail
+    actor_is_bot: bool = _Flag
+    created_at: str | None = _Detail
+    commit_id: str | None = _Detail
+    state: str | None = _Detail  # reviewed: the review state
+    source: str | None = _Detail  # cross-referenced: "owner/repo#n" of the mentioning issue or PR
+    source_is_pull: bool = _Flag
+    source_state: str | None = _Detail
+    source_author: str | None = _Detail
+    source_created_at: str | None = _Detail
 
 
 class PullFacts(Model):
@@ -211,20 +211,11 @@ class PullFacts(Model):
     commit_count: Count = 0  # GitHub's count; may exceed len(commits)
     url: str
     # Read by agent attribution (taskeval.agents); empty in bundles stored before they existed.
-    via_app: str | None = None  # performed_via_github_app slug
-    assignees: list[str] = Field(default_factory=list)
-    requested_reviewers: list[str] = Field(default_factory=list)  # users, in GitHub's order
-
-    @model_serializer(mode="wrap")
-    def _omit_empty_later_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Fields added after bundles were first stored are left out while empty, so an older
-        bundle keeps its canonical form and its bundleHash."""
-        data: dict[str, Any] = handler(self)
-        for name, alias in _LATER_PULL_FIELDS:
-            for key in (name, alias):
-                if key in data and data[key] in (None, []):
-                    del data[key]
-        return data
+    # Fields added after bundles were first stored are left out of the JSON while empty, so an
+    # older bundle keeps its canonical form and its bundleHash.
+    via_app: str | None = Field(default=None, exclude_if=_empty)  # performed_via_github_app slug
+    assignees: list[str] = Field(default_factory=list, exclude_if=_empty)
+    requested_reviewers: list[str] = Field(default_factory=list, exclude_if=_empty)  # in GitHub's order
 
 
 class BundleFacts(Model):
@@ -245,14 +236,7 @@ class BundleFacts(Model):
     # The issue timeline; None when it was not collected (bundles stored before it was) or could
     # not be read ("timeline" in ``unavailable``). Left out of the JSON while None, so an older
     # bundle keeps its canonical form and its bundleHash.
-    timeline: list[TimelineEntry] | None = None
-
-    @model_serializer(mode="wrap")
-    def _omit_uncollected_timeline(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        if data.get("timeline", []) is None:
-            del data["timeline"]
-        return data
+    timeline: list[TimelineEntry] | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class EvidenceBundle(Model):

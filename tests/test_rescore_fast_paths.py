@@ -68,6 +68,7 @@ def old_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(hygiene, "_blank_code", blank_code)
     monkeypatch.setattr(hygiene, "_blank_comments", hygiene.blank_comments)
     monkeypatch.setattr(base, "_globs", _AnyGlob)
+    monkeypatch.setattr(base.CIView, "of", base.CIView.reference)
     monkeypatch.setattr(canonical, "FAST", False)
     monkeypatch.setattr(contract, "FAST_ROUNDING", False)
     monkeypatch.setattr(pipeline, "compute_signals", lambda bundle, settings: [
@@ -132,6 +133,98 @@ def test_rescoring_a_stored_result_reuses_its_checked_hash_and_matches_a_fresh_s
         assert rescore(path, Options(ai="off", env={})).json() == want
         assert rescore(path, Options(ai="off", env={})).json(indent=False) == json.dumps(
             json.loads(want), separators=(",", ":"), ensure_ascii=False)
+
+
+def _random_ci(n: int) -> list[EvidenceBundle]:
+    """The example with random CI: re-run attempts, ties, missing times, every status."""
+    import random
+
+    from taskeval.models import CheckEntry, RunEntry
+
+    rng = random.Random(n)
+    example = EvidenceBundle.model_validate_json(EXAMPLE.read_text(encoding="utf-8"))
+
+    def when() -> str | None:
+        return rng.choice([None, f"2026-01-0{rng.randint(1, 3)}T0{rng.randint(0, 2)}:00:00Z"])
+
+    out = []
+    for _ in range(n):
+        shas = [example.facts.pull.head_sha, "a" * 40, "b" * 40]
+        outcomes = [("completed", "success"), ("completed", "failure"), ("completed", "skipped"),
+                    ("completed", "cancelled"), ("in_progress", None), ("completed", None)]
+        checks = [CheckEntry(id=rng.randint(1, 30), name=rng.choice(["lint", "test", "build"]),
+                             status=st, conclusion=co, head_sha=rng.choice(shas),
+                             started_at=when(), completed_at=when())
+                  for st, co in (rng.choice(outcomes) for _ in range(rng.randint(0, 8)))]
+        runs = [RunEntry(id=rng.randint(1, 30), name=rng.choice([None, "CI", "Docs"]),
+                         workflow_id=rng.choice([None, 1, 2]), head_sha=rng.choice(shas),
+                         status=st, conclusion=co, attempt=rng.randint(1, 3), created_at=when(),
+                         started_at=when(), updated_at=when())
+                  for st, co in (rng.choice(outcomes) for _ in range(rng.randint(0, 8)))]
+        facts = example.facts.model_copy(update={"checks": checks, "runs": runs})
+        out.append(example.model_copy(update={"facts": facts}))
+    return out
+
+
+def test_ci_views_equal_their_reference_construction() -> None:
+    """Each CI view, now and as of any moment, verdict for verdict as the plain construction."""
+    for bundle in [*_bundles(60), *_random_ci(500)]:
+        ctx = base.Ctx(bundle, Settings())
+        for as_of in (None, bundle.facts.pull.merged_at, "2026-01-02T01:00:00Z", ""):
+            fast, ref = ctx.ci_at(as_of), base.CIView.reference(ctx, as_of)
+            assert (fast.checks, fast.runs) == (ref.checks, ref.runs)
+            assert list(fast.checks) == list(ref.checks) and list(fast.runs) == list(ref.runs)
+            assert fast.all() == ref.all() and fast.shas() == ref.shas()
+            for sha in ref.shas():
+                assert fast.at(sha) == ref.at(sha)
+
+
+def test_ci_signals_match_on_random_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CI signals read the same verdicts either way, re-runs and flaky passes included."""
+    bundles = _random_ci(300)
+    loaded = LoadedConfig(Settings(), "defaults")
+    monkeypatch.setattr(base.CIView, "of", base.CIView.reference)
+    old = _score_all(bundles, loaded)
+    monkeypatch.undo()
+    assert _score_all(bundles, loaded) == old
+
+
+def test_commit_ids_shortcut_gives_what_the_pairwise_search_gives() -> None:
+    import random
+
+    from taskeval.evidence import vocabulary as ev
+    from taskeval.models import CommitEntry
+
+    rng = random.Random(3)
+    example = EvidenceBundle.model_validate_json(EXAMPLE.read_text(encoding="utf-8"))
+    for n in range(400):
+        # Few hex digits make shared prefixes (and duplicates) common; some SHAs are short.
+        shas = ["".join(rng.choice("ab") for _ in range(rng.randint(3, 12))) for _ in range(rng.randint(0, 8))]
+        if n % 2:
+            shas = [rng.choice(["", "0" * 7, "1" * 40]) + s for s in shas]
+        commits = [CommitEntry(sha=s, subject="x") for s in shas]
+        bundle = example.model_copy(update={"facts": example.facts.model_copy(update={"commits": commits})})
+        assert base.Ctx(bundle, Settings()).commit_ids == ev.commit_ids(shas), shas
+
+
+def test_longest_gap_is_the_first_largest_gap_between_neighbours() -> None:
+    import itertools
+    import random
+
+    from taskeval.signals.rework import _hours, _longest_gap
+
+    rng = random.Random(8)
+    stamps = ["2026-01-02T03:04:05Z", "2026-01-02T03:04:05Z", "2026-1-2T3:4:5Z", "bad", "",
+              "2026-01-01T00:00:00Z", "2026-02-30T00:00:00Z", "2025-12-31T23:59:59Z"]
+    for _ in range(2000):
+        points = sorted({(rng.choice(stamps) if rng.random() < 0.3 else
+                          f"2026-0{rng.randint(1, 3)}-{rng.randint(10, 28)}T{rng.randint(10, 23)}:00:00Z",
+                          f"id{rng.randint(0, 3)}") for _ in range(rng.randint(2, 9))})
+        if len(points) < 2:
+            continue
+        expected = max(((_hours(a[0], b[0]), a, b) for a, b in itertools.pairwise(points)),
+                       key=lambda t: t[0])
+        assert _longest_gap(points) == expected, points
 
 
 def _texts_to_scan() -> list[str]:

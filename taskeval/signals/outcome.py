@@ -282,8 +282,7 @@ def post_approval_changes(ctx: Ctx) -> Measure:
     """Commits pushed after the last human approval: code that shipped without review. An
     approval submitted after the merge approved nothing that shipped, so it does not count (as in
     process.human_approval)."""
-    human = [r for r in ctx.facts.reviews
-             if r.state == "APPROVED" and ctx.is_other_human(r.author, r.author_is_bot)]
+    human = [r for r in ctx.human_reviews if r.state == "APPROVED"]
     approvals, late = before_merge(ctx, human)
     if not approvals:
         if late:
@@ -294,7 +293,7 @@ def post_approval_changes(ctx: Ctx) -> Measure:
         return inconclusive("No human approval, so there is no approved state to compare with.",
                             [ctx.pr])
     last = approvals[-1]
-    commits = [c for c in ctx.facts.commits if not c.is_merge]
+    commits = ctx.own_commits
     who = last.author or "a reviewer"
     position = next((n for n, c in enumerate(ctx.facts.commits) if c.sha == last.commit_id), None)
     undated: list[CommitEntry] = []

@@ -307,6 +307,30 @@ def test_one_pattern_per_glob_list_matches_as_fnmatch_does(globs: tuple[str, ...
             fnmatchcase(path, g) for g in globs), (globs, path)
 
 
+def test_glob_sets_match_as_fnmatch_does_on_random_globs_and_paths() -> None:
+    import random
+
+    from taskeval.config import Settings as Defaults
+
+    rng = random.Random(4)
+    p = Defaults().patterns
+    lists = [tuple(p.ignore_paths), tuple(p.test_paths), tuple(p.doc_paths), tuple(p.public_surface_paths)]
+    defaults = [g for globs in lists for g in globs]
+    for _ in range(300):
+        glob_chars = "ab/.*_*?[]!\\\n"
+        lists.append(tuple("".join(rng.choice(glob_chars) for _ in range(rng.randint(0, 7)))
+                           for _ in range(rng.randint(1, 4))))
+    paths = [*PATHS, "CHANGELOG.md", "src/widgets/parser.py", "tests/test_parser.py", "a/api/b",
+             "x/cli.py", "pkg/__init__.py", "docs", "test_.py", "a.test.b", "abTest.java"]
+    paths += ["".join(rng.choice("ab/._tes\nTj") for _ in range(rng.randint(0, 12))) for _ in range(300)]
+    paths += [g.replace("*", rng.choice(["", "a", "/x/"])) for g in defaults]
+    for globs in lists:
+        matcher = base.GlobSet(globs)
+        for path in paths:
+            assert (matcher.match(path) is not None) == any(
+                fnmatchcase(path, g) for g in globs), (globs, path)
+
+
 def _blank_code_by_lines(text: str) -> str:
     """The line scan ``blank_code`` always ran before its no-fence shortcut."""
     from taskeval.evidence.vocabulary import _INLINE_CODE

@@ -418,15 +418,19 @@ def _stored_config(config: Any) -> LoadedConfig:
     """A stored result's config, validated once for every result stored with the same one (a
     team's history holds a handful of configs, not one per PR). The key is orjson's text of the
     config; the equality check separates what that text does not (NaN and null are both null)."""
-    key = orjson.dumps(config)
-    hit = _STORED_CONFIGS.get(key)
+    try:
+        key: bytes | None = orjson.dumps(config)
+    except orjson.JSONEncodeError:
+        key = None  # an integer beyond 64 bits: not cached, validation names the field
+    hit = _STORED_CONFIGS.get(key) if key is not None else None
     if hit is not None and hit[0] == config:
         return hit[1]
     info = ConfigInfo.model_validate(config)
     loaded = LoadedConfig(Settings.model_validate(info.settings), info.source, info.errors)
-    if len(_STORED_CONFIGS) >= 64:
-        _STORED_CONFIGS.clear()
-    _STORED_CONFIGS[key] = (config, loaded)
+    if key is not None:
+        if len(_STORED_CONFIGS) >= 64:
+            _STORED_CONFIGS.clear()
+        _STORED_CONFIGS[key] = (config, loaded)
     return loaded
 
 

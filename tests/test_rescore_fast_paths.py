@@ -62,7 +62,7 @@ def old_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(base, "_globs", _AnyGlob)
     monkeypatch.setattr(canonical, "FAST", False)
     monkeypatch.setattr(contract, "FAST_ROUNDING", False)
-    monkeypatch.setattr(pipeline, "compute_signals", lambda bundle, settings: [
+    monkeypatch.setattr(pipeline, "compute_signals", lambda bundle, settings, kept=None: [
         spec.run(bundle, settings) for spec in signal_specs()
         if spec.id not in settings.disabled_signals
         and settings.signal_weights.get(spec.id, spec.weight) != 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Final
 
 from taskeval.contract import Category
@@ -33,10 +32,10 @@ def ci_recovery(ctx: Ctx) -> Measure:
     head = ctx.pull.head_sha
     # One source per commit (checks when there are any): a failing job and its workflow run
     # are one failure, not two.
-    failures: dict[tuple[str, str], list[Verdict]] = defaultdict(list)
+    failures: dict[tuple[str, str], Verdict] = {}  # each check's first failure
     for v in view.all():
-        if v.outcome == "fail":
-            failures[(v.source, v.key)].append(v)
+        if v.outcome == "fail" and (v.source, v.key) not in failures:
+            failures[(v.source, v.key)] = v
     if not failures:
         return inconclusive("CI never failed on this PR, so there was nothing to recover from.",
                             [v.evidence for v in view.at(head)])
@@ -52,7 +51,7 @@ def ci_recovery(ctx: Ctx) -> Measure:
             recovered.append(key)
         elif now is not None and now.outcome == "fail":
             stuck.append(key)
-    cited = [failures[k][0].evidence for k in stuck + recovered]
+    cited = [failures[k].evidence for k in stuck + recovered]
     cited += [at_head[k].evidence for k in stuck + recovered]
     if not recovered and not stuck:
         return inconclusive(
@@ -83,11 +82,13 @@ def red_pushes(ctx: Ctx) -> Measure:
     if not view.shas():
         return _no_ci(ctx)
     order = {c.sha: n for n, c in enumerate(ctx.facts.commits)}
-    shas = sorted(view.shas(), key=lambda s: (order.get(s, len(order)), s))
-    red = [s for s in shas if any(v.outcome == "fail" for v in view.at(s))]
+    last = len(order)
+    shas = sorted(view.shas(), key=lambda s: (order.get(s, last), s))
+    failing = {s: [v.evidence for v in view.at(s) if v.outcome == "fail"] for s in shas}
+    red = [s for s in shas if failing[s]]
     flaky = [v for v in view.all() if v.flaky]
     cited = [ctx.commit_id(s) for s in red]
-    cited += [v.evidence for s in red for v in view.at(s) if v.outcome == "fail"]
+    cited += [e for s in red for e in failing[s]]
     cited += [v.evidence for v in flaky]
     note = (f" ({plural(len(flaky), 'flaky failure')} re-run to green on the same commit not "
             "counted)") if flaky else ""
@@ -104,12 +105,14 @@ def red_pushes(ctx: Ctx) -> Measure:
 
 
 def _in_pr_reverts(ctx: Ctx) -> list[str]:
-    shas = [c.sha for c in ctx.facts.commits]
-    subjects = {c.subject for c in ctx.facts.commits}
+    commits = ctx.facts.commits
+    subjects = {c.subject for c in commits}
     out = []
-    for c in ctx.facts.commits:
-        target = ev.reverted_sha(c.message_excerpt)
-        by_sha = bool(target) and any(s.startswith(target or "") for s in shas if s != c.sha)
+    for c in commits:
+        # Only a message saying "This reverts commit" can name a reverted commit.
+        target = ev.reverted_sha(c.message_excerpt) if "This reverts" in c.message_excerpt else None
+        by_sha = bool(target) and any(
+            o.sha.startswith(target or "") for o in commits if o.sha != c.sha)
         by_subject = c.subject.startswith('Revert "') and c.subject[8:].rstrip('"') in subjects
         if by_sha or by_subject:
             out.append(c.sha)
@@ -119,7 +122,7 @@ def _in_pr_reverts(ctx: Ctx) -> list[str]:
 @signal("agent.commit_churn", CAT, "No revert or fixup churn", 1.0, ["facts.commits"])
 def commit_churn(ctx: Ctx) -> Measure:
     """Share of commits that undo (in-PR reverts) or patch (fixup!/squash!) the PR's own work."""
-    commits = [c for c in ctx.facts.commits if not c.is_merge]
+    commits = ctx.own_commits
     if not commits:
         return inconclusive("The PR lists no commits of its own.", [ctx.pr])
     reverts = _in_pr_reverts(ctx)
@@ -150,7 +153,7 @@ def human_intervention(ctx: Ctx) -> Measure:
     carries no date at all (some sources serve none): who wrote it is known even when the time is
     not, and the reason says how many were counted that way. Commits by another person dated
     before the PR opened (work the PR was built on) do not count."""
-    own = [c for c in ctx.facts.commits if not c.is_merge]
+    own = ctx.own_commits
     known = [c for c in own if c.author_login]
     if not known:
         return inconclusive("No commit has a GitHub author, so who did the work is unknown.",
@@ -159,7 +162,8 @@ def human_intervention(ctx: Ctx) -> Measure:
     others = [c for c in known if ctx.is_other_human(c.author_login, c.author_is_bot)]
     after = [c for c in others if (c.committed_at or c.authored_at or "") > opened]
     undated = [c for c in others if not (c.committed_at or c.authored_at)]
-    before = [c for c in others if c not in after and c not in undated]
+    counted_ids = {id(c) for c in after} | {id(c) for c in undated}
+    before = [c for c in others if id(c) not in counted_ids]
     counted = after + undated
     value = len(counted) / len(known)
     who = sorted({c.author_login or "" for c in counted})
@@ -196,8 +200,7 @@ def human_intervention(ctx: Ctx) -> Measure:
 @signal("agent.review_rounds", CAT, "Few change-request rounds", 1.5, ["facts.reviews"])
 def review_rounds(ctx: Ctx) -> Measure:
     """How often human reviewers sent the work back: each round is a miss the author made."""
-    human = [r for r in ctx.facts.reviews
-             if r.state != "PENDING" and ctx.is_other_human(r.author, r.author_is_bot)]
+    human = [r for r in ctx.human_reviews if r.state != "PENDING"]
     if not human:
         return inconclusive("No one other than the author reviewed the PR.", [ctx.pr])
     rounds = [r for r in human if r.state == "CHANGES_REQUESTED"]
@@ -218,27 +221,29 @@ def feedback_addressed(ctx: Ctx) -> Measure:
     """Share of human review feedback followed by a commit, an author reply or an approval."""
     author = ctx.pull.author
     feedback: list[tuple[str, str, str]] = []  # (evidence id, reviewer, time)
-    for r in ctx.facts.reviews:
+    for r in ctx.human_reviews:
         if (r.state == "CHANGES_REQUESTED" or (r.state == "COMMENTED" and r.body_excerpt)) and \
-                ctx.is_other_human(r.author, r.author_is_bot) and r.submitted_at:
+                r.submitted_at:
             feedback.append((f"review:{r.id}", r.author or "", r.submitted_at))
     for c in ctx.facts.comments:
         if c.kind == "review" and ctx.is_other_human(c.author, c.author_is_bot) and c.created_at:
             feedback.append((f"review-comment:{c.id}", c.author or "", c.created_at))
     if not feedback:
         return inconclusive("No human review feedback to follow up.", [ctx.pr])
-    pushes = [c.committed_at or c.authored_at or "" for c in ctx.facts.commits if not c.is_merge]
+    # A piece is followed up when anything came after it: only the latest push, reply and
+    # approval (by the same reviewer) need comparing ("" when there is none, which no time follows).
+    last_push = max([c.committed_at or c.authored_at or "" for c in ctx.own_commits], default="")
     replies = [c.created_at or "" for c in ctx.facts.comments if c.author == author]
     replies += [r.submitted_at or "" for r in ctx.facts.reviews if r.author == author]
-    approvals: dict[str, list[str]] = defaultdict(list)
+    last_reply = max(replies, default="")
+    last_approval: dict[str, str] = {}
     for r in ctx.facts.reviews:
         if r.state == "APPROVED" and r.author:
-            approvals[r.author].append(r.submitted_at or "")
+            last_approval[r.author] = max(last_approval.get(r.author, ""), r.submitted_at or "")
     open_items = [
         eid for eid, who, when in feedback
-        if not any(t > when for t in pushes)
-        and not any(t > when for t in replies)
-        and not any(t > when for t in approvals.get(who, []))
+        if not last_push > when and not last_reply > when
+        and not last_approval.get(who, "") > when
     ]
     done = len(feedback) - len(open_items)
     value = done / len(feedback)

@@ -10,12 +10,13 @@ so every citation resolves).
 from __future__ import annotations
 
 import functools
+import operator
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fnmatch import translate
-from typing import Literal, TypeVar
+from typing import Literal, NamedTuple, TypeVar
 
 from taskeval.agents import (
     AgentRule,
@@ -28,7 +29,7 @@ from taskeval.agents import (
 from taskeval.config import Settings
 from taskeval.contract import Category
 from taskeval.evidence import vocabulary as ev
-from taskeval.models import CheckEntry, EvidenceBundle, ReviewEntry, RunEntry, Signal
+from taskeval.models import CheckEntry, CommitEntry, EvidenceBundle, ReviewEntry, RunEntry, Signal
 
 from .curves import to_score
 from .wording import agree, names, plural, share
@@ -37,9 +38,9 @@ SignalFunc = Callable[[EvidenceBundle, Settings], Signal]
 FileClass = Literal["ignored", "test", "docs", "source"]
 
 
-@dataclass(frozen=True)
-class Measure:
-    """What a signal found, before the registry dresses it as a :class:`Signal`."""
+class Measure(NamedTuple):
+    """What a signal found, before the registry dresses it as a :class:`Signal` (a named tuple:
+    every signal of every bundle makes one, and a frozen dataclass costs several times more)."""
 
     status: Literal["ok", "inconclusive"]
     reason: str
@@ -113,7 +114,11 @@ def _globs(globs: tuple[str, ...]) -> re.Pattern[str]:
 
 
 class Ctx:
-    """One bundle and its settings, with the derived lookups several signals need (lazy)."""
+    """One bundle and its settings, with the derived lookups several signals need (lazy).
+
+    Built once per bundle and shared by every signal, so whatever more than one signal derives
+    (who is another person, which reviews they wrote, the CI views, file classes, commit IDs) is
+    derived here once; re-scoring runs every signal of thousands of bundles a second."""
 
     def __init__(self, bundle: EvidenceBundle, settings: Settings) -> None:
         self.bundle = bundle
@@ -121,6 +126,9 @@ class Ctx:
         self.facts = bundle.facts
         self.pull = bundle.facts.pull
         self.pr = ev.pr_id(bundle.pull_request)
+        self._humans: dict[tuple[str | None, bool], bool] = {}
+        self._classes: dict[str, FileClass] = {}
+        self._ci_at: dict[str | None, CIView] = {}
 
     @functools.cached_property
     def present(self) -> set[str]:
@@ -128,12 +136,8 @@ class Ctx:
 
     def cite(self, ids: Iterable[str]) -> list[str]:
         """IDs in first-seen order; one capped out of its group is replaced by the PR item."""
-        out: list[str] = []
-        for evidence_id in ids:
-            chosen = evidence_id if evidence_id in self.present else self.pr
-            if chosen not in out:
-                out.append(chosen)
-        return out
+        present, pr = self.present, self.pr
+        return list(dict.fromkeys([i if i in present else pr for i in ids]))
 
     @functools.cached_property
     def agent_rules(self) -> tuple[AgentRule, ...]:
@@ -158,7 +162,13 @@ class Ctx:
 
     @functools.cached_property
     def commit_ids(self) -> dict[str, str]:
-        return ev.commit_ids(c.sha for c in self.facts.commits)
+        """``sha -> commit:<prefix>`` as :func:`ev.commit_ids` gives it. When no two SHAs share
+        their first 7 characters (nearly always) every ID is the 7-character one, which that
+        function finds only after comparing every pair of SHAs."""
+        unique = sorted({c.sha for c in self.facts.commits})
+        if len({sha[:7] for sha in unique}) == len(unique):
+            return {sha: f"commit:{sha[:7]}" for sha in unique}
+        return ev.commit_ids(unique)
 
     def commit_id(self, sha: str) -> str:
         return self.commit_ids.get(sha) or f"commit:{sha[:7]}"
@@ -170,6 +180,11 @@ class Ctx:
     @functools.cached_property
     def item_facts(self) -> dict[str, dict[str, object]]:
         return {item.id: dict(item.facts) for g in self.bundle.groups for item in g.items}
+
+    @functools.cached_property
+    def own_commits(self) -> list[CommitEntry]:
+        """The PR's commits without merge commits (of the base branch into the PR)."""
+        return [c for c in self.facts.commits if not c.is_merge]
 
     # ----------------------------------------------------------------- people
 
@@ -192,17 +207,29 @@ class Ctx:
         return login is not None and login.lower() in self._agent_logins
 
     def is_other_human(self, login: str | None, flagged: bool = False) -> bool:
-        """A person who is not the PR author: not a bot account, not a configured agent."""
-        return (
-            login is not None and login != self.pull.author
-            and not self.is_bot(login, flagged) and not self.is_agent(login)
-        )
+        """A person who is not the PR author: not a bot account, not a configured agent
+        (memoised: a PR has few accounts, and most signals ask about each of them)."""
+        key = (login, flagged)
+        known = self._humans.get(key)
+        if known is None:
+            known = self._humans[key] = (
+                login is not None and login != self.pull.author
+                and not self.is_bot(login, flagged) and not self.is_agent(login)
+            )
+        return known
+
+    @functools.cached_property
+    def human_reviews(self) -> list[ReviewEntry]:
+        """Reviews by other people (any state, pending ones included), in bundle order."""
+        return [r for r in self.facts.reviews if self.is_other_human(r.author, r.author_is_bot)]
 
     # ----------------------------------------------------------------- files
 
     @functools.cached_property
-    def _classes(self) -> dict[str, FileClass]:
-        return {}
+    def _class_globs(self) -> tuple[tuple[FileClass, re.Pattern[str]], ...]:
+        p = self.settings.patterns
+        return (("ignored", _globs(tuple(p.ignore_paths))), ("test", _globs(tuple(p.test_paths))),
+                ("docs", _globs(tuple(p.doc_paths))))
 
     def classify(self, path: str) -> FileClass:
         """The first of ignored, test, docs whose globs match ``path``, else source (memoised:
@@ -210,20 +237,20 @@ class Ctx:
         known = self._classes.get(path)
         if known is not None:
             return known
-        p = self.settings.patterns
-        order: tuple[tuple[FileClass, list[str]], ...] = (
-            ("ignored", p.ignore_paths), ("test", p.test_paths), ("docs", p.doc_paths),
-        )
         found: FileClass = "source"
-        for cls, globs in order:
-            if _globs(tuple(globs)).match(path):
+        for cls, pattern in self._class_globs:
+            if pattern.match(path):
                 found = cls
                 break
         self._classes[path] = found
         return found
 
+    @functools.cached_property
+    def _surface(self) -> re.Pattern[str]:
+        return _globs(tuple(self.settings.patterns.public_surface_paths))
+
     def is_surface(self, path: str) -> bool:
-        return _globs(tuple(self.settings.patterns.public_surface_paths)).match(path) is not None
+        return self._surface.match(path) is not None
 
     @functools.cached_property
     def lines_by_class(self) -> dict[FileClass, int]:
@@ -235,19 +262,47 @@ class Ctx:
     def files_of(self, cls: FileClass) -> list[str]:
         return [f.path for f in self.facts.files if self.classify(f.path) == cls]
 
+    @functools.cached_property
+    def _file_sizes(self) -> dict[str, int]:
+        return {f.path: f.additions + f.deletions for f in self.facts.files}
+
     def biggest_file_ids(self, paths: Iterable[str], most: int = 3) -> list[str]:
-        sizes = {f.path: f.additions + f.deletions for f in self.facts.files}
+        sizes = self._file_sizes
         ranked = sorted(paths, key=lambda p: (-sizes.get(p, 0), p))
         return [f"file:{p}" for p in ranked[:most]]
 
     # ----------------------------------------------------------------- CI
 
-    @functools.cached_property
+    @property
     def ci(self) -> CIView:
-        return CIView.of(self)
+        return self.ci_at(None)
 
     def ci_at(self, as_of: str | None) -> CIView:
-        return CIView.of(self, as_of)
+        """The CI view now (``None``) or as of a moment, built once per moment."""
+        view = self._ci_at.get(as_of)
+        if view is None:
+            view = self._ci_at[as_of] = CIView.of(self, as_of)
+        return view
+
+    @functools.cached_property
+    def ci_series(self) -> tuple[dict[tuple[str, str], list[Attempt]], dict[tuple[str, str], list[Attempt]]]:
+        """Every check (by commit and name) and workflow run (by commit and workflow) as its
+        attempts in start order: what each CI view picks its verdicts from."""
+        checks: dict[tuple[str, str], list[Attempt]] = {}
+        for c in self.facts.checks:
+            checks.setdefault((c.head_sha, c.name), []).append(Attempt(
+                c.started_at or c.completed_at or "", c.id, c.started_at, c.completed_at,
+                ev.outcome_of(c.status, c.conclusion), c))
+        runs: dict[tuple[str, str], list[Attempt]] = {}
+        for r in self.facts.runs:
+            runs.setdefault((r.head_sha, str(r.workflow_id or r.name)), []).append(Attempt(
+                r.started_at or r.created_at or "", r.id, r.started_at or r.created_at,
+                r.updated_at if r.status == "completed" else None,
+                ev.outcome_of(r.status, r.conclusion), r))
+        for series in (*checks.values(), *runs.values()):
+            if len(series) > 1:
+                series.sort(key=_ORDER)
+        return checks, runs
 
     @property
     def ci_unavailable(self) -> bool:
@@ -267,8 +322,7 @@ def before_merge(ctx: Ctx, reviews: list[ReviewEntry]) -> tuple[list[ReviewEntry
 # --------------------------------------------------------------------------- CI view
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(NamedTuple):
     """The latest state of one check (by name) or workflow (by id) at one commit."""
 
     source: Literal["check", "run"]
@@ -280,15 +334,62 @@ class Verdict:
     flaky: bool  # an earlier attempt on the same commit failed and this one passed
 
 
-@dataclass(frozen=True)
-class CIView:
-    """Per commit, the latest verdict of every check and workflow, optionally as of a moment."""
+class Attempt(NamedTuple):
+    """One attempt of a check or workflow run, as a CI view reads it."""
 
-    checks: dict[str, dict[str, Verdict]]
-    runs: dict[str, dict[str, Verdict]]
+    order: str  # when it started (else finished or was created): attempts sort by this, then id
+    id: int
+    started: str | None  # what ``as_of`` compares with: an attempt started later is not counted
+    done: str | None  # when it finished (None: it had not)
+    outcome: ev.Outcome
+    entry: CheckEntry | RunEntry
+
+
+_ORDER = operator.itemgetter(0, 1)
+
+
+class CIView:
+    """Per commit, the latest verdict of every check and workflow, optionally as of a moment.
+
+    Built from :attr:`Ctx.ci_series` (each series grouped and sorted once per bundle), once per
+    moment; its per-commit lists are built once too (several signals read the same commits).
+    :meth:`reference` is the plain construction it must equal."""
+
+    __slots__ = ("_all", "_at", "_shas", "checks", "runs")
+
+    def __init__(self, checks: dict[str, dict[str, Verdict]], runs: dict[str, dict[str, Verdict]]):
+        self.checks = checks
+        self.runs = runs
+        self._at: dict[str, tuple[Verdict, ...]] = {}
+        self._shas: frozenset[str] | None = None
+        self._all: tuple[Verdict, ...] | None = None
 
     @classmethod
     def of(cls, ctx: Ctx, as_of: str | None = None) -> CIView:
+        check_series, run_series = ctx.ci_series
+        checks: dict[str, dict[str, Verdict]] = {}
+        check_ids = ctx.check_ids
+        for (sha, name), series in check_series.items():
+            picked = _pick(series, as_of)
+            if picked is not None:
+                entry, outcome, flaky = picked
+                checks.setdefault(sha, {})[name] = Verdict(
+                    "check", name, name, sha, outcome, check_ids[entry.id], flaky)
+        runs: dict[str, dict[str, Verdict]] = {}
+        for (sha, key), series in run_series.items():
+            picked = _pick(series, as_of)
+            if picked is not None:
+                run, outcome, flaky = picked
+                assert isinstance(run, RunEntry)
+                rerun_green = as_of is None and run.attempt > 1 and outcome == "pass"
+                runs.setdefault(sha, {})[key] = Verdict(
+                    "run", key, run.name or key, sha, outcome, f"run:{run.id}", flaky or rerun_green)
+        return cls(checks, runs)
+
+    @classmethod
+    def reference(cls, ctx: Ctx, as_of: str | None = None) -> CIView:
+        """The view built directly from the bundle, as :meth:`of` builds it faster (tests switch
+        to this one to compare)."""
         checks: dict[str, dict[str, Verdict]] = defaultdict(dict)
         by_check: dict[tuple[str, str], list[CheckEntry]] = defaultdict(list)
         for c in ctx.facts.checks:
@@ -320,17 +421,38 @@ class CIView:
                                          f"run:{run.id}", flaky or rerun_green)
         return cls(dict(checks), dict(runs))
 
-    def at(self, sha: str) -> list[Verdict]:
-        """Checks at ``sha`` when there are any (finer: one per job), else workflow runs."""
-        found = self.checks.get(sha) or self.runs.get(sha) or {}
-        return sorted(found.values(), key=lambda v: v.key)
+    def at(self, sha: str) -> tuple[Verdict, ...]:
+        """Checks at ``sha`` when there are any (finer: one per job), else workflow runs; by key
+        (unique within one commit)."""
+        found = self._at.get(sha)
+        if found is None:
+            verdicts = self.checks.get(sha) or self.runs.get(sha) or {}
+            found = self._at[sha] = tuple([verdicts[k] for k in sorted(verdicts)])
+        return found
 
-    def shas(self) -> set[str]:
-        return set(self.checks) | set(self.runs)
+    def shas(self) -> frozenset[str]:
+        if self._shas is None:
+            self._shas = frozenset(self.checks).union(self.runs)
+        return self._shas
 
-    def all(self) -> list[Verdict]:
-        return [v for sha in sorted(self.shas()) for v in self.at(sha)]
+    def all(self) -> tuple[Verdict, ...]:
+        if self._all is None:
+            self._all = tuple([v for sha in sorted(self.shas()) for v in self.at(sha)])
+        return self._all
 
+
+def _pick(series: list[Attempt], as_of: str | None) -> tuple[CheckEntry | RunEntry, ev.Outcome, bool] | None:
+    """What :func:`_latest` answers, from attempts already in order."""
+    if as_of is not None:
+        series = [a for a in series if (a.started or "") <= as_of]
+        if not series:
+            return None
+    last = series[-1]
+    outcome = last.outcome
+    if as_of is not None and (last.done is None or last.done > as_of):
+        outcome = "pending"
+    flaky = outcome == "pass" and len(series) > 1 and any(a.outcome == "fail" for a in series[:-1])
+    return last.entry, outcome, flaky
 
 
 @dataclass(frozen=True)
@@ -342,7 +464,7 @@ class CITally:
     passing: list[Verdict]
 
     @classmethod
-    def of(cls, verdicts: list[Verdict]) -> CITally:
+    def of(cls, verdicts: Sequence[Verdict]) -> CITally:
         return cls([v for v in verdicts if v.outcome == "fail"],
                    [v for v in verdicts if v.outcome in ("pending", "cancelled")],
                    [v for v in verdicts if v.outcome == "pass"])

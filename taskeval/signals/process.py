@@ -48,7 +48,7 @@ def _standing(reviews: list[ReviewEntry], ctx: Ctx, until: str | None) -> dict[s
     """Each human reviewer's latest decisive review (approve / request changes / dismissed)."""
     out: dict[str, ReviewEntry] = {}
     for r in reviews:
-        if r.state not in ("APPROVED", "CHANGES_REQUESTED", "DISMISSED") or not r.author:
+        if r.state not in _DECISIVE or not r.author:
             continue
         if until is not None and (r.submitted_at or "") > until:
             continue
@@ -57,23 +57,26 @@ def _standing(reviews: list[ReviewEntry], ctx: Ctx, until: str | None) -> dict[s
     return out
 
 
+_DECISIVE: Final = frozenset({"APPROVED", "CHANGES_REQUESTED", "DISMISSED"})
+
+
 @signal("process.human_approval", CAT, "Approved by another person", 2.0,
         ["facts.reviews", "facts.pull.author"])
 def human_approval(ctx: Ctx) -> Measure:
     """Independent human approvals still standing; bot and agent approvals do not count."""
     if "reviews" in ctx.facts.unavailable:
         return inconclusive("Reviews could not be read.", ["audit:unavailable-reviews"])
-    standing = _standing(ctx.facts.reviews, ctx, ctx.pull.merged_at)
-    approvers = sorted(a for a, r in standing.items() if r.state == "APPROVED")
+    standing = _standing(ctx.human_reviews, ctx, ctx.pull.merged_at)
+    approvers = sorted([a for a, r in standing.items() if r.state == "APPROVED"])
+    approved = [r for r in ctx.facts.reviews if r.state == "APPROVED"]
     machine = sorted({
-        r.author or "" for r in ctx.facts.reviews
-        if r.state == "APPROVED"
-        and (ctx.is_bot(r.author, r.author_is_bot) or ctx.is_agent(r.author))
+        r.author or "" for r in approved
+        if ctx.is_bot(r.author, r.author_is_bot) or ctx.is_agent(r.author)
     })
     late = sorted({
-        r.author or "" for r in before_merge(ctx, ctx.facts.reviews)[1]
-        if r.state == "APPROVED" and ctx.is_other_human(r.author, r.author_is_bot)
-    } - set(approvers))
+        r.author or "" for r in before_merge(ctx, approved)[1]
+        if ctx.is_other_human(r.author, r.author_is_bot)
+    }.difference(approvers))
     if approvers:
         reason = (f"Approved by {plural(len(approvers), 'person', 'people')} other than the author "
                   f"({names(approvers)}).")
@@ -93,11 +96,10 @@ def human_approval(ctx: Ctx) -> Measure:
         ["facts.reviews", "facts.pull.mergedAt"])
 def change_requests(ctx: Ctx) -> Measure:
     """Human change requests still standing at merge (not approved over or dismissed)."""
-    asked = [r for r in ctx.facts.reviews
-             if r.state == "CHANGES_REQUESTED" and ctx.is_other_human(r.author, r.author_is_bot)]
+    asked = [r for r in ctx.human_reviews if r.state == "CHANGES_REQUESTED"]
     if not asked:
         return inconclusive("No reviewer requested changes.", [ctx.pr])
-    standing = _standing(ctx.facts.reviews, ctx, ctx.pull.merged_at)
+    standing = _standing(ctx.human_reviews, ctx, ctx.pull.merged_at)
     open_ = sorted(a for a, r in standing.items() if r.state == "CHANGES_REQUESTED")
     moment = "merged" if ctx.pull.merged else "evaluated"
     who = sorted({r.author or "" for r in asked})
@@ -165,13 +167,24 @@ def conventional_commits(ctx: Ctx) -> Measure:
     return ok(value, linear(value, 1.0, 0.0), reason, cited)
 
 
+# What every match of the default ``task_id_pattern`` holds: "#" before the issue number of a
+# closing keyword, or the "-" before a tracker key's number ("ABC-123"). Each match spans that
+# token and at most the keyword before it, so the search can skip every other part of a long
+# body (see ``near_anchors``); a repository's own pattern is searched as it is.
+_TASK_ANCHOR: Final = re.compile(r"#\d|[A-Z0-9]-\d")
+
+
 @signal("process.task_reference", CAT, "Linked to a task", 1.0,
         ["facts.pull.title", "facts.pull.body", "facts.commits"])
 def task_reference(ctx: Ctx) -> Measure:
     """A task reference in the PR text, or else the share of commits with a task trailer."""
-    pattern = re.compile(ctx.settings.patterns.task_id_pattern)
+    source = ctx.settings.patterns.task_id_pattern
+    pattern = re.compile(source)
     text = blank_quotes(visible_text(f"{ctx.pull.title}\n\n{ctx.pull.body}"))
-    match = pattern.search(text)
+    if source == ev.DEFAULT_PATTERNS.task_id_pattern:
+        match = next(ev.near_anchors(pattern, text, _TASK_ANCHOR), None)
+    else:
+        match = pattern.search(text)
     keys = {k.lower() for k in ctx.settings.patterns.task_trailers}
     commits = [c for c in ctx.facts.commits if not c.is_merge]
     tagged = [c for c in commits if keys & {k.lower() for k in c.trailers}]

@@ -106,9 +106,8 @@ def _no_timeline(ctx: Ctx) -> Measure:
 
 
 def _first_human_review(ctx: Ctx, timeline: list[TimelineEntry]) -> str | None:
-    times = [r.submitted_at for r in ctx.facts.reviews
-             if r.submitted_at and r.state != "PENDING"
-             and ctx.is_other_human(r.author, r.author_is_bot)]
+    times = [r.submitted_at for r in ctx.human_reviews
+             if r.submitted_at and r.state != "PENDING"]
     times += [e.created_at for e in timeline
               if e.event == "reviewed" and e.created_at and e.state != "PENDING"
               and ctx.is_other_human(e.actor, e.actor_is_bot)]
@@ -150,7 +149,8 @@ def own_failures(ctx: Ctx) -> Measure:
     timeline = ctx.facts.timeline
     if timeline is None:
         return _no_timeline(ctx)
-    runs = [(e, kind) for e in timeline if (kind := agent_run_event(e.event))]
+    # Every agent session event is named "<agent>_work_...": other events need no closer look.
+    runs = [(e, kind) for e in timeline if "_work_" in e.event and (kind := agent_run_event(e.event))]
     if not runs:
         return inconclusive("The timeline records no agent session events (GitHub records them "
                             "for agents such as Copilot).", [ctx.pr])
@@ -181,14 +181,35 @@ def _stamp(value: str) -> datetime | None:
     the start of the next, and ``strptime`` is slow."""
     try:
         if _STAMP.fullmatch(value):  # the one spelling taskeval stores: no format parsing needed
-            return datetime(int(value[0:4]), int(value[5:7]), int(value[8:10]),
-                            int(value[11:13]), int(value[14:16]), int(value[17:19]))
+            return datetime.fromisoformat(value[:-1])
         return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
     except ValueError:
         return None
 
 
 _STAMP: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
+
+
+# Timeline events that are not activity on the work (notifications, deployments, clean-up).
+_NOT_ACTIVITY: Final = frozenset({"subscribed", "mentioned", "unsubscribed", "deployed",
+                                  "head_ref_deleted", "locked"})
+
+
+def _longest_gap(
+    points: list[tuple[str, str]],
+) -> tuple[float, tuple[str, str], tuple[str, str]]:
+    """The first longest gap in hours between consecutive (time, id) points, and its two ends,
+    as ``max`` over :func:`_hours` of each pair finds it; each time is parsed once, not twice."""
+    prev, prev_at = points[0], _stamp(points[0][0])
+    best: tuple[float, tuple[str, str], tuple[str, str]] | None = None
+    for point in itertools.islice(points, 1, None):
+        at = _stamp(point[0])
+        gap = 0.0 if prev_at is None or at is None else (at - prev_at).total_seconds() / 3600
+        if best is None or gap > best[0]:
+            best = (gap, prev, point)
+        prev, prev_at = point, at
+    assert best is not None, "two points at least"
+    return best
 
 
 @signal("agent.idle_gaps", CAT, "No long stalls", 0.5,
@@ -206,16 +227,14 @@ def idle_gaps(ctx: Ctx) -> Measure:
     points += [(c.created_at, f"{'comment' if c.kind == 'issue' else 'review-comment'}:{c.id}")
                for c in ctx.facts.comments if c.created_at]
     points += [(e.created_at, e.id) for e in ctx.facts.timeline or []
-               if e.created_at and e.event not in ("subscribed", "mentioned", "unsubscribed",
-                                                    "deployed", "head_ref_deleted", "locked")]
+               if e.created_at and e.event not in _NOT_ACTIVITY]
     if end:
         points.append((end, ctx.pr))
     inside = sorted({p for p in points if p[0] >= pull.created_at and (not end or p[0] <= end)})
     if len(inside) < 2:
         return inconclusive("Fewer than two dated pieces of activity, so no gap can be measured.",
                             [ctx.pr])
-    gap, before, after = max(((_hours(a[0], b[0]), a, b) for a, b in itertools.pairwise(inside)),
-                             key=lambda t: t[0])
+    gap, before, after = _longest_gap(inside)
     th = ctx.settings.thresholds
     over = max(0.0, gap - th.idle_grace_hours)
     days = gap / 24

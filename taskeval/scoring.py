@@ -48,10 +48,8 @@ def _counted(s: Signal) -> bool:
 
 
 def _evidence(signals: list[Signal]) -> list[str]:
-    out: list[str] = []
-    for s in signals:
-        out.extend(e for e in s.evidence if e not in out)
-    return out
+    """Every cited ID once, in first-cited order."""
+    return list(dict.fromkeys(e for s in signals for e in s.evidence))
 
 
 def _clause(s: Signal) -> str:

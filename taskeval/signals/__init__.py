@@ -12,7 +12,7 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from taskeval import SCORER_VERSION
 from taskeval.config import Settings
@@ -57,21 +57,41 @@ def compute_signals(
     as stored, with the weight the settings give it now, instead of being measured again."""
     disabled = set(settings.disabled_signals)
     ctx: Ctx | None = None  # one per bundle: its derived lookups are shared by every signal
+    ready = _validated(kept) if kept else {}
     out = []
     for spec in _ordered(len(REGISTRY)):
         weight = settings.signal_weights.get(spec.id, spec.weight)
         if spec.id in disabled or weight == 0:
             continue
-        stored = kept.get(spec.id) if kept else None
+        stored = ready.get(spec.id)
         if stored is not None:
-            try:
-                out.append(Signal.model_validate({**stored, "weight": weight, "contribution": 0.0}))
-                continue
-            except ValidationError:
-                pass  # an edited or damaged stored signal: measure it again
+            if stored.weight != weight:
+                stored.weight = float(weight)
+            out.append(stored)  # its contribution is set again by scoring
+            continue
         if ctx is None:
             ctx = Ctx(bundle, settings)
         out.append(spec.run_in(ctx))
+    return out
+
+
+_SIGNALS = TypeAdapter(list[Signal])
+
+
+def _validated(kept: Mapping[str, Mapping[str, Any]]) -> dict[str, Signal]:
+    """Stored signals as models, by id; one that does not validate (edited or damaged) is left
+    out, so it is measured again."""
+    try:
+        return {s.id: s for s in _SIGNALS.validate_python(list(kept.values()))}
+    except ValidationError:
+        pass
+    out = {}
+    for stored in kept.values():
+        try:
+            signal = Signal.model_validate(stored)
+        except ValidationError:
+            continue
+        out[signal.id] = signal
     return out
 
 
@@ -90,11 +110,20 @@ def keepable(stored_version: object, stored: Settings, now: Settings) -> bool:
     measuring anything again."""
     if stored_version != SCORER_VERSION:
         return False
-    return stored is now or _same_inputs(stored, now)
+    if stored is now:
+        return True
+    # A batch compares the same two configs for every file: remember the answer for the pair.
+    key = (id(stored), id(now))
+    known = _COMPARED.get(key)
+    if known is None or known[0] is not stored or known[1] is not now:
+        if len(_COMPARED) >= 64:
+            _COMPARED.clear()
+        same = all(getattr(stored, name) == getattr(now, name) for name in sorted(_SIGNAL_INPUTS))
+        known = _COMPARED[key] = (stored, now, same)
+    return known[2]
 
 
-def _same_inputs(a: Settings, b: Settings) -> bool:
-    return all(getattr(a, name) == getattr(b, name) for name in sorted(_SIGNAL_INPUTS))
+_COMPARED: dict[tuple[int, int], tuple[Settings, Settings, bool]] = {}
 
 
 def unknown_signal_ids(settings: Settings) -> list[str]:

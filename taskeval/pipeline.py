@@ -337,6 +337,7 @@ def load_stored(path: Path) -> Stored:
 class Rescored:
     result: EvaluationResult
     evidence: dict[str, Any]  # result.evidence as JSON data, already made for its hash
+    kept: bool = False  # the stored result's signals still held and were used (signals.keepable)
 
     def json(self, *, indent: bool = True) -> str:
         """``result.to_json()`` (``indent``) or ``result.model_dump_json(by_alias=True)``, the
@@ -354,7 +355,7 @@ def rescore(path: Path, options: Options) -> Rescored:
     opts = replace(options, trigger="rescore", evaluated_at=options.evaluated_at or str(stamp))
     kept = _kept(stored.result, loaded, options)
     result = score_bundle(stored.bundle, loaded, opts, bundle_hash=stored.bundle_hash, kept=kept)
-    return Rescored(result, stored.evidence)
+    return Rescored(result, stored.evidence, kept is not None)
 
 
 def rescore_file(path: Path, options: Options) -> EvaluationResult:

@@ -9,7 +9,10 @@ identical for the stored example and for generated variations of realistic PRs.
 from __future__ import annotations
 
 import ast
+import itertools
 import json
+import random
+import re
 from collections.abc import Iterator
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -19,10 +22,10 @@ import pytest
 from benchmarks.rescore_bench import variants
 from taskeval import canonical, contract
 from taskeval.config import LoadedConfig, Settings, load_config
-from taskeval.evidence import blank_code, build_bundle
+from taskeval.evidence import blank_code, build_bundle, vocabulary
 from taskeval.models import EvidenceBundle
 from taskeval.pipeline import Options, rescore, rescore_file, score_bundle
-from taskeval.signals import base, hygiene, signal_specs
+from taskeval.signals import base, hygiene, outcome, signal_specs
 from taskeval.signals.agent import _texts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,9 +44,10 @@ class _AnyGlob:
 
 
 def _clear_caches() -> None:
-    for value in vars(hygiene).values():
-        if hasattr(value, "cache_clear"):
-            value.cache_clear()
+    for module in (hygiene, vocabulary):
+        for value in vars(module).values():
+            if hasattr(value, "cache_clear"):
+                value.cache_clear()
 
 
 @pytest.fixture
@@ -54,16 +58,20 @@ def old_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     import taskeval.pipeline as pipeline
 
     monkeypatch.setattr(hygiene, "_NEEDLES", {})
-    monkeypatch.setattr(hygiene, "_NEEDLE_RULES", ())
+    monkeypatch.setattr(hygiene, "_NEEDLES_BY_KIND", {})
     monkeypatch.setattr(hygiene, "_BY_KIND", False)
     monkeypatch.setattr(hygiene, "_FAST_LINES", False)
+    monkeypatch.setattr(hygiene, "_FAST_STANDARD", False)
+    monkeypatch.setattr(vocabulary, "_FAST_ANCHORS", False)
+    monkeypatch.setattr(vocabulary, "_FAST_FENCES", False)
+    monkeypatch.setattr(outcome, "_CLAIM_NEEDLES", {})
     monkeypatch.setattr(hygiene, "_blank_code", blank_code)
     monkeypatch.setattr(hygiene, "_blank_comments", hygiene.blank_comments)
     monkeypatch.setattr(base, "_globs", _AnyGlob)
     monkeypatch.setattr(base.CIView, "of", base.CIView.reference)
     monkeypatch.setattr(canonical, "FAST", False)
     monkeypatch.setattr(contract, "FAST_ROUNDING", False)
-    monkeypatch.setattr(pipeline, "compute_signals", lambda bundle, settings: [
+    monkeypatch.setattr(pipeline, "compute_signals", lambda bundle, settings, kept=None: [
         spec.run(bundle, settings) for spec in signal_specs()
         if spec.id not in settings.disabled_signals
         and settings.signal_weights.get(spec.id, spec.weight) != 0
@@ -357,6 +365,10 @@ def test_blank_code_shortcut_blanks_what_the_line_scan_blanks() -> None:
         "a `b` c\n`d\ne` f ``g`` `", "``` not closed\n`x`", "~~~\ncode\n~~~\n`y`", "`a`\n\n`b`c`d`",
         "   ```\nx\n   ```", "    ```\nindented four: not a fence", "``", "`\n`", "",
     ]
+    rng = random.Random(2)
+    parts = ["```", "~~~", " ```py", "    ```", "`x`", "text", "\n", "\n", "`", "  ~~~", "``",
+             "a `b` c", "````", "\r", "   ~~~~", "\t```"]
+    texts += ["".join(rng.choice(parts) for _ in range(rng.randint(0, 24))) for _ in range(20000)]
     for text in texts:
         assert blank_code(text) == _blank_code_by_lines(text), text
 
@@ -378,3 +390,218 @@ def test_timestamp_shortcut_parses_as_strptime_does() -> None:
         except ValueError:
             expected = None
         assert _stamp(value) == expected, value
+
+
+def test_claim_needles_skip_only_claims_that_cannot_be_made() -> None:
+    from taskeval.signals.outcome import _CLAIMS, _find, claim_text
+
+    phrases = [
+        "All tests pass.", "CI is green", "the build succeeded", "all green", "passes all the checks",
+        "unit specs are still passing", "the test suite succeeds", "Added a unit test.",
+        "adds test coverage", "wrote new specs", "new tests were added", "with regression tests",
+        "includes test cases", "expanded spec", "Updated the README", "documentation has been "
+        "updated", "revised changelog", "improves user guide", "docs updated", "Make sure tests pass",
+    ]
+    texts = _variants(_texts_to_scan() + phrases)
+    assert set(outcome._CLAIM_NEEDLES) == {kind for kind, _ in _CLAIMS}
+    made = 0
+    for text in texts:
+        claimed = claim_text("Title", text)
+        low = hygiene.fold(claimed)
+        for kind, pattern in _CLAIMS:
+            quote = _find(claimed, pattern)
+            made += quote is not None
+            if not any(needle in low for needle in outcome._CLAIM_NEEDLES[kind]):
+                assert quote is None, (kind, text)
+    assert made > 50
+
+
+def _reference_texts() -> list[str]:
+    """Random mixes of the tokens issue and task references are made of, with every kind of
+    whitespace between them (the windows are cut at whitespace)."""
+    import random
+
+    rng = random.Random(3)
+    parts = ["fixes", "Fixes:", ":", "#12", "o/r#3", "https://github.com/o/r/issues/4", "close",
+             "closes", "x", "ABC-12", "UTF-8", "refs", "#", "12", "/issues/", "a.b/c-d#99", "(#7)",
+             "resolved :", "pre-fixes", "FIXES\u00a0#5", "Resolves\u2028o/r#8", "İssue-3", "`#4`"]
+    spaces = ["", " ", "  ", "\n", "\t", "\u00a0", "\u3000", "\r\n", "\x1c"]
+    return [
+        "".join(rng.choice(parts) + rng.choice(spaces) for _ in range(rng.randint(1, 14)))
+        for _ in range(6000)
+    ] + _texts_to_scan()
+
+
+def test_reference_windows_find_what_a_whole_text_search_finds() -> None:
+    import re
+
+    from taskeval.signals.process import _TASK_ANCHOR
+
+    task = re.compile(Settings().patterns.task_id_pattern)
+    for text in _reference_texts():
+        whole = [(m.span(), m.groupdict()) for m in vocabulary._ISSUE_REF.finditer(text)]
+        windows = vocabulary.near_anchors(vocabulary._ISSUE_REF, text, vocabulary._ISSUE_ANCHOR)
+        assert [(m.span(), m.groupdict()) for m in windows] == whole, text
+        first = task.search(text)
+        found = next(vocabulary.near_anchors(task, text, _TASK_ANCHOR), None)
+        assert (found and found.span()) == (first and first.span()), text
+
+
+def test_windows_cut_at_what_re_calls_whitespace() -> None:
+    import re
+    import sys
+
+    chars = "".join(chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF)
+    assert re.findall(r"\s", chars) == [c for c in chars if c.isspace()]
+
+
+def _blank_matches_char_by_char(text: str, patterns: tuple[re.Pattern[str], ...]) -> str:
+    """What ``blank_matches`` did before it skipped patterns and built the text from slices."""
+    spans = [(m.start(), m.end()) for p in patterns for m in p.finditer(text) if m.end() > m.start()]
+    chars = list(text)
+    for start, end in spans:
+        for i in range(start, end):
+            if chars[i] != "\n":
+                chars[i] = "z"
+    return "".join(chars)
+
+
+def _standard_patterns() -> tuple[re.Pattern[str], ...]:
+    from taskeval.agents import rules_for, standard_text_patterns
+
+    return standard_text_patterns(rules_for(None))
+
+
+def test_standard_text_blanking_skips_only_patterns_that_cannot_match() -> None:
+    from tests.test_agents import STANDARD_TEXTS
+
+    patterns = _standard_patterns()
+    texts = _variants([t for _, t in STANDARD_TEXTS] + _texts_to_scan())
+    texts += [a + "\n" + b for (_, a), (_, b) in itertools.pairwise(STANDARD_TEXTS)]
+    changed = 0
+    for text in texts:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        expected = _blank_matches_char_by_char(text, patterns)
+        changed += expected != text
+        for some in (patterns, patterns[::-1], patterns[:3]):
+            hygiene.blank_matches.cache_clear()
+            assert hygiene.blank_matches(text, some) == _blank_matches_char_by_char(text, some), text
+    assert changed >= 10
+
+
+PATTERN_SOURCES = [
+    r"^.{0,4}Generated with \[?Claude Code\]?.*$", r"abc(?i:DEF)ghij", r"(?i)Straße-Name\d", r"x|yyyyy",
+    r"(?x) a b c d  e", r"foo(?=bar)barbaz", r"Thanks for (?:assigning|asking) me", r"\bCo-Authored-By:",
+    r"[ab]cdef?ghij", r"K\u212aelvin", r"(?s)<a>.*?</a>", r"a{4}bcde",
+]
+
+
+@pytest.mark.parametrize("source", PATTERN_SOURCES)
+@pytest.mark.parametrize("flags", [0, re.IGNORECASE | re.MULTILINE])
+def test_required_text_is_in_every_match(source: str, flags: int) -> None:
+    pattern = re.compile(source, flags)
+    need = hygiene.required_text(pattern)
+    samples = ["🤖 Generated with [Claude Code](x)", "abcDEFghij", "abcdefghij", "STRASSE-NAME1",
+               "straße-name2", "abcde", "fooquux", "foobarbaz", "Thanks for asking me", "yyyyy",
+               "co-authored-by:", "CO-AUTHORED-BY:", "xcdeghij", "Kkelvin", "KKELVIN", "<a>\n</a>",
+               "aaaabcde", "AAAABCDE", "acdeghij", "ACDEFGHIJ", "THANKS FOR ASSIGNING ME", "ſtraße"]
+    samples += [s.upper() for s in samples] + [s.swapcase() for s in samples]
+    for text in samples:
+        for match in pattern.finditer(text):
+            if need is not None:
+                words, folded = need
+                assert words in (hygiene.fold(match.group(0)) if folded else match.group(0))
+
+
+def test_required_text_reads_only_fixed_top_level_characters() -> None:
+    def need(source: str, flags: int = 0) -> tuple[str, bool] | None:
+        return hygiene.required_text(re.compile(source, flags))
+
+    assert need(r"abc(?i:DEF)ghij") == ("ghij", False)
+    assert need(r"^.{0,4}Generated with \[?Claude", re.I) == ("generated with ", True)
+    assert need(r"x|yyyyy") is None and need(r"ab?cd") is None
+    assert need(r"Straße-Name", re.I) == ("e-name", True)  # no non-ASCII letter under IGNORECASE
+    assert all(hygiene.required_text(p) for p in _standard_patterns())
+
+
+def _commit_ids_by_search(shas: list[str]) -> dict[str, str]:
+    """``commit_ids`` as it was: lengthen each prefix while another SHA starts with it."""
+    unique = sorted(set(shas))
+    out = {}
+    for sha in unique:
+        n = 7
+        while n < len(sha) and any(o != sha and o.startswith(sha[:n]) for o in unique):
+            n += 1
+        out[sha] = f"commit:{sha[:n]}"
+    return out
+
+
+def test_commit_ids_from_sorted_neighbours_match_the_search() -> None:
+    rng = random.Random(4)
+    for _ in range(5000):
+        count = rng.randint(0, 12)
+        if rng.random() < 0.5:  # short SHAs over two letters: many shared prefixes
+            shas = ["".join(rng.choice("ab") for _ in range(rng.randint(0, 12))) for _ in range(count)]
+        else:
+            shas = ["".join(rng.choice("0123456789abcdef") for _ in range(40)) for _ in range(count)]
+            shas += [sha[:20] + "0" * 20 for sha in shas[:2]]
+        assert vocabulary.commit_ids(shas) == _commit_ids_by_search(shas), shas
+
+
+def _consumed(parsed: object) -> Iterator[str]:
+    """Every character class or literal a parsed pattern can consume, as a one-character regex
+    (or "any" for something wider than that)."""
+    from re import _constants as c  # type: ignore[attr-defined]
+
+    for op, arg in parsed:  # type: ignore[attr-defined]
+        if op is c.LITERAL:
+            yield re.escape(chr(arg))
+        elif op is c.IN:
+            for kind, value in arg:
+                if kind is c.LITERAL:
+                    yield re.escape(chr(value))
+                elif kind is c.CATEGORY and value in (c.CATEGORY_SPACE, c.CATEGORY_WORD,
+                                                      c.CATEGORY_DIGIT):
+                    yield {c.CATEGORY_SPACE: r"\s", c.CATEGORY_WORD: r"\w", c.CATEGORY_DIGIT: r"\d"}[value]
+                elif kind is c.RANGE:
+                    yield f"[{re.escape(chr(value[0]))}-{re.escape(chr(value[1]))}]"
+                else:
+                    yield "any"
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT):
+            yield from _consumed(arg[2])
+        elif op is c.SUBPATTERN:
+            yield from _consumed(arg[3])
+        elif op is c.BRANCH:
+            for branch in arg[1]:
+                yield from _consumed(branch)
+        elif op is not c.AT:
+            yield "any"
+
+
+def test_claims_consume_only_what_their_clauses_hold() -> None:
+    from re import _parser  # type: ignore[attr-defined]
+
+    from taskeval.signals.outcome import _CLAIMS, _NOT_IN_CLAIM
+
+    for kind, pattern in _CLAIMS:
+        for consumed in set(_consumed(_parser.parse(pattern.pattern, pattern.flags))):
+            assert consumed != "any", kind
+            # What it consumes is never a clause boundary (case-insensitively, as it matches).
+            probe = re.compile(consumed, pattern.flags)
+            assert not any(probe.fullmatch(ch) for ch in map(chr, range(0x3000))
+                           if _NOT_IN_CLAIM.fullmatch(ch)), (kind, consumed)
+
+
+def test_claim_clauses_find_what_a_whole_text_search_finds() -> None:
+    from taskeval.signals.outcome import _CLAIM_WORDS, _CLAIMS, _NOT_IN_CLAIM, claim_text
+
+    phrases = ["All tests pass.", "tests\nare\n\nnow passing", "Added end-to-end tests", "(all green)",
+               "docs.updated", "docs-updated", "the e2e\tspecs succeed!", "Added unit tests, and "
+               "all the checks pass: CI green", "passes the CI", "ſpecs paſs", "TEST SUITE PASSES"]
+    for text in _variants(_texts_to_scan() + phrases + _reference_texts()[:500]):
+        claimed = claim_text("Title", text)
+        low = hygiene.fold(claimed)
+        for kind, pattern in _CLAIMS:
+            whole = [m.span() for m in pattern.finditer(claimed)]
+            found = vocabulary.in_clauses(pattern, claimed, low, _CLAIM_WORDS[kind], _NOT_IN_CLAIM)
+            assert [m.span() for m in found] == whole, (kind, claimed)

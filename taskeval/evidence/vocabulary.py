@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
@@ -49,6 +49,8 @@ _ISSUE_REF = re.compile(
     r"(?P<num>\d+)\b"
 )
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
+# What every issue reference contains: ``#`` or ``/issues/`` right before its number.
+_ISSUE_ANCHOR = re.compile(r"#\d|/issues/\d", re.IGNORECASE)
 
 # --------------------------------------------------------------------------- text helpers
 
@@ -122,6 +124,8 @@ def blank_code(text: str) -> str:
         # No fence anywhere: only inline spans, which never cross a line, so one pass over the
         # whole text blanks exactly what the line scan would (and nothing when there is no `).
         return _INLINE_CODE.sub(lambda m: " " * len(m.group(0)), text) if "`" in text else text
+    if _FAST_FENCES:
+        return _blank_fenced(text)
     out: list[str] = []
     fence: str | None = None
     for line in text.split("\n"):
@@ -137,6 +141,44 @@ def blank_code(text: str) -> str:
         elif marker == fence:
             fence = None
     return "\n".join(out)
+
+
+# A line that opens or closes a fence: at most three spaces, then ``` or ~~~ (what the line scan
+# above calls a fence line).
+_FENCE_LINE = re.compile(r"^ {0,3}(```|~~~)", re.MULTILINE)
+_FAST_FENCES = True  # False: the line scan (the tests compare both ways)
+
+
+def _blank_inline(text: str) -> str:
+    return _INLINE_CODE.sub(lambda m: " " * len(m.group(0)), text) if "`" in text else text
+
+
+def _blank_fenced(text: str) -> str:
+    """:func:`blank_code`'s line scan, visiting only the fence lines: the lines between fenced
+    blocks get their inline spans blanked in one pass (spans never cross a line), each fenced
+    block from its opening line to its closing line (or the end) is blanked whole."""
+    out: list[str] = []
+    pos = 0  # start of the text not yet copied
+    opened: tuple[int, str] | None = None  # (start of the opening line, its marker)
+    for line in _FENCE_LINE.finditer(text):
+        marker = line.group(1)
+        if opened is None:
+            out.append(_blank_inline(text[pos:line.start()]))
+            opened = (line.start(), marker)
+        elif marker == opened[1]:
+            end = text.find("\n", line.start())
+            end = len(text) if end == -1 else end
+            out.append(_blank_lines(text[opened[0]:end]))
+            pos, opened = end, None
+    if opened is not None:
+        out.append(_blank_lines(text[opened[0]:]))
+    else:
+        out.append(_blank_inline(text[pos:]))
+    return "".join(out)
+
+
+def _blank_lines(text: str) -> str:
+    return "\n".join(" " * len(line) for line in text.split("\n"))
 
 
 def is_fixup(subject: str) -> bool:
@@ -194,12 +236,23 @@ def commit_ids(shas: Iterable[str]) -> dict[str, str]:
     """``sha -> commit:<prefix>``: 7 characters, longer only where two SHAs would collide."""
     unique = sorted(set(shas))
     out: dict[str, str] = {}
-    for sha in unique:
-        n = 7
-        while n < len(sha) and any(o != sha and o.startswith(sha[:n]) for o in unique):
-            n += 1
-        out[sha] = f"commit:{sha[:n]}"
+    # Another SHA starts with ``sha[:n]`` exactly when it shares at least n leading characters
+    # with ``sha``, and in sorted order the SHA sharing the most is a neighbour: so the prefix
+    # needs one character more than the longer of the two neighbours' shared prefixes.
+    for index, sha in enumerate(unique):
+        shared = max(_shared_prefix(sha, unique[index - 1]) if index else 0,
+                     _shared_prefix(sha, unique[index + 1]) if index + 1 < len(unique) else 0)
+        out[sha] = f"commit:{sha[:min(len(sha), max(7, shared + 1))]}"
     return out
+
+
+def _shared_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def check_ids(checks: Iterable[tuple[int, str]]) -> dict[int, str]:
@@ -242,11 +295,84 @@ def linked_issues(text: str, repository: str) -> list[IssueLink]:
     return list(_linked_issues(text, repository))
 
 
+def near_anchors(
+    pattern: re.Pattern[str], text: str, anchors: re.Pattern[str], before: int = 2
+) -> Iterator[re.Match[str]]:
+    """``pattern.finditer(text)`` for a pattern whose every match holds an anchor and spans at
+    most the anchor's whitespace-delimited token and the ``before`` tokens ahead of it, with no
+    whitespace after the anchor's token: e.g. "Fixes : owner/repo#12" (two tokens before "#1").
+
+    Such a pattern can only match inside those windows, and a window starts at a token and ends
+    at whitespace (or the text's ends), so searching each window (its bounds are ``pos`` and
+    ``endpos``; lookbehinds and ``\\b`` still see the text around it) finds the same matches as
+    searching the whole text. Skipping the rest matters: ``_ISSUE_REF`` tries a repository
+    name at every word of a long PR body, and most words are nowhere near a ``#``.
+    """
+    if not _FAST_ANCHORS:
+        yield from pattern.finditer(text)
+        return
+    start = end = -1
+    for anchor in anchors.finditer(text):
+        at = anchor.start()
+        if at < end:
+            continue  # inside the window already taken
+        head = at
+        for _ in range(before + 1):  # back to the start of this token, then ``before`` more
+            while head > 0 and text[head - 1].isspace():
+                head -= 1
+            while head > 0 and not text[head - 1].isspace():
+                head -= 1
+        tail = at
+        while tail < len(text) and not text[tail].isspace():
+            tail += 1
+        if head <= end:  # touching the previous window: one window
+            end = tail
+            continue
+        if end > start:
+            yield from pattern.finditer(text, start, end)
+        start, end = head, tail
+    if end > start:
+        yield from pattern.finditer(text, start, end)
+
+
+_FAST_ANCHORS = True  # False: search whole texts (the tests compare both ways)
+
+
+def in_clauses(
+    pattern: re.Pattern[str], text: str, low: str, needles: re.Pattern[str],
+    outside: re.Pattern[str],
+) -> Iterator[re.Match[str]]:
+    """``pattern.finditer(text)`` for a pattern whose every match holds a match of ``needles`` in
+    ``low`` (``text`` case-folded, same length) and no character that ``outside`` matches.
+
+    A match then lies inside one clause (a run of characters ``outside`` does not match) that
+    holds a needle, so only those clauses are searched (``pos`` and ``endpos``; a clause ends at
+    a character the pattern cannot consume, so ``\\b`` and ``\\s+`` read the same there). The
+    claim patterns try every word of a long PR body, and their words sit in a few sentences.
+    """
+    if not _FAST_ANCHORS or len(low) != len(text):
+        yield from pattern.finditer(text)
+        return
+    backwards: str | None = None
+    end = 0
+    for needle in needles.finditer(low):
+        at = needle.start()
+        if at < end:
+            continue  # in the clause just searched
+        if backwards is None:
+            backwards = text[::-1]
+        before = outside.search(backwards, len(text) - at)
+        start = 0 if before is None else len(text) - before.start()
+        after = outside.search(text, at)
+        end = len(text) if after is None else after.start()
+        yield from pattern.finditer(text, start, end)
+
+
 @lru_cache(maxsize=1024)
 def _linked_issues(text: str, repository: str) -> tuple[IssueLink, ...]:
     """Cached: the claims and task-reference signals read the same PR text."""
     found: dict[tuple[str | None, int], IssueLink] = {}
-    for match in _ISSUE_REF.finditer(blank_code(text)):
+    for match in near_anchors(_ISSUE_REF, blank_code(text), _ISSUE_ANCHOR):
         repo = match.group("repo") or match.group("urlrepo")
         if repo and repo.lower() == repository.lower():
             repo = None

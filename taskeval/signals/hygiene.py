@@ -122,12 +122,15 @@ _NEEDLES: Final[dict[str, tuple[str, ...]]] = {
     "chat-closing": ("i hope ", "let me know if ", "feel free to ", "happy coding"),
     "chat-opening": ("certainly", "sure", "absolutely", "of course", "great question", "here"),
     "todo-fill": ("todo", "lorem ipsum"),
-    "placeholder-token": ("[insert", "[add", "[describe", "[your", "[enter", "#"),
+    "placeholder-token": ("[insert", "[add", "[describe", "[your", "[enter", "(issue", "(ticket)",
+                          "#xxx", "#nnn"),
 }
-_NEEDLE_RULES: Final[tuple[tuple[str, str, bool], ...]] = tuple(
-    (needle, rule, kind == "template")
-    for kind, rule, _ in _RULE_SOURCES for needle in _NEEDLES.get(rule, ())
-)
+# (needle, rule) pairs of each kind's rules: a scan for some kinds checks only their needles.
+_NEEDLES_BY_KIND: Final[dict[FindingKind, tuple[tuple[str, str], ...]]] = {
+    of: tuple((needle, rule) for kind, rule, _ in _RULE_SOURCES if kind == of
+              for needle in _NEEDLES.get(rule, ()))
+    for of in ("leakage", "boilerplate", "template")
+}
 # Under IGNORECASE, ``re`` matches an ASCII letter with exactly these non-ASCII characters besides
 # its own two cases (tests/test_rescore_fast_paths.py derives the list from ``re`` itself). Folding
 # them first makes ``fold(text)`` contain a rule's needle whenever the rule matches ``text``, so the
@@ -210,9 +213,11 @@ def html_comments(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+@lru_cache(maxsize=1024)
 def blank_quotes(text: str) -> str:
     """``text`` with blockquoted lines blanked (same length and newlines): quoted text is not
-    the author's own claim, template or chat."""
+    the author's own claim, template or chat (cached: the claims and task-reference signals read
+    the same PR text)."""
     if ">" not in text:
         return text
     return _QUOTED_LINE.sub(lambda m: _blank(m.group(0)), text)
@@ -393,15 +398,63 @@ def blank_matches(text: str, patterns: tuple[re.Pattern[str], ...]) -> str:
     """``text`` with every match of ``patterns`` overwritten by a neutral letter (newlines kept,
     so the line numbers of what remains do not move; not spaces, which would leave a section
     looking empty, i.e. an unfilled template)."""
-    spans = [(m.start(), m.end()) for p in patterns for m in p.finditer(text) if m.end() > m.start()]
+    low: str | None = None
+    spans: list[tuple[int, int]] = []
+    for pattern in patterns:
+        # A pattern's fixed words (see ``required_text``) missing from the text: no match, and
+        # no search of a long body for a "^.{0,4}Generated with ..." line it does not have.
+        need = required_text(pattern) if _FAST_STANDARD else None
+        if need is not None:
+            words, folded = need
+            if folded and low is None:
+                low = fold(text)
+            haystack = low if folded and low is not None else text
+            if words not in haystack:
+                continue
+        spans += [(m.start(), m.end()) for m in pattern.finditer(text) if m.end() > m.start()]
     if not spans:
         return text
-    chars = list(text)
-    for start, end in spans:
-        for i in range(start, end):
-            if chars[i] != "\n":
-                chars[i] = "z"
-    return "".join(chars)
+    parts, pos = [], 0
+    for start, end in sorted(spans):  # overlapping spans are one span
+        if end > pos:
+            start = max(start, pos)
+            parts += [text[pos:start], "\n".join("z" * len(line) for line in text[start:end].split("\n"))]
+            pos = end
+    return "".join([*parts, text[pos:]])
+
+
+_FAST_STANDARD = True  # False: search every pattern (the tests compare both ways)
+_REQUIRED: dict[re.Pattern[str], tuple[str, bool] | None] = {}
+
+
+def required_text(pattern: re.Pattern[str]) -> tuple[str, bool] | None:
+    """The longest run of plain characters (4 or more) at the top level of ``pattern``, so in
+    every match, and whether it is folded: under IGNORECASE it is lower-cased and ASCII only, to
+    be looked for in ``fold(text)`` (see ``fold``), else looked for in the text as it is.
+
+    Read off the parsed pattern once per pattern (the agent table's patterns, or a repository's):
+    a group, repeat, class or alternative ends a run, so only characters every match holds count.
+    """
+    if pattern in _REQUIRED:
+        return _REQUIRED[pattern]
+    folded = bool(pattern.flags & re.IGNORECASE)
+    best = ""
+    try:
+        items = list(re._parser.parse(pattern.pattern, pattern.flags))  # type: ignore[attr-defined]
+    except Exception:  # an unreadable pattern simply gets no shortcut
+        items = []
+    run: list[str] = []
+    for op, arg in [*items, (None, None)]:
+        if op is re._constants.LITERAL and not (folded and arg >= 128):  # type: ignore[attr-defined]
+            run.append(chr(arg).lower() if folded else chr(arg))
+            continue
+        if len(run) > len(best):
+            best = "".join(run)
+        run = []
+    found = (best, folded) if len(best) >= 4 else None
+    if len(_REQUIRED) < 4096:
+        _REQUIRED[pattern] = found
+    return found
 
 
 @lru_cache(maxsize=2048)
@@ -418,9 +471,7 @@ def _detect(
     # what renders as the author's own words (no comments, no blockquoted text).
     own = blank_quotes(prose)
     rendered = _blank_comments(own) if "template" in kinds else own
-    chat = own
-    if "boilerplate" in kinds and ('"' in own or "“" in own):
-        chat = _QUOTED_SPEECH.sub(lambda m: _blank(m.group(0)), own)
+    chat: str | None = None  # made when a chat rule runs: most texts have none of their needles
     where = _Lines(prose)
     # A rule whose every match contains one of its needles (see _NEEDLES) cannot match a text
     # whose case fold (see ``fold``) has none.
@@ -429,14 +480,24 @@ def _detect(
     if prefilter:
         low_rendered = (low_prose if rendered is prose else fold(rendered)) \
             if "template" in kinds else ""
-        hit = {rule for needle, rule, template in _NEEDLE_RULES
-               if needle in (low_rendered if template else low_prose)}
+        hit: set[str] = set()
+        for kind in kinds:
+            low = low_rendered if kind == "template" else low_prose
+            hit.update([rule for needle, rule in _NEEDLES_BY_KIND.get(kind, ()) if needle in low])
         skip = _NEEDLES.keys() - hit
     found: dict[tuple[int, str], Finding] = {}
     for kind, rule, pattern in _RULES:
         if rule in skip or kind not in kinds:
             continue
-        scanned = prose if kind == "leakage" else (rendered if kind == "template" else chat)
+        if kind == "leakage":
+            scanned = prose
+        elif kind == "template":
+            scanned = rendered
+        else:
+            if chat is None:
+                quoted = '"' in own or "“" in own
+                chat = _QUOTED_SPEECH.sub(lambda m: _blank(m.group(0)), own) if quoted else own
+            scanned = chat
         for match in pattern.finditer(scanned):
             line = where.of(match.start())
             found.setdefault((line, rule), Finding(line, kind, rule, _clip(match.group(0))))

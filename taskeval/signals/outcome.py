@@ -12,7 +12,7 @@ from taskeval.models import CommitEntry
 
 from .base import CITally, Ctx, Measure, before_merge, inconclusive, ok, signal
 from .curves import coverage, decay, linear
-from .hygiene import blank_quotes, task_items, visible_text
+from .hygiene import blank_quotes, fold, task_items, visible_text
 from .wording import agree, all_of, names, none_of, plural, sentence, share
 
 CAT: Category = "taskOutcomeQuality"
@@ -80,6 +80,20 @@ _CLAIMS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
         r"\b(?:docs|documentation|readme|changelog)\s+(?:is\s+|are\s+|was\s+|were\s+|has been\s+|"
         r"have been\s+)?updated\b")),
 )
+# Words every match of each claim pattern contains (read off the patterns above). A claim text
+# whose case fold holds none of a claim's words cannot make that claim, so its pattern, which
+# tries every position of a long body, is not run (tests/test_rescore_fast_paths.py compares).
+_CLAIM_NEEDLES: Final[dict[str, tuple[str, ...]]] = {
+    "tests pass": ("pass", "green", "succeed"),
+    "adds tests": ("test", "spec"),
+    "updates docs": ("doc", "readme", "changelog", "user guide"),
+}
+# Every character of a claim is a word character, whitespace or "-" (end-to-end): a claim sits
+# inside one run of those, so the search skips the runs without one of the claim's words.
+_NOT_IN_CLAIM: Final = re.compile(r"[^\w\s-]")
+_CLAIM_WORDS: Final[dict[str, re.Pattern[str]]] = {
+    kind: re.compile("|".join(map(re.escape, needles))) for kind, needles in _CLAIM_NEEDLES.items()
+}
 _UNCHECKED_LINE: Final = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+\[ \][^\n]*$", re.MULTILINE)
 
 Verdict = Literal["supported", "contradicted", "unverifiable"]
@@ -97,11 +111,18 @@ class Claim:
 def claim_text(title: str, body: str) -> str:
     """What the PR asserts: rendered prose only, without unchecked checklist items or
     blockquoted text (an issue or a reviewer quoted in the description is not the PR's claim)."""
-    return _UNCHECKED_LINE.sub("", blank_quotes(visible_text(f"{title}\n\n{body}")))
+    shown = blank_quotes(visible_text(f"{title}\n\n{body}"))
+    return _UNCHECKED_LINE.sub("", shown) if "[ ]" in shown else shown
 
 
-def _find(text: str, pattern: re.Pattern[str]) -> str | None:
-    for match in pattern.finditer(text):
+def _find(text: str, pattern: re.Pattern[str], low: str | None = None,
+          words: re.Pattern[str] | None = None) -> str | None:
+    """The first claim ``pattern`` finds in ``text`` that is not an instruction ("make sure
+    tests pass"); with ``low`` (``fold(text)``) and the claim's ``words``, searched only in the
+    clauses holding one of them (see ``ev.in_clauses``)."""
+    found = (ev.in_clauses(pattern, text, low, words, _NOT_IN_CLAIM)
+             if low is not None and words is not None else pattern.finditer(text))
+    for match in found:
         if not _NOT_A_CLAIM.search(text[max(0, match.start() - 40): match.start()]):
             return " ".join(match.group(0).split())
     return None
@@ -162,9 +183,13 @@ def _check_fix(ctx: Ctx, link: ev.IssueLink) -> Claim:
 def check_claims(ctx: Ctx) -> list[Claim]:
     """Each claim the PR text makes about tests, docs or fixed issues, checked against evidence."""
     text = claim_text(ctx.pull.title, ctx.pull.body)
+    low = fold(text)
     out = []
     for kind, pattern in _CLAIMS:
-        quote = _find(text, pattern)
+        needles = _CLAIM_NEEDLES.get(kind)
+        if needles and not any(needle in low for needle in needles):
+            continue
+        quote = _find(text, pattern, low, _CLAIM_WORDS.get(kind) if needles else None)
         if quote is None:
             continue
         if kind == "tests pass":

@@ -167,13 +167,24 @@ def conventional_commits(ctx: Ctx) -> Measure:
     return ok(value, linear(value, 1.0, 0.0), reason, cited)
 
 
+# What every match of the default ``task_id_pattern`` holds: "#" before the issue number of a
+# closing keyword, or the "-" before a tracker key's number ("ABC-123"). Each match spans that
+# token and at most the keyword before it, so the search can skip every other part of a long
+# body (see ``near_anchors``); a repository's own pattern is searched as it is.
+_TASK_ANCHOR: Final = re.compile(r"#\d|[A-Z0-9]-\d")
+
+
 @signal("process.task_reference", CAT, "Linked to a task", 1.0,
         ["facts.pull.title", "facts.pull.body", "facts.commits"])
 def task_reference(ctx: Ctx) -> Measure:
     """A task reference in the PR text, or else the share of commits with a task trailer."""
-    pattern = re.compile(ctx.settings.patterns.task_id_pattern)
+    source = ctx.settings.patterns.task_id_pattern
+    pattern = re.compile(source)
     text = blank_quotes(visible_text(f"{ctx.pull.title}\n\n{ctx.pull.body}"))
-    match = pattern.search(text)
+    if source == ev.DEFAULT_PATTERNS.task_id_pattern:
+        match = next(ev.near_anchors(pattern, text, _TASK_ANCHOR), None)
+    else:
+        match = pattern.search(text)
     keys = {k.lower() for k in ctx.settings.patterns.task_trailers}
     commits = [c for c in ctx.facts.commits if not c.is_merge]
     tagged = [c for c in commits if keys & {k.lower() for k in c.trailers}]

@@ -1,14 +1,23 @@
-"""Re-scoring throughput: stored evidence bundles per second, offline, through `taskeval score`'s path.
+"""Re-scoring throughput: stored files per second, offline, through `taskeval score`'s path.
 
 Generates variations of realistic agent PRs (commit counts and messages, CI histories, reviews,
-changed files, PR text, open or merged), stores each one's evidence bundle as a JSON file, and
-re-scores the files with :func:`taskeval.pipeline.rescore_file` (what ``taskeval score FILE
---no-ai`` runs) in chunks of 1,000 so disk use stays small. Every re-score is compared with the
-score the bundle got when it was stored: the run fails if a single byte differs. Run from the
-repository root:
+changed files, PR text, open or merged) and stores each one, then re-scores the files with
+:func:`taskeval.pipeline.rescore` (what ``taskeval score`` runs for each file), in chunks of 1,000
+so disk use stays small. Every re-score is compared with what scoring the PR from scratch gives:
+the run fails if a single byte differs. What is stored and how it is re-scored (``--mode``):
+
+- ``bundles``: bare evidence bundles, re-scored with the defaults: every signal is measured;
+- ``weights``: results stored with the defaults, re-scored after a change of weights (what
+  ``taskeval calibrate`` suggests): the stored signals still hold, none is measured again;
+- ``thresholds``: results stored with the defaults, re-scored after a change of a curve
+  threshold: every signal is measured again.
+
+Run from the repository root:
 
     python -m benchmarks.rescore_bench --count 10000
+    python -m benchmarks.rescore_bench --count 10000 --mode weights
     python -m benchmarks.rescore_bench --count 2000 --write /tmp/bundles   # a corpus for the CLI
+    python -m benchmarks.rescore_bench --count 2000 --mode weights --write /tmp/results
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -29,7 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from taskeval.config import load_config
 from taskeval.evidence import build_bundle
 from taskeval.models import EvidenceBundle
-from taskeval.pipeline import Options, rescore_file, score_bundle
+from taskeval.pipeline import Options, score_bundle
+from taskeval.pipeline import rescore as rescore_path
 from taskeval.raw import CollectionIssue, RawCollection
 from tests import builders as b
 
@@ -108,37 +118,51 @@ def variants(count: int, seed: int = 0) -> Iterator[RawCollection]:
         yield variant(rng, n)
 
 
+# The configs each mode re-scores with (None: the stored one, or the defaults for a bundle).
+CONFIGS: dict[str, str | None] = {
+    "bundles": None,
+    "weights": "signal_weights:\n  agent.ci_recovery: 3\n  outcome.claims: 1.5\n  agent.objections: 2.5\n"
+               "  process.change_size: 0\ndisabled_signals: [process.description]\n",
+    "thresholds": "thresholds:\n  red_push_half_life: 2.5\n",
+}
+
+
 @dataclass
 class Stored:
     path: Path
-    scored: str  # the result JSON the bundle got when it was stored
+    scored: str  # the result JSON scoring the PR from scratch gives, with the mode's config
 
 
-def store(raw: RawCollection, folder: Path, n: int) -> Stored:
-    """Write the bundle as ``taskeval`` stores it and score it once, as the evaluation did."""
+def store(raw: RawCollection, folder: Path, n: int, mode: str = "bundles", config: Path | None = None) -> Stored:
+    """Write the PR as ``taskeval`` stores it (a bundle, or the result of its evaluation with
+    the defaults), and score it from scratch with ``config``, the mode's (:func:`config_file`)."""
     bundle = build_bundle(raw)
-    path = folder / f"bundle-{n:05d}.json"
-    path.write_text(bundle.to_json(), encoding="utf-8")
-    reread = EvidenceBundle.model_validate_json(path.read_text(encoding="utf-8"))
+    reread = EvidenceBundle.model_validate_json(bundle.to_json())
     pull = reread.facts.pull
     stamp = str(pull.merged_at or pull.closed_at or pull.created_at)
-    result = score_bundle(reread, load_config(None), Options(
-        ai="off", trigger="rescore", evaluated_at=stamp, env={}))
+    options = Options(ai="off", trigger="rescore", evaluated_at=stamp, env={})
+    path = folder / f"{'bundle' if mode == 'bundles' else 'result'}-{n:05d}.json"
+    if mode == "bundles":
+        path.write_text(bundle.to_json(), encoding="utf-8")
+    else:
+        evaluated = score_bundle(reread, load_config(None), replace(options, trigger="pull_request"))
+        path.write_text(evaluated.to_json(), encoding="utf-8")
+    result = score_bundle(reread, load_config(None, config), options)
     return Stored(path, result.to_json())
 
 
-def rescore(stored: Stored) -> tuple[float, bool]:
+def rescore(stored: Stored, config: Path | None = None) -> tuple[float, bool]:
     """Seconds to re-score one stored file, and whether the bytes match its first score."""
-    seconds, _, same = rescore_timed(stored)
+    seconds, _, same = rescore_timed(stored, config)
     return seconds, same
 
 
-def rescore_timed(stored: Stored) -> tuple[float, float, bool]:
+def rescore_timed(stored: Stored, config: Path | None = None) -> tuple[float, float, bool]:
     """Wall seconds and CPU seconds of this process to re-score one stored file, and whether the
     bytes match its first score. CPU time is what one core spends; on a shared machine the wall
     time also counts the time other processes held the core."""
     wall, cpu = time.perf_counter(), time.process_time()
-    text = rescore_file(stored.path, Options(ai="off", env={})).to_json()
+    text = rescore_path(stored.path, Options(ai="off", env={}, config_path=config)).json()
     return time.perf_counter() - wall, time.process_time() - cpu, text == stored.scored
 
 
@@ -160,7 +184,7 @@ class Report:
         return self.count / self.cpu_seconds if self.cpu_seconds else 0.0
 
 
-def run(count: int, seed: int = 0, chunk: int = 1000) -> Report:
+def run(count: int, seed: int = 0, chunk: int = 1000, mode: str = "bundles") -> Report:
     per_bundle: list[float] = []
     sizes: list[int] = []
     mismatches = 0
@@ -169,9 +193,11 @@ def run(count: int, seed: int = 0, chunk: int = 1000) -> Report:
     done = 0
     while done < count:
         with tempfile.TemporaryDirectory(prefix="taskeval-rescore-") as folder:
-            batch = [store(next(made), Path(folder), done + i) for i in range(min(chunk, count - done))]
+            config = config_file(Path(folder), mode)
+            batch = [store(next(made), Path(folder), done + i, mode, config)
+                     for i in range(min(chunk, count - done))]
             for stored in batch:
-                seconds, cpu_seconds, same = rescore_timed(stored)
+                seconds, cpu_seconds, same = rescore_timed(stored, config)
                 per_bundle.append(seconds)
                 cpu += cpu_seconds
                 mismatches += not same
@@ -180,22 +206,38 @@ def run(count: int, seed: int = 0, chunk: int = 1000) -> Report:
     return Report(count, sum(per_bundle), per_bundle, mismatches, sizes, cpu)
 
 
+def config_file(folder: Path, mode: str) -> Path | None:
+    text = CONFIGS[mode]
+    if text is None:
+        return None
+    path = folder / "taskeval.yml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--mode", choices=list(CONFIGS), default="bundles",
+                        help="what is stored and how it is re-scored (see above)")
     parser.add_argument("--write", metavar="DIR", type=Path,
-                        help="only store the generated bundles in DIR (for timing `taskeval score DIR`)")
+                        help="only store the generated files in DIR (for timing `taskeval score DIR`); "
+                             "the mode's config is written beside them as taskeval.yml")
     args = parser.parse_args(argv)
     if args.write:
         args.write.mkdir(parents=True, exist_ok=True)
+        files = args.write / "stored"
+        files.mkdir(exist_ok=True)
+        config = config_file(args.write, args.mode)
         for n, raw in enumerate(variants(args.count, args.seed)):
-            (args.write / f"bundle-{n:05d}.json").write_text(build_bundle(raw).to_json(), encoding="utf-8")
-        print(f"{args.count} bundles in {args.write}")
+            store(raw, files, n, args.mode, config)
+        print(f"{args.count} stored files in {files}" + (f", config {config}" if config else ""))
         return 0
-    report = run(args.count, args.seed)
+    report = run(args.count, args.seed, mode=args.mode)
     ms = sorted(s * 1000 for s in report.per_bundle)
-    print(f"{report.count} stored bundles (seed {args.seed}), median {statistics.median(report.sizes) / 1024:.1f} KB, "
+    kind = "bundles" if args.mode == "bundles" else f"results re-scored after a change of {args.mode}"
+    print(f"{report.count} stored {kind} (seed {args.seed}), median {statistics.median(report.sizes) / 1024:.1f} KB, "
           f"largest {max(report.sizes) / 1024:.1f} KB")
     print("| bundles | re-score time | bundles/s | CPU time | bundles/s of CPU | median ms | p95 ms | "
           "max ms | byte mismatches |")

@@ -40,8 +40,9 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 from taskeval import evidence as ev
 from taskeval.config import AgentRuleConfig, Settings
@@ -216,8 +217,52 @@ def _merge(base: AgentRule | None, entry: AgentRuleConfig) -> AgentRule:
 def rules_for(settings: Settings | None) -> tuple[AgentRule, ...]:
     """The built-in table with the repository's ``agents:`` entries applied: an entry with a
     built-in id replaces the fields it gives (``enabled: false`` drops the agent); a new id adds
-    an agent after the built-in ones."""
-    entries = settings.agents if settings is not None else []
+    an agent after the built-in ones.
+
+    The same settings give the same tuple object, so the caches keyed by it (compiled patterns,
+    needles) find it by identity instead of hashing a dozen rules for every bundle."""
+    if settings is None or not settings.agents:
+        return _BUILTIN
+    hit = _RULES_OF.get(id(settings))
+    if hit is not None and hit[0] is settings:
+        return hit[1]
+    rules = _apply(settings.agents)
+    if len(_RULES_OF) >= 64:
+        _RULES_OF.clear()
+    _RULES_OF[id(settings)] = (settings, rules)
+    return rules
+
+
+_BUILTIN: Final = BUILTIN_RULES
+_RULES_OF: dict[int, tuple[Settings, tuple[AgentRule, ...]]] = {}
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def _by_identity(func: Callable[[_K], _V]) -> Callable[[_K], _V]:
+    """Cache ``func`` by its argument, a tuple of rules: by identity first (the same settings give
+    the same tuple, see :func:`rules_for`), which spares hashing a dozen rules for every bundle;
+    by equality after that."""
+    equal = functools.lru_cache(maxsize=64)(func)
+    seen: dict[int, tuple[_K, _V]] = {}
+
+    @functools.wraps(func)
+    def cached(key: _K) -> _V:
+        hit = seen.get(id(key))
+        if hit is not None and hit[0] is key:
+            return hit[1]
+        value = equal(key)
+        if len(seen) >= 64:
+            seen.clear()
+        seen[id(key)] = (key, value)
+        return value
+
+    cached.cache_clear = equal.cache_clear  # type: ignore[attr-defined]
+    return cached
+
+
+def _apply(entries: list[AgentRuleConfig]) -> tuple[AgentRule, ...]:
     table = {r.id: r for r in BUILTIN_RULES}
     for entry in entries:
         if not entry.enabled:
@@ -239,7 +284,7 @@ class _Compiled:
 _FLAGS: Final = re.IGNORECASE | re.MULTILINE
 
 
-@functools.lru_cache(maxsize=64)
+@_by_identity
 def _compiled(rules: tuple[AgentRule, ...]) -> tuple[_Compiled, ...]:
     return tuple(
         _Compiled(
@@ -253,18 +298,18 @@ def _compiled(rules: tuple[AgentRule, ...]) -> tuple[_Compiled, ...]:
     )
 
 
-@functools.lru_cache(maxsize=64)
+@_by_identity
 def standard_text_patterns(rules: tuple[AgentRule, ...]) -> tuple[re.Pattern[str], ...]:
     """Every agent's by-design texts, compiled (a block pattern spans lines with ``(?s:...)``)."""
     return tuple(re.compile(x, _FLAGS) for r in rules for x in r.standard_texts)
 
 
-@functools.lru_cache(maxsize=64)
+@_by_identity
 def standard_commit_patterns(rules: tuple[AgentRule, ...]) -> tuple[re.Pattern[str], ...]:
     return tuple(re.compile(x, re.IGNORECASE) for r in rules for x in r.standard_commits)
 
 
-@functools.lru_cache(maxsize=64)
+@_by_identity
 def agent_logins(rules: tuple[AgentRule, ...]) -> frozenset[str]:
     """Lower-cased accounts of every agent in the table."""
     return frozenset(x.lower() for r in rules for x in r.logins)
@@ -362,6 +407,11 @@ class _View:
         ]
         self.text_marked = True  # whether any rule's text mark may be in the PR text
         self.marked_commits: set[int] = set(range(len(self.commits)))
+        # What every rule checks first; most rules find none of it in a PR, and skip the rest.
+        self.author = self.pull.author.lower()
+        self.head_ref = self.pull.head_ref.lower()
+        self.commit_logins = frozenset(k for c in self.commits for k in c.logins)
+        self.any_co_authors = any(c.co_authors for c in self.commits)
 
     @functools.cached_property
     def commit_ref(self) -> dict[str, str]:
@@ -407,7 +457,7 @@ def needle(pattern: str) -> str | None:
     return text.lower() if len(text) >= 4 else None
 
 
-@functools.lru_cache(maxsize=64)
+@_by_identity
 def _needles(rules: tuple[_Compiled, ...]) -> tuple[str, ...] | None:
     """Needles of every text mark; None when one has no needle (then every text is searched)."""
     found = [needle(p.pattern) for r in rules for p in r.text_marks]
@@ -425,7 +475,7 @@ def _may_mark(text: str, needles: tuple[str, ...] | None) -> bool:
 def _marks(view: _View, rule: _Compiled) -> list[_Mark]:
     pull = view.pull
     out: list[_Mark] = []
-    if pull.author.lower() in rule.logins:
+    if view.author in rule.logins:
         out.append(_Mark(_TIER_ACCOUNT, f"PR opened by the agent's account {pull.author}",
                          view.pr, True))
     if pull.via_app and pull.via_app.lower() in rule.apps:
@@ -441,10 +491,13 @@ def _marks(view: _View, rule: _Compiled) -> list[_Mark]:
         if hit:
             out.append(_Mark(_TIER_TEXT, f"PR description co-author '{_short(hit)}'", view.pr))
     for prefix in rule.rule.branch_prefixes:
-        if pull.head_ref.lower().startswith(prefix.lower()):
+        if view.head_ref.startswith(prefix.lower()):
             out.append(_Mark(_TIER_BRANCH, f"head branch {_short(pull.head_ref)}", view.pr))
             break
     found: list[_Mark] = []
+    if (rule.logins.isdisjoint(view.commit_logins) and not (rule.co_authors and view.any_co_authors)
+            and not (rule.text_marks and view.marked_commits)):
+        return out  # no commit can carry this rule's mark: what the loop below would return
     for index, c in enumerate(view.commits):
         # Marks on later commits only show an agent that helped (a fix pushed by a bot on
         # request, an accepted suggestion), not the one that did the PR: they do not attribute.

@@ -41,6 +41,7 @@ class Outcome:
     source: Path
     text: str | None  # the result JSON, or None when the file failed
     error: str | None = None
+    kept: bool = False  # the stored result's signals were used, not measured again
 
 
 def expand(paths: Iterable[str], output_dir: Path | None) -> tuple[list[Job], list[str]]:
@@ -81,16 +82,18 @@ def expand(paths: Iterable[str], output_dir: Path | None) -> tuple[list[Job], li
     return jobs, problems
 
 
-def _score_one(job: tuple[str, Options, bool]) -> tuple[str | None, str | None]:
-    """(result JSON, None) or (None, one-line error): never raises, so one bad file stops nothing.
-    ``compact``: the result on one line (for stdout) instead of the indented file form."""
+def _score_one(job: tuple[str, Options, bool]) -> tuple[str | None, str | None, bool]:
+    """(result JSON, None, kept) or (None, one-line error, False): never raises, so one bad file
+    stops nothing. ``compact``: the result on one line (for stdout) instead of the indented file
+    form. ``kept``: the stored result's signals still held and were used."""
     path, options, compact = job
     try:
-        return rescore(Path(path), options).json(indent=not compact), None
+        rescored = rescore(Path(path), options)
+        return rescored.json(indent=not compact), None, rescored.kept
     except BundleFileError as exc:
-        return None, str(exc)
+        return None, str(exc), False
     except Exception as exc:  # a bug or an unforeseen file shape: report it by name, go on
-        return None, f"{path}: could not be re-scored: {type(exc).__name__}: {exc}"
+        return None, f"{path}: could not be re-scored: {type(exc).__name__}: {exc}", False
 
 
 def score_files(jobs: list[Job], options: Options, workers: int = 1) -> Iterator[Outcome]:
@@ -102,8 +105,8 @@ def score_files(jobs: list[Job], options: Options, workers: int = 1) -> Iterator
         return
     with multiprocessing.get_context("spawn").Pool(workers) as pool:
         chunk = max(1, min(64, len(tasks) // (workers * 8)))
-        for job, (text, error) in zip(jobs, pool.imap(_score_one, tasks, chunksize=chunk), strict=True):
-            yield Outcome(job.source, text, error)
+        for job, (text, error, kept) in zip(jobs, pool.imap(_score_one, tasks, chunksize=chunk), strict=True):
+            yield Outcome(job.source, text, error, kept)
 
 
 class Progress:
@@ -169,7 +172,7 @@ def run(
     progress = Progress(err, len(jobs))
     for problem in problems:
         progress.note(f"taskeval: {problem}")
-    scored, failed = 0, len(problems)
+    scored, failed, kept = 0, len(problems), 0
     start = time.perf_counter()
     for done, (job, outcome) in enumerate(zip(jobs, score_files(jobs, options, workers), strict=True), 1):
         if outcome.text is None:
@@ -182,6 +185,7 @@ def run(
                 else:  # one result per line, so the stream splits with `jq -c` or a line reader
                     out.write(outcome.text + "\n")
                 scored += 1
+                kept += outcome.kept
             except OSError as exc:
                 failed += 1
                 progress.note(f"taskeval: {job.source}: could not write {job.target}: {exc.strerror}")
@@ -189,5 +193,7 @@ def run(
     progress.close()
     seconds = time.perf_counter() - start
     rate = scored / seconds if seconds > 0 else 0.0
-    err.write(f"taskeval: scored {scored}, failed {failed} in {seconds:.1f} s ({rate:,.0f} bundles/s)\n")
+    reuse = (f"; {kept} kept their stored signals (only weights, switched-off signals or AI "
+             "settings changed; --recompute measures them again)") if kept else ""
+    err.write(f"taskeval: scored {scored}, failed {failed} in {seconds:.1f} s ({rate:,.0f} bundles/s){reuse}\n")
     return EXIT_INPUT if failed else EXIT_OK

@@ -77,6 +77,7 @@ def _options(args: argparse.Namespace, trigger: str, token: str | None) -> Optio
         trigger=trigger,
         env=dict(os.environ),
         github_token=token,
+        keep_signals=not getattr(args, "recompute", False),
     )
 
 
@@ -233,6 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--no-ai", action="store_true", help="deterministic scores only")
     sc.add_argument("--config", metavar="PATH", help="config file (default: the one stored in the result)")
     sc.add_argument("--markdown", action="store_true", help="print the comment markdown instead of JSON")
+    sc.add_argument("--recompute", action="store_true",
+                    help="measure every signal again; by default a stored result's signals are "
+                         "kept when only weights, disabled signals or AI settings changed")
     sc.set_defaults(func=cmd_score)
 
     sh = sub.add_parser("schema", help="print a JSON Schema: the result (default), the bundle, or "

@@ -29,6 +29,7 @@ from taskeval.github.client import Meter
 from taskeval.judge import FileCache, JudgeCache, JudgeConfig, JudgeResult, default_cache_dir, run_judge
 from taskeval.models import (
     SCHEMA_VERSION,
+    AgentAttribution,
     CategoryScore,
     ConfigInfo,
     EvaluationResult,
@@ -39,7 +40,7 @@ from taskeval.models import (
 )
 from taskeval.report import render_comment
 from taskeval.scoring import CategoryOutcome, deterministic_scores
-from taskeval.signals import compute_signals, unknown_signal_ids
+from taskeval.signals import compute_signals, keepable, unknown_signal_ids
 
 AiMode = Literal["auto", "on", "off"]
 
@@ -55,6 +56,9 @@ class Options:
     github_token: str | None = None  # lets `ai: auto` fall back to GitHub Models
     cache: JudgeCache | None = None  # None: the judge's default file cache
     evaluated_at: str | None = None  # fixed timestamp (re-scoring); None: now
+    # Re-scoring: keep a stored result's signals where they still hold (signals.keepable);
+    # False measures every signal again (``taskeval score --recompute``).
+    keep_signals: bool = True
 
 
 @dataclass(frozen=True)
@@ -112,19 +116,52 @@ def score_bundle(
     *,
     warnings: list[str] | None = None,
     bundle_hash: str | None = None,
+    kept: Kept | None = None,
 ) -> EvaluationResult:
     """Score a bundle: signals -> deterministic scores -> the advisory judge -> the contract's
     blend -> the result. ``warnings``: anything the caller already knows to report (kept first,
     in order). ``bundle_hash``: ``bundle.hash()`` when the caller has just computed it (saves a
-    second serialisation of the bundle; re-scoring checks a stored result's hash first)."""
+    second serialisation of the bundle; re-scoring checks a stored result's hash first).
+    ``kept``: what a stored result measured that still holds (re-scoring)."""
     options = options or Options()
     settings = loaded.settings
-    signals = compute_signals(bundle, settings)
+    signals = compute_signals(bundle, settings, kept.signals if kept else None)
     outcomes = deterministic_scores(signals, settings)
     judged = _judge(bundle, settings, options, signals)
     categories = _blend(outcomes, judged)
     notes = [*(warnings or []), *_input_warnings(bundle, loaded), *_judge_warnings(judged.info)]
-    return _result(bundle, loaded, options, signals, categories, judged.info, notes, bundle_hash)
+    agent = kept.agent if kept and kept.agent is not None else attribute(bundle, settings)
+    return _result(bundle, loaded, options, signals, categories, judged.info, notes, bundle_hash, agent)
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A stored result's measurements that re-scoring uses instead of measuring again."""
+
+    signals: dict[str, dict[str, Any]]  # by id, as stored
+    agent: AgentAttribution | None
+
+
+def _kept(stored: dict[str, Any] | None, loaded: LoadedConfig, options: Options) -> Kept | None:
+    """What of a stored result still holds under the settings it is re-scored with (None:
+    measure everything). Anything odd in the stored signals means measuring again, never an error:
+    the evidence, not the stored scores, is what a re-score stands on."""
+    if not options.keep_signals or not stored or not isinstance(stored.get("signals"), list):
+        return None
+    try:
+        before = _stored_config(stored["config"]).settings
+    except (ValidationError, KeyError, TypeError):
+        return None
+    if not keepable(stored.get("scorerVersion"), before, loaded.settings):
+        return None
+    signals = {s["id"]: s for s in stored["signals"] if isinstance(s, dict) and isinstance(s.get("id"), str)}
+    agent = None
+    if isinstance(stored.get("agent"), dict):
+        try:
+            agent = AgentAttribution.model_validate(stored["agent"])
+        except ValidationError:
+            return None
+    return Kept(signals, agent)
 
 
 def _input_warnings(bundle: EvidenceBundle, loaded: LoadedConfig) -> list[str]:
@@ -194,6 +231,7 @@ def _result(
     judge: JudgeInfo,
     warnings: list[str],
     bundle_hash: str | None = None,
+    agent: AgentAttribution | None = None,
 ) -> EvaluationResult:
     pull = bundle.facts.pull
     overall_score = contract.overall({c.category: c.final_score for c in categories})
@@ -205,7 +243,7 @@ def _result(
             number=pull.number, title=pull.title, url=pull.url, author=pull.author,
             merged=pull.merged, merged_at=pull.merged_at,
         ),
-        agent=attribute(bundle, loaded.settings),
+        agent=agent if agent is not None else attribute(bundle, loaded.settings),
         head_sha=bundle.head_sha,
         evaluated_at=options.evaluated_at or _now(),
         trigger=options.trigger,
@@ -299,6 +337,7 @@ def load_stored(path: Path) -> Stored:
 class Rescored:
     result: EvaluationResult
     evidence: dict[str, Any]  # result.evidence as JSON data, already made for its hash
+    kept: bool = False  # the stored result's signals still held and were used (signals.keepable)
 
     def json(self, *, indent: bool = True) -> str:
         """``result.to_json()`` (``indent``) or ``result.model_dump_json(by_alias=True)``, the
@@ -314,8 +353,9 @@ def rescore(path: Path, options: Options) -> Rescored:
     pull = stored.bundle.facts.pull
     stamp = (stored.result or {}).get("evaluatedAt") or pull.merged_at or pull.closed_at or pull.created_at
     opts = replace(options, trigger="rescore", evaluated_at=options.evaluated_at or str(stamp))
-    result = score_bundle(stored.bundle, loaded, opts, bundle_hash=stored.bundle_hash)
-    return Rescored(result, stored.evidence)
+    kept = _kept(stored.result, loaded, options)
+    result = score_bundle(stored.bundle, loaded, opts, bundle_hash=stored.bundle_hash, kept=kept)
+    return Rescored(result, stored.evidence, kept is not None)
 
 
 def rescore_file(path: Path, options: Options) -> EvaluationResult:
@@ -379,15 +419,19 @@ def _stored_config(config: Any) -> LoadedConfig:
     """A stored result's config, validated once for every result stored with the same one (a
     team's history holds a handful of configs, not one per PR). The key is orjson's text of the
     config; the equality check separates what that text does not (NaN and null are both null)."""
-    key = orjson.dumps(config)
-    hit = _STORED_CONFIGS.get(key)
+    try:
+        key: bytes | None = orjson.dumps(config)
+    except orjson.JSONEncodeError:
+        key = None  # an integer beyond 64 bits: not cached, validation names the field
+    hit = _STORED_CONFIGS.get(key) if key is not None else None
     if hit is not None and hit[0] == config:
         return hit[1]
     info = ConfigInfo.model_validate(config)
     loaded = LoadedConfig(Settings.model_validate(info.settings), info.source, info.errors)
-    if len(_STORED_CONFIGS) >= 64:
-        _STORED_CONFIGS.clear()
-    _STORED_CONFIGS[key] = (config, loaded)
+    if key is not None:
+        if len(_STORED_CONFIGS) >= 64:
+            _STORED_CONFIGS.clear()
+        _STORED_CONFIGS[key] = (config, loaded)
     return loaded
 
 

@@ -48,10 +48,8 @@ def _counted(s: Signal) -> bool:
 
 
 def _evidence(signals: list[Signal]) -> list[str]:
-    out: list[str] = []
-    for s in signals:
-        out.extend(e for e in s.evidence if e not in out)
-    return out
+    """Every cited ID once, in first-cited order."""
+    return list(dict.fromkeys(e for s in signals for e in s.evidence))
 
 
 def _clause(s: Signal) -> str:
@@ -91,13 +89,23 @@ def deterministic_scores(
     """
     del settings
     out: dict[Category, CategoryOutcome] = {}
-    for category in CATEGORIES:
-        mine = [s for s in signals if s.category == category]
+    by_category: dict[Category, list[Signal]] = {c: [] for c in CATEGORIES}
+    for s in signals:
+        by_category[s.category].append(s)
+    for category, mine in by_category.items():
         counted = [s for s in mine if _counted(s)]
         skipped = [s for s in mine if s.status != "ok"]
+        points: dict[int, Decimal] = {}
+        if counted:
+            weights = [_decimal(s.weight) for s in counted]
+            total = sum(weights, Decimal(0))
+            points = {id(s): w * _SCORES[s.score or 0] / total for w, s in zip(weights, counted, strict=True)}
         for s in mine:
-            if s.contribution != 0.0 and not _counted(s):
-                s.contribution = 0.0  # counted ones are all set below
+            p = points.get(id(s))
+            # Set as pydantic sets a field it does not validate (Signal does not validate
+            # assignment): thirty signals per result, thousands of results per re-score.
+            s.__dict__["contribution"] = 0.0 if p is None else float(p.quantize(_CENT, ROUND_HALF_UP))
+            s.__pydantic_fields_set__.add("contribution")
         if not counted:
             why = (", ".join(s.name for s in skipped) + " had no data") if skipped else (
                 "no signal is enabled for it")
@@ -109,12 +117,7 @@ def deterministic_scores(
                 evidence=_evidence(mine),
             )
             continue
-        weights = [_decimal(s.weight) for s in counted]
-        total = sum(weights, Decimal(0))
-        points = [w * _SCORES[s.score or 0] / total for w, s in zip(weights, counted, strict=True)]
-        score = round_half_up(sum(points, Decimal(0)))
-        for s, p in zip(counted, points, strict=True):
-            s.contribution = float(p.quantize(_CENT, ROUND_HALF_UP))
+        score = round_half_up(sum(points.values(), Decimal(0)))
         out[category] = CategoryOutcome(
             score=max(0, min(100, score)),
             conclusive=True,

@@ -206,3 +206,17 @@ def test_a_config_file_edited_between_runs_is_read_again(tmp_path: Path) -> None
         result = rescore_file(bundle_path, Options(ai="off", env={}, config_path=config))
         weights.append(next(s.weight for s in result.signals if s.id == "agent.ci_recovery"))
     assert weights == [2.0, 5.0, 7.0]
+
+
+def test_a_stored_config_with_huge_integers_is_reported_or_rescored_not_a_crash(tmp_path: Path) -> None:
+    stored = json.loads(score_bundle(_bundles(0)[0], LoadedConfig(Settings(), "defaults"), OPTIONS).to_json())
+    path = tmp_path / "r.json"
+    stored["config"] = 10**400
+    path.write_text(json.dumps(stored), encoding="utf-8")
+    with pytest.raises(BundleFileError, match=r"invalid result: config"):
+        rescore_file(path, OPTIONS)
+    stored["config"] = {"source": "defaults", "hash": "x", "settings": {"version": 10**30}}
+    path.write_text(json.dumps(stored), encoding="utf-8")
+    text = rescore(path, OPTIONS).json()  # orjson cannot write the integer: pydantic does
+    assert json.loads(text)["config"]["settings"]["version"] == 10**30
+    assert text == rescore_file(path, OPTIONS).to_json()

@@ -71,7 +71,7 @@ def old_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(base.CIView, "of", base.CIView.reference)
     monkeypatch.setattr(canonical, "FAST", False)
     monkeypatch.setattr(contract, "FAST_ROUNDING", False)
-    monkeypatch.setattr(pipeline, "compute_signals", lambda bundle, settings: [
+    monkeypatch.setattr(pipeline, "compute_signals", lambda bundle, settings, kept=None: [
         spec.run(bundle, settings) for spec in signal_specs()
         if spec.id not in settings.disabled_signals
         and settings.signal_weights.get(spec.id, spec.weight) != 0
@@ -313,6 +313,30 @@ def test_one_pattern_per_glob_list_matches_as_fnmatch_does(globs: tuple[str, ...
     for path in PATHS:
         assert (base._globs(globs).match(path) is not None) == any(
             fnmatchcase(path, g) for g in globs), (globs, path)
+
+
+def test_glob_sets_match_as_fnmatch_does_on_random_globs_and_paths() -> None:
+    import random
+
+    from taskeval.config import Settings as Defaults
+
+    rng = random.Random(4)
+    p = Defaults().patterns
+    lists = [tuple(p.ignore_paths), tuple(p.test_paths), tuple(p.doc_paths), tuple(p.public_surface_paths)]
+    defaults = [g for globs in lists for g in globs]
+    for _ in range(300):
+        glob_chars = "ab/.*_*?[]!\\\n"
+        lists.append(tuple("".join(rng.choice(glob_chars) for _ in range(rng.randint(0, 7)))
+                           for _ in range(rng.randint(1, 4))))
+    paths = [*PATHS, "CHANGELOG.md", "src/widgets/parser.py", "tests/test_parser.py", "a/api/b",
+             "x/cli.py", "pkg/__init__.py", "docs", "test_.py", "a.test.b", "abTest.java"]
+    paths += ["".join(rng.choice("ab/._tes\nTj") for _ in range(rng.randint(0, 12))) for _ in range(300)]
+    paths += [g.replace("*", rng.choice(["", "a", "/x/"])) for g in defaults]
+    for globs in lists:
+        matcher = base.GlobSet(globs)
+        for path in paths:
+            assert (matcher.match(path) is not None) == any(
+                fnmatchcase(path, g) for g in globs), (globs, path)
 
 
 def _blank_code_by_lines(text: str) -> str:

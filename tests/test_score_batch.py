@@ -71,7 +71,8 @@ def test_a_directory_rescores_into_one_result_per_input_and_reports_bad_files(
     good = good_files(history)
     assert len(good) == 9
     assert lines[-1].startswith(f"taskeval: scored {len(good)}, failed 2 in ")
-    assert lines[-1].endswith(" bundles/s)")
+    assert lines[-1].endswith(" bundles/s); 4 kept their stored signals (only weights, switched-off "
+                              "signals or AI settings changed; --recompute measures them again)")
     assert "\r" not in done.stderr, "no progress bar when stderr is not a terminal"
     written = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
     assert written == sorted(p.relative_to(history) for p in good)
@@ -172,3 +173,21 @@ def test_a_terminal_gets_a_progress_bar(history: Path, tmp_path: Path) -> None:
     assert "\r[" in shown and "/11" in shown, shown  # the bar: done/total
     assert "broken.json: not valid JSON" in shown
     assert "scored 9, failed 2" in shown.splitlines()[-1]
+
+
+def test_a_change_of_weights_keeps_stored_signals_and_says_so(corpus: Path, tmp_path: Path) -> None:
+    """The summary says how many results kept their stored signals; --recompute measures every
+    signal again and writes the same bytes."""
+    config = tmp_path / "taskeval.yml"
+    config.write_text("signal_weights:\n  agent.ci_recovery: 3\n  outcome.claims: 0\n", encoding="utf-8")
+    kept = taskeval("score", str(corpus), "--no-ai", "--config", str(config), "--output-dir", str(tmp_path / "kept"))
+    assert kept.returncode == 0, kept.stderr
+    assert "scored 9, failed 0" in kept.stderr
+    assert "; 4 kept their stored signals" in kept.stderr  # the 4 stored results, not the bundles
+    again = taskeval("score", str(corpus), "--no-ai", "--config", str(config), "--recompute",
+                     "--output-dir", str(tmp_path / "again"))
+    assert again.returncode == 0, again.stderr
+    assert "kept" not in again.stderr
+    for path in good_files(tmp_path / "kept"):
+        assert path.read_bytes() == (tmp_path / "again" / path.relative_to(tmp_path / "kept")).read_bytes()
+    assert any('"weight": 3.0' in p.read_text() for p in good_files(tmp_path / "kept"))

@@ -8,6 +8,13 @@ its category's mean instead of counting as 0.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from taskeval import SCORER_VERSION
 from taskeval.config import Settings
 from taskeval.contract import CATEGORIES
 from taskeval.models import EvidenceBundle, Signal
@@ -22,6 +29,7 @@ __all__ = [
     "SignalSpec",
     "compute_signals",
     "detect_text_issues",
+    "keepable",
     "signal_specs",
     "unknown_signal_ids",
 ]
@@ -29,21 +37,93 @@ __all__ = [
 
 def signal_specs() -> list[SignalSpec]:
     """Every registered signal in the stable output order: by category, then registration."""
+    return list(_ordered(len(REGISTRY)))
+
+
+@functools.lru_cache(maxsize=4)
+def _ordered(registered: int) -> tuple[SignalSpec, ...]:
+    del registered  # the cache key: the order is computed again if a signal is registered
     order = {c: n for n, c in enumerate(CATEGORIES)}
     ranked = sorted(enumerate(REGISTRY), key=lambda p: (order[p[1].category], p[0]))
-    return [spec for _, spec in ranked]
+    return tuple(spec for _, spec in ranked)
 
 
-def compute_signals(bundle: EvidenceBundle, settings: Settings) -> list[Signal]:
-    """All enabled signals for one bundle. ``disabled_signals`` and a weight of 0 turn one off."""
+def compute_signals(
+    bundle: EvidenceBundle, settings: Settings, kept: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[Signal]:
+    """All enabled signals for one bundle. ``disabled_signals`` and a weight of 0 turn one off.
+
+    ``kept``: a stored result's signals, by id, that still hold (:func:`keepable`); each is used
+    as stored, with the weight the settings give it now, instead of being measured again."""
     disabled = set(settings.disabled_signals)
-    ctx = Ctx(bundle, settings)  # one per bundle: its derived lookups are shared by every signal
+    ctx: Ctx | None = None  # one per bundle: its derived lookups are shared by every signal
+    ready = _validated(kept) if kept else {}
     out = []
-    for spec in signal_specs():
-        if spec.id in disabled or settings.signal_weights.get(spec.id, spec.weight) == 0:
+    for spec in _ordered(len(REGISTRY)):
+        weight = settings.signal_weights.get(spec.id, spec.weight)
+        if spec.id in disabled or weight == 0:
             continue
+        stored = ready.get(spec.id)
+        if stored is not None:
+            if stored.weight != weight:
+                stored.weight = float(weight)
+            out.append(stored)  # its contribution is set again by scoring
+            continue
+        if ctx is None:
+            ctx = Ctx(bundle, settings)
         out.append(spec.run_in(ctx))
     return out
+
+
+_SIGNALS = TypeAdapter(list[Signal])
+
+
+def _validated(kept: Mapping[str, Mapping[str, Any]]) -> dict[str, Signal]:
+    """Stored signals as models, by id; one that does not validate (edited or damaged) is left
+    out, so it is measured again."""
+    try:
+        return {s.id: s for s in _SIGNALS.validate_python(list(kept.values()))}
+    except ValidationError:
+        pass
+    out = {}
+    for stored in kept.values():
+        try:
+            signal = Signal.model_validate(stored)
+        except ValidationError:
+            continue
+        out[signal.id] = signal
+    return out
+
+
+# What a signal can read of the settings is the patterns, the agents table and the thresholds
+# (the context reads the first two for every signal); the rest only weighs signals, turns them
+# off, or concerns the AI judge.
+_SIGNAL_INPUTS = frozenset({"patterns", "agents", "thresholds"})
+
+
+def keepable(stored_version: object, stored: Settings, now: Settings) -> bool:
+    """Whether a stored result's signals still hold under ``now``: scored by this very scorer
+    (same ``SCORER_VERSION``: a change to any signal's output changes it, as
+    tests/test_scorer_version.py enforces) under settings that agree with ``now`` on everything a
+    signal reads. A stored signal is then what measuring again would give, byte for byte, so a
+    change of weights (what ``taskeval calibrate`` suggests) re-scores a history without
+    measuring anything again."""
+    if stored_version != SCORER_VERSION:
+        return False
+    if stored is now:
+        return True
+    # A batch compares the same two configs for every file: remember the answer for the pair.
+    key = (id(stored), id(now))
+    known = _COMPARED.get(key)
+    if known is None or known[0] is not stored or known[1] is not now:
+        if len(_COMPARED) >= 64:
+            _COMPARED.clear()
+        same = all(getattr(stored, name) == getattr(now, name) for name in sorted(_SIGNAL_INPUTS))
+        known = _COMPARED[key] = (stored, now, same)
+    return known[2]
+
+
+_COMPARED: dict[tuple[int, int], tuple[Settings, Settings, bool]] = {}
 
 
 def unknown_signal_ids(settings: Settings) -> list[str]:

@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fnmatch import translate
-from typing import Literal, NamedTuple, TypeVar
+from typing import Any, Generic, Literal, NamedTuple, TypeVar, overload
 
 from taskeval.agents import (
     AgentRule,
@@ -50,7 +50,10 @@ class Measure(NamedTuple):
 
 
 def ok(value: float, score: float, reason: str, evidence: Iterable[str] = ()) -> Measure:
-    return Measure("ok", reason, round(float(value), 4), to_score(score), tuple(evidence))
+    value = float(value)
+    # Most values are counts: a whole number is its own rounding, and round() is slow.
+    return Measure("ok", reason, value if value.is_integer() else round(value, 4), to_score(score),
+                   tuple(evidence))
 
 
 def inconclusive(reason: str, evidence: Iterable[str] = (), value: float | None = None) -> Measure:
@@ -103,14 +106,126 @@ def signal(
 
 # --------------------------------------------------------------------------- context
 
+_R = TypeVar("_R")
+
+
+class cached(Generic[_R]):
+    """:func:`functools.cached_property` without its lock: on Python 3.11 every first read takes
+    one, which costs more than most of the lookups it guards (a :class:`Ctx` is per bundle and
+    per thread)."""
+
+    def __init__(self, func: Callable[[Any], _R]) -> None:
+        self.func = func
+        self.name = func.__name__
+        self.__doc__ = func.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> cached[_R]: ...
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> _R: ...
+    def __get__(self, obj: object | None, owner: type | None = None) -> _R | cached[_R]:
+        if obj is None:
+            return self
+        value: _R = self.func(obj)
+        obj.__dict__[self.name] = value
+        return value
+
+
+# Accounts of every agent in a table, by the identity of the table's rules: the rules are frozen
+# and kept here with the answer (so no id is reused while cached), and hashing them, as
+# ``agent_logins``' own cache does, costs more than the lookup saves.
+_TABLE_LOGINS: dict[tuple[int, ...], tuple[tuple[AgentRule, ...], frozenset[str]]] = {}
+
+
+def _table_logins(rules: tuple[AgentRule, ...]) -> frozenset[str]:
+    key = tuple(map(id, rules))
+    hit = _TABLE_LOGINS.get(key)
+    if hit is None:
+        if len(_TABLE_LOGINS) >= 64:
+            _TABLE_LOGINS.clear()
+        hit = _TABLE_LOGINS[key] = (rules, agent_logins(rules))
+    return hit[1]
+
+
+@functools.lru_cache(maxsize=64)
+def _lowered(logins: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(x.lower() for x in logins)
+
+
+class GlobSet:
+    """Whether any of some globs matches a path, as :func:`fnmatch.fnmatchcase` matches each.
+
+    A glob of literals and ``*`` only (nearly all path globs) is one of: an exact path, a prefix
+    (``docs/*``), a suffix (``*.md``), an infix (``*/test/*``) or a head, ordered middle parts and
+    tail; those are tested with string methods. Only globs with ``?`` or ``[...]`` go to a regular
+    expression, because one expression over many ``*`` globs backtracks through the path once per
+    glob (microseconds per path; several signals classify every changed file)."""
+
+    def __init__(self, globs: tuple[str, ...]) -> None:
+        exact: set[str] = set()
+        prefixes: list[str] = []
+        suffixes: list[str] = []
+        infixes: list[str] = []
+        general: list[tuple[str, tuple[str, ...], str]] = []
+        rest: list[str] = []
+        for glob in globs:
+            if "?" in glob or "[" in glob:
+                rest.append(glob)
+                continue
+            parts = glob.split("*")
+            if len(parts) == 1:
+                exact.add(glob)
+            elif len(parts) == 2 and not parts[1]:
+                prefixes.append(parts[0])
+            elif len(parts) == 2 and not parts[0]:
+                suffixes.append(parts[1])
+            elif len(parts) == 3 and not parts[0] and not parts[2]:
+                infixes.append(parts[1])
+            else:
+                general.append((parts[0], tuple(p for p in parts[1:-1] if p), parts[-1]))
+        self.exact = frozenset(exact)
+        self.prefixes = tuple(prefixes)
+        self.suffixes = tuple(suffixes)
+        self.infix = re.compile("|".join(map(re.escape, infixes))) if infixes else None
+        self.general = tuple(general)
+        self.rest = (re.compile("|".join(f"(?:{translate(g)})" for g in rest)) if rest else None)
+
+    def match(self, path: str) -> Literal[True] | None:
+        """True when a glob matches, else None (as a failed ``re.match``)."""
+        if path in self.exact or path.startswith(self.prefixes) or path.endswith(self.suffixes):
+            return True
+        if self.infix is not None and self.infix.search(path):
+            return True
+        for head, middles, tail in self.general:
+            if _fits(path, head, middles, tail):
+                return True
+        if self.rest is not None and self.rest.match(path):
+            return True
+        return None
+
+
+def _fits(path: str, head: str, middles: tuple[str, ...], tail: str) -> bool:
+    """``head*m1*m2*...*tail``: the head and tail at the ends, not overlapping, and each middle
+    part after the previous one between them (the leftmost place is always the best one)."""
+    end = len(path) - len(tail)
+    if end < len(head) or not path.startswith(head) or not path.endswith(tail):
+        return False
+    at = len(head)
+    for part in middles:
+        found = path.find(part, at, end)
+        if found < 0:
+            return False
+        at = found + len(part)
+    return True
+
 
 @functools.lru_cache(maxsize=256)
-def _globs(globs: tuple[str, ...]) -> re.Pattern[str]:
-    """One pattern for "any of these globs matches", as :func:`fnmatch.fnmatchcase` matches each
-    (``translate`` anchors every glob at both ends); never matches when there are none."""
-    if not globs:
-        return re.compile(r"(?!)")
-    return re.compile("|".join(f"(?:{translate(g)})" for g in globs))
+def _globs(globs: tuple[str, ...]) -> GlobSet:
+    """One matcher per glob list (lists repeat for every bundle scored with the same settings)."""
+    return GlobSet(globs)
 
 
 class Ctx:
@@ -130,26 +245,27 @@ class Ctx:
         self._classes: dict[str, FileClass] = {}
         self._ci_at: dict[str | None, CIView] = {}
 
-    @functools.cached_property
+    @cached
     def present(self) -> set[str]:
         return self.bundle.evidence_ids()
 
     def cite(self, ids: Iterable[str]) -> list[str]:
         """IDs in first-seen order; one capped out of its group is replaced by the PR item."""
         present, pr = self.present, self.pr
-        return list(dict.fromkeys([i if i in present else pr for i in ids]))
+        cited = [i if i in present else pr for i in ids]
+        return cited if len(cited) < 2 else list(dict.fromkeys(cited))
 
-    @functools.cached_property
+    @cached
     def agent_rules(self) -> tuple[AgentRule, ...]:
         return rules_for(self.settings)
 
-    @functools.cached_property
+    @cached
     def agent_rule(self) -> tuple[AgentRule, ...]:
         """The rule of the agent this PR is attributed to (none for a human or unknown bot)."""
         agent = attribute(self.bundle, self.settings)
         return tuple(r for r in self.agent_rules if r.id == agent.id)
 
-    @functools.cached_property
+    @cached
     def standard_texts(self) -> tuple[re.Pattern[str], ...]:
         """What the PR's agent writes by design (its ``standard_texts`` in taskeval/agents.py): not
         leakage, boilerplate or template. Only that agent's: another agent's shapes in a PR prove
@@ -160,7 +276,7 @@ class Ctx:
         """A commit the PR's agent makes by design, such as Copilot's empty "Initial plan"."""
         return any(p.search(subject) for p in standard_commit_patterns(self.agent_rule))
 
-    @functools.cached_property
+    @cached
     def commit_ids(self) -> dict[str, str]:
         """``sha -> commit:<prefix>`` as :func:`ev.commit_ids` gives it. When no two SHAs share
         their first 7 characters (nearly always) every ID is the 7-character one, which that
@@ -173,30 +289,33 @@ class Ctx:
     def commit_id(self, sha: str) -> str:
         return self.commit_ids.get(sha) or f"commit:{sha[:7]}"
 
-    @functools.cached_property
+    @cached
     def check_ids(self) -> dict[int, str]:
-        return ev.check_ids((c.id, c.name) for c in self.facts.checks)
+        checks = self.facts.checks
+        if not checks:
+            return {}
+        return ev.check_ids([(c.id, c.name) for c in checks])
 
-    @functools.cached_property
+    @cached
     def item_facts(self) -> dict[str, dict[str, object]]:
         return {item.id: dict(item.facts) for g in self.bundle.groups for item in g.items}
 
-    @functools.cached_property
+    @cached
     def own_commits(self) -> list[CommitEntry]:
         """The PR's commits without merge commits (of the base branch into the PR)."""
         return [c for c in self.facts.commits if not c.is_merge]
 
     # ----------------------------------------------------------------- people
 
-    @functools.cached_property
+    @cached
     def _bot_logins(self) -> frozenset[str]:
-        return frozenset(b.lower() for b in self.settings.patterns.bot_logins)
+        return _lowered(tuple(self.settings.patterns.bot_logins))
 
-    @functools.cached_property
+    @cached
     def _agent_logins(self) -> frozenset[str]:
         # The configured accounts and every account in the agent table (taskeval/agents.py).
-        configured = frozenset(a.lower() for a in self.settings.patterns.agent_logins)
-        return configured | agent_logins(self.agent_rules)
+        configured = _lowered(tuple(self.settings.patterns.agent_logins))
+        return configured | _table_logins(self.agent_rules)
 
     def is_bot(self, login: str | None, flagged: bool = False) -> bool:
         if login is None:
@@ -218,15 +337,15 @@ class Ctx:
             )
         return known
 
-    @functools.cached_property
+    @cached
     def human_reviews(self) -> list[ReviewEntry]:
         """Reviews by other people (any state, pending ones included), in bundle order."""
         return [r for r in self.facts.reviews if self.is_other_human(r.author, r.author_is_bot)]
 
     # ----------------------------------------------------------------- files
 
-    @functools.cached_property
-    def _class_globs(self) -> tuple[tuple[FileClass, re.Pattern[str]], ...]:
+    @cached
+    def _class_globs(self) -> tuple[tuple[FileClass, GlobSet], ...]:
         p = self.settings.patterns
         return (("ignored", _globs(tuple(p.ignore_paths))), ("test", _globs(tuple(p.test_paths))),
                 ("docs", _globs(tuple(p.doc_paths))))
@@ -245,14 +364,14 @@ class Ctx:
         self._classes[path] = found
         return found
 
-    @functools.cached_property
-    def _surface(self) -> re.Pattern[str]:
+    @cached
+    def _surface(self) -> GlobSet:
         return _globs(tuple(self.settings.patterns.public_surface_paths))
 
     def is_surface(self, path: str) -> bool:
         return self._surface.match(path) is not None
 
-    @functools.cached_property
+    @cached
     def lines_by_class(self) -> dict[FileClass, int]:
         out: dict[FileClass, int] = defaultdict(int)
         for f in self.facts.files:
@@ -262,7 +381,7 @@ class Ctx:
     def files_of(self, cls: FileClass) -> list[str]:
         return [f.path for f in self.facts.files if self.classify(f.path) == cls]
 
-    @functools.cached_property
+    @cached
     def _file_sizes(self) -> dict[str, int]:
         return {f.path: f.additions + f.deletions for f in self.facts.files}
 
@@ -284,7 +403,7 @@ class Ctx:
             view = self._ci_at[as_of] = CIView.of(self, as_of)
         return view
 
-    @functools.cached_property
+    @cached
     def ci_series(self) -> tuple[dict[tuple[str, str], list[Attempt]], dict[tuple[str, str], list[Attempt]]]:
         """Every check (by commit and name) and workflow run (by commit and workflow) as its
         attempts in start order: what each CI view picks its verdicts from."""

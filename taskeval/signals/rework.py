@@ -207,6 +207,17 @@ def _stamp(value: str) -> datetime | None:
 _STAMP: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
 
 
+@functools.lru_cache(maxsize=4096)
+def _seconds(value: str) -> int | None:
+    """:func:`_stamp` as whole seconds since year 1 (a stamp has no fraction of a second), so a
+    gap is one integer subtraction: ``(b - a) / 3600`` is the very float that
+    ``(stamp(b) - stamp(a)).total_seconds() / 3600`` is (both divide the exact count of seconds)."""
+    moment = _stamp(value)
+    if moment is None:
+        return None
+    return moment.toordinal() * 86400 + moment.hour * 3600 + moment.minute * 60 + moment.second
+
+
 # Timeline events that are not activity on the work (notifications, deployments, clean-up).
 _NOT_ACTIVITY: Final = frozenset({"subscribed", "mentioned", "unsubscribed", "deployed",
                                   "head_ref_deleted", "locked"})
@@ -216,12 +227,12 @@ def _longest_gap(
     points: list[tuple[str, str]],
 ) -> tuple[float, tuple[str, str], tuple[str, str]]:
     """The first longest gap in hours between consecutive (time, id) points, and its two ends,
-    as ``max`` over :func:`_hours` of each pair finds it; each time is parsed once, not twice."""
-    prev, prev_at = points[0], _stamp(points[0][0])
+    as ``max`` over :func:`_hours` of each pair finds it, with each time parsed once."""
+    prev, prev_at = points[0], _seconds(points[0][0])
     best: tuple[float, tuple[str, str], tuple[str, str]] | None = None
     for point in itertools.islice(points, 1, None):
-        at = _stamp(point[0])
-        gap = 0.0 if prev_at is None or at is None else (at - prev_at).total_seconds() / 3600
+        at = _seconds(point[0])
+        gap = 0.0 if prev_at is None or at is None else (at - prev_at) / 3600
         if best is None or gap > best[0]:
             best = (gap, prev, point)
         prev, prev_at = point, at

@@ -12,6 +12,8 @@ from collections.abc import Iterable
 
 def number(n: float) -> str:
     """``3`` / ``2.5``: counts print without a trailing ``.0``."""
+    if type(n) is int:  # most counts: the same text without the float round trip
+        return str(n)
     return str(int(n)) if float(n).is_integer() else str(n)
 
 
@@ -27,7 +29,7 @@ def agree(n: float, one: str, many: str) -> str:
 
 def plural(n: float, word: str, many: str | None = None) -> str:
     """``1 check``, ``2 checks``, ``0 checks``."""
-    return f"{number(n)} {noun(n, word, many)}"
+    return f"{number(n)} {word if n == 1 else (many or word + 's')}"  # noun(n, word, many)
 
 
 def share(part: float, whole: float, word: str, many: str | None = None) -> str:

@@ -1,0 +1,192 @@
+"""Re-scoring keeps a stored result's signals where measuring again would give the same bytes.
+
+A team that changes weights (what ``taskeval calibrate`` suggests) re-scores its whole history;
+every signal of every stored result is then exactly what measuring again would give, so none is
+measured again. Whatever a signal can read (patterns, agents, thresholds) or a new scorer version
+measures everything again. Both ways must write the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.rescore_bench import variants
+from taskeval import SCORER_VERSION
+from taskeval.config import LoadedConfig, Settings, load_config
+from taskeval.evidence import build_bundle
+from taskeval.models import EvidenceBundle
+from taskeval.pipeline import Options, rescore, score_bundle
+from taskeval.signals import _SIGNAL_INPUTS, base, signal_specs
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "agent-pr-482.bundle.json"
+STORED_WITH = "2026-01-01T00:00:00Z"
+
+CUSTOM = ("patterns:\n  test_paths: ['spec/**', '**/*_spec.rb']\n  bot_logins: [Alice]\n"
+          "signal_weights:\n  agent.text_hygiene: 4\ndisabled_signals: [process.change_size]\n")
+
+
+def _bundles(count: int) -> list[EvidenceBundle]:
+    example = EvidenceBundle.model_validate_json(EXAMPLE.read_text(encoding="utf-8"))
+    return [example, *(build_bundle(raw) for raw in variants(count, seed=31))]
+
+
+def _store(tmp_path: Path, config_text: str | None) -> list[Path]:
+    loaded = load_config(config_text, None) if config_text else LoadedConfig(Settings(), "defaults")
+    options = Options(ai="off", env={}, trigger="rescore", evaluated_at=STORED_WITH)
+    paths = []
+    for n, bundle in enumerate(_bundles(25)):
+        paths.append(tmp_path / f"r{n:02d}.json")
+        paths[-1].write_text(score_bundle(bundle, loaded, options).to_json(), encoding="utf-8")
+    return paths
+
+
+# (stored with, re-scored with, measures nothing again)
+CHANGES = [
+    ("defaults", None, True),
+    ("defaults", "signal_weights:\n  agent.ci_recovery: 3\n  outcome.claims: 0.5\n", True),
+    ("defaults", "disabled_signals: [process.description, agent.objections]\n", True),
+    ("defaults", "ai: false\nmax_prompt_chars: 20000\n", True),
+    ("custom", None, True),
+    ("custom", CUSTOM.replace("agent.text_hygiene: 4", "agent.text_hygiene: 1"), True),
+    ("custom", CUSTOM.replace("disabled_signals: [process.change_size]", "disabled_signals: []"), False),
+    ("defaults", "thresholds:\n  red_push_half_life: 2.5\n", False),
+    ("defaults", "patterns:\n  doc_paths: ['handbook/**']\n", False),
+    ("defaults", "agents:\n  - id: devin\n    enabled: false\n", False),
+]
+
+
+@pytest.mark.parametrize("stored_with, config, keeps_all", CHANGES)
+def test_kept_signals_give_the_bytes_measuring_again_gives(
+    stored_with: str, config: str | None, keeps_all: bool, tmp_path: Path,
+) -> None:
+    paths = _store(tmp_path, CUSTOM if stored_with == "custom" else None)
+    config_path = None
+    if config is not None:
+        config_path = tmp_path / "taskeval.yml"
+        config_path.write_text(config, encoding="utf-8")
+    keep = Options(ai="off", env={}, config_path=config_path)
+    fresh = Options(ai="off", env={}, config_path=config_path, keep_signals=False)
+    measured = _counting()
+    kept = [rescore(p, keep).json() for p in paths]
+    measured_when_keeping = len(measured)
+    again = [rescore(p, fresh).json() for p in paths]
+    assert kept == again
+    total = len(measured) - measured_when_keeping
+    assert total > 0
+    if keeps_all:
+        assert measured_when_keeping == 0
+    elif "disabled_signals: []" in (config or ""):  # only the signal that was off is measured
+        assert set(measured[:measured_when_keeping]) == {"process.change_size"}
+    else:
+        assert measured_when_keeping == total
+
+
+def _counting() -> list[str]:
+    """Every signal measured from now on, by id (the fixture below puts the signals back)."""
+    measured: list[str] = []
+    for spec in signal_specs():
+        def counting(ctx: base.Ctx, run: Callable[[base.Ctx], Any] = spec.run_in, sid: str = spec.id) -> Any:
+            measured.append(sid)
+            return run(ctx)
+        object.__setattr__(spec, "run_in", counting)  # a frozen dataclass
+    return measured
+
+
+@pytest.fixture(autouse=True)
+def _restore_specs() -> Any:
+    before = {spec.id: spec.run_in for spec in signal_specs()}
+    yield
+    for spec in signal_specs():
+        object.__setattr__(spec, "run_in", before[spec.id])
+
+
+def _edit(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    change(data)
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+
+def test_a_result_from_another_scorer_version_is_measured_again(tmp_path: Path) -> None:
+    path = _store(tmp_path, None)[1]
+    truth = rescore(path, Options(ai="off", env={}, keep_signals=False)).json()
+
+    def older(data: dict[str, Any]) -> None:
+        data["scorerVersion"] = "2025.1.1"
+        data["signals"][0]["score"] = 0  # what an older scorer may have said
+    _edit(path, older)
+    assert rescore(path, Options(ai="off", env={})).json() == truth
+
+
+def test_a_damaged_stored_signal_is_measured_again_and_recompute_measures_all(tmp_path: Path) -> None:
+    path = _store(tmp_path, None)[2]
+    truth = rescore(path, Options(ai="off", env={}, keep_signals=False)).json()
+
+    def damage(data: dict[str, Any]) -> None:
+        data["signals"][0]["unexpected"] = 1
+        data["signals"][1] = "not a signal"
+        del data["signals"][2]
+    _edit(path, damage)
+    assert rescore(path, Options(ai="off", env={})).json() == truth
+
+    def tamper(data: dict[str, Any]) -> None:
+        data["signals"][3]["reason"] = "Edited by hand."
+    _edit(path, tamper)
+    assert "Edited by hand." in rescore(path, Options(ai="off", env={})).json()
+    assert rescore(path, Options(ai="off", env={}, keep_signals=False)).json() == truth
+
+
+def test_every_setting_is_known_to_be_read_by_signals_or_not() -> None:
+    """A new setting must be classified: if a signal can read it, keeping stored signals must
+    depend on it too."""
+    not_read = {"version", "signal_weights", "disabled_signals", "ai", "max_prompt_chars"}
+    assert set(Settings.model_fields) == set(_SIGNAL_INPUTS) | not_read
+
+
+class _Recorder:
+    """Settings that note every top-level setting read."""
+
+    def __init__(self, target: Settings, log: set[str]) -> None:
+        object.__setattr__(self, "_target", target)
+        object.__setattr__(self, "_log", log)
+
+    def __getattr__(self, name: str) -> Any:
+        self._log.add(name)
+        return getattr(self._target, name)
+
+
+@pytest.mark.parametrize("config", [None, CUSTOM])
+def test_signals_read_only_the_settings_keeping_depends_on(config: str | None) -> None:
+    settings = load_config(config, None).settings if config else Settings()
+    for bundle in _bundles(40):
+        for spec in signal_specs():
+            log: set[str] = set()
+            spec.run_in(base.Ctx(bundle, _Recorder(settings, log)))  # type: ignore[arg-type]
+            assert log <= set(_SIGNAL_INPUTS) | {"signal_weights"}, (spec.id, log)
+
+
+# The scores of a fixed set of bundles under this scorer version. Keeping stored signals rests on
+# "same SCORER_VERSION, same signals": a change that alters any score must bump it.
+SCORES_OF_THIS_VERSION = ("2026.11.2", "740884e9776d7d375baa396a9df0d31255ea518701f65f236141c3d5aedae282")
+
+
+def test_scores_change_only_with_the_scorer_version() -> None:
+    import hashlib
+
+    options = Options(ai="off", env={}, trigger="rescore", evaluated_at=STORED_WITH)
+    digest = hashlib.sha256()
+    for loaded in (LoadedConfig(Settings(), "defaults"), load_config(CUSTOM, None)):
+        for bundle in _bundles(40):
+            result = json.loads(score_bundle(bundle, loaded, options).to_json())
+            digest.update(json.dumps({k: result[k] for k in ("agent", "signals", "categoryScores",
+                                                             "overallScore")}, sort_keys=True).encode())
+    version, recorded = SCORES_OF_THIS_VERSION
+    assert (SCORER_VERSION, digest.hexdigest()) == (version, recorded), (
+        "scores changed: bump SCORER_VERSION in taskeval/__init__.py (stored results of the old "
+        f"version are then measured again when re-scored) and record it with {digest.hexdigest()} "
+        "here")

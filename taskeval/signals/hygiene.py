@@ -121,10 +121,21 @@ _NEEDLES: Final[dict[str, tuple[str, ...]]] = {
     "system-heading-override": ("system",),
     "fake-evidence": ('"id"', "<<<"),
     "chat-closing": ("i hope ", "let me know if ", "feel free to ", "happy coding"),
-    "chat-opening": ("certainly", "sure", "absolutely", "of course", "great question", "here"),
+    "chat-opening": ("certainly!", "certainly,", "certainly.", "sure!", "sure,", "sure.",
+                     "absolutely!", "absolutely,", "absolutely.", "of course!", "of course,",
+                     "of course.", "great question", "here's ", "here is "),
     "todo-fill": ("todo", "lorem ipsum"),
     "placeholder-token": ("[insert", "[add", "[describe", "[your", "[enter", "(issue", "(ticket)",
                           "#xxx", "#nnn"),
+}
+# A second, finer check for rules whose needles are common words ("note", "message"): patterns of
+# which every match of the rule holds one in the case fold. Each starts with a plain word, which
+# ``re`` finds as fast as ``str.find``, so they cost far less than the rule's case-insensitive
+# branches tried at every word. Read off the rule above, like the needles.
+_RULE_GATES: Final[dict[str, tuple[re.Pattern[str], ...]]] = {
+    "grader-address": tuple(re.compile(x) for x in (
+        *(rf"{word}\s+(?:to|for)\s" for word in ("note", "message", "hint", "psa")),
+        "100", "10/10", "full marks", "perfect score", "maximum score", "highest score")),
 }
 _USE_NEEDLES = True  # False: every rule on every text (the tests compare both ways)
 
@@ -242,10 +253,7 @@ _INSTRUCTION: Final = re.compile(
     r"description|details?|changes|context)\b|\bwhat does this (?:pr|pull request) do\?",
     re.IGNORECASE,
 )
-# The same, with ``^`` at every line start: one search over a whole text finds whether any of its
-# lines holds an instruction (the per-line search then runs only when one does).
-_INSTRUCTION_ANY_LINE: Final = re.compile(_INSTRUCTION.pattern, re.IGNORECASE | re.MULTILINE)
-_FAST_LINES = True  # False: search every line (the tests compare both ways)
+_FAST_LINES = True  # False: search every line for instructions and items (tests compare)
 # Words every instruction contains, one per alternative above (none holds a space, which blanking
 # a comment can create): without one in the case fold, no line holds an instruction, and neither
 # whole-text search needs to run (they try every position of a long body).
@@ -332,7 +340,10 @@ def prose_length(text: str) -> int:
 
 def task_items(text: str) -> list[bool]:
     """Checked state of each markdown task-list item outside code and comments."""
-    return [m.group(1) != " " for m in _TASK_ITEM.finditer(visible_text(text))]
+    shown = visible_text(text)
+    if _FAST_LINES and "[ ]" not in shown and "[x]" not in shown and "[X]" not in shown:
+        return []  # every item holds one of them
+    return [m.group(1) != " " for m in _TASK_ITEM.finditer(shown)]
 
 
 class _Lines:
@@ -370,8 +381,8 @@ def _template_findings(prose: str, own: str, low: str | None = None) -> list[Fin
     # Each finding below needs an HTML comment, instruction text or a task-list item; without
     # any of them (most texts) there is nothing to find. The two patterns cannot span a line, so
     # one search over the text answers for every line.
-    if "<!--" not in prose and not (instructs and _INSTRUCTION.search(prose)) \
-            and not _TASK_ITEM.search(prose):
+    if "<!--" not in prose and not _has_task_item(prose) \
+            and not (instructs and _INSTRUCTION.search(prose)):
         return []
     out: list[Finding] = []
     no_comments = blank_comments(prose)
@@ -399,13 +410,14 @@ def _template_findings(prose: str, own: str, low: str | None = None) -> list[Fin
                 out.append(Finding(at, "template", "html-placeholder", _clip(comment)))
         if heading and _INSTRUCTION.search(raw_lines[first]):
             out.append(Finding(first + 1, "template", "instruction-text", _clip(raw_lines[first])))
-    # A line's match is also a match of the multi-line form in the joined text, so when that
-    # has none (most texts) no line needs its own search.
-    if instructs and (_INSTRUCTION_ANY_LINE.search(blanked) or not _FAST_LINES):
-        for n, line in enumerate(lines):
-            match = _INSTRUCTION.search(line)
-            if match and not _HEADING.match(line):
-                out.append(Finding(n + 1, "template", "instruction-text", _clip(match.group(0))))
+    # Only a line holding one of the instruction words can hold an instruction.
+    candidates = (_lines_holding(blanked, _INSTRUCTION_NEEDLES) if instructs else []) \
+        if _FAST_LINES else range(len(lines))
+    for n in candidates:
+        line = lines[n]
+        match = _INSTRUCTION.search(line)
+        if match and not _HEADING.match(line):
+            out.append(Finding(n + 1, "template", "instruction-text", _clip(match.group(0))))
     # Sections holding a template comment: a checklist there is the template's own.
     scaffolded = set(first_comment)
     run: list[tuple[int, bool]] = []
@@ -422,6 +434,29 @@ def _template_findings(prose: str, own: str, low: str | None = None) -> list[Fin
                                    _clip(f"{len(run)} unchecked items: {lines[run[0][0]]}")))
             run = []
     return out
+
+
+def _has_task_item(text: str) -> bool:
+    """``_TASK_ITEM.search(text)``, skipped when no "[ ]", "[x]" or "[X]" (which every item
+    holds) is in the text: the pattern starts at every line of a long body."""
+    return ("[ ]" in text or "[x]" in text or "[X]" in text or not _FAST_LINES) \
+        and _TASK_ITEM.search(text) is not None
+
+
+def _lines_holding(text: str, needles: tuple[str, ...]) -> list[int]:
+    """0-based indexes, in order, of the lines of ``text`` whose case fold holds a needle."""
+    low = fold(text)
+    if len(low) != len(text):
+        return list(range(text.count("\n") + 1))
+    found: set[int] = set()
+    for needle in needles:
+        at = low.find(needle)
+        while at != -1:
+            line = text.count("\n", 0, at)
+            found.add(line)
+            end = text.find("\n", at)
+            at = -1 if end == -1 else low.find(needle, end)
+    return sorted(found)
 
 
 def _heading_level(line: str) -> int:
@@ -523,9 +558,9 @@ def _may_match(text: str, patterns: tuple[re.Pattern[str], ...]) -> tuple[re.Pat
     """The ``patterns`` whose fixed words (see ``required_text``) ``text`` holds: the others
     cannot match it, and need no search of a long body for a "^.{0,4}Generated with ..." line
     it does not have (nor a cache lookup, which hashes every pattern)."""
-    gates = _GATES.get(id(patterns))
+    gates = _STANDARD_GATES.get(id(patterns))
     if gates is None or gates[0] is not patterns:
-        gates = _GATES[id(patterns)] = (patterns, tuple((p, required_text(p)) for p in patterns))
+        gates = _STANDARD_GATES[id(patterns)] = (patterns, tuple((p, required_text(p)) for p in patterns))
     low: str | None = None
     live = []
     for pattern, need in gates[1]:
@@ -542,7 +577,9 @@ def _may_match(text: str, patterns: tuple[re.Pattern[str], ...]) -> tuple[re.Pat
 _FAST_STANDARD = True  # False: search every pattern (the tests compare both ways)
 # Per tuple of patterns (the agent table's, kept for the process's life), each one's fixed words;
 # the tuple itself is kept, so an ID is never read for another tuple.
-_GATES: dict[int, tuple[tuple[re.Pattern[str], ...], tuple[tuple[re.Pattern[str], tuple[str, bool] | None], ...]]] = {}
+_STANDARD_GATES: dict[
+    int, tuple[tuple[re.Pattern[str], ...], tuple[tuple[re.Pattern[str], tuple[str, bool] | None], ...]]
+] = {}
 _REQUIRED: dict[re.Pattern[str], tuple[str, bool] | None] = {}
 
 
@@ -607,7 +644,9 @@ def _detect(
                 return ()  # most commit messages and comments: no needle, nothing else to read
             rules = ()
         else:
-            rules = tuple(r for r in rules if r[1] in hit or r[1] not in _NEEDLES)
+            rules = tuple(r for r in rules if (r[1] in hit or r[1] not in _NEEDLES) and (
+                r[1] not in _RULE_GATES or any(gate.search(
+                    low_rendered if r[0] == "template" else low_prose) for gate in _RULE_GATES[r[1]])))
     if own is None:
         own = rendered = blank_quotes(prose)
     chat: str | None = None  # made when a chat rule runs: most texts have none of their needles

@@ -25,7 +25,7 @@ from taskeval.config import LoadedConfig, Settings, load_config
 from taskeval.evidence import blank_code, build_bundle, vocabulary
 from taskeval.models import EvidenceBundle
 from taskeval.pipeline import Options, rescore, rescore_file, score_bundle
-from taskeval.signals import base, hygiene, outcome, signal_specs
+from taskeval.signals import base, hygiene, outcome, rework, signal_specs
 from taskeval.signals.agent import _texts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,14 +57,14 @@ def old_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     library's JSON and Decimal rounding."""
     import taskeval.pipeline as pipeline
 
-    monkeypatch.setattr(hygiene, "_NEEDLES", {})
-    monkeypatch.setattr(hygiene, "_NEEDLES_BY_KIND", {})
+    monkeypatch.setattr(hygiene, "_USE_NEEDLES", False)
     monkeypatch.setattr(hygiene, "_BY_KIND", False)
     monkeypatch.setattr(hygiene, "_FAST_LINES", False)
     monkeypatch.setattr(hygiene, "_FAST_STANDARD", False)
     monkeypatch.setattr(vocabulary, "_FAST_ANCHORS", False)
     monkeypatch.setattr(vocabulary, "_FAST_FENCES", False)
     monkeypatch.setattr(outcome, "_CLAIM_NEEDLES", {})
+    monkeypatch.setattr(rework, "_OBJECTION_NEEDLES", {})
     monkeypatch.setattr(hygiene, "_blank_code", blank_code)
     monkeypatch.setattr(hygiene, "_blank_comments", hygiene.blank_comments)
     monkeypatch.setattr(base, "_globs", _AnyGlob)
@@ -485,7 +485,9 @@ def test_standard_text_blanking_skips_only_patterns_that_cannot_match() -> None:
         changed += expected != text
         for some in (patterns, patterns[::-1], patterns[:3]):
             hygiene.blank_matches.cache_clear()
-            assert hygiene.blank_matches(text, some) == _blank_matches_char_by_char(text, some), text
+            expected = _blank_matches_char_by_char(text, some)
+            assert hygiene.blank_matches(text, some) == expected, text
+            assert hygiene.blank_matches(text, hygiene._may_match(text, some)) == expected, text
     assert changed >= 10
 
 
@@ -593,7 +595,7 @@ def test_claims_consume_only_what_their_clauses_hold() -> None:
 
 
 def test_claim_clauses_find_what_a_whole_text_search_finds() -> None:
-    from taskeval.signals.outcome import _CLAIM_WORDS, _CLAIMS, _NOT_IN_CLAIM, claim_text
+    from taskeval.signals.outcome import _CLAIM_NEEDLES, _CLAIMS, _NOT_IN_CLAIM, claim_text
 
     phrases = ["All tests pass.", "tests\nare\n\nnow passing", "Added end-to-end tests", "(all green)",
                "docs.updated", "docs-updated", "the e2e\tspecs succeed!", "Added unit tests, and "
@@ -603,5 +605,58 @@ def test_claim_clauses_find_what_a_whole_text_search_finds() -> None:
         low = hygiene.fold(claimed)
         for kind, pattern in _CLAIMS:
             whole = [m.span() for m in pattern.finditer(claimed)]
-            found = vocabulary.in_clauses(pattern, claimed, low, _CLAIM_WORDS[kind], _NOT_IN_CLAIM)
+            found = vocabulary.in_clauses(pattern, claimed, low, _CLAIM_NEEDLES[kind], _NOT_IN_CLAIM)
             assert [m.span() for m in found] == whole, (kind, claimed)
+
+
+def test_pr_fact_reads_what_the_table_of_every_item_holds() -> None:
+    from taskeval.signals.outcome import _pr_fact
+
+    for bundle in _bundles(30):
+        ctx = base.Ctx(bundle, Settings())
+        for key in ("defaultBranch", "state", "title", "missing"):
+            assert _pr_fact(ctx, key) == ctx.item_facts.get(ctx.pr, {}).get(key)
+
+
+def test_objection_needles_skip_only_objections_that_cannot_be_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    source = (ROOT / "tests" / "test_rework_signals.py").read_text(encoding="utf-8")
+    examples = [node.value for node in ast.walk(ast.parse(source))
+                if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+    examples += [
+        "Please fix the import.", "can you also revert this", "you should resolve it", "It doesnt work",
+        "didn't address what we asked", "isnt fixed the bug", "That's wrong", "the approach seems "
+        "not correct", "this will break prod", "The tests are still failing", "type errors", "CI red",
+        "still broken", "failing checks", "is n't working", "does n't compile", "that s not right",
+    ]
+    texts = _variants(examples + _texts_to_scan())
+    assert set(rework._OBJECTION_NEEDLES) == {kind for kind, _ in rework.OBJECTION_PATTERNS}
+    fast = [rework.objections(t) for t in texts]
+    monkeypatch.setattr(rework, "_OBJECTION_NEEDLES", {})
+    assert [rework.objections(t) for t in texts] == fast
+    assert sum(map(len, fast)) > 50
+
+
+@pytest.mark.parametrize("source, flags, expected", [
+    (r"a\sb", 0, False), (r"a[^\n]b", 0, True), (r"a.b", 0, True), (r"(?s)a.b", 0, False),
+    (r"a\Wb", 0, False), (r"a[^x]b", 0, False), (r"a\Sb", 0, True), (r"a[^.\n]{0,4}", 0, True),
+    (r"[\x00-\x20]", 0, False), (r"a(?=x)", 0, False), (r"(?<=x)a", 0, True), (r"a\nb", 0, False),
+    (r"[^\S]", 0, False), (r"a$", 0, False), (r"a$", re.MULTILINE, True), (r"a\Z", 0, False),
+    (r"^[ \t]*(?:sure|ok)[!,.][ \t]+x\b", re.IGNORECASE | re.MULTILINE, True),
+])
+def test_within_one_line_reads_the_parsed_pattern(source: str, flags: int, expected: bool) -> None:
+    assert hygiene.within_one_line(re.compile(source, flags)) is expected
+
+
+def test_one_line_rules_searched_by_line_find_what_a_whole_text_search_finds() -> None:
+    assert {"chat-opening", "system-prompt-echo", "ai-disclaimer"} <= hygiene._ONE_LINE
+    texts = _variants([*_texts_to_scan(), *TEMPLATE_TEXTS, "x\nsystem: y\n ## system prompt:",
+                       "Sure! Here is\nSure, here is the fix\n\nhere's the updated code\n"])
+    for text in texts:
+        low = hygiene.fold(text)
+        for _, rule, pattern in hygiene._RULES:
+            if rule in hygiene._ONE_LINE:
+                whole = [m.span() for m in pattern.finditer(text)]
+                lines = hygiene._in_lines(pattern, text, low, hygiene._NEEDLES[rule])
+                assert [m.span() for m in lines] == whole, (rule, text)

@@ -312,19 +312,20 @@ def near_anchors(
         yield from pattern.finditer(text)
         return
     start = end = -1
+    backwards: str | None = None
+    tokens_back = _tokens_back(before)
     for anchor in anchors.finditer(text):
         at = anchor.start()
         if at < end:
             continue  # inside the window already taken
-        head = at
-        for _ in range(before + 1):  # back to the start of this token, then ``before`` more
-            while head > 0 and text[head - 1].isspace():
-                head -= 1
-            while head > 0 and not text[head - 1].isspace():
-                head -= 1
-        tail = at
-        while tail < len(text) and not text[tail].isspace():
-            tail += 1
+        if backwards is None:
+            backwards = text[::-1]
+        # Back to the start of this token, then ``before`` more (whitespace, token: read on the
+        # reversed text, where they follow).
+        walked = tokens_back.match(backwards, len(text) - at)
+        head = at - (walked.end() - walked.start()) if walked else at
+        space = _SPACE.search(text, at)
+        tail = len(text) if space is None else space.start()
         if head <= end:  # touching the previous window: one window
             end = tail
             continue
@@ -336,13 +337,27 @@ def near_anchors(
 
 
 _FAST_ANCHORS = True  # False: search whole texts (the tests compare both ways)
+_SPACE = re.compile(r"\s")
+
+
+# Whitespace then a token, ``n + 1`` times: on the reversed text, the token an anchor is in and
+# the ``n`` tokens before it (as a loop stepping back over whitespace and then a token would).
+def _tokens_pattern(before: int) -> re.Pattern[str]:
+    return re.compile(rf"(?:\s*\S*){{{before + 1}}}")
+
+
+_TOKENS_BACK: Final = {n: _tokens_pattern(n) for n in range(4)}
+
+
+def _tokens_back(before: int) -> re.Pattern[str]:
+    return _TOKENS_BACK.get(before) or _tokens_pattern(before)
 
 
 def in_clauses(
-    pattern: re.Pattern[str], text: str, low: str, needles: re.Pattern[str],
+    pattern: re.Pattern[str], text: str, low: str, needles: Sequence[str],
     outside: re.Pattern[str],
 ) -> Iterator[re.Match[str]]:
-    """``pattern.finditer(text)`` for a pattern whose every match holds a match of ``needles`` in
+    """``pattern.finditer(text)`` for a pattern whose every match holds one of ``needles`` in
     ``low`` (``text`` case-folded, same length) and no character that ``outside`` matches.
 
     A match then lies inside one clause (a run of characters ``outside`` does not match) that
@@ -355,16 +370,16 @@ def in_clauses(
         return
     backwards: str | None = None
     end = 0
-    for needle in needles.finditer(low):
-        at = needle.start()
-        if at < end:
-            continue  # in the clause just searched
+    while True:
+        at = min((i for needle in needles if (i := low.find(needle, end)) != -1), default=-1)
+        if at == -1:
+            return
         if backwards is None:
             backwards = text[::-1]
         before = outside.search(backwards, len(text) - at)
         start = 0 if before is None else len(text) - before.start()
         after = outside.search(text, at)
-        end = len(text) if after is None else after.start()
+        end = max(at + 1, len(text) if after is None else after.start())
         yield from pattern.finditer(text, start, end)
 
 

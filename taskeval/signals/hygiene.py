@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate
@@ -125,12 +126,96 @@ _NEEDLES: Final[dict[str, tuple[str, ...]]] = {
     "placeholder-token": ("[insert", "[add", "[describe", "[your", "[enter", "(issue", "(ticket)",
                           "#xxx", "#nnn"),
 }
-# (needle, rule) pairs of each kind's rules: a scan for some kinds checks only their needles.
-_NEEDLES_BY_KIND: Final[dict[FindingKind, tuple[tuple[str, str], ...]]] = {
-    of: tuple((needle, rule) for kind, rule, _ in _RULE_SOURCES if kind == of
-              for needle in _NEEDLES.get(rule, ()))
-    for of in ("leakage", "boilerplate", "template")
-}
+_USE_NEEDLES = True  # False: every rule on every text (the tests compare both ways)
+
+
+def within_one_line(pattern: re.Pattern[str]) -> bool:
+    """Whether every match of ``pattern`` lies within one line and reads nothing after it (no
+    lookahead, no ``\\Z``), read off the parsed pattern: whatever it does not know counts as
+    no. Such a rule needs searching only on the lines holding one of its needles."""
+    from re import _constants as c  # type: ignore[attr-defined]
+    from re import _parser  # type: ignore[attr-defined]
+
+    def class_has_newline(items: list[tuple[object, object]]) -> bool | None:
+        hit = False
+        for op, arg in items:
+            if op is c.LITERAL:
+                hit |= arg == 10
+            elif op is c.RANGE:
+                hit |= arg[0] <= 10 <= arg[1]  # type: ignore[index]
+            elif op is c.CATEGORY:
+                hit |= arg not in (c.CATEGORY_NOT_SPACE, c.CATEGORY_WORD, c.CATEGORY_DIGIT)
+            elif op is not c.NEGATE:
+                return None  # unknown
+        return hit != (bool(items) and items[0][0] is c.NEGATE)
+
+    def local(parsed: object) -> bool:
+        for op, arg in parsed:  # type: ignore[attr-defined]
+            if op is c.LITERAL:
+                ok = arg != 10
+            elif op is c.NOT_LITERAL:
+                ok = arg == 10
+            elif op is c.ANY:
+                ok = not pattern.flags & re.DOTALL
+            elif op is c.IN:
+                ok = class_has_newline(arg) is False
+            elif op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
+                ok = local(arg[2])
+            elif op is c.SUBPATTERN:
+                ok = local(arg[3])
+            elif op is c.BRANCH:
+                ok = all(local(branch) for branch in arg[1])
+            elif op is c.ASSERT or op is c.ASSERT_NOT:
+                ok = arg[0] == -1 and local(arg[1])  # a lookbehind, within the line
+            elif op is c.AT:
+                ok = arg in (c.AT_BEGINNING, c.AT_BEGINNING_LINE, c.AT_BEGINNING_STRING,
+                             c.AT_BOUNDARY, c.AT_NON_BOUNDARY, c.AT_END_LINE) or (
+                    arg is c.AT_END and bool(pattern.flags & re.MULTILINE))
+            else:
+                ok = False
+            if not ok:
+                return False
+        return True
+
+    try:
+        return local(_parser.parse(pattern.pattern, pattern.flags))
+    except Exception:  # an unreadable pattern: assume the worst
+        return False
+
+
+# Rules whose matches lie within one line (see ``within_one_line``).
+_ONE_LINE: Final[frozenset[str]] = frozenset(
+    rule for _, rule, pattern in _RULES if within_one_line(pattern))
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a scan for some kinds of finding runs: their rules in table order and the needles
+    that let a text skip them (worked out once per set of kinds, not once per text)."""
+
+    rules: tuple[tuple[FindingKind, str, re.Pattern[str]], ...]
+    prose_needles: tuple[tuple[str, str], ...]  # (needle, rule), looked for in the prose
+    rendered_needles: tuple[tuple[str, str], ...]  # template rules': in the rendered text
+    guarded: bool  # every rule has needles, so a text holding none has no rule to run
+
+
+_PLANS: dict[frozenset[FindingKind], _Plan] = {}
+
+
+def _plan(kinds: frozenset[FindingKind]) -> _Plan:
+    plan = _PLANS.get(kinds)
+    if plan is None:
+        rules = tuple(r for r in _RULES if r[0] in kinds)
+        plan = _PLANS[kinds] = _Plan(
+            rules,
+            tuple((n, rule) for kind, rule, _ in rules if kind != "template" for n in _NEEDLES.get(rule, ())),
+            tuple((n, rule) for kind, rule, _ in rules if kind == "template"
+                  for n in _NEEDLES.get(rule, ())),
+            all(rule in _NEEDLES for _, rule, _ in rules),
+        )
+    return plan
+
+
 # Under IGNORECASE, ``re`` matches an ASCII letter with exactly these non-ASCII characters besides
 # its own two cases (tests/test_rescore_fast_paths.py derives the list from ``re`` itself). Folding
 # them first makes ``fold(text)`` contain a rule's needle whenever the rule matches ``text``, so the
@@ -356,6 +441,27 @@ def _is_generic_item(line: str) -> bool:
     return len(text.split()) <= _GENERIC_ITEM_WORDS or _PLEDGE.match(text) is not None
 
 
+def _in_lines(
+    pattern: re.Pattern[str], text: str, low: str, needles: tuple[str, ...]
+) -> Iterator[re.Match[str]]:
+    """``pattern.finditer(text)`` for a pattern whose matches lie within one line and hold one of
+    ``needles`` in ``low`` (a case fold with ``text``'s length and newlines): only the lines
+    holding a needle are searched (``endpos`` at the newline reads as the newline does for
+    ``\\b``, and ``^`` still sees the line start)."""
+    if len(low) != len(text):
+        yield from pattern.finditer(text)
+        return
+    end = 0
+    while True:
+        at = min((i for needle in needles if (i := low.find(needle, end)) != -1), default=-1)
+        if at == -1:
+            return
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        end = len(text) if end == -1 else end
+        yield from pattern.finditer(text, start, end)
+
+
 @lru_cache(maxsize=1024)
 def _blank_code(text: str) -> str:
     """:func:`blank_code`, skipped when there is no backtick or tilde fence to blank."""
@@ -380,7 +486,10 @@ def detect_text_issues(
     if not text:
         return []
     if standard:
-        text = blank_matches(text.replace("\r\n", "\n").replace("\r", "\n"), standard)
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        live = _may_match(text, standard) if _FAST_STANDARD else standard
+        if live:
+            text = blank_matches(text, live)
     if not _BY_KIND:
         return [f for f in _detect(text, include_code) if f.kind in kinds]
     return list(_detect(text, include_code, True, kinds))
@@ -398,20 +507,7 @@ def blank_matches(text: str, patterns: tuple[re.Pattern[str], ...]) -> str:
     """``text`` with every match of ``patterns`` overwritten by a neutral letter (newlines kept,
     so the line numbers of what remains do not move; not spaces, which would leave a section
     looking empty, i.e. an unfilled template)."""
-    low: str | None = None
-    spans: list[tuple[int, int]] = []
-    for pattern in patterns:
-        # A pattern's fixed words (see ``required_text``) missing from the text: no match, and
-        # no search of a long body for a "^.{0,4}Generated with ..." line it does not have.
-        need = required_text(pattern) if _FAST_STANDARD else None
-        if need is not None:
-            words, folded = need
-            if folded and low is None:
-                low = fold(text)
-            haystack = low if folded and low is not None else text
-            if words not in haystack:
-                continue
-        spans += [(m.start(), m.end()) for m in pattern.finditer(text) if m.end() > m.start()]
+    spans = [(m.start(), m.end()) for p in patterns for m in p.finditer(text) if m.end() > m.start()]
     if not spans:
         return text
     parts, pos = [], 0
@@ -423,7 +519,30 @@ def blank_matches(text: str, patterns: tuple[re.Pattern[str], ...]) -> str:
     return "".join([*parts, text[pos:]])
 
 
+def _may_match(text: str, patterns: tuple[re.Pattern[str], ...]) -> tuple[re.Pattern[str], ...]:
+    """The ``patterns`` whose fixed words (see ``required_text``) ``text`` holds: the others
+    cannot match it, and need no search of a long body for a "^.{0,4}Generated with ..." line
+    it does not have (nor a cache lookup, which hashes every pattern)."""
+    gates = _GATES.get(id(patterns))
+    if gates is None or gates[0] is not patterns:
+        gates = _GATES[id(patterns)] = (patterns, tuple((p, required_text(p)) for p in patterns))
+    low: str | None = None
+    live = []
+    for pattern, need in gates[1]:
+        if need is not None:
+            words, folded = need
+            if folded and low is None:
+                low = fold(text)
+            if words not in (low if folded and low is not None else text):
+                continue
+        live.append(pattern)
+    return tuple(live)
+
+
 _FAST_STANDARD = True  # False: search every pattern (the tests compare both ways)
+# Per tuple of patterns (the agent table's, kept for the process's life), each one's fixed words;
+# the tuple itself is kept, so an ID is never read for another tuple.
+_GATES: dict[int, tuple[tuple[re.Pattern[str], ...], tuple[tuple[re.Pattern[str], tuple[str, bool] | None], ...]]] = {}
 _REQUIRED: dict[re.Pattern[str], tuple[str, bool] | None] = {}
 
 
@@ -467,28 +586,34 @@ def _detect(
     limits the rules run (and template structure read) to findings of those kinds."""
     normal = text.replace("\r\n", "\n").replace("\r", "\n")
     prose = normal if include_code else _blank_code(normal)
+    low_prose = fold(prose)
     # Leaks hidden in HTML comments or quotes still count; template and chat rules only look at
     # what renders as the author's own words (no comments, no blockquoted text).
-    own = blank_quotes(prose)
-    rendered = _blank_comments(own) if "template" in kinds else own
-    chat: str | None = None  # made when a chat rule runs: most texts have none of their needles
-    where = _Lines(prose)
+    template = "template" in kinds
+    own = blank_quotes(prose) if template else None
+    rendered = _blank_comments(own) if own is not None else prose
     # A rule whose every match contains one of its needles (see _NEEDLES) cannot match a text
     # whose case fold (see ``fold``) has none.
-    skip: set[str] = set()
-    low_prose = fold(prose)
-    if prefilter:
-        low_rendered = (low_prose if rendered is prose else fold(rendered)) \
-            if "template" in kinds else ""
-        hit: set[str] = set()
-        for kind in kinds:
-            low = low_rendered if kind == "template" else low_prose
-            hit.update([rule for needle, rule in _NEEDLES_BY_KIND.get(kind, ()) if needle in low])
-        skip = _NEEDLES.keys() - hit
+    plan = _plan(kinds)
+    rules = plan.rules
+    low_rendered = low_prose
+    if prefilter and _USE_NEEDLES:
+        hit = {rule for needle, rule in plan.prose_needles if needle in low_prose}
+        if plan.rendered_needles:
+            low_rendered = low_prose if rendered is prose else fold(rendered)
+            hit.update([rule for needle, rule in plan.rendered_needles if needle in low_rendered])
+        if not hit and plan.guarded:
+            if not template:
+                return ()  # most commit messages and comments: no needle, nothing else to read
+            rules = ()
+        else:
+            rules = tuple(r for r in rules if r[1] in hit or r[1] not in _NEEDLES)
+    if own is None:
+        own = rendered = blank_quotes(prose)
+    chat: str | None = None  # made when a chat rule runs: most texts have none of their needles
+    where = _Lines(prose)
     found: dict[tuple[int, str], Finding] = {}
-    for kind, rule, pattern in _RULES:
-        if rule in skip or kind not in kinds:
-            continue
+    for kind, rule, pattern in rules:
         if kind == "leakage":
             scanned = prose
         elif kind == "template":
@@ -498,10 +623,16 @@ def _detect(
                 quoted = '"' in own or "“" in own
                 chat = _QUOTED_SPEECH.sub(lambda m: _blank(m.group(0)), own) if quoted else own
             scanned = chat
-        for match in pattern.finditer(scanned):
+        needles = _NEEDLES.get(rule) if rule in _ONE_LINE and prefilter and _USE_NEEDLES else None
+        if needles:  # only the lines holding a needle (of the fold they were looked for in)
+            low = low_rendered if kind == "template" else low_prose
+            matches: Iterable[re.Match[str]] = _in_lines(pattern, scanned, low, needles)
+        else:
+            matches = pattern.finditer(scanned)
+        for match in matches:
             line = where.of(match.start())
             found.setdefault((line, rule), Finding(line, kind, rule, _clip(match.group(0))))
-    if "template" not in kinds:
+    if not template:
         return tuple(sorted(found.values()))
     for f in _template_findings(prose, own, low_prose):
         found.setdefault((f.line, f.rule), f)

@@ -91,9 +91,6 @@ _CLAIM_NEEDLES: Final[dict[str, tuple[str, ...]]] = {
 # Every character of a claim is a word character, whitespace or "-" (end-to-end): a claim sits
 # inside one run of those, so the search skips the runs without one of the claim's words.
 _NOT_IN_CLAIM: Final = re.compile(r"[^\w\s-]")
-_CLAIM_WORDS: Final[dict[str, re.Pattern[str]]] = {
-    kind: re.compile("|".join(map(re.escape, needles))) for kind, needles in _CLAIM_NEEDLES.items()
-}
 _UNCHECKED_LINE: Final = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+\[ \][^\n]*$", re.MULTILINE)
 
 Verdict = Literal["supported", "contradicted", "unverifiable"]
@@ -116,12 +113,12 @@ def claim_text(title: str, body: str) -> str:
 
 
 def _find(text: str, pattern: re.Pattern[str], low: str | None = None,
-          words: re.Pattern[str] | None = None) -> str | None:
+          words: tuple[str, ...] = ()) -> str | None:
     """The first claim ``pattern`` finds in ``text`` that is not an instruction ("make sure
     tests pass"); with ``low`` (``fold(text)``) and the claim's ``words``, searched only in the
     clauses holding one of them (see ``ev.in_clauses``)."""
     found = (ev.in_clauses(pattern, text, low, words, _NOT_IN_CLAIM)
-             if low is not None and words is not None else pattern.finditer(text))
+             if low is not None and words else pattern.finditer(text))
     for match in found:
         if not _NOT_A_CLAIM.search(text[max(0, match.start() - 40): match.start()]):
             return " ".join(match.group(0).split())
@@ -172,12 +169,22 @@ def _check_fix(ctx: Ctx, link: ev.IssueLink) -> Claim:
                          "the PR was closed without merging, which outcome.delivery already "
                          "counts", cited)
         return Claim("fixes an issue", what, "unverifiable", "the PR is not merged yet", cited)
-    default = ctx.item_facts.get(ctx.pr, {}).get("defaultBranch")
+    default = _pr_fact(ctx, "defaultBranch")
     if isinstance(default, str) and default and pull.base_ref != default:
         return Claim("fixes an issue", what, "contradicted",
                      f"it merged into {pull.base_ref}, not the default branch {default}, so "
                      "GitHub does not close the issue", cited)
     return Claim("fixes an issue", what, "supported", "merged with a closing link", cited)
+
+
+def _pr_fact(ctx: Ctx, key: str) -> object:
+    """A fact of the PR's evidence item (of the last item with its ID, as a table of every
+    item's facts by ID would hold): one lookup, without building that table."""
+    for group in reversed(ctx.bundle.groups):
+        for item in reversed(group.items):
+            if item.id == ctx.pr:
+                return item.facts.get(key)
+    return None
 
 
 def check_claims(ctx: Ctx) -> list[Claim]:
@@ -189,7 +196,7 @@ def check_claims(ctx: Ctx) -> list[Claim]:
         needles = _CLAIM_NEEDLES.get(kind)
         if needles and not any(needle in low for needle in needles):
             continue
-        quote = _find(text, pattern, low, _CLAIM_WORDS.get(kind) if needles else None)
+        quote = _find(text, pattern, low, needles or ())
         if quote is None:
             continue
         if kind == "tests pass":

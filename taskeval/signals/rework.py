@@ -21,7 +21,7 @@ from taskeval.models import TimelineEntry
 
 from .base import Ctx, Measure, inconclusive, ok, signal
 from .curves import decay
-from .hygiene import visible_text
+from .hygiene import fold, visible_text
 from .wording import agree, all_of, names, none_of, plural, sentence
 
 CAT: Category = "agentPerformance"
@@ -52,13 +52,30 @@ OBJECTION_PATTERNS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
         r"checks?)\b")),
 )
 
+# Words every match of each kind holds (one of each pattern's required word groups above): a
+# comment whose case fold has none of them cannot make that objection, and its pattern is not
+# searched (tests/test_rescore_fast_paths.py checks them on every example).
+_OBJECTION_NEEDLES: Final[dict[str, tuple[str, ...]]] = {
+    "asks for a fix": ("fix", "correct", "revert", "undo", "redo", "address", "resolve", "repair"),
+    "says it does not work": ("work", "compile", "build", "run", "pass", "fix", "solve", "address",
+                              "what"),
+    "says it is wrong": ("wrong", "correct", "broken", "buggy", "invalid", "right"),
+    "says it breaks something": ("break", "broke"),
+    "reports failures": ("fail", "broken", "red", "error", "still"),
+}
+
 _QUOTE_LINE: Final = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
 
 
 def objections(text: str) -> list[str]:
     """The kinds of objection a person's comment makes ("asks for a fix", ...), in table order."""
-    prose = _QUOTE_LINE.sub("", visible_text(text or ""))
-    return [kind for kind, pattern in OBJECTION_PATTERNS if pattern.search(prose)]
+    prose = visible_text(text or "")
+    if ">" in prose:
+        prose = _QUOTE_LINE.sub("", prose)
+    low = fold(prose)
+    return [kind for kind, pattern in OBJECTION_PATTERNS
+            if (not (needles := _OBJECTION_NEEDLES.get(kind)) or any(n in low for n in needles))
+            and pattern.search(prose)]
 
 
 @signal("agent.objections", CAT, "Reviewers did not call the work wrong", 1.5,

@@ -407,17 +407,28 @@ class Ctx:
     def ci_series(self) -> tuple[dict[tuple[str, str], list[Attempt]], dict[tuple[str, str], list[Attempt]]]:
         """Every check (by commit and name) and workflow run (by commit and workflow) as its
         attempts in start order: what each CI view picks its verdicts from."""
+        outcome_of = ev.outcome_of
         checks: dict[tuple[str, str], list[Attempt]] = {}
         for c in self.facts.checks:
-            checks.setdefault((c.head_sha, c.name), []).append(Attempt(
-                c.started_at or c.completed_at or "", c.id, c.started_at, c.completed_at,
-                ev.outcome_of(c.status, c.conclusion), c))
+            started = c.started_at
+            attempt = _new(Attempt, (started or c.completed_at or "", c.id, started, c.completed_at,
+                                     outcome_of(c.status, c.conclusion), c))
+            key = (c.head_sha, c.name)
+            if key in checks:
+                checks[key].append(attempt)
+            else:
+                checks[key] = [attempt]
         runs: dict[tuple[str, str], list[Attempt]] = {}
         for r in self.facts.runs:
-            runs.setdefault((r.head_sha, str(r.workflow_id or r.name)), []).append(Attempt(
-                r.started_at or r.created_at or "", r.id, r.started_at or r.created_at,
-                r.updated_at if r.status == "completed" else None,
-                ev.outcome_of(r.status, r.conclusion), r))
+            started = r.started_at or r.created_at
+            attempt = _new(Attempt, (started or "", r.id, started,
+                                     r.updated_at if r.status == "completed" else None,
+                                     outcome_of(r.status, r.conclusion), r))
+            key = (r.head_sha, str(r.workflow_id or r.name))
+            if key in runs:
+                runs[key].append(attempt)
+            else:
+                runs[key] = [attempt]
         for series in (*checks.values(), *runs.values()):
             if len(series) > 1:
                 series.sort(key=_ORDER)
@@ -465,6 +476,9 @@ class Attempt(NamedTuple):
 
 
 _ORDER = operator.itemgetter(0, 1)
+# Makes a named tuple from a plain one without its generated constructor's extra Python call
+# (CI views make one per check and workflow attempt).
+_new = tuple.__new__
 
 
 class CIView:
@@ -494,8 +508,8 @@ class CIView:
             picked = _pick(series, as_of)
             if picked is not None:
                 entry, outcome, flaky = picked
-                checks.setdefault(sha, {})[name] = Verdict(
-                    "check", name, name, sha, outcome, check_ids[entry.id], flaky)
+                checks.setdefault(sha, {})[name] = _new(Verdict, (
+                    "check", name, name, sha, outcome, check_ids[entry.id], flaky))
         runs: dict[str, dict[str, Verdict]] = {}
         for (sha, key), series in run_series.items():
             picked = _pick(series, as_of)
@@ -503,8 +517,8 @@ class CIView:
                 run, outcome, flaky = picked
                 assert isinstance(run, RunEntry)
                 rerun_green = as_of is None and run.attempt > 1 and outcome == "pass"
-                runs.setdefault(sha, {})[key] = Verdict(
-                    "run", key, run.name or key, sha, outcome, f"run:{run.id}", flaky or rerun_green)
+                runs.setdefault(sha, {})[key] = _new(Verdict, (
+                    "run", key, run.name or key, sha, outcome, f"run:{run.id}", flaky or rerun_green))
         return cls(checks, runs)
 
     @classmethod

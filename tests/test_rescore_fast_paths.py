@@ -170,7 +170,7 @@ def test_ci_views_equal_their_reference_construction() -> None:
     """Each CI view, now and as of any moment, verdict for verdict as the plain construction."""
     for bundle in [*_bundles(60), *_random_ci(500)]:
         ctx = base.Ctx(bundle, Settings())
-        for as_of in (None, bundle.facts.pull.merged_at, "2026-01-02T01:00:00Z", ""):
+        for as_of in (None, bundle.facts.pull.merged_at, "2026-01-02T01:00:00Z", "2027-01-01", ""):
             fast, ref = ctx.ci_at(as_of), base.CIView.reference(ctx, as_of)
             assert (fast.checks, fast.runs) == (ref.checks, ref.runs)
             assert list(fast.checks) == list(ref.checks) and list(fast.runs) == list(ref.runs)

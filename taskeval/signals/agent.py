@@ -126,7 +126,9 @@ def commit_churn(ctx: Ctx) -> Measure:
     if not commits:
         return inconclusive("The PR lists no commits of its own.", [ctx.pr])
     reverts = _in_pr_reverts(ctx)
-    fixups = [c.sha for c in commits if ev.is_fixup(c.subject) and c.sha not in reverts]
+    # "fixup! ", "squash! " and "amend! " subjects: only one with a "!" can be one.
+    fixups = [c.sha for c in commits
+              if "!" in c.subject and ev.is_fixup(c.subject) and c.sha not in reverts]
     churn = reverts + fixups
     value = len(churn) / len(commits)
     zero = ctx.settings.thresholds.churn_ratio_zero

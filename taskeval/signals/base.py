@@ -407,17 +407,28 @@ class Ctx:
     def ci_series(self) -> tuple[dict[tuple[str, str], list[Attempt]], dict[tuple[str, str], list[Attempt]]]:
         """Every check (by commit and name) and workflow run (by commit and workflow) as its
         attempts in start order: what each CI view picks its verdicts from."""
+        outcome_of = ev.outcome_of
         checks: dict[tuple[str, str], list[Attempt]] = {}
         for c in self.facts.checks:
-            checks.setdefault((c.head_sha, c.name), []).append(Attempt(
-                c.started_at or c.completed_at or "", c.id, c.started_at, c.completed_at,
-                ev.outcome_of(c.status, c.conclusion), c))
+            started = c.started_at
+            attempt = _new(Attempt, (started or c.completed_at or "", c.id, started, c.completed_at,
+                                     outcome_of(c.status, c.conclusion), c))
+            key = (c.head_sha, c.name)
+            if key in checks:
+                checks[key].append(attempt)
+            else:
+                checks[key] = [attempt]
         runs: dict[tuple[str, str], list[Attempt]] = {}
         for r in self.facts.runs:
-            runs.setdefault((r.head_sha, str(r.workflow_id or r.name)), []).append(Attempt(
-                r.started_at or r.created_at or "", r.id, r.started_at or r.created_at,
-                r.updated_at if r.status == "completed" else None,
-                ev.outcome_of(r.status, r.conclusion), r))
+            started = r.started_at or r.created_at
+            attempt = _new(Attempt, (started or "", r.id, started,
+                                     r.updated_at if r.status == "completed" else None,
+                                     outcome_of(r.status, r.conclusion), r))
+            key = (r.head_sha, str(r.workflow_id or r.name))
+            if key in runs:
+                runs[key].append(attempt)
+            else:
+                runs[key] = [attempt]
         for series in (*checks.values(), *runs.values()):
             if len(series) > 1:
                 series.sort(key=_ORDER)
@@ -465,6 +476,9 @@ class Attempt(NamedTuple):
 
 
 _ORDER = operator.itemgetter(0, 1)
+# Makes a named tuple from a plain one without its generated constructor's extra Python call
+# (CI views make one per check and workflow attempt).
+_new = tuple.__new__
 
 
 class CIView:
@@ -485,6 +499,8 @@ class CIView:
 
     @classmethod
     def of(cls, ctx: Ctx, as_of: str | None = None) -> CIView:
+        if as_of is not None:
+            return cls._as_of(ctx, as_of)
         check_series, run_series = ctx.ci_series
         checks: dict[str, dict[str, Verdict]] = {}
         check_ids = ctx.check_ids
@@ -492,8 +508,8 @@ class CIView:
             picked = _pick(series, as_of)
             if picked is not None:
                 entry, outcome, flaky = picked
-                checks.setdefault(sha, {})[name] = Verdict(
-                    "check", name, name, sha, outcome, check_ids[entry.id], flaky)
+                checks.setdefault(sha, {})[name] = _new(Verdict, (
+                    "check", name, name, sha, outcome, check_ids[entry.id], flaky))
         runs: dict[str, dict[str, Verdict]] = {}
         for (sha, key), series in run_series.items():
             picked = _pick(series, as_of)
@@ -501,8 +517,42 @@ class CIView:
                 run, outcome, flaky = picked
                 assert isinstance(run, RunEntry)
                 rerun_green = as_of is None and run.attempt > 1 and outcome == "pass"
+                runs.setdefault(sha, {})[key] = _new(Verdict, (
+                    "run", key, run.name or key, sha, outcome, f"run:{run.id}", flaky or rerun_green))
+        return cls(checks, runs)
+
+    @classmethod
+    def _as_of(cls, ctx: Ctx, as_of: str) -> CIView:
+        """The view as of a moment, from the current one (:attr:`Ctx.ci`, which every bundle
+        builds anyway): a check or workflow whose every attempt had started and whose latest had
+        finished by then has the same verdict then as now (unless a re-run attempt passed, which
+        only the current view calls flaky), so only the others are picked again."""
+        now = ctx.ci
+        check_series, run_series = ctx.ci_series
+        checks: dict[str, dict[str, Verdict]] = {}
+        for (sha, name), series in check_series.items():
+            if _settled(series, as_of):
+                checks.setdefault(sha, {})[name] = now.checks[sha][name]
+                continue
+            picked = _pick(series, as_of)
+            if picked is not None:
+                entry, outcome, flaky = picked
+                checks.setdefault(sha, {})[name] = Verdict(
+                    "check", name, name, sha, outcome, ctx.check_ids[entry.id], flaky)
+        runs: dict[str, dict[str, Verdict]] = {}
+        for (sha, key), series in run_series.items():
+            current = now.runs[sha][key]
+            latest = series[-1].entry
+            rerun = isinstance(latest, RunEntry) and latest.attempt > 1
+            if _settled(series, as_of) and not (rerun and current.outcome == "pass"):
+                runs.setdefault(sha, {})[key] = current
+                continue
+            picked = _pick(series, as_of)
+            if picked is not None:
+                run, outcome, flaky = picked
+                assert isinstance(run, RunEntry)
                 runs.setdefault(sha, {})[key] = Verdict(
-                    "run", key, run.name or key, sha, outcome, f"run:{run.id}", flaky or rerun_green)
+                    "run", key, run.name or key, sha, outcome, f"run:{run.id}", flaky)
         return cls(checks, runs)
 
     @classmethod
@@ -546,7 +596,8 @@ class CIView:
         found = self._at.get(sha)
         if found is None:
             verdicts = self.checks.get(sha) or self.runs.get(sha) or {}
-            found = self._at[sha] = tuple([verdicts[k] for k in sorted(verdicts)])
+            found = self._at[sha] = (tuple(verdicts.values()) if len(verdicts) < 2 else
+                                     tuple([verdicts[k] for k in sorted(verdicts)]))
         return found
 
     def shas(self) -> frozenset[str]:
@@ -560,8 +611,20 @@ class CIView:
         return self._all
 
 
+def _settled(series: list[Attempt], as_of: str) -> bool:
+    """Every attempt started by ``as_of`` and the latest finished by then."""
+    done = series[-1].done
+    if done is None or done > as_of:
+        return False
+    return all((a.started or "") <= as_of for a in series) if len(series) > 1 else (
+        (series[0].started or "") <= as_of)
+
+
 def _pick(series: list[Attempt], as_of: str | None) -> tuple[CheckEntry | RunEntry, ev.Outcome, bool] | None:
     """What :func:`_latest` answers, from attempts already in order."""
+    if as_of is None and len(series) == 1:  # nearly every check ran once: no filter, not flaky
+        only = series[0]
+        return only.entry, only.outcome, False
     if as_of is not None:
         series = [a for a in series if (a.started or "") <= as_of]
         if not series:

@@ -196,6 +196,10 @@ def _hours(start: str, end: str) -> float:
 def _stamp(value: str) -> datetime | None:
     """A stored timestamp (``2026-01-02T03:04:05Z``), parsed once: each is the end of one gap and
     the start of the next, and ``strptime`` is slow."""
+    return _parse(value)
+
+
+def _parse(value: str) -> datetime | None:
     try:
         if _STAMP.fullmatch(value):  # the one spelling taskeval stores: no format parsing needed
             return datetime.fromisoformat(value[:-1])
@@ -207,12 +211,11 @@ def _stamp(value: str) -> datetime | None:
 _STAMP: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
 
 
-@functools.lru_cache(maxsize=4096)
 def _seconds(value: str) -> int | None:
     """:func:`_stamp` as whole seconds since year 1 (a stamp has no fraction of a second), so a
     gap is one integer subtraction: ``(b - a) / 3600`` is the very float that
     ``(stamp(b) - stamp(a)).total_seconds() / 3600`` is (both divide the exact count of seconds)."""
-    moment = _stamp(value)
+    moment = _parse(value)
     if moment is None:
         return None
     return moment.toordinal() * 86400 + moment.hour * 3600 + moment.minute * 60 + moment.second
@@ -227,11 +230,13 @@ def _longest_gap(
     points: list[tuple[str, str]],
 ) -> tuple[float, tuple[str, str], tuple[str, str]]:
     """The first longest gap in hours between consecutive (time, id) points, and its two ends,
-    as ``max`` over :func:`_hours` of each pair finds it, with each time parsed once."""
+    as ``max`` over :func:`_hours` of each pair finds it; points are in time order, so equal
+    times are neighbours and each time is parsed once."""
     prev, prev_at = points[0], _seconds(points[0][0])
     best: tuple[float, tuple[str, str], tuple[str, str]] | None = None
     for point in itertools.islice(points, 1, None):
-        at = _seconds(point[0])
+        # Several points often share a time (a commit and its timeline event): parse it once.
+        at = prev_at if point[0] == prev[0] else _seconds(point[0])
         gap = 0.0 if prev_at is None or at is None else (at - prev_at) / 3600
         if best is None or gap > best[0]:
             best = (gap, prev, point)

@@ -669,3 +669,13 @@ def test_one_line_rules_searched_by_line_find_what_a_whole_text_search_finds() -
                 whole = [m.span() for m in pattern.finditer(text)]
                 lines = hygiene._in_lines(pattern, text, low, hygiene._NEEDLES[rule])
                 assert [m.span() for m in lines] == whole, (rule, text)
+
+
+def test_prose_length_tests_only_lines_with_a_hash(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = _variants([
+        *_texts_to_scan(), *TEMPLATE_TEXTS, "# a\nb", "b\n# a", "   ## x\n#\n#y\n    # four\n\t# tab\n##\t\nend",
+        "a#b\n## \n", "#", "", "x\r\n## y\r\nz", "<!-- # -->\n# h\nq", "\u00a0# nbsp\n\x0c# ff", "a\n\n#\n\nb ## c",
+    ])
+    fast = [hygiene.prose_length(t) for t in texts]
+    monkeypatch.setattr(hygiene, "_FAST_LINES", False)
+    assert [hygiene.prose_length(t) for t in texts] == fast

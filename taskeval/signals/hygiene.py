@@ -334,8 +334,23 @@ def visible_text(text: str) -> str:
 def prose_length(text: str) -> int:
     """Characters of written description: no HTML comments, headings or runs of whitespace."""
     plain = blank_comments(text.replace("\r\n", "\n"))
-    kept = [line for line in plain.split("\n") if not _HEADING.match(line)]
-    return len(" ".join(" ".join(kept).split()))
+    if not _FAST_LINES:
+        kept = [line for line in plain.split("\n") if not _HEADING.match(line)]
+        return len(" ".join(" ".join(kept).split()))
+    # Only a line holding a "#" can be a heading: those lines are tested and left out, the rest
+    # keep their newlines, so the words are those of the kept lines.
+    parts, pos = [], 0
+    at = plain.find("#")
+    while at != -1:
+        start = plain.rfind("\n", 0, at) + 1
+        end = plain.find("\n", at)
+        end = len(plain) if end == -1 else end
+        if _HEADING.match(plain[start:end]):
+            parts.append(plain[pos:start])
+            pos = end
+        at = plain.find("#", end)
+    parts.append(plain[pos:])
+    return len(" ".join("".join(parts).split()))
 
 
 def task_items(text: str) -> list[bool]:

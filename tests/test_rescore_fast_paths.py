@@ -679,3 +679,17 @@ def test_prose_length_tests_only_lines_with_a_hash(monkeypatch: pytest.MonkeyPat
     fast = [hygiene.prose_length(t) for t in texts]
     monkeypatch.setattr(hygiene, "_FAST_LINES", False)
     assert [hygiene.prose_length(t) for t in texts] == fast
+
+
+def test_needle_finder_gives_the_first_needle_at_or_after_each_position() -> None:
+    rng = random.Random(7)
+    for _ in range(3000):
+        low = "".join(rng.choice("ab c\n") for _ in range(rng.randint(0, 40)))
+        needles = list({"".join(rng.choice("abc") for _ in range(rng.randint(1, 3)))
+                        for _ in range(rng.randint(1, 4))})
+        finder = vocabulary.NeedleFinder(low, needles)
+        start = 0
+        while start <= len(low) + 1:
+            expected = min((i for n in needles if (i := low.find(n, start)) != -1), default=-1)
+            assert finder.first(start) == expected, (low, needles, start)
+            start += rng.randint(0, 3)

@@ -353,6 +353,28 @@ def _tokens_back(before: int) -> re.Pattern[str]:
     return _TOKENS_BACK.get(before) or _tokens_pattern(before)
 
 
+class NeedleFinder:
+    """The first position at or after a given one where one of ``needles`` starts in ``low``,
+    for increasing positions: each needle's next occurrence is searched once and kept, so a text
+    full of one needle does not rescan it for the others (linear in the text per needle)."""
+
+    def __init__(self, low: str, needles: Iterable[str]) -> None:
+        self.low = low
+        self.next = {needle: low.find(needle) for needle in needles}
+
+    def first(self, start: int) -> int:
+        """-1 when no needle starts at or after ``start``."""
+        best = -1
+        for needle, at in list(self.next.items()):
+            if at != -1 and at < start:
+                at = self.next[needle] = self.low.find(needle, start)
+            if at == -1:
+                del self.next[needle]
+            elif best == -1 or at < best:
+                best = at
+        return best
+
+
 def in_clauses(
     pattern: re.Pattern[str], text: str, low: str, needles: Sequence[str],
     outside: re.Pattern[str],
@@ -370,8 +392,9 @@ def in_clauses(
         return
     backwards: str | None = None
     end = 0
+    finder = NeedleFinder(low, needles)
     while True:
-        at = min((i for needle in needles if (i := low.find(needle, end)) != -1), default=-1)
+        at = finder.first(end)
         if at == -1:
             return
         if backwards is None:

@@ -21,7 +21,7 @@ from functools import lru_cache
 from itertools import accumulate
 from typing import Final, Literal
 
-from taskeval.evidence.vocabulary import blank_code
+from taskeval.evidence.vocabulary import NeedleFinder, blank_code
 
 FindingKind = Literal["leakage", "boilerplate", "template"]
 ALL_KINDS: Final[frozenset[FindingKind]] = frozenset({"leakage", "boilerplate", "template"})
@@ -465,9 +465,10 @@ def _lines_holding(text: str, needles: tuple[str, ...]) -> list[int]:
         return list(range(text.count("\n") + 1))
     found: set[int] = set()
     for needle in needles:
-        at = low.find(needle)
+        at, line, counted = low.find(needle), 0, 0
         while at != -1:
-            line = text.count("\n", 0, at)
+            line += text.count("\n", counted, at)  # from the last one counted: linear
+            counted = at
             found.add(line)
             end = text.find("\n", at)
             at = -1 if end == -1 else low.find(needle, end)
@@ -502,8 +503,9 @@ def _in_lines(
         yield from pattern.finditer(text)
         return
     end = 0
+    finder = NeedleFinder(low, needles)
     while True:
-        at = min((i for needle in needles if (i := low.find(needle, end)) != -1), default=-1)
+        at = finder.first(end)
         if at == -1:
             return
         start = text.rfind("\n", 0, at) + 1

@@ -299,8 +299,9 @@ def near_anchors(
     pattern: re.Pattern[str], text: str, anchors: re.Pattern[str], before: int = 2
 ) -> Iterator[re.Match[str]]:
     """``pattern.finditer(text)`` for a pattern whose every match holds an anchor and spans at
-    most the anchor's whitespace-delimited token and the ``before`` tokens ahead of it, with no
-    whitespace after the anchor's token: e.g. "Fixes : owner/repo#12" (two tokens before "#1").
+    most the anchor's whitespace-delimited token and the ``before`` tokens ahead of it, ending
+    within the anchor's token (a lookahead may read on to the whitespace after it, no further):
+    e.g. "Fixes : owner/repo#12", two tokens before the one holding the anchor "#1".
 
     Such a pattern can only match inside those windows, and a window starts at a token and ends
     at whitespace (or the text's ends), so searching each window (its bounds are ``pos`` and
@@ -340,12 +341,12 @@ _FAST_ANCHORS = True  # False: search whole texts (the tests compare both ways)
 _SPACE = re.compile(r"\s")
 
 
-# Whitespace then a token, ``n + 1`` times: on the reversed text, the token an anchor is in and
-# the ``n`` tokens before it (as a loop stepping back over whitespace and then a token would).
 def _tokens_pattern(before: int) -> re.Pattern[str]:
     return re.compile(rf"(?:\s*\S*){{{before + 1}}}")
 
 
+# Whitespace then a token, ``n + 1`` times: on the reversed text, the token an anchor is in and
+# the ``n`` tokens before it (as a loop stepping back over whitespace and then a token would).
 _TOKENS_BACK: Final = {n: _tokens_pattern(n) for n in range(4)}
 
 
@@ -380,7 +381,8 @@ def in_clauses(
     outside: re.Pattern[str],
 ) -> Iterator[re.Match[str]]:
     """``pattern.finditer(text)`` for a pattern whose every match holds one of ``needles`` in
-    ``low`` (``text`` case-folded, same length) and no character that ``outside`` matches.
+    ``low`` (``text`` case-folded, same length) and no character that ``outside`` matches, and
+    which has no lookahead (it would read past a clause's end).
 
     A match then lies inside one clause (a run of characters ``outside`` does not match) that
     holds a needle, so only those clauses are searched (``pos`` and ``endpos``; a clause ends at

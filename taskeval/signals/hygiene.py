@@ -253,10 +253,11 @@ _INSTRUCTION: Final = re.compile(
     r"description|details?|changes|context)\b|\bwhat does this (?:pr|pull request) do\?",
     re.IGNORECASE,
 )
-_FAST_LINES = True  # False: search every line for instructions and items (tests compare)
+# False: every line searched for instructions, headings and task items (the tests compare).
+_FAST_LINES = True
 # Words every instruction contains, one per alternative above (none holds a space, which blanking
-# a comment can create): without one in the case fold, no line holds an instruction, and neither
-# whole-text search needs to run (they try every position of a long body).
+# a comment can create): only a line holding one can hold an instruction, and a text without any
+# needs no search at all (the pattern tries every position of a long body).
 _INSTRUCTION_NEEDLES: Final = ("describe", "explain", "summari", "please", "do?")
 
 
@@ -577,6 +578,8 @@ def _may_match(text: str, patterns: tuple[re.Pattern[str], ...]) -> tuple[re.Pat
     it does not have (nor a cache lookup, which hashes every pattern)."""
     gates = _STANDARD_GATES.get(id(patterns))
     if gates is None or gates[0] is not patterns:
+        if len(_STANDARD_GATES) >= 256:  # a long-lived process seeing many repositories' tables
+            _STANDARD_GATES.clear()
         gates = _STANDARD_GATES[id(patterns)] = (patterns, tuple((p, required_text(p)) for p in patterns))
     low: str | None = None
     live = []

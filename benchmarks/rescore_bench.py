@@ -45,6 +45,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.rescore_profile import clear_caches
+from taskeval.batch import freeze_heap
 from taskeval.config import load_config
 from taskeval.evidence import build_bundle
 from taskeval.models import EvidenceBundle
@@ -206,6 +207,7 @@ def run(count: int, seed: int = 0, chunk: int = 1000, mode: str = "bundles") -> 
             config = config_file(Path(folder), mode)
             batch = [store(next(made), Path(folder), done + i, mode, config)
                      for i in range(min(chunk, count - done))]
+            freeze_heap()  # as taskeval score does before a batch
             for stored in batch:
                 seconds, cpu_seconds, same = rescore_timed(stored, config)
                 per_bundle.append(seconds)
@@ -233,6 +235,7 @@ def run_file(source: Path, count: int, mode: str) -> Report:
         copies = [Path(folder) / f"copy-{n:05d}.json" for n in range(count)]
         for copy in copies:
             shutil.copyfile(source, copy)
+        freeze_heap()  # as taskeval score does before a batch
         for copy in copies:
             clear_caches()  # text caches: a copy must cost what a new file costs
             seconds, cpu_seconds, same = rescore_timed(Stored(copy, expected), config)

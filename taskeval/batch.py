@@ -14,6 +14,7 @@ printed in input order.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import sys
@@ -121,7 +122,7 @@ def score_files(jobs: list[Job], options: Options, workers: int = 1) -> Iterator
         for job, task in zip(jobs, tasks, strict=True):
             yield Outcome(job.source, *_score_one(task))
         return
-    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+    with multiprocessing.get_context("spawn").Pool(workers, initializer=freeze_heap) as pool:
         chunk = max(1, min(64, len(tasks) // (workers * 8)))
         for job, (text, error, kept) in zip(jobs, pool.imap(_score_one, tasks, chunksize=chunk), strict=True):
             yield Outcome(job.source, text, error, kept)
@@ -163,6 +164,15 @@ class Progress:
             self.stream.flush()
 
 
+def freeze_heap() -> None:
+    """Move every object alive now (modules, compiled patterns, pydantic schemas: a few hundred
+    thousand) out of the garbage collector's reach. Each full collection otherwise walks them all,
+    about 50 ms every few hundred files, a sixth of the time a batch spends; the files' own
+    objects are still collected as before."""
+    gc.collect()
+    gc.freeze()
+
+
 def _write(target: Path, text: str, made: set[Path]) -> None:
     """Write through a temporary file so a killed run never leaves half a result. ``made``: the
     directories already created in this run (each is made once, not once per file)."""
@@ -190,6 +200,7 @@ def run(
         err.write(f"taskeval: --output-dir {output_dir} is not a directory\n")
         return EXIT_INPUT
     jobs, problems = expand(paths, output_dir)
+    freeze_heap()
     progress = Progress(err, len(jobs))
     for problem in problems:
         progress.note(f"taskeval: {problem}")

@@ -18,12 +18,21 @@ Run from the repository root:
     python -m benchmarks.rescore_bench --count 10000 --mode weights
     python -m benchmarks.rescore_bench --count 2000 --write /tmp/bundles   # a corpus for the CLI
     python -m benchmarks.rescore_bench --count 2000 --mode weights --write /tmp/results
+
+``--file PATH`` re-scores ``--count`` copies of one stored file instead (``--mode bundles`` for a
+bundle, ``weights`` or ``thresholds`` for a result), clearing the text caches before each copy so
+every copy costs what a new file of the same shape costs:
+
+    python -m benchmarks.rescore_bench --file examples/agent-pr-482.bundle.json --count 2000
+    python -m benchmarks.rescore_bench --file examples/agent-pr-482.result.json --count 2000 --mode weights
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -35,6 +44,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.rescore_profile import clear_caches
+from taskeval.batch import freeze_heap
 from taskeval.config import load_config
 from taskeval.evidence import build_bundle
 from taskeval.models import EvidenceBundle
@@ -196,6 +207,7 @@ def run(count: int, seed: int = 0, chunk: int = 1000, mode: str = "bundles") -> 
             config = config_file(Path(folder), mode)
             batch = [store(next(made), Path(folder), done + i, mode, config)
                      for i in range(min(chunk, count - done))]
+            freeze_heap()  # as taskeval score does before a batch
             for stored in batch:
                 seconds, cpu_seconds, same = rescore_timed(stored, config)
                 per_bundle.append(seconds)
@@ -204,6 +216,33 @@ def run(count: int, seed: int = 0, chunk: int = 1000, mode: str = "bundles") -> 
                 sizes.append(stored.path.stat().st_size)
             done += len(batch)
     return Report(count, sum(per_bundle), per_bundle, mismatches, sizes, cpu)
+
+
+def run_file(source: Path, count: int, mode: str) -> Report:
+    """``count`` copies of one stored file, re-scored as the mode says; each compared with
+    scoring its bundle from scratch with the mode's config."""
+    data = json.loads(source.read_text(encoding="utf-8"))
+    bundle = EvidenceBundle.model_validate(data.get("evidence", data))
+    per_bundle: list[float] = []
+    mismatches = 0
+    cpu = 0.0
+    with tempfile.TemporaryDirectory(prefix="taskeval-rescore-") as folder:
+        config = config_file(Path(folder), mode)
+        stamp = data.get("evaluatedAt") or str(bundle.facts.pull.merged_at or bundle.facts.pull.closed_at
+                                                or bundle.facts.pull.created_at)
+        expected = score_bundle(bundle, load_config(None, config), Options(
+            ai="off", trigger="rescore", evaluated_at=stamp, env={})).to_json()
+        copies = [Path(folder) / f"copy-{n:05d}.json" for n in range(count)]
+        for copy in copies:
+            shutil.copyfile(source, copy)
+        freeze_heap()  # as taskeval score does before a batch
+        for copy in copies:
+            clear_caches()  # text caches: a copy must cost what a new file costs
+            seconds, cpu_seconds, same = rescore_timed(Stored(copy, expected), config)
+            per_bundle.append(seconds)
+            cpu += cpu_seconds
+            mismatches += not same
+    return Report(count, sum(per_bundle), per_bundle, mismatches, [source.stat().st_size] * count, cpu)
 
 
 def config_file(folder: Path, mode: str) -> Path | None:
@@ -224,7 +263,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", metavar="DIR", type=Path,
                         help="only store the generated files in DIR (for timing `taskeval score DIR`); "
                              "the mode's config is written beside them as taskeval.yml")
+    parser.add_argument("--file", type=Path, help="re-score --count copies of this stored file")
     args = parser.parse_args(argv)
+    if args.file:
+        report = run_file(args.file, args.count, args.mode)
+        _print(report, f"copies of {args.file} ({args.mode})")
+        return 1 if report.mismatches else 0
     if args.write:
         args.write.mkdir(parents=True, exist_ok=True)
         files = args.write / "stored"
@@ -235,9 +279,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.count} stored files in {files}" + (f", config {config}" if config else ""))
         return 0
     report = run(args.count, args.seed, mode=args.mode)
-    ms = sorted(s * 1000 for s in report.per_bundle)
     kind = "bundles" if args.mode == "bundles" else f"results re-scored after a change of {args.mode}"
-    print(f"{report.count} stored {kind} (seed {args.seed}), median {statistics.median(report.sizes) / 1024:.1f} KB, "
+    _print(report, f"stored {kind} (seed {args.seed})")
+    return 1 if report.mismatches else 0
+
+
+def _print(report: Report, what: str) -> None:
+    ms = sorted(s * 1000 for s in report.per_bundle)
+    print(f"{report.count} {what}, median {statistics.median(report.sizes) / 1024:.1f} KB, "
           f"largest {max(report.sizes) / 1024:.1f} KB")
     print("| bundles | re-score time | bundles/s | CPU time | bundles/s of CPU | median ms | p95 ms | "
           "max ms | byte mismatches |")
@@ -246,7 +295,6 @@ def main(argv: list[str] | None = None) -> int:
           f"{report.cpu_seconds:.1f} s | {report.cpu_rate:,.0f} | "
           f"{statistics.median(ms):.2f} | {ms[int(len(ms) * 0.95) - 1]:.2f} | {ms[-1]:.2f} | "
           f"{report.mismatches} |")
-    return 1 if report.mismatches else 0
 
 
 if __name__ == "__main__":

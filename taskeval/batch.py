@@ -14,6 +14,7 @@ printed in input order.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import sys
@@ -26,6 +27,23 @@ from typing import TextIO
 from taskeval.pipeline import BundleFileError, Options, rescore
 
 EXIT_OK, EXIT_INPUT = 0, 2
+
+
+class _RealPaths:
+    """``Path.resolve()`` for many files in few directories: each directory is resolved once
+    (a resolve costs a system call per path component), a file on its own only when it is a
+    symbolic link, which is what ``resolve`` would give."""
+
+    def __init__(self) -> None:
+        self.dirs: dict[Path, Path] = {}
+
+    def __call__(self, path: Path) -> Path:
+        if path.name in ("", ".", "..") or path.is_symlink():
+            return path.resolve()
+        parent = self.dirs.get(path.parent)
+        if parent is None:
+            parent = self.dirs[path.parent] = path.parent.resolve()
+        return parent / path.name
 
 
 @dataclass(frozen=True)
@@ -50,6 +68,7 @@ def expand(paths: Iterable[str], output_dir: Path | None) -> tuple[list[Job], li
     jobs: list[Job] = []
     problems: list[str] = []
     claimed: dict[Path, Path] = {}
+    real = _RealPaths()
     out_root = output_dir.resolve() if output_dir else None
     for given in paths:
         path = Path(given)
@@ -57,7 +76,7 @@ def expand(paths: Iterable[str], output_dir: Path | None) -> tuple[list[Job], li
             # Results already written under an output directory inside this one are not inputs.
             skip = out_root if out_root and not path.resolve().is_relative_to(out_root) else None
             found = [p for p in sorted(path.rglob("*.json"))
-                     if p.is_file() and not (skip and p.resolve().is_relative_to(skip))]
+                     if p.is_file() and not (skip and real(p).is_relative_to(skip))]
             if not found:
                 problems.append(f"{given}: no .json files in this directory")
             pairs = [(p, p.relative_to(path)) for p in found]
@@ -69,8 +88,8 @@ def expand(paths: Iterable[str], output_dir: Path | None) -> tuple[list[Job], li
         for source, relative in pairs:
             target = output_dir / relative if output_dir else None
             if target is not None:
-                key = target.resolve()
-                if key == source.resolve():
+                key = real(target)
+                if key == real(source):
                     problems.append(f"{source}: the result would overwrite the input; choose another --output-dir")
                     continue
                 if key in claimed:
@@ -103,7 +122,7 @@ def score_files(jobs: list[Job], options: Options, workers: int = 1) -> Iterator
         for job, task in zip(jobs, tasks, strict=True):
             yield Outcome(job.source, *_score_one(task))
         return
-    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+    with multiprocessing.get_context("spawn").Pool(workers, initializer=freeze_heap) as pool:
         chunk = max(1, min(64, len(tasks) // (workers * 8)))
         for job, (text, error, kept) in zip(jobs, pool.imap(_score_one, tasks, chunksize=chunk), strict=True):
             yield Outcome(job.source, text, error, kept)
@@ -145,11 +164,23 @@ class Progress:
             self.stream.flush()
 
 
-def _write(target: Path, text: str) -> None:
-    """Write through a temporary file so a killed run never leaves half a result."""
-    target.parent.mkdir(parents=True, exist_ok=True)
+def freeze_heap() -> None:
+    """Move every object alive now (modules, compiled patterns, pydantic schemas: a few hundred
+    thousand) out of the garbage collector's reach. Each full collection otherwise walks them all,
+    about 50 ms every few hundred files, a sixth of the time a batch spends; the files' own
+    objects are still collected as before."""
+    gc.collect()
+    gc.freeze()
+
+
+def _write(target: Path, text: str, made: set[Path]) -> None:
+    """Write through a temporary file so a killed run never leaves half a result. ``made``: the
+    directories already created in this run (each is made once, not once per file)."""
+    if target.parent not in made:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        made.add(target.parent)
     partial = target.with_name(f".{target.name}.partial")
-    partial.write_text(text + "\n", encoding="utf-8")
+    partial.write_bytes(f"{text}\n".encode())
     os.replace(partial, target)
 
 
@@ -169,10 +200,12 @@ def run(
         err.write(f"taskeval: --output-dir {output_dir} is not a directory\n")
         return EXIT_INPUT
     jobs, problems = expand(paths, output_dir)
+    freeze_heap()
     progress = Progress(err, len(jobs))
     for problem in problems:
         progress.note(f"taskeval: {problem}")
     scored, failed, kept = 0, len(problems), 0
+    made: set[Path] = set()
     start = time.perf_counter()
     for done, (job, outcome) in enumerate(zip(jobs, score_files(jobs, options, workers), strict=True), 1):
         if outcome.text is None:
@@ -181,7 +214,7 @@ def run(
         else:
             try:
                 if job.target is not None:
-                    _write(job.target, outcome.text)
+                    _write(job.target, outcome.text, made)
                 else:  # one result per line, so the stream splits with `jq -c` or a line reader
                     out.write(outcome.text + "\n")
                 scored += 1

@@ -191,3 +191,22 @@ def test_a_change_of_weights_keeps_stored_signals_and_says_so(corpus: Path, tmp_
     for path in good_files(tmp_path / "kept"):
         assert path.read_bytes() == (tmp_path / "again" / path.relative_to(tmp_path / "kept")).read_bytes()
     assert any('"weight": 3.0' in p.read_text() for p in good_files(tmp_path / "kept"))
+
+
+def test_paths_are_resolved_as_path_resolve_resolves_them(tmp_path: Path) -> None:
+    """Inputs and outputs are compared by real path (never overwrite an input, never write one
+    result twice); resolving each directory once must give what resolving each file gives."""
+    from taskeval.batch import _RealPaths
+
+    real_dir = tmp_path / "real"
+    real_dir.mkdir()
+    (real_dir / "a.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "linked").symlink_to(real_dir, target_is_directory=True)
+    (real_dir / "b.json").symlink_to(real_dir / "a.json")
+    (real_dir / "dangling.json").symlink_to(tmp_path / "nowhere.json")
+    paths = [real_dir / "a.json", tmp_path / "linked" / "a.json", real_dir / "b.json",
+             tmp_path / "linked" / "b.json", real_dir / "missing.json", tmp_path / "new" / "x.json",
+             real_dir / "dangling.json", tmp_path / "linked" / ".." / "real" / "a.json", tmp_path / "linked"]
+    resolve = _RealPaths()
+    for path in paths * 2:  # the second round answers from the directory cache
+        assert resolve(path) == path.resolve(), path

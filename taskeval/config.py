@@ -387,10 +387,18 @@ class LoadedConfig:
         )
 
 
+def field_location(loc: tuple[int | str, ...]) -> str:
+    """A validation error's location as one line: "patterns.test_paths.0". A key holding a line
+    break or another control character is shown quoted and escaped, so the report stays one line
+    and says which key it was."""
+    parts = (str(p) if str(p).isprintable() else repr(str(p)) for p in loc)
+    return ".".join(parts) or "(top level)"
+
+
 def _describe(exc: ValidationError) -> list[str]:
     out = []
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        loc = field_location(err["loc"])
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
             msg = "unknown key"

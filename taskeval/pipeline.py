@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from taskeval import SCORER_VERSION, __version__, canonical, contract
 from taskeval.agents import attribute
-from taskeval.config import LoadedConfig, Settings, load_config
+from taskeval.config import LoadedConfig, Settings, field_location, load_config
 from taskeval.evidence import build_bundle
 from taskeval.judge import FileCache, JudgeCache, JudgeConfig, JudgeResult, default_cache_dir, run_judge
 from taskeval.models import (
@@ -266,8 +266,7 @@ def _result(
 def _field_path(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors()[:3]:
-        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        parts.append(f"{loc}: {err['msg']}")
+        parts.append(f"{field_location(err['loc'])}: {err['msg']}")
     more = len(exc.errors()) - 3
     return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
 

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from taskeval import cli
-from taskeval.config import Patterns, Settings, Thresholds, parse_config
+from taskeval.config import Patterns, Settings, Thresholds, field_location, parse_config
 from taskeval.pipeline import Options, score_bundle
 from taskeval.report import render_comment
 from tests import builders
@@ -91,7 +91,10 @@ def test_any_config_text_gives_settings_and_problems_that_name_a_key(text: str) 
         assert keys, f"a key-level problem for a document without keys: {error}"
         if "" in keys and problem.startswith("(top level): unknown key"):
             continue  # an empty key has no name to show (YAML "'': x")
-        assert any(problem.startswith((f"{k}.", f"{k}:")) for k in keys), error
+        # A key with a control character in it is shown quoted and escaped, on one line.
+        named = [field_location((k,)) for k in keys]
+        assert any(problem.startswith((f"{k}.", f"{k}:")) for k in named), error
+        assert "\n" not in error and "\r" not in error
 
 
 valid_thresholds = st.fixed_dictionaries({}, optional={
@@ -269,6 +272,8 @@ def _edited(mutate: Any, name: str = "result") -> str:
                      id="result-without-hash"),
         pytest.param(_edited(lambda d: d["evidence"]["groups"][2].__setitem__("total", -3)),
                      "evidence.groups.2.total", id="negative-total"),
+        pytest.param(_edited(lambda d: d["groups"][1]["items"][0]["facts"].__setitem__("\n", []),
+                             "bundle"), "groups.1.items.0.facts.'\\n'", id="key-holding-a-line-break"),
     ],
 )
 def test_a_hostile_stored_file_is_rejected_in_one_line(
@@ -292,6 +297,14 @@ MARKDOWN_BITS = ["<!-- taskeval:evaluation -->", "@octocat", "@octo-org/team", "
                  ")", "[", "]", "!", "|", "<", ">", "javascript:", "www.evil.example", " "]
 pr_texts = st.lists(st.sampled_from(MARKDOWN_BITS) | st.text(max_size=8), min_size=1,
                     max_size=25).map("".join)
+
+
+@pytest.mark.parametrize("text", ["[ok](https://evil.example)%00", "https://evil.example\\)x",
+                                  "see www.evil.example/%41\\_"])
+def test_a_bare_address_autolinked_with_escapes_still_shows_itself(text: str) -> None:
+    """Found by the property below: GitHub autolinks the escaped address, percent-encoding the
+    backslash in the link while the label shows it as typed; the link is not hidden."""
+    assert_inert(render_comment(result_with("title", text)), result_with("title", text))
 
 
 @FAST

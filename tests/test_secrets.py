@@ -129,8 +129,11 @@ def assert_inert(markdown: str, result: EvaluationResult) -> _Html:
     assert page.tags <= LAYOUT_TAGS, f"HTML from untrusted text: {page.tags - LAYOUT_TAGS}"
     known = evidence_urls(result)
     for href, label in page.links:
-        shown = unquote(href)  # an autolinked bare URL shows its own (percent-decoded) address
-        visible = shown in (label, f"http://{label}", f"mailto:{label}")
+        # An autolinked bare URL shows its own address; the link percent-encodes what the label
+        # shows as typed (a backslash becomes %5C, while a typed "%00" stays %00 in both).
+        shown = unquote(href)
+        visible = shown in {text for typed in (label, unquote(label))
+                            for text in (typed, f"http://{typed}", f"mailto:{typed}")}
         assert href in known or visible, f"link {href!r} hidden behind {label!r}"
     prose = "".join(page.prose)
     assert not MENTION.search(prose), MENTION.findall(prose)

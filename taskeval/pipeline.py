@@ -14,18 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
-from github import Github
 from pydantic import ValidationError
 
 from taskeval import SCORER_VERSION, __version__, canonical, contract
 from taskeval.agents import attribute
 from taskeval.config import LoadedConfig, Settings, load_config
 from taskeval.evidence import build_bundle
-from taskeval.github import collect, upsert_comment
-from taskeval.github.client import Meter
 from taskeval.judge import FileCache, JudgeCache, JudgeConfig, JudgeResult, default_cache_dir, run_judge
 from taskeval.models import (
     SCHEMA_VERSION,
@@ -41,6 +38,11 @@ from taskeval.models import (
 from taskeval.report import render_comment
 from taskeval.scoring import CategoryOutcome, deterministic_scores
 from taskeval.signals import compute_signals, keepable, unknown_signal_ids
+
+if TYPE_CHECKING:  # PyGithub loads in a quarter of a second; re-scoring offline never needs it
+    from github import Github
+
+    from taskeval.github.client import Meter
 
 AiMode = Literal["auto", "on", "off"]
 
@@ -83,6 +85,8 @@ def evaluate_pull_request(
     when the PR itself cannot be read; partial evidence becomes warnings in the result.
     ``meter`` counts (and may gate) every request collection sends (``collect``)."""
     options = options or Options()
+    from taskeval.github import collect
+
     raw = collect(gh, repository, number, meter=meter)
     loaded = load_config(raw.config_text, options.config_path)
     bundle = build_bundle(raw)
@@ -439,4 +443,6 @@ def publish_comment(
     gh: Github, repository: str, number: int, markdown: str, *, own_login: str | None = None
 ) -> tuple[str, bool]:
     """Create or update the single taskeval comment; returns (url, created)."""
+    from taskeval.github import upsert_comment
+
     return upsert_comment(gh, repository, number, markdown, own_login=own_login)

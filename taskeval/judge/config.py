@@ -10,12 +10,13 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import urlsplit
 
-import openai
-
 from taskeval.redact import register_secret
+
+if TYPE_CHECKING:
+    import openai
 
 JudgeMode = Literal["auto", "on", "off"]
 Provider = Literal["openai", "azure", "github-models", "openai-compatible", "local"]
@@ -192,6 +193,8 @@ class JudgeConfig:
 
 
 def make_client(config: JudgeConfig) -> openai.OpenAI:
+    import openai  # half a second to load: only when a judge runs, never to re-score offline
+
     """The library's own client: it does retries (with ``Retry-After``), timeouts and auth."""
     if config.provider == "azure":
         return openai.AzureOpenAI(

@@ -9,15 +9,13 @@ key or token ever reaches ``info.error`` or the logs.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
 from dataclasses import asdict, dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import openai
-from openai.lib._parsing._completions import type_to_response_format_param
-from openai.types.shared_params import ResponseFormatJSONObject
 from pydantic import ValidationError
 
 from taskeval.contract import CATEGORIES, ScoreError, validate_score
@@ -33,6 +31,10 @@ from taskeval.judge.prompt import (
 from taskeval.models import EvidenceBundle, JudgeInfo, JudgeOutput, JudgeStatus, Signal
 from taskeval.redact import redact as redact_text
 
+if TYPE_CHECKING:  # the openai library takes half a second to load: only when a judge runs
+    import openai
+    from openai.types.shared_params import ResponseFormatJSONObject
+
 log = logging.getLogger(__name__)
 
 MAX_RATIONALE: Final = 1_000
@@ -45,7 +47,13 @@ CACHE_FORMAT: Final = 1
 # The strict json_schema response format, built by the openai library from the pydantic model
 # (the helper behind ``chat.completions.parse``; imported from where every release since structured
 # outputs keeps it, as the public re-export is newer than the versions pyproject allows).
-SCHEMA_FORMAT: Final = type_to_response_format_param(JudgeOutput)
+@functools.cache
+def schema_format() -> Any:
+    from openai.lib._parsing._completions import type_to_response_format_param
+
+    return type_to_response_format_param(JudgeOutput)
+
+
 JSON_MODE: Final[ResponseFormatJSONObject] = {"type": "json_object"}
 
 # (base URL, model) pairs whose endpoint rejected json_schema: JSON mode from then on, for the
@@ -131,6 +139,8 @@ def _server_message(exc: openai.APIStatusError) -> str:
 
 def describe_api_error(exc: Exception, config: JudgeConfig, retries: int) -> str:
     """Plain English for a failed request: which endpoint, what happened, never a credential."""
+    import openai
+
     where = f"{config.provider} endpoint {describe_endpoint(config.base_url)}"
     tried = "tried once" if retries == 0 else f"tried {retries + 1} times"
     if isinstance(exc, openai.APITimeoutError):
@@ -163,6 +173,8 @@ def _rejects_json_schema(exc: openai.BadRequestError) -> bool:
 
 def _complete(client: openai.OpenAI, config: JudgeConfig, messages: list[dict[str, str]]) -> Any:
     """One chat completion, strict json_schema first, JSON mode where the endpoint refuses it."""
+    import openai
+
     endpoint = (str(client.base_url), config.model)
     limit = "max_completion_tokens" if config.provider == "openai" else "max_tokens"
     kwargs: dict[str, Any] = {
@@ -173,7 +185,7 @@ def _complete(client: openai.OpenAI, config: JudgeConfig, messages: list[dict[st
     }
     if endpoint not in _json_mode_only:
         try:
-            return client.chat.completions.create(response_format=SCHEMA_FORMAT, **kwargs)
+            return client.chat.completions.create(response_format=schema_format(), **kwargs)
         except openai.BadRequestError as exc:
             if not _rejects_json_schema(exc):
                 raise
@@ -317,6 +329,8 @@ def run_judge(
     ``cache=None`` uses the default :class:`FileCache`. Only complete or partial judgements are
     cached: a fault may be transient and is worth retrying on the next evaluation.
     """
+    import openai
+
     cache = FileCache() if cache is None else cache
     key = cache_key(bundle.hash(), config)
     hit = _from_cache(cache, key)

@@ -441,8 +441,10 @@ def _reference_texts() -> list[str]:
     ] + _texts_to_scan()
 
 
-def test_reference_windows_find_what_a_whole_text_search_finds() -> None:
-    import re
+def test_reference_windows_find_what_a_whole_text_search_finds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(vocabulary, "_WHOLE_BELOW", 0)  # windows even on the short fuzz texts
 
     from taskeval.signals.process import _TASK_ANCHOR
 
@@ -638,6 +640,9 @@ def test_objection_needles_skip_only_objections_that_cannot_be_made(
         "didn't address what we asked", "isnt fixed the bug", "That's wrong", "the approach seems "
         "not correct", "this will break prod", "The tests are still failing", "type errors", "CI red",
         "still broken", "failing checks", "is n't working", "does n't compile", "that s not right",
+        # Words hidden in code, comments and quoted lines, and lines ending in "\r\n".
+        "`please fix` it\r\nthe tests are\r\nstill failing", "> this is wrong\nok", "<!-- broken -->x",
+        "```\nbuild fails\n```\nthe build fails", "re\r\nd", "it doesn`t` work", "fa<!-- -->il",
     ]
     texts = _variants(examples + _texts_to_scan())
     assert set(rework._OBJECTION_NEEDLES) == {kind for kind, _ in rework.OBJECTION_PATTERNS}

@@ -309,7 +309,7 @@ def near_anchors(
     searching the whole text. Skipping the rest matters: ``_ISSUE_REF`` tries a repository
     name at every word of a long PR body, and most words are nowhere near a ``#``.
     """
-    if not _FAST_ANCHORS:
+    if not _FAST_ANCHORS or len(text) < _WHOLE_BELOW:
         yield from pattern.finditer(text)
         return
     start = end = -1
@@ -338,6 +338,7 @@ def near_anchors(
 
 
 _FAST_ANCHORS = True  # False: search whole texts (the tests compare both ways)
+_WHOLE_BELOW = 128  # a text this short is searched whole: its windows would cost more than they spare
 _SPACE = re.compile(r"\s")
 
 

@@ -69,13 +69,18 @@ _QUOTE_LINE: Final = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
 
 def objections(text: str) -> list[str]:
     """The kinds of objection a person's comment makes ("asks for a fix", ...), in table order."""
+    # The needles are plain words, and hiding code, comments and quoted lines only blanks or
+    # drops text without joining any, so a word of the prose is one of the comment as written:
+    # the kinds whose words the comment lacks are left out before the prose is made.
+    low = fold(text or "")
+    kinds = [(kind, pattern) for kind, pattern in OBJECTION_PATTERNS
+             if not (needles := _OBJECTION_NEEDLES.get(kind)) or any(n in low for n in needles)]
+    if not kinds:
+        return []
     prose = visible_text(text or "")
     if ">" in prose:
         prose = _QUOTE_LINE.sub("", prose)
-    low = fold(prose)
-    return [kind for kind, pattern in OBJECTION_PATTERNS
-            if (not (needles := _OBJECTION_NEEDLES.get(kind)) or any(n in low for n in needles))
-            and pattern.search(prose)]
+    return [kind for kind, pattern in kinds if pattern.search(prose)]
 
 
 @signal("agent.objections", CAT, "Reviewers did not call the work wrong", 1.5,

@@ -46,6 +46,7 @@ from typing import Any, Final, Literal, TypeVar
 
 from taskeval import evidence as ev
 from taskeval.config import AgentRuleConfig, Settings
+from taskeval.evidence.vocabulary import fold
 from taskeval.models import AgentAttribution, EvidenceBundle
 
 OperatorSource = Literal["author", "assignee", "reviewer", "requested-by", "co-author", "work-started"]
@@ -279,6 +280,9 @@ class _Compiled:
     apps: frozenset[str]
     co_authors: tuple[re.Pattern[str], ...]
     text_marks: tuple[re.Pattern[str], ...]
+    # The ASCII text every text mark starts with, lower-cased; None when one has none. A text
+    # whose case fold holds none of them cannot carry this agent's mark.
+    mark_needles: tuple[str, ...] | None
 
 
 _FLAGS: Final = re.IGNORECASE | re.MULTILINE
@@ -293,9 +297,23 @@ def _compiled(rules: tuple[AgentRule, ...]) -> tuple[_Compiled, ...]:
             frozenset(x.lower() for x in r.apps),
             tuple(re.compile(x, _FLAGS) for x in r.co_authors),
             tuple(re.compile(x, _FLAGS) for x in r.text_marks),
+            _mark_needles(r.text_marks),
         )
         for r in rules
     )
+
+
+def _mark_needles(patterns: tuple[str, ...]) -> tuple[str, ...] | None:
+    found = [needle(p) for p in patterns]
+    if any(n is None or not n.isascii() for n in found):
+        return None
+    return tuple(n for n in found if n)
+
+
+def _may_carry(folded: str, rule: _Compiled) -> bool:
+    """Whether ``folded`` (:func:`fold` of a text) can hold one of ``rule``'s text marks."""
+    needles = rule.mark_needles
+    return needles is None or any(n in folded for n in needles)
 
 
 @_by_identity
@@ -412,6 +430,18 @@ class _View:
         self.head_ref = self.pull.head_ref.lower()
         self.commit_logins = frozenset(k for c in self.commits for k in c.logins)
         self.any_co_authors = any(c.co_authors for c in self.commits)
+        self._folded: dict[int, str] = {}
+
+    @functools.cached_property
+    def text_folded(self) -> str:
+        return fold(self.text)
+
+    def folded(self, index: int) -> str:
+        """:func:`fold` of commit ``index``'s message, made once for every rule."""
+        found = self._folded.get(index)
+        if found is None:
+            found = self._folded[index] = fold(self.commits[index].message)
+        return found
 
     @functools.cached_property
     def commit_ref(self) -> dict[str, str]:
@@ -481,7 +511,7 @@ def _marks(view: _View, rule: _Compiled) -> list[_Mark]:
     if pull.via_app and pull.via_app.lower() in rule.apps:
         out.append(_Mark(_TIER_ACCOUNT, f"PR opened through the agent's App {pull.via_app}",
                          view.pr, True))
-    for pattern in rule.text_marks if view.text_marked else ():
+    for pattern in rule.text_marks if view.text_marked and _may_carry(view.text_folded, rule) else ():
         match = pattern.search(view.text)
         if match:
             out.append(_Mark(_TIER_TEXT, f"PR description mark '{_short(match.group(0))}'", view.pr))
@@ -514,7 +544,7 @@ def _marks(view: _View, rule: _Compiled) -> list[_Mark]:
                 found.append(_Mark(_TIER_TRAILER + later, f"commit {c.sha[:7]} co-author '{_short(hit)}'",
                                    view.commit_ref.get(c.sha, view.pr)))
         text_hit = (next((m for p in rule.text_marks if (m := p.search(c.message))), None)
-                    if index in view.marked_commits else None)
+                    if index in view.marked_commits and _may_carry(view.folded(index), rule) else None)
         if text_hit:
             found.append(_Mark(_TIER_TRAILER + later,
                                f"commit {c.sha[:7]} mark '{_short(text_hit.group(0))}'",

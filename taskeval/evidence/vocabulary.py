@@ -484,3 +484,20 @@ def event_id(event: str, ident: int | None, commit: str | None, when: str | None
         return f"event:{event}-{commit[:7]}"
     stamp = re.sub(r"[^0-9]", "", when or "") or "undated"
     return f"event:{event}-{stamp}"
+
+
+# Under IGNORECASE, ``re`` matches an ASCII letter with exactly these non-ASCII characters besides
+# its own two cases (tests/test_rescore_fast_paths.py derives the list from ``re`` itself). Folding
+# them first makes ``fold(text)`` contain a rule's needle whenever the rule matches ``text``, so the
+# needle prefilter holds for any text, not only ASCII ones: agent PRs are full of emoji and ✅.
+_ASCII_FOLD: Final = (("\u0130", "i"), ("\u0131", "i"), ("\u017f", "s"), ("\u212a", "k"))
+
+
+def fold(text: str) -> str:
+    """Lower case in which every character that ``re.IGNORECASE`` matches with an ASCII letter
+    becomes that letter (``str.lower`` alone turns "İ" into "i" plus a combining dot)."""
+    if not text.isascii():
+        for char, letter in _ASCII_FOLD:
+            if char in text:
+                text = text.replace(char, letter)
+    return text.lower()

@@ -21,7 +21,7 @@ from functools import lru_cache
 from itertools import accumulate
 from typing import Final, Literal
 
-from taskeval.evidence.vocabulary import NeedleFinder, blank_code
+from taskeval.evidence.vocabulary import NeedleFinder, blank_code, fold
 
 FindingKind = Literal["leakage", "boilerplate", "template"]
 ALL_KINDS: Final[frozenset[FindingKind]] = frozenset({"leakage", "boilerplate", "template"})
@@ -226,22 +226,6 @@ def _plan(kinds: frozenset[FindingKind]) -> _Plan:
         )
     return plan
 
-
-# Under IGNORECASE, ``re`` matches an ASCII letter with exactly these non-ASCII characters besides
-# its own two cases (tests/test_rescore_fast_paths.py derives the list from ``re`` itself). Folding
-# them first makes ``fold(text)`` contain a rule's needle whenever the rule matches ``text``, so the
-# needle prefilter holds for any text, not only ASCII ones: agent PRs are full of emoji and ✅.
-_ASCII_FOLD: Final = (("\u0130", "i"), ("\u0131", "i"), ("\u017f", "s"), ("\u212a", "k"))
-
-
-def fold(text: str) -> str:
-    """Lower case in which every character that ``re.IGNORECASE`` matches with an ASCII letter
-    becomes that letter (``str.lower`` alone turns "İ" into "i" plus a combining dot)."""
-    if not text.isascii():
-        for char, letter in _ASCII_FOLD:
-            if char in text:
-                text = text.replace(char, letter)
-    return text.lower()
 
 # Template instructions: a finding on a plain line; on a heading only when its section is empty.
 # The describe/explain form is an instruction only in the imperative (at the start of a line, or

@@ -176,12 +176,16 @@ def freeze_heap() -> None:
 def _write(target: Path, text: str, made: set[Path]) -> None:
     """Write through a temporary file so a killed run never leaves half a result. ``made``: the
     directories already created in this run (each is made once, not once per file)."""
-    if target.parent not in made:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        made.add(target.parent)
-    partial = target.with_name(f".{target.name}.partial")
-    partial.write_bytes(f"{text}\n".encode())
-    os.replace(partial, target)
+    parent = target.parent
+    if parent not in made:
+        parent.mkdir(parents=True, exist_ok=True)
+        made.add(parent)
+    final = os.fspath(target)
+    partial = os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.partial")
+    with open(partial, "wb") as out:
+        out.write(text.encode())
+        out.write(b"\n")
+    os.replace(partial, final)
 
 
 def run(

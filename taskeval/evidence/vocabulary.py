@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
@@ -393,19 +393,33 @@ def in_clauses(
     if not _FAST_ANCHORS or len(low) != len(text):
         yield from pattern.finditer(text)
         return
-    backwards: str | None = None
+    backwards: list[str] = []  # the text reversed, made when a first needle is found
+
+    def clause(at: int) -> tuple[int, int]:
+        if not backwards:
+            backwards.append(text[::-1])
+        before = outside.search(backwards[0], len(text) - at)
+        after = outside.search(text, at)
+        start = 0 if before is None else len(text) - before.start()
+        return start, max(at + 1, len(text) if after is None else after.start())
+
+    yield from in_windows(pattern, text, low, needles, clause)
+
+
+def in_windows(
+    pattern: re.Pattern[str], text: str, low: str, needles: Iterable[str],
+    window: Callable[[int], tuple[int, int]],
+) -> Iterator[re.Match[str]]:
+    """``pattern``'s matches in the windows around each needle found in ``low``, in order:
+    ``window(at)`` gives the (start, end) of the window around a needle at ``at``, ending past
+    ``at``; the next needle is looked for from that end."""
     end = 0
     finder = NeedleFinder(low, needles)
     while True:
         at = finder.first(end)
         if at == -1:
             return
-        if backwards is None:
-            backwards = text[::-1]
-        before = outside.search(backwards, len(text) - at)
-        start = 0 if before is None else len(text) - before.start()
-        after = outside.search(text, at)
-        end = max(at + 1, len(text) if after is None else after.start())
+        start, end = window(at)
         yield from pattern.finditer(text, start, end)
 
 

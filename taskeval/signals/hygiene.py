@@ -21,7 +21,7 @@ from functools import lru_cache
 from itertools import accumulate
 from typing import Final, Literal
 
-from taskeval.evidence.vocabulary import NeedleFinder, blank_code, fold
+from taskeval.evidence.vocabulary import blank_code, fold, in_windows
 
 FindingKind = Literal["leakage", "boilerplate", "template"]
 ALL_KINDS: Final[frozenset[FindingKind]] = frozenset({"leakage", "boilerplate", "template"})
@@ -487,16 +487,12 @@ def _in_lines(
     if len(low) != len(text):
         yield from pattern.finditer(text)
         return
-    end = 0
-    finder = NeedleFinder(low, needles)
-    while True:
-        at = finder.first(end)
-        if at == -1:
-            return
-        start = text.rfind("\n", 0, at) + 1
+
+    def line(at: int) -> tuple[int, int]:
         end = text.find("\n", at)
-        end = len(text) if end == -1 else end
-        yield from pattern.finditer(text, start, end)
+        return text.rfind("\n", 0, at) + 1, len(text) if end == -1 else end
+
+    yield from in_windows(pattern, text, low, needles, line)
 
 
 @lru_cache(maxsize=1024)

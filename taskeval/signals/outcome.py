@@ -12,7 +12,7 @@ from taskeval.models import CommitEntry
 
 from .base import CITally, Ctx, Measure, before_merge, inconclusive, ok, signal
 from .curves import coverage, decay, linear
-from .hygiene import blank_quotes, fold, task_items, visible_text
+from .hygiene import blank_quotes, task_items, visible_text
 from .wording import agree, all_of, names, none_of, plural, sentence, share
 
 CAT: Category = "taskOutcomeQuality"
@@ -190,7 +190,7 @@ def _pr_fact(ctx: Ctx, key: str) -> object:
 def check_claims(ctx: Ctx) -> list[Claim]:
     """Each claim the PR text makes about tests, docs or fixed issues, checked against evidence."""
     text = claim_text(ctx.pull.title, ctx.pull.body)
-    low = fold(text)
+    low = ev.fold(text)
     out = []
     for kind, pattern in _CLAIMS:
         needles = _CLAIM_NEEDLES.get(kind)

@@ -16,12 +16,12 @@ from datetime import datetime
 from typing import Final
 
 from taskeval.contract import Category
-from taskeval.evidence.vocabulary import agent_run_event
+from taskeval.evidence.vocabulary import agent_run_event, fold
 from taskeval.models import TimelineEntry
 
 from .base import Ctx, Measure, inconclusive, ok, signal
 from .curves import decay
-from .hygiene import fold, visible_text
+from .hygiene import visible_text
 from .wording import agree, all_of, names, none_of, plural, sentence
 
 CAT: Category = "agentPerformance"

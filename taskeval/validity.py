@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from taskeval.contract import BANDS as BAND_FLOORS
 from taskeval.contract import CATEGORIES, band
 from taskeval.outcomes import OUTCOMES, OutcomeRecord, key_of
 
-BANDS: Final = ("failing", "weak", "acceptable", "strong", "excellent")
+BANDS: Final = tuple(name for _, name in reversed(BAND_FLOORS))  # lowest first
 # Signal -> outcomes it encodes by construction (it reads the same fact the outcome records).
 TRIVIAL: Final[dict[str, frozenset[str]]] = {
     "outcome.delivery": frozenset({"rejected", "agent_failed"}),

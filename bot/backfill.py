@@ -39,7 +39,7 @@ from typing import Any, Literal, TextIO
 from sqlalchemy import Engine, select
 from sqlalchemy.exc import IntegrityError
 
-from bot.budget import Budget, BudgetExhausted, GateMeter, budget_key
+from bot.budget import Budget, BudgetExhausted, GateMeter, budget_key, rate_limit_now
 from bot.db import evaluations, init_schema, make_engine, write
 from bot.results import record_from_result, store_evaluation
 
@@ -268,9 +268,7 @@ class Backfill:
     def _refresh(self) -> tuple[int, int, float] | None:
         """The quota now (first use, after a wait), from ``GET /rate_limit``, which GitHub does
         not charge for."""
-        from bot.handlers import _rate_limit
-
-        return _rate_limit(self.gh)
+        return rate_limit_now(self.gh)
 
     def _list(self) -> list[Candidate]:
         from taskeval.github.client import clone, pages, repo_path

@@ -26,6 +26,7 @@ once a second, for a countdown) or, with ``wait=False``, raises :class:`BudgetEx
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -68,6 +69,20 @@ def rate_headers(headers: Mapping[str, Any]) -> tuple[int, int, float] | None:
                 float(found["x-ratelimit-reset"]))
     except (KeyError, ValueError):
         return None
+
+
+def rate_limit_now(gh: Any) -> Seen | None:
+    """The credential's quota now, from ``GET /rate_limit`` (free of charge), for a PyGithub
+    client ``gh``; None when GitHub does not say."""
+    headers: dict[str, Any] = {}
+    try:
+        status, headers, output = gh.requester.requestJson("GET", "/rate_limit")
+        if status != 200:
+            return None
+        core = json.loads(output)["resources"]["core"]
+        return int(core["remaining"]), int(core["limit"]), float(core["reset"])
+    except Exception:  # no body to read: the headers, or the next answers', will tell
+        return rate_headers(headers)
 
 
 class Budget:

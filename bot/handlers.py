@@ -167,13 +167,13 @@ class PipelineCore:
         if ctx.budget_key is None:
             evaluation = evaluate_pull_request(ctx.gh, repo, number, options)
             return json.loads(evaluation.result.to_json()), evaluation.markdown
-        from bot.budget import Budget, GateMeter
+        from bot.budget import Budget, GateMeter, rate_limit_now
 
         # Every worker on every node takes its requests from the credential's one budget; when
         # it is spent the job is deferred to the reset (BudgetExhausted), not failed.
         reserve = _int(self.settings.env.get("TASKEVAL_RATE_RESERVE"), 500)
         meter = GateMeter(Budget(self.engine, ctx.budget_key, reserve=reserve, wait=False,
-                                 refresh=lambda: _rate_limit(ctx.gh)))
+                                 refresh=lambda: rate_limit_now(ctx.gh)))
         try:
             evaluation = evaluate_pull_request(ctx.gh, repo, number, options, meter=meter)
         finally:
@@ -197,18 +197,3 @@ def _int(text: str | None, default: int) -> int:
         return max(0, int(text)) if text not in (None, "") else default
     except ValueError:
         return default
-
-
-def _rate_limit(gh: Any) -> tuple[int, int, float] | None:
-    """The credential's quota now, from ``GET /rate_limit`` (free of charge)."""
-    from bot.budget import rate_headers
-
-    headers: dict[str, Any] = {}
-    try:
-        status, headers, output = gh.requester.requestJson("GET", "/rate_limit")
-        if status != 200:
-            return None
-        core = json.loads(output)["resources"]["core"]
-        return int(core["remaining"]), int(core["limit"]), float(core["reset"])
-    except Exception:  # no body to read: the headers, or the next answers', will tell
-        return rate_headers(headers)

@@ -210,8 +210,16 @@ def test_commit_ids_shortcut_gives_what_the_pairwise_search_gives() -> None:
 def test_longest_gap_is_the_first_largest_gap_between_neighbours() -> None:
     import itertools
     import random
+    from datetime import datetime
 
-    from taskeval.signals.rework import _hours, _longest_gap
+    from taskeval.signals.rework import _longest_gap
+
+    def _hours(start: str, end: str) -> float:  # the per-pair strptime the signal used to run
+        fmt = "%Y-%m-%dT%H:%M:%SZ"
+        try:
+            return (datetime.strptime(end, fmt) - datetime.strptime(start, fmt)).total_seconds() / 3600
+        except ValueError:
+            return 0.0
 
     rng = random.Random(8)
     stamps = ["2026-01-02T03:04:05Z", "2026-01-02T03:04:05Z", "2026-1-2T3:4:5Z", "bad", "",
@@ -386,7 +394,7 @@ def test_timestamp_shortcut_parses_as_strptime_does() -> None:
     import random
     from datetime import datetime
 
-    from taskeval.signals.rework import _stamp
+    from taskeval.signals.rework import _parse
 
     rng = random.Random(5)
     cases = ["2026-01-02T03:04:05Z", "2026-1-2T3:4:5Z", "", "2024-02-29T23:59:59Z", "2026-01-02T03:04:60Z",
@@ -398,7 +406,7 @@ def test_timestamp_shortcut_parses_as_strptime_does() -> None:
             expected: datetime | None = datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
         except ValueError:
             expected = None
-        assert _stamp(value) == expected, value
+        assert _parse(value) == expected, value
 
 
 def test_claim_needles_skip_only_claims_that_cannot_be_made() -> None:

@@ -123,7 +123,7 @@ def blank_code(text: str) -> str:
     if "```" not in text and "~~~" not in text:
         # No fence anywhere: only inline spans, which never cross a line, so one pass over the
         # whole text blanks exactly what the line scan would (and nothing when there is no `).
-        return _INLINE_CODE.sub(lambda m: " " * len(m.group(0)), text) if "`" in text else text
+        return _blank_inline(text)
     if _FAST_FENCES:
         return _blank_fenced(text)
     out: list[str] = []

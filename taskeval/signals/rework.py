@@ -9,7 +9,6 @@ and each is inconclusive when the part it reads was not collected or could not b
 
 from __future__ import annotations
 
-import functools
 import itertools
 import re
 from datetime import datetime
@@ -190,21 +189,8 @@ def own_failures(ctx: Ctx) -> Measure:
     return ok(len(failed), decay(len(failed), half), reason, cited)
 
 
-def _hours(start: str, end: str) -> float:
-    begun, ended = _stamp(start), _stamp(end)
-    if begun is None or ended is None:
-        return 0.0
-    return (ended - begun).total_seconds() / 3600
-
-
-@functools.lru_cache(maxsize=4096)
-def _stamp(value: str) -> datetime | None:
-    """A stored timestamp (``2026-01-02T03:04:05Z``), parsed once: each is the end of one gap and
-    the start of the next, and ``strptime`` is slow."""
-    return _parse(value)
-
-
 def _parse(value: str) -> datetime | None:
+    """A stored timestamp (``2026-01-02T03:04:05Z``) as ``strptime`` reads it; None otherwise."""
     try:
         if _STAMP.fullmatch(value):  # the one spelling taskeval stores: no format parsing needed
             return datetime.fromisoformat(value[:-1])
@@ -217,9 +203,9 @@ _STAMP: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{
 
 
 def _seconds(value: str) -> int | None:
-    """:func:`_stamp` as whole seconds since year 1 (a stamp has no fraction of a second), so a
+    """:func:`_parse` as whole seconds since year 1 (a stamp has no fraction of a second), so a
     gap is one integer subtraction: ``(b - a) / 3600`` is the very float that
-    ``(stamp(b) - stamp(a)).total_seconds() / 3600`` is (both divide the exact count of seconds)."""
+    ``(parse(b) - parse(a)).total_seconds() / 3600`` is (both divide the exact count of seconds)."""
     moment = _parse(value)
     if moment is None:
         return None
@@ -235,7 +221,7 @@ def _longest_gap(
     points: list[tuple[str, str]],
 ) -> tuple[float, tuple[str, str], tuple[str, str]]:
     """The first longest gap in hours between consecutive (time, id) points, and its two ends,
-    as ``max`` over :func:`_hours` of each pair finds it; points are in time order, so equal
+    as ``max`` over the hours between each pair finds it; points are in time order, so equal
     times are neighbours and each time is parsed once."""
     prev, prev_at = points[0], _seconds(points[0][0])
     best: tuple[float, tuple[str, str], tuple[str, str]] | None = None

@@ -39,10 +39,10 @@ from typing import Any
 from taskeval import SCORER_VERSION, contract
 from taskeval.corpus.aidev import AGENT_FOLDERS, FOLDER_AGENT, PullRecord, default_data_dir, load
 from taskeval.corpus.evaluate import agent_id, as_json, client, evaluate, is_partial
+from taskeval.validity import BANDS
 
 # Text-detector signals: how many PRs each flags, per agent (read the reasons to judge them).
 FLAGGED = ("agent.text_hygiene", "process.template_filled")
-BANDS = ("failing", "weak", "acceptable", "strong", "excellent")
 SHORT = {"agentPerformance": "agent", "taskOutcomeQuality": "outcome",
          "processCompliance": "process", "overall": "overall"}
 

@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from taskeval.contract import BANDS as BAND_FLOORS
 from taskeval.contract import CATEGORIES, band
 from taskeval.outcomes import OUTCOMES, OutcomeRecord, key_of
 
-BANDS: Final = ("failing", "weak", "acceptable", "strong", "excellent")
+BANDS: Final = tuple(name for _, name in reversed(BAND_FLOORS))  # lowest first
 # Signal -> outcomes it encodes by construction (it reads the same fact the outcome records).
 TRIVIAL: Final[dict[str, frozenset[str]]] = {
     "outcome.delivery": frozenset({"rejected", "agent_failed"}),
@@ -166,10 +167,6 @@ class Figure:
     positives: int
     left_out: list[str] = field(default_factory=list)
 
-    def separates(self) -> bool:
-        return self.low is not None and self.high is not None and (self.low > 0.5 or
-                                                                  self.high < 0.5)
-
     def as_dict(self) -> dict[str, Any]:
         def r(v: float | None) -> float | None:
             return None if v is None else round(v, 4)
@@ -207,9 +204,8 @@ def analyse(rows: Sequence[Row], records: Iterable[OutcomeRecord], rounds: int =
     """Every figure of the report as plain data (what validity.json holds)."""
     outcomes = outcome_table(records)
     present = [o for o in OUTCOMES if o in outcomes]
-    signal_ids = sorted({sid for r in rows for sid in r.signals},
-                        key=lambda s: (CATEGORIES.index(next(
-                            r.signals[s][0] for r in rows if s in r.signals)), s))
+    cat_of = {sid: sig[0] for r in reversed(rows) for sid, sig in r.signals.items()}
+    signal_ids = sorted(cat_of, key=lambda s: (CATEGORIES.index(cat_of[s]), s))
     report: dict[str, Any] = {
         "prs": len(rows),
         "bootstrapRounds": rounds,
@@ -221,7 +217,6 @@ def analyse(rows: Sequence[Row], records: Iterable[OutcomeRecord], rounds: int =
         "trivial": {s: sorted(o for o in v if o in present) for s, v in TRIVIAL.items()
                     if any(o in present for o in v)},
     }
-    cat_of = {sid: sig[0] for r in rows for sid, sig in r.signals.items()}
     for cat in CATEGORIES:
         conclusive = [r for r in rows if r.categories.get(cat, (0, False))[1]]
         entry: dict[str, Any] = {"coverage": round(len(conclusive) / len(rows), 4) if rows else 0,

@@ -232,8 +232,8 @@ class Queue:
         raise RuntimeError(f"{ev.repo}#{ev.number}: could not settle a concurrent insert")
 
     def defer(self, job_id: int, worker_id: str, run_after: float, reason: str) -> bool:
-        """Give a claimed job back to run at ``run_after`` without spending an attempt (the
-        shared GitHub budget is spent until then)."""
+        """Give a claimed job back to run at ``run_after`` (not before now) without spending an
+        attempt: the shared GitHub budget is spent until then, or the worker is shutting down."""
         now = self.clock()
         with write(self.engine) as conn:
             result = conn.execute(
@@ -427,17 +427,8 @@ class Queue:
 
     def release(self, job_id: int, worker_id: str) -> bool:
         """Give a claimed job back untouched (graceful shutdown): the attempt does not count."""
-        now = self.clock()
-        with write(self.engine) as conn:
-            result = conn.execute(
-                update(jobs)
-                .where(jobs.c.id == job_id, jobs.c.leased_by == worker_id,
-                       jobs.c.status == "running")
-                .values(status="queued", attempts=jobs.c.attempts - 1, lease_until=None,
-                        leased_by=None, run_after=now, updated_at=now,
-                        last_error="released by a worker shutting down; requeued")
-            )
-        return result.rowcount == 1
+        return self.defer(job_id, worker_id, self.clock(),
+                          "released by a worker shutting down; requeued")
 
     def prune(self, retention_seconds: float) -> int:
         """Forget delivery ids older than the retention; returns how many were removed.

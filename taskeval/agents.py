@@ -47,6 +47,7 @@ from typing import Any, Final, Literal, TypeVar
 from taskeval import evidence as ev
 from taskeval.config import AgentRuleConfig, Settings
 from taskeval.evidence.vocabulary import fold
+from taskeval.memo import by_identity
 from taskeval.models import AgentAttribution, EvidenceBundle
 
 OperatorSource = Literal["author", "assignee", "reviewer", "requested-by", "co-author", "work-started"]
@@ -223,44 +224,23 @@ def rules_for(settings: Settings | None) -> tuple[AgentRule, ...]:
     The same settings give the same tuple object, so the caches keyed by it (compiled patterns,
     needles) find it by identity instead of hashing a dozen rules for every bundle."""
     if settings is None or not settings.agents:
-        return _BUILTIN
-    hit = _RULES_OF.get(id(settings))
-    if hit is not None and hit[0] is settings:
-        return hit[1]
-    rules = _apply(settings.agents)
-    if len(_RULES_OF) >= 64:
-        _RULES_OF.clear()
-    _RULES_OF[id(settings)] = (settings, rules)
-    return rules
+        return BUILTIN_RULES
+    return _rules_of(settings)
 
 
-_BUILTIN: Final = BUILTIN_RULES
-_RULES_OF: dict[int, tuple[Settings, tuple[AgentRule, ...]]] = {}
+@by_identity
+def _rules_of(settings: Settings) -> tuple[AgentRule, ...]:
+    return _apply(settings.agents)
+
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
 
 
-def _by_identity(func: Callable[[_K], _V]) -> Callable[[_K], _V]:
-    """Cache ``func`` by its argument, a tuple of rules: by identity first (the same settings give
-    the same tuple, see :func:`rules_for`), which spares hashing a dozen rules for every bundle;
-    by equality after that."""
-    equal = functools.lru_cache(maxsize=64)(func)
-    seen: dict[int, tuple[_K, _V]] = {}
-
-    @functools.wraps(func)
-    def cached(key: _K) -> _V:
-        hit = seen.get(id(key))
-        if hit is not None and hit[0] is key:
-            return hit[1]
-        value = equal(key)
-        if len(seen) >= 64:
-            seen.clear()
-        seen[id(key)] = (key, value)
-        return value
-
-    cached.cache_clear = equal.cache_clear  # type: ignore[attr-defined]
-    return cached
+def _by_rules(func: Callable[[_K], _V]) -> Callable[[_K], _V]:
+    """Cache ``func`` of a tuple of rules by identity (the same settings give the same tuple, see
+    :func:`rules_for`), then by equality (a table built again from equal settings)."""
+    return by_identity(functools.lru_cache(maxsize=64)(func))
 
 
 def _apply(entries: list[AgentRuleConfig]) -> tuple[AgentRule, ...]:
@@ -288,7 +268,7 @@ class _Compiled:
 _FLAGS: Final = re.IGNORECASE | re.MULTILINE
 
 
-@_by_identity
+@_by_rules
 def _compiled(rules: tuple[AgentRule, ...]) -> tuple[_Compiled, ...]:
     return tuple(
         _Compiled(
@@ -316,18 +296,18 @@ def _may_carry(folded: str, rule: _Compiled) -> bool:
     return needles is None or any(n in folded for n in needles)
 
 
-@_by_identity
+@_by_rules
 def standard_text_patterns(rules: tuple[AgentRule, ...]) -> tuple[re.Pattern[str], ...]:
     """Every agent's by-design texts, compiled (a block pattern spans lines with ``(?s:...)``)."""
     return tuple(re.compile(x, _FLAGS) for r in rules for x in r.standard_texts)
 
 
-@_by_identity
+@_by_rules
 def standard_commit_patterns(rules: tuple[AgentRule, ...]) -> tuple[re.Pattern[str], ...]:
     return tuple(re.compile(x, re.IGNORECASE) for r in rules for x in r.standard_commits)
 
 
-@_by_identity
+@_by_rules
 def agent_logins(rules: tuple[AgentRule, ...]) -> frozenset[str]:
     """Lower-cased accounts of every agent in the table."""
     return frozenset(x.lower() for r in rules for x in r.logins)
@@ -487,7 +467,7 @@ def needle(pattern: str) -> str | None:
     return text.lower() if len(text) >= 4 else None
 
 
-@_by_identity
+@_by_rules
 def _needles(rules: tuple[_Compiled, ...]) -> tuple[str, ...] | None:
     """Needles of every text mark; None when one has no needle (then every text is searched)."""
     found = [needle(p.pattern) for r in rules for p in r.text_marks]

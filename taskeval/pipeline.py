@@ -146,17 +146,15 @@ class Kept:
     agent: AgentAttribution | None
 
 
-def _kept(stored: dict[str, Any] | None, loaded: LoadedConfig, options: Options) -> Kept | None:
-    """What of a stored result still holds under the settings it is re-scored with (None:
-    measure everything). Anything odd in the stored signals means measuring again, never an error:
-    the evidence, not the stored scores, is what a re-score stands on."""
-    if not options.keep_signals or not stored or not isinstance(stored.get("signals"), list):
+def _kept(
+    stored: dict[str, Any] | None, before: LoadedConfig | None, loaded: LoadedConfig, options: Options,
+) -> Kept | None:
+    """What of a stored result (scored with ``before``) still holds under the settings it is
+    re-scored with (None: measure everything). Anything odd in the stored signals means measuring
+    again, never an error: the evidence, not the stored scores, is what a re-score stands on."""
+    if not options.keep_signals or not stored or before is None or not isinstance(stored.get("signals"), list):
         return None
-    try:
-        before = _stored_config(stored["config"]).settings
-    except (ValidationError, KeyError, TypeError):
-        return None
-    if not keepable(stored.get("scorerVersion"), before, loaded.settings):
+    if not keepable(stored.get("scorerVersion"), before.settings, loaded.settings):
         return None
     signals = {s["id"]: s for s in stored["signals"] if isinstance(s, dict) and isinstance(s.get("id"), str)}
     agent = None
@@ -352,11 +350,11 @@ def rescore(path: Path, options: Options) -> Rescored:
     """Re-score a stored result or bundle offline. Pure: the same file, config and scorer
     version give byte-identical output, so the timestamp comes from the file, not the clock."""
     stored = load_stored(path)
-    loaded = _rescore_config(path, stored.result, options)
+    loaded, before = _rescore_configs(path, stored.result, options)
     pull = stored.bundle.facts.pull
     stamp = (stored.result or {}).get("evaluatedAt") or pull.merged_at or pull.closed_at or pull.created_at
     opts = replace(options, trigger="rescore", evaluated_at=options.evaluated_at or str(stamp))
-    kept = _kept(stored.result, loaded, options)
+    kept = _kept(stored.result, before, loaded, options)
     result = score_bundle(stored.bundle, loaded, opts, bundle_hash=stored.bundle_hash, kept=kept)
     return Rescored(result, stored.evidence, kept is not None)
 
@@ -384,17 +382,22 @@ def result_json(result: EvaluationResult, evidence: dict[str, Any], *, indent: b
     return result.to_json() if indent else result.model_dump_json(by_alias=True)
 
 
-def _rescore_config(path: Path, stored: dict[str, Any] | None, options: Options) -> LoadedConfig:
-    """The config to re-score with: ``--config`` if given, else the one the stored result was
-    scored with, else the defaults."""
-    if options.config_path is not None:
-        return _config_file(options.config_path)
+def _rescore_configs(
+    path: Path, stored: dict[str, Any] | None, options: Options,
+) -> tuple[LoadedConfig, LoadedConfig | None]:
+    """(the config to re-score with, the one the stored result was scored with or None). The
+    first is ``--config`` if given, else the stored one, else the defaults; a broken stored config
+    is an error only when it is the one to re-score with."""
+    before = None
     if stored and stored.get("config") is not None:
         try:
-            return _stored_config(stored["config"])
+            before = _stored_config(stored["config"])
         except ValidationError as exc:
-            raise BundleFileError(f"{path}: invalid result: config.{_field_path(exc)}") from exc
-    return _DEFAULTS
+            if options.config_path is None:
+                raise BundleFileError(f"{path}: invalid result: config.{_field_path(exc)}") from exc
+    if options.config_path is not None:
+        return _config_file(options.config_path), before
+    return before or _DEFAULTS, before
 
 
 _DEFAULTS = LoadedConfig(Settings(), "defaults")

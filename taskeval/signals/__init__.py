@@ -17,6 +17,7 @@ from pydantic import TypeAdapter, ValidationError
 from taskeval import SCORER_VERSION
 from taskeval.config import Settings
 from taskeval.contract import CATEGORIES
+from taskeval.memo import by_identity
 from taskeval.models import EvidenceBundle, Signal
 
 from . import agent, outcome, process, rework  # noqa: F401  (registers the signals)
@@ -110,20 +111,12 @@ def keepable(stored_version: object, stored: Settings, now: Settings) -> bool:
     measuring anything again."""
     if stored_version != SCORER_VERSION:
         return False
-    if stored is now:
-        return True
-    # A batch compares the same two configs for every file: remember the answer for the pair.
-    key = (id(stored), id(now))
-    known = _COMPARED.get(key)
-    if known is None or known[0] is not stored or known[1] is not now:
-        if len(_COMPARED) >= 64:
-            _COMPARED.clear()
-        same = all(getattr(stored, name) == getattr(now, name) for name in sorted(_SIGNAL_INPUTS))
-        known = _COMPARED[key] = (stored, now, same)
-    return known[2]
+    return stored is now or _same_inputs(stored, now)
 
 
-_COMPARED: dict[tuple[int, int], tuple[Settings, Settings, bool]] = {}
+@by_identity  # a batch compares the same two configs for every file
+def _same_inputs(stored: Settings, now: Settings) -> bool:
+    return all(getattr(stored, name) == getattr(now, name) for name in sorted(_SIGNAL_INPUTS))
 
 
 def unknown_signal_ids(settings: Settings) -> list[str]:

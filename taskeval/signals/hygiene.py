@@ -22,6 +22,7 @@ from itertools import accumulate
 from typing import Final, Literal
 
 from taskeval.evidence.vocabulary import blank_code, fold, in_windows
+from taskeval.memo import by_identity
 
 FindingKind = Literal["leakage", "boilerplate", "template"]
 ALL_KINDS: Final[frozenset[FindingKind]] = frozenset({"leakage", "boilerplate", "template"})
@@ -556,14 +557,9 @@ def _may_match(text: str, patterns: tuple[re.Pattern[str], ...]) -> tuple[re.Pat
     """The ``patterns`` whose fixed words (see ``required_text``) ``text`` holds: the others
     cannot match it, and need no search of a long body for a "^.{0,4}Generated with ..." line
     it does not have (nor a cache lookup, which hashes every pattern)."""
-    gates = _STANDARD_GATES.get(id(patterns))
-    if gates is None or gates[0] is not patterns:
-        if len(_STANDARD_GATES) >= 256:  # a long-lived process seeing many repositories' tables
-            _STANDARD_GATES.clear()
-        gates = _STANDARD_GATES[id(patterns)] = (patterns, tuple((p, required_text(p)) for p in patterns))
     low: str | None = None
     live = []
-    for pattern, need in gates[1]:
+    for pattern, need in _gates(patterns):
         if need is not None:
             words, folded = need
             if folded and low is None:
@@ -575,11 +571,13 @@ def _may_match(text: str, patterns: tuple[re.Pattern[str], ...]) -> tuple[re.Pat
 
 
 _FAST_STANDARD = True  # False: search every pattern (the tests compare both ways)
-# Per tuple of patterns (the agent table's, kept for the process's life), each one's fixed words;
-# the tuple itself is kept, so an ID is never read for another tuple.
-_STANDARD_GATES: dict[
-    int, tuple[tuple[re.Pattern[str], ...], tuple[tuple[re.Pattern[str], tuple[str, bool] | None], ...]]
-] = {}
+
+
+@by_identity  # per tuple of patterns: the agent table's, the same for every bundle
+def _gates(patterns: tuple[re.Pattern[str], ...]) -> tuple[tuple[re.Pattern[str], tuple[str, bool] | None], ...]:
+    """Each pattern with its fixed words (:func:`required_text`)."""
+    return tuple((p, required_text(p)) for p in patterns)
+
 _REQUIRED: dict[re.Pattern[str], tuple[str, bool] | None] = {}
 
 

@@ -102,10 +102,7 @@ def deterministic_scores(
             points = {id(s): w * _SCORES[s.score or 0] / total for w, s in zip(weights, counted, strict=True)}
         for s in mine:
             p = points.get(id(s))
-            # Set as pydantic sets a field it does not validate (Signal does not validate
-            # assignment): thirty signals per result, thousands of results per re-score.
-            s.__dict__["contribution"] = 0.0 if p is None else float(p.quantize(_CENT, ROUND_HALF_UP))
-            s.__pydantic_fields_set__.add("contribution")
+            s.contribution = 0.0 if p is None else float(p.quantize(_CENT, ROUND_HALF_UP))
         if not counted:
             why = (", ".join(s.name for s in skipped) + " had no data") if skipped else (
                 "no signal is enabled for it")

@@ -134,22 +134,6 @@ class cached(Generic[_R]):
         return value
 
 
-# Accounts of every agent in a table, by the identity of the table's rules: the rules are frozen
-# and kept here with the answer (so no id is reused while cached), and hashing them, as
-# ``agent_logins``' own cache does, costs more than the lookup saves.
-_TABLE_LOGINS: dict[tuple[int, ...], tuple[tuple[AgentRule, ...], frozenset[str]]] = {}
-
-
-def _table_logins(rules: tuple[AgentRule, ...]) -> frozenset[str]:
-    key = tuple(map(id, rules))
-    hit = _TABLE_LOGINS.get(key)
-    if hit is None:
-        if len(_TABLE_LOGINS) >= 64:
-            _TABLE_LOGINS.clear()
-        hit = _TABLE_LOGINS[key] = (rules, agent_logins(rules))
-    return hit[1]
-
-
 @functools.lru_cache(maxsize=64)
 def _lowered(logins: tuple[str, ...]) -> frozenset[str]:
     return frozenset(x.lower() for x in logins)
@@ -315,7 +299,7 @@ class Ctx:
     def _agent_logins(self) -> frozenset[str]:
         # The configured accounts and every account in the agent table (taskeval/agents.py).
         configured = _lowered(tuple(self.settings.patterns.agent_logins))
-        return configured | _table_logins(self.agent_rules)
+        return configured | agent_logins(self.agent_rules)  # cached by the table's identity
 
     def is_bot(self, login: str | None, flagged: bool = False) -> bool:
         if login is None:

@@ -38,14 +38,16 @@ def _add_sources(p: argparse.ArgumentParser) -> None:
                    help="outcome JSON lines files to merge in")
 
 
-def _corpus_outcomes(folder: Path) -> list[oc.OutcomeRecord]:
-    """``post_pr_issue`` for every closed corpus PR: an issue cross-linked after it closed."""
+def _corpus(folder: Path) -> tuple[dict[tuple[str, int], str], list[oc.OutcomeRecord]]:
+    """From one pass over each agent folder's ``prs.csv``: the folder's agent of every PR, and
+    ``post_pr_issue`` for every closed PR (an issue cross-linked after it closed)."""
     from taskeval import outcomes as oc
-    from taskeval.corpus.aidev import repository_of
+    from taskeval.corpus.aidev import FOLDER_AGENT, repository_of
 
-    csv.field_size_limit(2**31 - 1)
+    labels: dict[tuple[str, int], str] = {}
     out = []
     for agent in sorted(p for p in folder.iterdir() if (p / "prs.csv").is_file()):
+        label = FOLDER_AGENT.get(agent.name)
         later: dict[str, list[str]] = {}
         if (agent / "post_pr_issues.csv").is_file():
             with (agent / "post_pr_issues.csv").open(encoding="utf-8", newline="") as f:
@@ -54,29 +56,18 @@ def _corpus_outcomes(folder: Path) -> list[oc.OutcomeRecord]:
         with (agent / "prs.csv").open(encoding="utf-8", newline="") as f:
             for row in csv.DictReader(f):
                 repo = repository_of(row.get("repo_url") or "")
-                if not repo or row.get("state") != "closed":
+                if not repo:
+                    continue
+                if label is not None:
+                    labels[(repo.lower(), int(row["number"]))] = label
+                if row.get("state") != "closed":
                     continue
                 hits = later.get(row["id"], [])
                 out.append(oc.OutcomeRecord(repo, int(row["number"]), "post_pr_issue",
                                             bool(hits), hits or [f"pr:{row['number']}"],
                                             f"{len(hits)} issue(s) cross-linked after it closed",
                                             "corpus"))
-    return out
-
-
-def _corpus_agents(folder: Path) -> dict[tuple[str, int], str]:
-    from taskeval.corpus.aidev import FOLDER_AGENT, repository_of
-
-    out = {}
-    for name, agent in FOLDER_AGENT.items():
-        path = folder / name / "prs.csv"
-        if path.is_file():
-            with path.open(encoding="utf-8", newline="") as f:
-                for row in csv.DictReader(f):
-                    repo = repository_of(row.get("repo_url") or "")
-                    if repo:
-                        out[(repo.lower(), int(row["number"]))] = agent
-    return out
+    return labels, out
 
 
 def _store_url(args: argparse.Namespace) -> str | None:
@@ -115,13 +106,13 @@ def load(args: argparse.Namespace) -> tuple[list[Any], list[oc.OutcomeRecord], l
         records_store = read_outcomes(url)
     else:
         records_store = []
+    corpus: list[oc.OutcomeRecord] = []
     if args.corpus:  # the folder is the label (the ground truth), not the attribution
-        labels = _corpus_agents(Path(args.corpus))
+        labels, corpus = _corpus(Path(args.corpus))
         for row in rows:
             row.agent = labels.get(row.key) or row.agent
     derived = [r for raw in raws for r in oc.from_result(raw)]
     extra = [r for path in args.outcomes for r in oc.read_jsonl(Path(path))]
-    corpus = _corpus_outcomes(Path(args.corpus)) if args.corpus else []
     records = oc.with_composite(oc.merge_records(extra, records_store, derived, corpus))
     if not rows:
         notes.append("no stored results found")

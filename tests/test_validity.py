@@ -332,3 +332,25 @@ def test_outcomes_command_scans_a_repository_on_github(tmp_path: Path, monkeypat
     got = {(r.number, r.outcome): r.value for r in oc.read_jsonl(out)}
     assert got[(10, "reverted")] and not got[(10, "rejected")] and got[(14, "rejected")]
     assert not got[(12, "reverted")]
+
+
+def test_corpus_folder_labels_every_pr_and_records_post_pr_issues(tmp_path: Path) -> None:
+    from taskeval.validity_cli import _corpus
+
+    header = ["id", "number", "state", "repo_url"]
+    rows = {"Copilot": [["1", "5", "closed", "https://api.github.com/repos/acme/Tool"],
+                        ["2", "6", "open", "https://api.github.com/repos/acme/tool"]],
+            "Devin": [["3", "7", "closed", "https://api.github.com/repos/acme/tool"],
+                      ["4", "8", "closed", "not a url"]]}
+    for folder, lines in rows.items():
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "prs.csv").write_text(
+            "\n".join(",".join(line) for line in [header, *lines]) + "\n", encoding="utf-8")
+    (tmp_path / "Copilot" / "post_pr_issues.csv").write_text(
+        "pr_id,issue_url\n1,https://github.com/acme/tool/issues/9\n", encoding="utf-8")
+    labels, records = _corpus(tmp_path)
+    assert labels == {("acme/tool", 5): "copilot", ("acme/tool", 6): "copilot",
+                      ("acme/tool", 7): "devin"}
+    assert [(r.repository, r.number, r.outcome, r.value, r.evidence) for r in records] == [
+        ("acme/Tool", 5, "post_pr_issue", True, ["https://github.com/acme/tool/issues/9"]),
+        ("acme/tool", 7, "post_pr_issue", False, ["pr:7"])]

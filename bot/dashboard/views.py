@@ -485,18 +485,25 @@ def _pr_link(r: dict[str, Any]) -> Markup:
         url_for("dashboard.pr", owner=owner, repo=name, number=r["number"]), r["repo"], r["number"])
 
 
-def _pr_columns() -> list[Column]:
+def _score_columns() -> list[Column]:
+    """Overall, band and the three categories of one stored evaluation row (PR lists, history)."""
     return [
-        Column("PR", lambda r: f"{r['repo']}#{r['number']}", _pr_link, key="pr"),
-        Column("Author", lambda r: r["author"], key="author"),
-        Column("Agent", lambda r: r["agent_id"], lambda r: r["agent_name"] or r["agent_id"], key="agent"),
-        Column("State", lambda r: r["pr_state"], key="state"),
         Column("Overall", lambda r: r["overall_score"], numeric=True, key="overall"),
         Column("Band", lambda r: r["overall_band"],
                lambda r: Markup('<span class="band {0}">{0}</span>').format(r["overall_band"]), key="band"),
         Column("AP", lambda r: r["agent_performance"], numeric=True, key="agentPerformance"),
         Column("TOQ", lambda r: r["task_outcome_quality"], numeric=True, key="taskOutcomeQuality"),
         Column("PC", lambda r: r["process_compliance"], numeric=True, key="processCompliance"),
+    ]
+
+
+def _pr_columns() -> list[Column]:
+    return [
+        Column("PR", lambda r: f"{r['repo']}#{r['number']}", _pr_link, key="pr"),
+        Column("Author", lambda r: r["author"], key="author"),
+        Column("Agent", lambda r: r["agent_id"], lambda r: r["agent_name"] or r["agent_id"], key="agent"),
+        Column("State", lambda r: r["pr_state"], key="state"),
+        *_score_columns(),
         Column("Activity", lambda r: _day(r["activity_at"]), key="activity"),
     ]
 
@@ -535,12 +542,7 @@ def pr(owner: str, repo: str, number: int) -> Any:
                key="headSha"),
         Column("Scorer", lambda h: h["scorer_version"], key="scorerVersion"),
         Column("Trigger", lambda h: h["trigger"], key="trigger"),
-        Column("Overall", lambda h: h["overall_score"], numeric=True, key="overall"),
-        Column("Band", lambda h: h["overall_band"],
-               lambda h: Markup('<span class="band {0}">{0}</span>').format(h["overall_band"]), key="band"),
-        Column("AP", lambda h: h["agent_performance"], numeric=True, key="agentPerformance"),
-        Column("TOQ", lambda h: h["task_outcome_quality"], numeric=True, key="taskOutcomeQuality"),
-        Column("PC", lambda h: h["process_compliance"], numeric=True, key="processCompliance"),
+        *_score_columns(),
         Column("Judge", lambda h: h["judge_status"], key="judge"),
         Column("Comment", lambda h: h["comment_url"], lambda h: _http_link(h["comment_url"], "posted")
                if h["comment_url"] else None, key="commentUrl"),

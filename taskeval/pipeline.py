@@ -232,8 +232,8 @@ def _result(
     categories: list[CategoryScore],
     judge: JudgeInfo,
     warnings: list[str],
-    bundle_hash: str | None = None,
-    agent: AgentAttribution | None = None,
+    bundle_hash: str | None,
+    agent: AgentAttribution,
 ) -> EvaluationResult:
     pull = bundle.facts.pull
     overall_score = contract.overall({c.category: c.final_score for c in categories})
@@ -245,7 +245,7 @@ def _result(
             number=pull.number, title=pull.title, url=pull.url, author=pull.author,
             merged=pull.merged, merged_at=pull.merged_at,
         ),
-        agent=agent if agent is not None else attribute(bundle, loaded.settings),
+        agent=agent,
         head_sha=bundle.head_sha,
         evaluated_at=options.evaluated_at or _now(),
         trigger=options.trigger,
@@ -370,7 +370,7 @@ _RESULT_KEYS = tuple((name, field.alias or name) for name, field in EvaluationRe
 def result_json(result: EvaluationResult, evidence: dict[str, Any], *, indent: bool = True) -> str:
     """The result's JSON text with ``evidence`` (``result.evidence.json_form()``) put in place of
     serialising the bundle again. orjson writes exactly what pydantic writes for JSON data (strings,
-    floats, integers up to 64 bits: tests/test_rescore_fast_paths.py compares them); beyond that it
+    floats, integers up to 64 bits: tests/test_canonical.py compares them); beyond that it
     refuses and pydantic writes the result."""
     if canonical.FAST:
         rest = result.model_dump(mode="json", by_alias=True, exclude={"evidence"})

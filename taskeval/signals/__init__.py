@@ -81,7 +81,8 @@ _SIGNALS = TypeAdapter(list[Signal])
 
 def _validated(kept: Mapping[str, Mapping[str, Any]]) -> dict[str, Signal]:
     """Stored signals as models, by id; one that does not validate (edited or damaged) is left
-    out, so it is measured again."""
+    out, so it is measured again. All in one call when all validate (nearly always; about 5 % of a
+    kept re-score), one by one only to find which did not."""
     try:
         return {s.id: s for s in _SIGNALS.validate_python(list(kept.values()))}
     except ValidationError:

@@ -24,6 +24,7 @@ from taskeval.evidence.groups import (
     is_bot,
     is_fork,
     login_of,
+    timeline_ref,
     visible_comments,
 )
 from taskeval.evidence.vocabulary import (
@@ -31,7 +32,6 @@ from taskeval.evidence.vocabulary import (
     SUBJECT_LIMIT,
     TITLE_LIMIT,
     encodable,
-    event_id,
     excerpt,
     iso,
     message_body,
@@ -113,11 +113,9 @@ def _by_time_id(when: datetime | None, ident: int) -> tuple[str, int]:
 
 def timeline_entry(e: RawTimelineEvent) -> TimelineEntry:
     when = iso(e.created_at)
-    source = (f"{e.source_repository}#{e.source_number}"
-              if e.source_repository and e.source_number is not None else None)
+    eid, source = timeline_ref(e)
     return TimelineEntry(
-        id=event_id(e.event, e.id, e.commit_id if e.event == "committed" else None, when),
-        event=e.event, actor=login_of(e.actor), actor_is_bot=is_bot(e.actor), created_at=when,
+        id=eid, event=e.event, actor=login_of(e.actor), actor_is_bot=is_bot(e.actor), created_at=when,
         commit_id=e.commit_id, state=e.state, source=source, source_is_pull=e.source_is_pull,
         source_state=e.source_state, source_author=e.source_author,
         source_created_at=iso(e.source_created_at),

@@ -92,6 +92,7 @@ from taskeval.raw import (
     RawFile,
     RawIssueComment,
     RawReviewComment,
+    RawTimelineEvent,
     RawUser,
     RawWorkflowRun,
 )
@@ -460,6 +461,16 @@ NOTABLE_EVENTS: Final = frozenset({
 })
 
 
+def timeline_ref(e: RawTimelineEvent) -> tuple[str, str | None]:
+    """A timeline event's evidence ID, and the ``owner/repo#n`` it cross-references (None when it
+    names none): one spelling for the bundle's ``facts.timeline`` and the ``taskActivity`` items,
+    so each item cites an event of the timeline."""
+    source = (f"{e.source_repository}#{e.source_number}"
+              if e.source_repository and e.source_number is not None else None)
+    eid = event_id(e.event, e.id, e.commit_id if e.event == "committed" else None, iso(e.created_at))
+    return eid, source
+
+
 def _task_activity(raw: RawCollection) -> EvidenceGroup:
     pull = raw.pull
     human_reviews = sorted(
@@ -517,9 +528,7 @@ def _task_activity(raw: RawCollection) -> EvidenceGroup:
         if e.event not in NOTABLE_EVENTS and kind not in ("failed", "started"):
             continue
         when = iso(e.created_at) or ""
-        eid = event_id(e.event, e.id, e.commit_id if e.event == "committed" else None, when)
-        source = (f"{e.source_repository}#{e.source_number}"
-                  if e.source_repository and e.source_number is not None else None)
+        eid, source = timeline_ref(e)
         label = f"{e.event} by {login_of(e.actor) or 'someone'}"
         if source:
             label += f" from {source}"

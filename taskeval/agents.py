@@ -45,15 +45,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, TypeVar
 
 from taskeval import evidence as ev
-from taskeval.config import AgentRuleConfig, Settings
+from taskeval.config import HUMAN_ID, UNKNOWN_BOT_ID, AgentRuleConfig, Settings
 from taskeval.evidence.vocabulary import fold
 from taskeval.memo import by_identity
 from taskeval.models import AgentAttribution, EvidenceBundle
 
 OperatorSource = Literal["author", "assignee", "reviewer", "requested-by", "co-author", "work-started"]
-HUMAN: Final = "human"
-UNKNOWN_BOT: Final = "unknown-bot"
-RESERVED_IDS: Final = frozenset({HUMAN, UNKNOWN_BOT})
 
 
 @dataclass(frozen=True)
@@ -620,12 +617,12 @@ def _attribute(bundle: EvidenceBundle, settings: Settings | None) -> AgentAttrib
     if best is None:
         if _is_bot(pull.author, pull.author_is_bot, settings):
             return AgentAttribution(
-                id=UNKNOWN_BOT, name="Unknown bot", operator=None, confidence="certain",
+                id=UNKNOWN_BOT_ID, name="Unknown bot", operator=None, confidence="certain",
                 evidence=[view.pr],
                 reason=f"PR opened by the bot account {pull.author}, which is no known agent.",
             )
         return AgentAttribution(
-            id=HUMAN, name="Human", operator=pull.author, confidence="likely", evidence=[view.pr],
+            id=HUMAN_ID, name="Human", operator=pull.author, confidence="likely", evidence=[view.pr],
             reason="No agent account, App, branch prefix, trailer or description mark.",
         )
     _, rule, marks = best

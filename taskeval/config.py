@@ -11,7 +11,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
@@ -20,6 +20,11 @@ from taskeval.models import ConfigInfo
 
 CONFIG_PATH = ".github/taskeval.yml"
 MAX_CONFIG_BYTES = 64 * 1024
+
+
+# What attribution (taskeval.agents) answers for a PR no agent marks; no agents entry may use them.
+HUMAN_ID: Final = "human"
+UNKNOWN_BOT_ID: Final = "unknown-bot"
 
 
 class _Section(BaseModel):
@@ -313,7 +318,7 @@ class AgentRuleConfig(_Section):
     @field_validator("id")
     @classmethod
     def _not_reserved(cls, value: str) -> str:
-        if value in ("human", "unknown-bot"):
+        if value in (HUMAN_ID, UNKNOWN_BOT_ID):
             raise ValueError(f"{value!r} is reserved for PRs no agent marks")
         return value
 

@@ -633,8 +633,9 @@ def test_pr_fact_reads_what_the_table_of_every_item_holds() -> None:
 
     for bundle in _bundles(30):
         ctx = base.Ctx(bundle, Settings())
+        table = {item.id: dict(item.facts) for g in bundle.groups for item in g.items}
         for key in ("defaultBranch", "state", "title", "missing"):
-            assert _pr_fact(ctx, key) == ctx.item_facts.get(ctx.pr, {}).get(key)
+            assert _pr_fact(ctx, key) == table.get(ctx.pr, {}).get(key)
 
 
 def test_objection_needles_skip_only_objections_that_cannot_be_made(

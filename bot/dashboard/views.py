@@ -432,9 +432,10 @@ def _detail(by: str, key: str) -> Any:
         hist = queries.cached(conn, "histogram", (view.filters,), lambda: queries.histogram(conn, view.filters))
         downs = queries.cached(conn, "pull_downs", (view.filters, total),
                                lambda: queries.pull_downs(conn, view.filters, total))
-        prs = queries.pr_list(conn, view.filters, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
         if request.args.get("format") == "csv" and request.args.get("table") == "prs":
-            prs = queries.pr_list(conn, view.filters, limit=100_000, offset=0)
+            prs = queries.pr_list(conn, view.filters, limit=100_000, offset=0)  # the export: all
+        else:
+            prs = queries.pr_list(conn, view.filters, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
         choices = _choices(conn, view.filters)
     buckets = [(label, n, charts.BAND_COLOURS[_bucket_band(i)]) for i, (label, n) in enumerate(hist)]
     tables = [

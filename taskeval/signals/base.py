@@ -281,10 +281,6 @@ class Ctx:
         return ev.check_ids([(c.id, c.name) for c in checks])
 
     @cached
-    def item_facts(self) -> dict[str, dict[str, object]]:
-        return {item.id: dict(item.facts) for g in self.bundle.groups for item in g.items}
-
-    @cached
     def own_commits(self) -> list[CommitEntry]:
         """The PR's commits without merge commits (of the base branch into the PR)."""
         return [c for c in self.facts.commits if not c.is_merge]

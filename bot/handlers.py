@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from sqlalchemy import Engine
 
 from bot import events
+from bot.backfill import TRIGGER as BACKFILL  # jobs queued by `taskeval backfill --enqueue`
 from bot.queue import Job
 from bot.results import DbJudgeCache, comment_signature, previous_comment, record_from_result
 from bot.settings import BotSettings
@@ -128,7 +129,6 @@ def handle_evaluate(core: Core, ctx: GitHubContext, job: Job) -> Outcome:
 
 
 HANDLERS = {"command": handle_command, "evaluate": handle_evaluate}
-BACKFILL = "backfill"  # trigger of jobs queued by `taskeval backfill --enqueue`
 
 
 class PipelineCore:

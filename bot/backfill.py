@@ -336,10 +336,7 @@ class Backfill:
                 self._enqueue(todo)
                 return self.summary
             self.progress = Progress(len(listed), self.stream, self.tty)
-            for pr in listed:
-                if (pr.number, pr.head_sha) in done:
-                    self.progress.done += 1
-                    self.progress.counts["skipped"] += 1
+            self.progress.done = self.progress.counts["skipped"] = self.summary.skipped
             if self.opts.comment:
                 self._own_login = self._comment_login()
             self._work(todo)

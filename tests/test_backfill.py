@@ -101,6 +101,15 @@ def test_window_state_and_limit(served: FakeGitHub, store: str) -> None:
     assert limited.listed == 2 and limited.evaluated == 2  # the newest two: 9 and 8
 
 
+def test_progress_counts_the_stored_prs_as_done(served: FakeGitHub, store: str) -> None:
+    run(served, store, limit=2)  # the newest two merged PRs: 8 and 7
+    out = io.StringIO()
+    summary = run(served, store, out, parallel=1)
+    assert (summary.evaluated, summary.skipped) == (4, 2)
+    steps = [line for line in out.getvalue().splitlines() if line.startswith("backfill: [")]
+    assert [line.split("]")[0] for line in steps] == [f"backfill: [{n}/6" for n in range(3, 7)]
+
+
 def test_listing_stops_at_the_window(store: str) -> None:
     fake = FakeGitHub()
     history(fake, 230, every_third_unmerged=False)

@@ -263,6 +263,8 @@ def detect(
     None. Pure: the scan supplies the data, so the rules are testable without GitHub."""
     out: list[OutcomeRecord] = []
     merged = [p for p in pulls if p.merged_at]
+    # Each merge time parsed once: every PR is compared with every later one.
+    merged_when = {p.number: at for p in merged if (at := _parse(p.merged_at)) is not None}
     window = timedelta(days=window_days)
     for pr in pulls:
         if not pr.merged_at:
@@ -274,10 +276,8 @@ def detect(
             continue
         out.append(OutcomeRecord(repository, pr.number, "rejected", False, [f"pr:{pr.number}"],
                                  "merged", "scan"))
-        merged_at = _parse(pr.merged_at)
-        assert merged_at is not None
-        later = [o for o in merged if o.number != pr.number and (_parse(o.merged_at) or merged_at)
-                 > merged_at]
+        merged_at = merged_when[pr.number]
+        later = [o for o in merged if o.number != pr.number and merged_when[o.number] > merged_at]
         # Reverted: GitHub's revert PR (title 'Revert "<title>"', body 'Reverts o/r#N') or a
         # commit on the base branch whose message says 'This reverts commit <merge sha>'.
         reverts = [o for o in later
@@ -295,7 +295,7 @@ def detect(
                                  "no later revert found", "scan", when or None))
         # Follow-up fix: a later merged PR within the window that refers to this one with fix words.
         fixes = [o for o in later if o not in reverts
-                 and (_parse(o.merged_at) or merged_at) - merged_at <= window
+                 and merged_when[o.number] - merged_at <= window
                  and _mentions(pr, o, repository) and FIX_WORDS.search(f"{o.title}\n{o.body}")]
         out.append(OutcomeRecord(repository, pr.number, "follow_up_fix", bool(fixes),
                                  [o.url for o in fixes],

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from sqlalchemy import Engine
 
 from bot import events
+from bot.backfill import DEFAULT_RESERVE
 from bot.backfill import TRIGGER as BACKFILL  # jobs queued by `taskeval backfill --enqueue`
 from bot.queue import Job
 from bot.results import DbJudgeCache, comment_signature, previous_comment, record_from_result
@@ -171,7 +172,7 @@ class PipelineCore:
 
         # Every worker on every node takes its requests from the credential's one budget; when
         # it is spent the job is deferred to the reset (BudgetExhausted), not failed.
-        reserve = _int(self.settings.env.get("TASKEVAL_RATE_RESERVE"), 500)
+        reserve = _int(self.settings.env.get("TASKEVAL_RATE_RESERVE"), DEFAULT_RESERVE)
         meter = GateMeter(Budget(self.engine, ctx.budget_key, reserve=reserve, wait=False,
                                  refresh=lambda: rate_limit_now(ctx.gh)))
         try:

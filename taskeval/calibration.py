@@ -89,6 +89,7 @@ def calibrate(rows: Sequence[Row], records: Iterable[OutcomeRecord], outcome: st
               seed: int = 7) -> Proposal:
     import numpy as np
 
+    folds = max(2, folds)
     table = outcome_table(records).get(outcome)
     if not table:
         raise ValueError(f"no '{outcome}' outcome among the records")
@@ -106,27 +107,30 @@ def calibrate(rows: Sequence[Row], records: Iterable[OutcomeRecord], outcome: st
     # Feature: distance below a perfect score, 0 when inconclusive (no evidence either way).
     x = np.array([[_shortfall(r, s) for s in fitted] for r in data])
     rng = np.random.default_rng(seed)
-    fold_of = rng.permutation(len(data)) % max(2, folds)
+    fold_of = rng.permutation(len(data)) % folds
     before_scores: list[float] = []
     after_scores: list[float] = []
     labels: list[bool] = []
     base = [current[s] for s in fitted]
-    for f in range(max(2, folds)):
+
+    def scaled(w: Any) -> Any:
+        """Fitted weights rescaled to sum to the current weights' total."""
+        return w * (sum(base) / w.sum()) if w.sum() > 0 else w * 0.0
+
+    for f in range(folds):
         train, test = fold_of != f, fold_of == f
-        w = _fit(x[train], y[train], strength)
-        scale = sum(base) / w.sum() if w.sum() > 0 else 0.0
+        w = scaled(_fit(x[train], y[train], strength))
         for i in np.flatnonzero(test):
             b = _weighted(data[i], fitted, base)
-            a = _weighted(data[i], fitted, list(w * scale))
+            a = _weighted(data[i], fitted, list(w))
             if b is None or a is None:
                 continue
             before_scores.append(b)
             after_scores.append(a)
             labels.append(bool(y[i]))
-    w = _fit(x, y, strength)
-    scale = sum(base) / w.sum() if w.sum() > 0 else 0.0
-    proposed = {s: round(float(v * scale), 2) for s, v in zip(fitted, w, strict=True)}
-    return Proposal(outcome, category, len(data), int(y.sum()), max(2, folds),
+    proposed = {s: round(float(v), 2)
+                for s, v in zip(fitted, scaled(_fit(x, y, strength)), strict=True)}
+    return Proposal(outcome, category, len(data), int(y.sum()), folds,
                     {s: current[s] for s in signals}, proposed, left_out,
                     auc(before_scores, labels), auc(after_scores, labels),
                     bootstrap_auc(before_scores, labels, 500),

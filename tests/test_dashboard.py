@@ -263,6 +263,29 @@ def test_aggregates_are_remembered_until_a_new_evaluation_is_stored(local: Flask
     assert sum(after.values()) == sum(before.values()) + 1
 
 
+def test_a_page_probes_the_data_version_once(local: FlaskClient, stored: Stored) -> None:
+    """Every aggregate of a page is looked up in the cache under the same data version, read once
+    per page rather than once per aggregate."""
+    from bot.dashboard.core import config
+
+    probes: list[str] = []
+    with local.application.app_context():
+        reader = config().engine
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_a: Any) -> None:
+        if "max(evaluations.id)" in statement.lower():
+            probes.append(statement)
+
+    event.listen(reader, "before_cursor_execute", record)
+    try:
+        for url in ("/dashboard/", "/dashboard/", "/dashboard/agent/copilot"):
+            probes.clear()
+            assert local.get(url).status_code == 200
+            assert len(probes) == 1, (url, probes)
+    finally:
+        event.remove(reader, "before_cursor_execute", record)
+
+
 def test_overview_and_agent_page_aggregate_in_sql(local: FlaskClient, engine: Engine, stored: Stored) -> None:
     """No statement behind the overview reads result_json: the numbers come from GROUP BYs."""
     from bot.dashboard.core import config

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import time
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -481,13 +482,25 @@ def data_version(conn: Connection) -> tuple[Any, ...]:
             conn.execute(select(func.max(outcomes.c.id))).scalar())
 
 
+# The data version each open connection saw first: a page asks :func:`cached` for several
+# aggregates, and probing the store's version once per page is enough.
+_VERSIONS: weakref.WeakKeyDictionary[Connection, tuple[Any, ...]] = weakref.WeakKeyDictionary()
+
+
+def _version(conn: Connection) -> tuple[Any, ...]:
+    found = _VERSIONS.get(conn)
+    if found is None:
+        found = _VERSIONS[conn] = data_version(conn)
+    return found
+
+
 def cached(conn: Connection, name: str, args: tuple[Any, ...], compute: Any) -> Any:
     """``compute()``, remembered per process until the data changes (:func:`data_version`) or
     :data:`CACHE_TTL` seconds pass. An aggregate over 100,000 PRs costs a few hundred ms of SQL;
     between two stored evaluations every viewer gets the same answer, so only the first pays."""
     if not ENABLED:
         return compute()
-    version = data_version(conn)
+    version = _version(conn)
     key = (conn.engine.url.render_as_string(hide_password=True), name, args, version)
     now = time.monotonic()
     hit = _CACHE.get(key)

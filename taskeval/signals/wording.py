@@ -29,7 +29,7 @@ def agree(n: float, one: str, many: str) -> str:
 
 def plural(n: float, word: str, many: str | None = None) -> str:
     """``1 check``, ``2 checks``, ``0 checks``."""
-    return f"{number(n)} {word if n == 1 else (many or word + 's')}"  # noun(n, word, many)
+    return f"{number(n)} {noun(n, word, many)}"
 
 
 def share(part: float, whole: float, word: str, many: str | None = None) -> str:

@@ -44,7 +44,8 @@ from bot.db import evaluations, init_schema, make_engine, write
 from bot.results import record_from_result, store_evaluation
 
 State = Literal["merged", "closed", "all"]
-DEFAULT_STORE = "sqlite:///taskeval.db"
+DEFAULT_STORE_FILE = "taskeval.db"  # in the working directory; `taskeval dashboard` reads it
+DEFAULT_STORE = f"sqlite:///{DEFAULT_STORE_FILE}"
 DEFAULT_RESERVE = 500  # 10 % of a user token's hourly 5,000: left for people and CI
 DEFAULT_PARALLEL = 4
 MAX_TRIES = 3  # per PR, for secondary rate limits
@@ -454,5 +455,7 @@ def open_store(url: str) -> Engine:
 
 
 def default_store(env: dict[str, str] | None = None) -> str:
+    """``$DATABASE_URL``, else the SQLite file :data:`DEFAULT_STORE_FILE` in the working directory
+    (by its absolute path): the store of ``taskeval backfill`` and ``taskeval dashboard``."""
     source = os.environ if env is None else env
-    return (source.get("DATABASE_URL") or "").strip() or DEFAULT_STORE
+    return (source.get("DATABASE_URL") or "").strip() or f"sqlite:///{Path.cwd() / DEFAULT_STORE_FILE}"

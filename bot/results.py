@@ -15,7 +15,15 @@ from typing import Any, Literal
 from sqlalchemy import Connection, Engine, case, delete, func, insert, literal, select, update
 from sqlalchemy.exc import IntegrityError
 
-from bot.db import evaluations, judge_cache, rollup_agent, rollup_author, signals, write
+from bot.db import (
+    ROLLUP_SUMS,
+    evaluations,
+    judge_cache,
+    rollup_agent,
+    rollup_author,
+    signals,
+    write,
+)
 
 _CATEGORY_COLUMNS = {
     "agentPerformance": "agent_performance",
@@ -137,9 +145,7 @@ def store_evaluation(conn: Connection, row: dict[str, Any]) -> int:
 
 ROLLUP_COLUMNS = ("repo", "agent_id", "agent_name", "author", "week", "overall_band", "pr_state")
 ROLLUP_SCORES = ("overall_score", "agent_performance", "task_outcome_quality", "process_compliance")
-_ROLLUP_SUMS = {"overall_score": "overall", "agent_performance": "agent_performance",
-                "task_outcome_quality": "task_outcome_quality",
-                "process_compliance": "process_compliance"}
+_ROLLUP_SUMS = dict(zip(ROLLUP_SCORES, ROLLUP_SUMS, strict=True))  # evaluations column -> sum name
 _ROLLUPS = ((rollup_agent, ("repo", "agent_id", "agent_name", "week", "overall_band")),
             (rollup_author, ("repo", "author", "week", "overall_band")))
 _STATES = ("merged", "closed", "open")

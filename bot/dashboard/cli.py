@@ -15,17 +15,14 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_BIND = "127.0.0.1:8080"
-DEFAULT_STORE_FILE = "taskeval.db"
 
 
 def store_url(given: str | None, env: dict[str, str] | None = None) -> str:
+    """``--store``, else the store ``taskeval backfill`` writes by default."""
+    from bot.backfill import default_store
     from bot.settings import normalise_database_url
 
-    env = dict(os.environ) if env is None else env
-    url = (given or env.get("DATABASE_URL", "")).strip()
-    if not url:
-        url = f"sqlite:///{Path.cwd() / DEFAULT_STORE_FILE}"
-    return normalise_database_url(url)
+    return normalise_database_url((given or "").strip() or default_store(env))
 
 
 def parse_bind(bind: str) -> tuple[str, int]:

@@ -480,6 +480,8 @@ _AGENT_RUN: Final = re.compile(r"^[a-z]+_work_(?:started|finished)$")
 
 def agent_run_event(event: str) -> str | None:
     """``started``/``finished``/``failed`` for an agent session event, else None."""
+    if "_work_" not in event:  # every agent session event is named "<agent>_work_..."
+        return None
     if event in AGENT_RUN_EVENTS:
         return AGENT_RUN_EVENTS[event]
     if _AGENT_FAILURE.match(event):

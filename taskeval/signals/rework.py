@@ -170,8 +170,7 @@ def own_failures(ctx: Ctx) -> Measure:
     timeline = ctx.facts.timeline
     if timeline is None:
         return _no_timeline(ctx)
-    # Every agent session event is named "<agent>_work_...": other events need no closer look.
-    runs = [(e, kind) for e in timeline if "_work_" in e.event and (kind := agent_run_event(e.event))]
+    runs = [(e, kind) for e in timeline if (kind := agent_run_event(e.event))]
     if not runs:
         return inconclusive("The timeline records no agent session events (GitHub records them "
                             "for agents such as Copilot).", [ctx.pr])

@@ -8,24 +8,28 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 from sqlalchemy import select
 from sqlalchemy.engine import Connection, Engine
 
-from bot.db import init_schema, make_engine, outcomes
+from bot.db import init_schema, make_engine, outcomes, write
 from taskeval.outcomes import OutcomeRecord
 
 
-def _engine(url_or_engine: str | Engine) -> tuple[Engine, bool]:
-    if isinstance(url_or_engine, Engine):
-        return url_or_engine, False
-    return make_engine(url_or_engine), True
-
-
-def ensure_table(engine: Engine) -> None:
-    """Migrate the store to the newest schema (as the bot does at start-up), outcomes included."""
-    init_schema(engine)
+@contextmanager
+def _store(url_or_engine: str | Engine) -> Iterator[Engine]:
+    """The store at the newest schema (migrated as the bot does at start-up, outcomes included);
+    an engine made here from a URL is disposed of afterwards."""
+    own = isinstance(url_or_engine, str)
+    engine = make_engine(url_or_engine) if isinstance(url_or_engine, str) else url_or_engine
+    try:
+        init_schema(engine)
+        yield engine
+    finally:
+        if own:
+            engine.dispose()
 
 
 def upsert(conn: Connection, records: Iterable[OutcomeRecord]) -> int:
@@ -46,24 +50,12 @@ def upsert(conn: Connection, records: Iterable[OutcomeRecord]) -> int:
 
 
 def write_outcomes(url_or_engine: str | Engine, records: Iterable[OutcomeRecord]) -> int:
-    engine, own = _engine(url_or_engine)
-    try:
-        ensure_table(engine)
-        with engine.begin() as conn:
-            return upsert(conn, records)
-    finally:
-        if own:
-            engine.dispose()
+    with _store(url_or_engine) as engine, write(engine) as conn:
+        return upsert(conn, records)
 
 
 def read_outcomes(url_or_engine: str | Engine) -> list[OutcomeRecord]:
-    engine, own = _engine(url_or_engine)
-    try:
-        ensure_table(engine)
-        with engine.connect() as conn:
-            rows = conn.execute(select(outcomes).order_by(outcomes.c.id)).all()
-        return [OutcomeRecord(r.repo, r.number, r.outcome, bool(r.value), json.loads(r.evidence),
-                              r.detail, r.source, r.observed_at) for r in rows]
-    finally:
-        if own:
-            engine.dispose()
+    with _store(url_or_engine) as engine, engine.connect() as conn:
+        rows = conn.execute(select(outcomes).order_by(outcomes.c.id)).all()
+    return [OutcomeRecord(r.repo, r.number, r.outcome, bool(r.value), json.loads(r.evidence),
+                          r.detail, r.source, r.observed_at) for r in rows]

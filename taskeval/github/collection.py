@@ -239,9 +239,9 @@ def _convert_pull(reader: _Reader, pull_data: Any) -> RawPullRequest:
 def _timeline(listed: Listed) -> list[RawTimelineEvent] | None:
     events: list[RawTimelineEvent] = listed[0]
     issue = listed[1]
-    if issue is not None and issue.status is None and events:
-        return events  # cut at MAX_TIMELINE_EVENTS: keep what was read
-    return None if issue is not None else events
+    if issue is not None and (issue.status is not None or not events):
+        return None  # unreadable (403/404): the gap is recorded, never an empty timeline
+    return events  # complete, or cut at MAX_TIMELINE_EVENTS (the cut is recorded as well)
 
 
 def _start_pr_listings(

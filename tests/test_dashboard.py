@@ -415,6 +415,7 @@ def test_user_sees_only_repositories_github_says_they_can_read(bot: Flask, githu
     assert client.get(f"/api/evaluations/secret-org/vault/{hidden['number']}").status_code == 401
     if mode == "app":
         assert any(line.startswith("GET /api/v3/user/installations/7/repositories") for line in github.log)
+        assert github.log.count("GET /api/v3/user/installations") == 1  # probe and first page are one
     else:
         assert "GET /api/v3/user/repos" in github.log
 

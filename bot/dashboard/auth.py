@@ -175,10 +175,13 @@ def _get(api_url: str, url: str, token: str) -> requests.Response:
         raise GitHubSignInError(f"GitHub did not answer ({type(exc).__name__})") from exc
 
 
-def _pages(api_url: str, url: str, token: str, key: str | None) -> list[dict[str, Any]]:
+def _pages(api_url: str, url: str, token: str, key: str | None,
+           first: requests.Response | None = None) -> list[dict[str, Any]]:
+    """Every item of a paginated listing; ``first``: the answer to ``url`` when already fetched."""
     items: list[dict[str, Any]] = []
     for _ in range(MAX_PAGES):
-        resp = _get(api_url, url, token)
+        resp = first if first is not None else _get(api_url, url, token)
+        first = None
         if resp.status_code != 200:
             raise GitHubSignInError(f"GitHub answered HTTP {resp.status_code} to {urlsplit(url).path}")
         try:
@@ -214,10 +217,11 @@ def readable_repositories(api_url: str, token: str) -> list[str]:
     repositories the user can access. An OAuth App's token (``/user/installations`` refuses it):
     ``/user/repos``, every repository the user can read.
     """
-    probe = _get(api_url, f"{api_url}/user/installations?per_page=100", token)
+    installations = f"{api_url}/user/installations?per_page=100"
+    probe = _get(api_url, installations, token)
     names: list[str] = []
-    if probe.status_code == 200:
-        for inst in _pages(api_url, f"{api_url}/user/installations?per_page=100", token, "installations"):
+    if probe.status_code == 200:  # its first page is the listing's: not asked for twice
+        for inst in _pages(api_url, installations, token, "installations", probe):
             inst_id = inst.get("id")
             if not isinstance(inst_id, int):
                 continue

@@ -137,9 +137,9 @@ def from_facts(repository: str, facts: Mapping[str, Any], source: str = "results
         reopened = [e for e in timeline if e.get("event") == "reopened"]
         add("reopened", bool(reopened), [e["id"] for e in reopened],
             f"reopened {len(reopened)} time(s)", reopened[0].get("createdAt") if reopened else None)
-        runs = [e for e in timeline if agent_run_event(str(e.get("event")))]
+        runs = [(e, kind) for e in timeline if (kind := agent_run_event(str(e.get("event"))))]
         if runs:  # only agents that record their runs on the timeline can show a failure
-            failed = [e for e in runs if agent_run_event(str(e.get("event"))) == "failed"]
+            failed = [e for e, kind in runs if kind == "failed"]
             add("agent_failure", bool(failed), [e["id"] for e in failed],
                 f"{len(failed)} failed agent run(s)", failed[0].get("createdAt") if failed else None)
     return out

@@ -277,10 +277,6 @@ def _valid_day(value: str) -> bool:
     return True
 
 
-def _choices(conn: Any, f: Filters) -> dict[str, Any]:
-    return queries.choices(conn, f)
-
-
 def _mean_cell(m: queries.Mean) -> Markup:
     if m.mean is None:
         return Markup("—")
@@ -393,7 +389,7 @@ def overview() -> Any:
                                              lambda: queries.outcome_rates(conn, view.filters, view.by))
         for gr in groups:
             gr.outcomes = rates.get(gr.key, {})
-        choices = _choices(conn, view.filters)
+        choices = queries.choices(conn, view.filters)
     table = group_table(groups, view.by, outcome_cols, view)
     total = sum(gr.count for gr in groups)
     return _tables_or_page([table], f"taskeval-{view.by}s", "dashboard/overview.html",
@@ -436,7 +432,7 @@ def _detail(by: str, key: str) -> Any:
             prs = queries.pr_list(conn, view.filters, limit=100_000, offset=0)  # the export: all
         else:
             prs = queries.pr_list(conn, view.filters, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
-        choices = _choices(conn, view.filters)
+        choices = queries.choices(conn, view.filters)
     buckets = [(label, n, charts.BAND_COLOURS[_bucket_band(i)]) for i, (label, n) in enumerate(hist)]
     tables = [
         group_table([group] if group else [], by, [], view, link=False),

@@ -46,6 +46,7 @@ from bot.dashboard.auth import (
     session_viewer,
     start_session,
     token_fingerprint,
+    token_matches,
     user_login,
 )
 from bot.dashboard.core import config
@@ -634,9 +635,7 @@ def login_token() -> Any:
     cfg = config()
     given = request.form.get("token", "")
     nxt = safe_next(request.form.get("next"), _prefix())
-    import hmac
-
-    if not cfg.api_token or not hmac.compare_digest(given.encode("utf-8", "replace"), cfg.api_token.encode()):
+    if not cfg.api_token or not token_matches(given, cfg.api_token):
         return _login_page(error="That is not the dashboard's token.", next=nxt), 401
     start_session("token", login=None, repos=None, ttl=cfg.session_ttl, token_fp=token_fingerprint(cfg.api_token))
     return redirect(nxt or url_for("dashboard.overview"))

@@ -622,9 +622,7 @@ def login() -> Any:
         session["next"] = nxt
         assert cfg.client_id is not None
         return redirect(authorize_url(cfg.web_url, cfg.client_id, _callback_url(), state))
-    status = 200 if cfg.api_token else 503
-    return render_template("dashboard/login.html", title="Sign in", next=nxt, token_form=bool(cfg.api_token),
-                           oauth=cfg.oauth, error=None), status
+    return _login_page(next=nxt), 200 if cfg.api_token else 503
 
 
 def _prefix() -> str:
@@ -643,8 +641,7 @@ def login_token() -> Any:
     import hmac
 
     if not cfg.api_token or not hmac.compare_digest(given.encode("utf-8", "replace"), cfg.api_token.encode()):
-        return render_template("dashboard/login.html", title="Sign in", next=nxt, token_form=bool(cfg.api_token),
-                               oauth=cfg.oauth, error="That is not the dashboard's token."), 401
+        return _login_page(error="That is not the dashboard's token.", next=nxt), 401
     start_session("token", login=None, repos=None, ttl=cfg.session_ttl, token_fp=token_fingerprint(cfg.api_token))
     return redirect(nxt or url_for("dashboard.overview"))
 
@@ -678,10 +675,16 @@ def callback() -> Any:
     return redirect(safe_next(nxt, _prefix()) or url_for("dashboard.overview"))
 
 
-def _login_error(message: str, status: int) -> Any:
+def _login_page(*, error: str | None = None, next: str | None = None, title: str = "Sign in",
+                **context: Any) -> str:
+    """The sign-in page: the token form when a token is configured, GitHub when OAuth is."""
     cfg = config()
-    return render_template("dashboard/login.html", title="Sign in", next=None, token_form=bool(cfg.api_token),
-                           oauth=cfg.oauth, error=message), status
+    return render_template("dashboard/login.html", title=title, next=next, token_form=bool(cfg.api_token),
+                           oauth=cfg.oauth, error=error, **context)
+
+
+def _login_error(message: str, status: int) -> Any:
+    return _login_page(error=message), status
 
 
 @dashboard.post("/logout")
@@ -692,8 +695,7 @@ def logout() -> Any:
 
 @dashboard.get("/signed-out")
 def signed_out() -> Any:
-    return render_template("dashboard/login.html", title="Signed out", next=None, signed_out=True,
-                           token_form=bool(config().api_token), oauth=config().oauth, error=None)
+    return _login_page(title="Signed out", signed_out=True)
 
 
 @dashboard.errorhandler(404)

@@ -204,6 +204,8 @@ def analyse(rows: Sequence[Row], records: Iterable[OutcomeRecord], rounds: int =
     """Every figure of the report as plain data (what validity.json holds)."""
     outcomes = outcome_table(records)
     present = [o for o in OUTCOMES if o in outcomes]
+    # Per outcome: the signals that encode it, left out of its figures.
+    trivial_for = {o: frozenset(s for s, v in TRIVIAL.items() if o in v) for o in present}
     cat_of = {sid: sig[0] for r in reversed(rows) for sid, sig in r.signals.items()}
     signal_ids = sorted(cat_of, key=lambda s: (CATEGORIES.index(cat_of[s]), s))
     report: dict[str, Any] = {
@@ -222,7 +224,7 @@ def analyse(rows: Sequence[Row], records: Iterable[OutcomeRecord], rounds: int =
         entry: dict[str, Any] = {"coverage": round(len(conclusive) / len(rows), 4) if rows else 0,
                                  "auc": {}, "bands": {}}
         for o in present:
-            leave = frozenset(s for s, v in TRIVIAL.items() if o in v)
+            leave = trivial_for[o]
             pairs = []
             for r in rows:
                 if r.key not in outcomes[o]:
@@ -247,8 +249,7 @@ def analyse(rows: Sequence[Row], records: Iterable[OutcomeRecord], rounds: int =
     for sid in signal_ids:
         have = [r for r in rows if sid in r.signals]
         ok = [r for r in have if r.signals[sid][1]]
-        signal_category = have[0].signals[sid][0]
-        entry = {"category": signal_category, "coverage": round(len(ok) / len(have), 4) if have else 0,
+        entry = {"category": cat_of[sid], "coverage": round(len(ok) / len(have), 4) if have else 0,
                  "evaluated": len(have), "auc": {}}
         for o in present:
             if o in TRIVIAL.get(sid, frozenset()):
@@ -269,7 +270,7 @@ def analyse(rows: Sequence[Row], records: Iterable[OutcomeRecord], rounds: int =
             for cat in CATEGORIES:
                 per[cat] = {}
                 for o in present:
-                    leave = frozenset(s for s, v in TRIVIAL.items() if o in v)
+                    leave = trivial_for[o]
                     pairs = [(float(sc), outcomes[o][r.key]) for r in mine if r.key in outcomes[o]
                              and (sc := r.category_without(cat, leave)) is not None]
                     per[cat][o] = figure(pairs, max(100, rounds // 4)).as_dict()

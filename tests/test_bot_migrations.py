@@ -5,7 +5,6 @@ with the migrations. Each runs on SQLite and, with DATABASE_URL_POSTGRES, on Pos
 from __future__ import annotations
 
 import json
-import multiprocessing
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from bot import migrations
 from bot.db import drop_schema, evaluations, init_schema, jobs, judge_cache, make_engine, metadata, write
 from bot.results import record_from_result, store_evaluation
+from tests.bot.helpers import run_together
 
 pytest_plugins = ["tests.bot.fixtures"]
 
@@ -194,15 +194,8 @@ def _start(url: str, barrier: Any, queue: Any) -> None:
 def test_concurrent_start_ups_migrate_once(empty: Engine, db_url: str, legacy: bool) -> None:
     if legacy:
         old_schema(empty)
-    ctx = multiprocessing.get_context("spawn")
     n = 4
-    barrier, queue = ctx.Barrier(n), ctx.Queue()
-    procs = [ctx.Process(target=_start, args=(db_url, barrier, queue)) for _ in range(n)]
-    for p in procs:
-        p.start()
-    outcomes = [queue.get(timeout=120) for _ in procs]
-    for p in procs:
-        p.join(timeout=60)
+    outcomes = run_together(_start, db_url, n)
     assert all(status == "ok" for status, _ in outcomes), outcomes
     applied = sorted((len(revs) for _, revs in outcomes), reverse=True)
     assert applied[0] > 0 and applied[1:] == [0] * (n - 1), "exactly one process migrates"

@@ -4,7 +4,6 @@ defer jobs to the reset instead of exceeding it."""
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 import subprocess
@@ -18,7 +17,7 @@ from sqlalchemy import select
 
 from bot.budget import Budget, BudgetExhausted, GateMeter, budget_key, rate_headers
 from bot.db import init_schema, jobs, make_engine
-from tests.bot.helpers import SECRET
+from tests.bot.helpers import SECRET, run_together
 from tests.fakegithub import BASE_TIME, FAKE_TOKEN, FakeGitHub
 
 pytest_plugins = ["tests.bot.fixtures"]
@@ -47,15 +46,7 @@ def _spend(url: str, barrier: Any, results: Any) -> None:
 def test_processes_sharing_a_budget_never_exceed_it(engine: Any, db_url: str) -> None:
     budget = Budget(engine, KEY)
     budget.observe(200, 200, time.time() + 3600)
-    ctx = multiprocessing.get_context("spawn")
-    n = 4
-    barrier, results = ctx.Barrier(n), ctx.Queue()
-    procs = [ctx.Process(target=_spend, args=(db_url, barrier, results)) for _ in range(n)]
-    for p in procs:
-        p.start()
-    sent = [results.get(timeout=120) for _ in procs]
-    for p in procs:
-        p.join(timeout=30)
+    sent = run_together(_spend, db_url, 4)
     assert sum(sent) == 200 - 10, sent  # every slot above the reserve, and not one more
     assert budget.state()["remaining"] == 10  # type: ignore[index]
 

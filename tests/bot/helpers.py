@@ -1,11 +1,13 @@
-"""Helpers for the bot tests: GitHub-shaped payloads, signing, settings."""
+"""Helpers for the bot tests: GitHub-shaped payloads, signing, settings, concurrent processes."""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
 import json
+import multiprocessing
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,3 +79,17 @@ def count(app: Flask, table: Any) -> int:
     """Rows in one of the bot's tables."""
     with app.extensions["taskeval"].engine.connect() as conn:
         return int(conn.execute(select(func.count()).select_from(table)).scalar_one())
+
+
+def run_together(target: Callable[[str, Any, Any], None], url: str, n: int = 4) -> list[Any]:
+    """Run ``target(url, barrier, results)`` in ``n`` spawned processes that start their work at
+    the same moment (they meet at the barrier); returns what each put on ``results``."""
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(n), ctx.Queue()
+    procs = [ctx.Process(target=target, args=(url, barrier, results)) for _ in range(n)]
+    for p in procs:
+        p.start()
+    found = [results.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+    return found

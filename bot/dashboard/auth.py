@@ -74,15 +74,18 @@ def token_fingerprint(token: str) -> str:
     return hashlib.sha256(b"taskeval-dashboard:" + token.encode()).hexdigest()[:32]
 
 
+def token_matches(given: str, token: str) -> bool:
+    """Whether ``given`` is the configured API token (compared in constant time)."""
+    return hmac.compare_digest(given.encode("utf-8", "replace"), token.encode())
+
+
 def bearer_matches(req: Request, token: str | None) -> bool | None:
     """None when there is no bearer header; else whether it carries ``token``."""
     header = req.headers.get("Authorization", "")
     if not header:
         return None
     scheme, _, given = header.partition(" ")
-    if token is None or scheme.lower() != "bearer":
-        return False
-    return hmac.compare_digest(given.strip().encode("utf-8", "replace"), token.encode())
+    return token is not None and scheme.lower() == "bearer" and token_matches(given.strip(), token)
 
 
 def csrf_token() -> str:

@@ -46,6 +46,7 @@ from bot.dashboard.auth import (
     session_viewer,
     start_session,
     token_fingerprint,
+    token_matches,
     user_login,
 )
 from bot.dashboard.core import config
@@ -277,10 +278,6 @@ def _valid_day(value: str) -> bool:
     return True
 
 
-def _choices(conn: Any, f: Filters) -> dict[str, Any]:
-    return queries.choices(conn, f)
-
-
 def _mean_cell(m: queries.Mean) -> Markup:
     if m.mean is None:
         return Markup("—")
@@ -393,7 +390,7 @@ def overview() -> Any:
                                              lambda: queries.outcome_rates(conn, view.filters, view.by))
         for gr in groups:
             gr.outcomes = rates.get(gr.key, {})
-        choices = _choices(conn, view.filters)
+        choices = queries.choices(conn, view.filters)
     table = group_table(groups, view.by, outcome_cols, view)
     total = sum(gr.count for gr in groups)
     return _tables_or_page([table], f"taskeval-{view.by}s", "dashboard/overview.html",
@@ -436,7 +433,7 @@ def _detail(by: str, key: str) -> Any:
             prs = queries.pr_list(conn, view.filters, limit=100_000, offset=0)  # the export: all
         else:
             prs = queries.pr_list(conn, view.filters, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
-        choices = _choices(conn, view.filters)
+        choices = queries.choices(conn, view.filters)
     buckets = [(label, n, charts.BAND_COLOURS[_bucket_band(i)]) for i, (label, n) in enumerate(hist)]
     tables = [
         group_table([group] if group else [], by, [], view, link=False),
@@ -638,9 +635,7 @@ def login_token() -> Any:
     cfg = config()
     given = request.form.get("token", "")
     nxt = safe_next(request.form.get("next"), _prefix())
-    import hmac
-
-    if not cfg.api_token or not hmac.compare_digest(given.encode("utf-8", "replace"), cfg.api_token.encode()):
+    if not cfg.api_token or not token_matches(given, cfg.api_token):
         return _login_page(error="That is not the dashboard's token.", next=nxt), 401
     start_session("token", login=None, repos=None, ttl=cfg.session_ttl, token_fp=token_fingerprint(cfg.api_token))
     return redirect(nxt or url_for("dashboard.overview"))

@@ -195,9 +195,10 @@ def main(argv: list[str] | None = None) -> int:
               "| agent | PRs | attributed to it | correct | precision | recall | "
               "the folder's PRs were attributed to |", "|---|---:|---:|---:|---:|---:|---|"]
     summary_attr: dict[str, Any] = {}
+    ids_of = {folder: [i for i in results if label[i] == folder] for folder in AGENT_FOLDERS}
     for folder in AGENT_FOLDERS:
         want = FOLDER_AGENT[folder]
-        mine = [i for i in results if label[i] == folder]
+        mine = ids_of[folder]
         if not has_attribution:
             lines.append(f"| {want} | {len(mine)} | n/a | n/a | n/a | n/a | n/a |")
             continue
@@ -219,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
               "|---|---:|---|---:|---:|---:|---:|---|"]
     summary_scores: dict[str, Any] = {}
     for folder in AGENT_FOLDERS:
-        theirs = [results[i] for i in results if label[i] == folder]
+        theirs = [results[i] for i in ids_of[folder]]
         if not theirs:
             continue
         for category in (*contract.CATEGORIES, "overall"):
@@ -236,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
               "| agent | PRs | " + " | ".join(f"`{f}`" for f in FLAGGED) + " |",
               "|---|---:|" + "---:|" * len(FLAGGED)]
     for folder in AGENT_FOLDERS:
-        flagged = [results[i]["flags"] for i in results if label[i] == folder]
+        flagged = [results[i]["flags"] for i in ids_of[folder]]
         if flagged:
             lines.append(f"| {FOLDER_AGENT[folder]} | {len(flagged)} | " + " | ".join(
                 str(sum(1 for r in flagged if f in r)) for f in FLAGGED) + " |")

@@ -12,7 +12,10 @@ from collections.abc import Sequence
 
 from markupsafe import Markup, escape
 
-BAND_ORDER = ("failing", "weak", "acceptable", "strong", "excellent")
+from taskeval.contract import BANDS
+
+BAND_ORDER = tuple(name for _low, name in reversed(BANDS))  # failing .. excellent
+BAND_MARKS = (*sorted(low for low, _name in BANDS), 100)  # 0, each band's lower bound, 100
 BAND_COLOURS = {
     "failing": "#c0392b",
     "weak": "#e67e22",
@@ -72,7 +75,7 @@ def trend(points: Sequence[tuple[str, float, int]], *, width: int = 150, height:
         return pad_l + (inner_w * i / (len(points) - 1) if len(points) > 1 else inner_w / 2)
 
     if axes:
-        for mark in (0, 40, 60, 75, 90, 100):
+        for mark in BAND_MARKS:
             parts.append(f'<line x1="{pad_l}" x2="{width - pad_r}" y1="{_num(y(mark))}" '
                          f'y2="{_num(y(mark))}" stroke="{GRID}" stroke-width="1"/>')
             parts.append(f'<text x="{pad_l - 4}" y="{_num(y(mark) + 3)}" font-size="9" '

@@ -179,15 +179,13 @@ def cmd_backfill(args: argparse.Namespace) -> int:
 
 
 def _quiet(verbose: bool) -> None:
+    """The core CLI's quiet library logs (``taskeval evaluate``'s), Alembic's migration notes too."""
     import logging
 
-    import taskeval.github  # noqa: F401  - tames PyGithub's import-time logger first
+    from taskeval.cli import _quiet_libraries
 
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
-                        format="%(name)s: %(message)s")
-    for name in ("github", "urllib3", "openai", "httpx", "alembic"):
-        logging.getLogger(name).setLevel(logging.DEBUG if verbose else logging.CRITICAL)
-    logging.getLogger("taskeval").setLevel(logging.DEBUG if verbose else logging.ERROR)
+    _quiet_libraries(verbose)
+    logging.getLogger("alembic").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
 
 
 def add_backfill(subparsers: Any) -> None:

@@ -182,9 +182,9 @@ def _quiet(verbose: bool) -> None:
     """The core CLI's quiet library logs (``taskeval evaluate``'s), Alembic's migration notes too."""
     import logging
 
-    from taskeval.cli import _quiet_libraries
+    from taskeval.cli import quiet_libraries
 
-    _quiet_libraries(verbose)
+    quiet_libraries(verbose)
     logging.getLogger("alembic").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
 
 

@@ -263,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _quiet_libraries(verbose: bool) -> None:
+def quiet_libraries(verbose: bool) -> None:
     """PyGithub and urllib3 log every retry and backoff to stderr; users get taskeval's one line
     instead, and ``--verbose`` shows the library detail (credentials never reach these logs)."""
     import taskeval.github  # noqa: F401  - imported first: it tames PyGithub's import-time logger
@@ -279,7 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command in ("evaluate", "score", "schema"):  # the bot's commands configure their own logs
-        _quiet_libraries(args.verbose)
+        quiet_libraries(args.verbose)
     try:
         return int(args.func(args))
     except KeyboardInterrupt:

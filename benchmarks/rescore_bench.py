@@ -10,7 +10,9 @@ the run fails if a single byte differs. What is stored and how it is re-scored (
 - ``weights``: results stored with the defaults, re-scored after a change of weights (what
   ``taskeval calibrate`` suggests): the stored signals still hold, none is measured again;
 - ``thresholds``: results stored with the defaults, re-scored after a change of a curve
-  threshold: every signal is measured again.
+  threshold: the one signal that reads it is measured again, the others are kept;
+- ``patterns``: results stored with the defaults, re-scored after a change of a path pattern:
+  every signal is measured again.
 
 Run from the repository root:
 
@@ -20,8 +22,8 @@ Run from the repository root:
     python -m benchmarks.rescore_bench --count 2000 --mode weights --write /tmp/results
 
 ``--file PATH`` re-scores ``--count`` copies of one stored file instead (``--mode bundles`` for a
-bundle, ``weights`` or ``thresholds`` for a result), clearing the text caches before each copy so
-every copy costs what a new file of the same shape costs:
+bundle, any other mode for a result), clearing the text caches before each copy so every copy
+costs what a new file of the same shape costs:
 
     python -m benchmarks.rescore_bench --file examples/agent-pr-482.bundle.json --count 2000
     python -m benchmarks.rescore_bench --file examples/agent-pr-482.result.json --count 2000 --mode weights
@@ -135,6 +137,7 @@ CONFIGS: dict[str, str | None] = {
     "weights": "signal_weights:\n  agent.ci_recovery: 3\n  outcome.claims: 1.5\n  agent.objections: 2.5\n"
                "  process.change_size: 0\ndisabled_signals: [process.description]\n",
     "thresholds": "thresholds:\n  red_push_half_life: 2.5\n",
+    "patterns": "patterns:\n  doc_paths: ['docs/**', 'handbook/**']\n",
 }
 
 

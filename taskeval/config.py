@@ -270,6 +270,20 @@ class Thresholds(_Section):
         return value
 
 
+def _threshold_owners() -> dict[str, str | None]:
+    import re
+
+    owner = re.compile(r"\[([\w.]+)\]")
+    found = {name: owner.match(field.description or "") for name, field in Thresholds.model_fields.items()}
+    return {name: match.group(1) if match else None for name, match in found.items()}
+
+
+# The signal that reads each threshold, from the bracket its description opens with. Re-scoring
+# measures again only the signals whose thresholds changed (taskeval.signals.stale_signals);
+# tests/test_rescore_keep.py checks this table against what every signal reads.
+THRESHOLD_OWNERS: Final[dict[str, str | None]] = _threshold_owners()
+
+
 AGENT_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,39}$"
 OperatorSourceName = Literal["author", "assignee", "reviewer", "requested-by", "co-author", "work-started"]
 

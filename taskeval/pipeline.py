@@ -37,7 +37,7 @@ from taskeval.models import (
 )
 from taskeval.report import render_comment
 from taskeval.scoring import CategoryOutcome, deterministic_scores
-from taskeval.signals import compute_signals, keepable, unknown_signal_ids
+from taskeval.signals import compute_signals, stale_signals, unknown_signal_ids
 
 if TYPE_CHECKING:  # PyGithub loads in a quarter of a second; re-scoring offline never needs it
     from github import Github
@@ -58,7 +58,7 @@ class Options:
     github_token: str | None = None  # lets `ai: auto` fall back to GitHub Models
     cache: JudgeCache | None = None  # None: the judge's default file cache
     evaluated_at: str | None = None  # fixed timestamp (re-scoring); None: now
-    # Re-scoring: keep a stored result's signals where they still hold (signals.keepable);
+    # Re-scoring: keep a stored result's signals where they still hold (signals.stale_signals);
     # False measures every signal again (``taskeval score --recompute``).
     keep_signals: bool = True
 
@@ -154,9 +154,11 @@ def _kept(
     again, never an error: the evidence, not the stored scores, is what a re-score stands on."""
     if not options.keep_signals or not stored or before is None or not isinstance(stored.get("signals"), list):
         return None
-    if not keepable(stored.get("scorerVersion"), before.settings, loaded.settings):
+    stale = stale_signals(stored.get("scorerVersion"), before.settings, loaded.settings)
+    if stale is None:
         return None
-    signals = {s["id"]: s for s in stored["signals"] if isinstance(s, dict) and isinstance(s.get("id"), str)}
+    signals = {s["id"]: s for s in stored["signals"]
+               if isinstance(s, dict) and isinstance(s.get("id"), str) and s["id"] not in stale}
     agent = None
     if isinstance(stored.get("agent"), dict):
         try:
@@ -338,7 +340,7 @@ def load_stored(path: Path) -> Stored:
 class Rescored:
     result: EvaluationResult
     evidence: dict[str, Any]  # result.evidence as JSON data, already made for its hash
-    kept: bool = False  # the stored result's signals still held and were used (signals.keepable)
+    kept: bool = False  # stored signals still held and were used (signals.stale_signals)
 
     def json(self, *, indent: bool = True) -> str:
         """``result.to_json()`` (``indent``) or ``result.model_dump_json(by_alias=True)``, the
@@ -356,7 +358,7 @@ def rescore(path: Path, options: Options) -> Rescored:
     opts = replace(options, trigger="rescore", evaluated_at=options.evaluated_at or str(stamp))
     kept = _kept(stored.result, before, loaded, options)
     result = score_bundle(stored.bundle, loaded, opts, bundle_hash=stored.bundle_hash, kept=kept)
-    return Rescored(result, stored.evidence, kept is not None)
+    return Rescored(result, stored.evidence, kept is not None and bool(kept.signals))
 
 
 def rescore_file(path: Path, options: Options) -> EvaluationResult:

@@ -2,13 +2,14 @@
 
 A team that changes weights (what ``taskeval calibrate`` suggests) re-scores its whole history;
 every signal of every stored result is then exactly what measuring again would give, so none is
-measured again. Whatever a signal can read (patterns, agents, thresholds) or a new scorer version
-measures everything again. Both ways must write the same bytes.
+measured again. A changed threshold measures again only the signal that reads it; a change of
+patterns, agents or scorer version measures everything again. Both ways must write the same bytes.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,11 +18,11 @@ import pytest
 
 from benchmarks.rescore_bench import variants
 from taskeval import SCORER_VERSION
-from taskeval.config import LoadedConfig, Settings, load_config
+from taskeval.config import THRESHOLD_OWNERS, LoadedConfig, Patterns, Settings, Thresholds, load_config
 from taskeval.evidence import build_bundle
 from taskeval.models import EvidenceBundle
 from taskeval.pipeline import Options, rescore, score_bundle
-from taskeval.signals import _SIGNAL_INPUTS, base, signal_specs
+from taskeval.signals import _SIGNAL_INPUTS, base, signal_specs, stale_signals
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "agent-pr-482.bundle.json"
@@ -46,24 +47,31 @@ def _store(tmp_path: Path, config_text: str | None) -> list[Path]:
     return paths
 
 
-# (stored with, re-scored with, measures nothing again)
-CHANGES = [
-    ("defaults", None, True),
-    ("defaults", "signal_weights:\n  agent.ci_recovery: 3\n  outcome.claims: 0.5\n", True),
-    ("defaults", "disabled_signals: [process.description, agent.objections]\n", True),
-    ("defaults", "ai: false\nmax_prompt_chars: 20000\n", True),
-    ("custom", None, True),
-    ("custom", CUSTOM.replace("agent.text_hygiene: 4", "agent.text_hygiene: 1"), True),
-    ("custom", CUSTOM.replace("disabled_signals: [process.change_size]", "disabled_signals: []"), False),
-    ("defaults", "thresholds:\n  red_push_half_life: 2.5\n", False),
-    ("defaults", "patterns:\n  doc_paths: ['handbook/**']\n", False),
-    ("defaults", "agents:\n  - id: devin\n    enabled: false\n", False),
+ALL = "all"
+# (stored with, re-scored with, the signals measured again: none, a few by id, or all)
+CHANGES: list[tuple[str, str | None, set[str] | str]] = [
+    ("defaults", None, set()),
+    ("defaults", "signal_weights:\n  agent.ci_recovery: 3\n  outcome.claims: 0.5\n", set()),
+    ("defaults", "disabled_signals: [process.description, agent.objections]\n", set()),
+    ("defaults", "ai: false\nmax_prompt_chars: 20000\n", set()),
+    ("custom", None, set()),
+    ("custom", CUSTOM.replace("agent.text_hygiene: 4", "agent.text_hygiene: 1"), set()),
+    ("custom", CUSTOM.replace("disabled_signals: [process.change_size]", "disabled_signals: []"),
+     {"process.change_size"}),  # only the signal that was off
+    ("defaults", "thresholds:\n  red_push_half_life: 2.5\n", {"agent.red_pushes"}),
+    ("defaults", "thresholds:\n  comfortable_change_lines: 150\n  max_change_lines: 900\n"
+     "  claims_half_life: 3\n", {"process.change_size", "outcome.claims"}),
+    ("defaults", "thresholds:\n  red_push_half_life: 2.0\n", set()),  # the default, written out
+    ("custom", CUSTOM + "thresholds:\n  hygiene_half_life: 9\n", {"agent.text_hygiene"}),
+    ("defaults", "patterns:\n  doc_paths: ['handbook/**']\n", ALL),
+    ("defaults", "agents:\n  - id: devin\n    enabled: false\n", ALL),
+    ("defaults", "thresholds:\n  red_push_half_life: 2.5\npatterns:\n  doc_paths: ['handbook/**']\n", ALL),
 ]
 
 
-@pytest.mark.parametrize("stored_with, config, keeps_all", CHANGES)
+@pytest.mark.parametrize("stored_with, config, again", CHANGES)
 def test_kept_signals_give_the_bytes_measuring_again_gives(
-    stored_with: str, config: str | None, keeps_all: bool, tmp_path: Path,
+    stored_with: str, config: str | None, again: set[str] | str, tmp_path: Path,
 ) -> None:
     paths = _store(tmp_path, CUSTOM if stored_with == "custom" else None)
     config_path = None
@@ -74,17 +82,15 @@ def test_kept_signals_give_the_bytes_measuring_again_gives(
     fresh = Options(ai="off", env={}, config_path=config_path, keep_signals=False)
     measured = _counting()
     kept = [rescore(p, keep).json() for p in paths]
-    measured_when_keeping = len(measured)
-    again = [rescore(p, fresh).json() for p in paths]
-    assert kept == again
-    total = len(measured) - measured_when_keeping
+    measured_when_keeping = measured[:]
+    again_all = [rescore(p, fresh).json() for p in paths]
+    assert kept == again_all
+    total = len(measured) - len(measured_when_keeping)
     assert total > 0
-    if keeps_all:
-        assert measured_when_keeping == 0
-    elif "disabled_signals: []" in (config or ""):  # only the signal that was off is measured
-        assert set(measured[:measured_when_keeping]) == {"process.change_size"}
+    if again == ALL:
+        assert len(measured_when_keeping) == total
     else:
-        assert measured_when_keeping == total
+        assert Counter(measured_when_keeping) == Counter({sid: len(paths) for sid in again})
 
 
 def _counting() -> list[str]:
@@ -149,25 +155,57 @@ def test_every_setting_is_known_to_be_read_by_signals_or_not() -> None:
 
 
 class _Recorder:
-    """Settings that note every top-level setting read."""
+    """Settings that note every setting read: top-level names, and ``thresholds.NAME``."""
 
-    def __init__(self, target: Settings, log: set[str]) -> None:
+    def __init__(self, target: Any, log: set[str], prefix: str = "") -> None:
         object.__setattr__(self, "_target", target)
         object.__setattr__(self, "_log", log)
+        object.__setattr__(self, "_prefix", prefix)
 
     def __getattr__(self, name: str) -> Any:
-        self._log.add(name)
-        return getattr(self._target, name)
+        self._log.add(self._prefix + name)
+        value = getattr(self._target, name)
+        return _Recorder(value, self._log, "thresholds.") if name == "thresholds" else value
 
 
 @pytest.mark.parametrize("config", [None, CUSTOM])
 def test_signals_read_only_the_settings_keeping_depends_on(config: str | None) -> None:
+    """What keeping rests on: a signal reads no setting but patterns, agents, weights and the
+    thresholds the table says it owns."""
     settings = load_config(config, None).settings if config else Settings()
     for bundle in _bundles(40):
         for spec in signal_specs():
             log: set[str] = set()
             spec.run_in(base.Ctx(bundle, _Recorder(settings, log)))  # type: ignore[arg-type]
-            assert log <= set(_SIGNAL_INPUTS) | {"signal_weights"}, (spec.id, log)
+            read = {name for name in log if not name.startswith("thresholds.")}
+            assert read <= set(_SIGNAL_INPUTS) | {"signal_weights"}, (spec.id, read)
+            owned = {f"thresholds.{name}" for name, owner in THRESHOLD_OWNERS.items() if owner == spec.id}
+            assert log - read <= owned, (spec.id, log - read - owned)
+
+
+def test_every_threshold_names_the_one_signal_that_reads_it() -> None:
+    ids = {spec.id for spec in signal_specs()}
+    assert set(THRESHOLD_OWNERS) == set(Thresholds.model_fields)
+    assert {owner for owner in THRESHOLD_OWNERS.values()} <= ids
+
+
+SAME, OTHER = Settings(), Settings(thresholds=Thresholds(red_push_half_life=3, restart_half_life=2))
+STALE_CASES = [
+    # (stored version, stored settings, settings now, measured again: None is every signal)
+    (SCORER_VERSION, SAME, SAME, frozenset()),
+    (SCORER_VERSION, SAME, Settings(), frozenset()),
+    (SCORER_VERSION, SAME, Settings(signal_weights={"agent.restarts": 2}, ai=False), frozenset()),
+    (SCORER_VERSION, SAME, OTHER, frozenset({"agent.red_pushes", "agent.restarts"})),
+    (SCORER_VERSION, OTHER, SAME, frozenset({"agent.red_pushes", "agent.restarts"})),
+    (SCORER_VERSION, SAME, Settings(patterns=Patterns(doc_paths=["handbook/**"])), None),
+    ("2025.1.1", SAME, SAME, None),
+    (None, SAME, Settings(), None),
+]
+
+
+@pytest.mark.parametrize("version, stored, now, expected", STALE_CASES)
+def test_stale_signals(version: object, stored: Settings, now: Settings, expected: frozenset[str] | None) -> None:
+    assert stale_signals(version, stored, now) == expected
 
 
 # The scores of a fixed set of bundles under this scorer version. Keeping stored signals rests on

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from taskeval import SCORER_VERSION
-from taskeval.config import Settings
+from taskeval.config import THRESHOLD_OWNERS, Settings
 from taskeval.contract import CATEGORIES
 from taskeval.memo import by_identity
 from taskeval.models import EvidenceBundle, Signal
@@ -30,8 +30,8 @@ __all__ = [
     "SignalSpec",
     "compute_signals",
     "detect_text_issues",
-    "keepable",
     "signal_specs",
+    "stale_signals",
     "unknown_signal_ids",
 ]
 
@@ -54,7 +54,7 @@ def compute_signals(
 ) -> list[Signal]:
     """All enabled signals for one bundle. ``disabled_signals`` and a weight of 0 turn one off.
 
-    ``kept``: a stored result's signals, by id, that still hold (:func:`keepable`); each is used
+    ``kept``: a stored result's signals, by id, that still hold (:func:`stale_signals`); each is used
     as stored, with the weight the settings give it now, instead of being measured again."""
     disabled = set(settings.disabled_signals)
     ctx: Ctx | None = None  # one per bundle: its derived lookups are shared by every signal
@@ -98,26 +98,33 @@ def _validated(kept: Mapping[str, Mapping[str, Any]]) -> dict[str, Signal]:
 
 
 # What a signal can read of the settings is the patterns, the agents table and the thresholds
-# (the context reads the first two for every signal); the rest only weighs signals, turns them
-# off, or concerns the AI judge.
+# (the context reads the first two for every signal; each threshold has one reader,
+# config.THRESHOLD_OWNERS); the rest only weighs signals, turns them off, or concerns the AI judge.
 _SIGNAL_INPUTS = frozenset({"patterns", "agents", "thresholds"})
 
 
-def keepable(stored_version: object, stored: Settings, now: Settings) -> bool:
-    """Whether a stored result's signals still hold under ``now``: scored by this very scorer
-    (same ``SCORER_VERSION``: a change to any signal's output changes it, as
-    tests/test_scorer_version.py enforces) under settings that agree with ``now`` on everything a
-    signal reads. A stored signal is then what measuring again would give, byte for byte, so a
-    change of weights (what ``taskeval calibrate`` suggests) re-scores a history without
-    measuring anything again."""
+def stale_signals(stored_version: object, stored: Settings, now: Settings) -> frozenset[str] | None:
+    """Which of a stored result's signals must be measured again when it is re-scored under
+    ``now``: None for all of them, else the ids of those a changed threshold feeds (empty: every
+    stored signal still holds). A stored signal is kept only when it was measured by this very
+    scorer (same ``SCORER_VERSION``: a change to any signal's output changes it, as
+    tests/test_rescore_keep.py enforces) under settings that agree with ``now`` on everything it
+    reads; it is then what measuring again would give, byte for byte. So a change of weights (what
+    ``taskeval calibrate`` suggests) re-scores a history without measuring anything again, and a
+    change of one threshold measures only the signal that reads it."""
     if stored_version != SCORER_VERSION:
-        return False
-    return stored is now or _same_inputs(stored, now)
+        return None
+    return frozenset() if stored is now else _stale(stored, now)
 
 
 @by_identity  # a batch compares the same two configs for every file
-def _same_inputs(stored: Settings, now: Settings) -> bool:
-    return all(getattr(stored, name) == getattr(now, name) for name in sorted(_SIGNAL_INPUTS))
+def _stale(stored: Settings, now: Settings) -> frozenset[str] | None:
+    if stored.patterns != now.patterns or stored.agents != now.agents:
+        return None
+    before, after = stored.thresholds, now.thresholds
+    owners = {THRESHOLD_OWNERS[name] for name in type(after).model_fields
+              if getattr(before, name) != getattr(after, name)}
+    return None if None in owners else frozenset(o for o in owners if o is not None)
 
 
 def unknown_signal_ids(settings: Settings) -> list[str]:

@@ -64,7 +64,8 @@ def round_half_up(value: Decimal | float) -> int:
         # value - floor(value) is exact below 2**52.
         whole = math.floor(value)
         return whole + 1 if value - whole >= 0.5 else whole
-    return int(Decimal(str(value)).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+    exact = value if type(value) is Decimal else Decimal(str(value))
+    return int(exact.quantize(Decimal(1), rounding=ROUND_HALF_UP))
 
 
 

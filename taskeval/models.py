@@ -6,8 +6,10 @@ Everything here is what gets stored, so it holds bounded excerpts and drill-down
 
 from __future__ import annotations
 
+import functools
 import hashlib
-from typing import Annotated, Any, Literal, get_args
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -277,6 +279,48 @@ class EvidenceBundle(Model):
 
     def evidence_ids(self) -> set[str]:
         return {item.id for group in self.groups for item in group.items}
+
+
+# A model's JSON keys in field order, and its fields that hold models: (alias, a list of them, shape).
+_Shape = tuple[tuple[str, ...], tuple[tuple[str, bool, "_Shape"], ...]]
+
+
+@functools.cache
+def _shape(model: type[BaseModel]) -> _Shape:
+    nested = []
+    for name, info in model.model_fields.items():
+        alias = info.alias or name
+        union = get_origin(info.annotation) in (Union, UnionType)
+        for kind in get_args(info.annotation) if union else (info.annotation,):
+            many = get_origin(kind) is list
+            inner = get_args(kind)[0] if many else kind
+            if isinstance(inner, type) and issubclass(inner, BaseModel):
+                nested.append((alias, many, _shape(inner)))
+    return tuple(f.alias or n for n, f in model.model_fields.items()), tuple(nested)
+
+
+def in_field_order(model: type[BaseModel], data: Any) -> bool:
+    """Whether the keys of ``data`` (JSON data of ``model``) and of every model in it come in
+    field order, as ``model_dump`` writes them (fields left out may be missing). Key order is
+    what a content hash does not see: a file rewritten with sorted keys hashes the same."""
+    try:
+        return _in_order(data, _shape(model))
+    except (AttributeError, TypeError):
+        return False
+
+
+def _in_order(data: dict[str, Any], shape: _Shape) -> bool:
+    order, nested = shape
+    keys = tuple(data)
+    if keys != order and keys != tuple(k for k in order if k in data):
+        return False
+    for alias, many, inner in nested:
+        value = data.get(alias)
+        if value is None:
+            continue
+        if not all(_in_order(v, inner) for v in value) if many else not _in_order(value, inner):
+            return False
+    return True
 
 
 # --------------------------------------------------------------------------- signals and scores

@@ -8,22 +8,24 @@ environment or webhooks, and nothing outside this module blends scores.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from taskeval import SCORER_VERSION, __version__, canonical, contract
 from taskeval.agents import attribute
 from taskeval.config import LoadedConfig, Settings, field_location, load_config
 from taskeval.evidence import build_bundle
 from taskeval.judge import FileCache, JudgeCache, JudgeConfig, JudgeResult, default_cache_dir, run_judge
+from taskeval.memo import by_identity
 from taskeval.models import (
     SCHEMA_VERSION,
     AgentAttribution,
@@ -31,13 +33,16 @@ from taskeval.models import (
     ConfigInfo,
     EvaluationResult,
     EvidenceBundle,
+    EvidenceGroup,
     JudgeInfo,
+    PullFacts,
     PullRequestRef,
     Signal,
+    in_field_order,
 )
 from taskeval.report import render_comment
 from taskeval.scoring import CategoryOutcome, deterministic_scores
-from taskeval.signals import compute_signals, stale_signals, unknown_signal_ids
+from taskeval.signals import compute_signals, kept_signals, stale_signals, unknown_signal_ids
 
 if TYPE_CHECKING:  # PyGithub loads in a quarter of a second; re-scoring offline never needs it
     from github import Github
@@ -97,6 +102,20 @@ def evaluate_pull_request(
 def _judge(
     bundle: EvidenceBundle, settings: Settings, options: Options, signals: list[Signal]
 ) -> JudgeResult:
+    config = _no_judge(settings, options)
+    if isinstance(config, JudgeResult):
+        return config
+    # The cache directory follows the adapter's environment (TASKEVAL_CACHE_DIR), not this process's.
+    cache = options.cache if options.cache is not None else FileCache(default_cache_dir(options.env))
+    return run_judge(
+        bundle, config, cache=cache, max_prompt_chars=settings.max_prompt_chars,
+        signals=signals,
+    )
+
+
+def _no_judge(settings: Settings, options: Options) -> JudgeResult | JudgeConfig:
+    """What the judge says when it does not run (turned off, or no model configured); else the
+    config it runs with."""
     if options.ai == "off":
         return JudgeResult(JudgeInfo(status="off", error="AI judge turned off (--no-ai / ai: off)"), {})
     if not settings.ai:
@@ -105,12 +124,7 @@ def _judge(
     config, reason = JudgeConfig.from_env(options.env, options.ai, options.github_token)
     if config is None:
         return JudgeResult(JudgeInfo(status="error" if options.ai == "on" else "off", error=reason), {})
-    # The cache directory follows the adapter's environment (TASKEVAL_CACHE_DIR), not this process's.
-    cache = options.cache if options.cache is not None else FileCache(default_cache_dir(options.env))
-    return run_judge(
-        bundle, config, cache=cache, max_prompt_chars=settings.max_prompt_chars,
-        signals=signals,
-    )
+    return config
 
 
 def score_bundle(
@@ -133,7 +147,8 @@ def score_bundle(
     outcomes = deterministic_scores(signals, settings)
     judged = _judge(bundle, settings, options, signals)
     categories = _blend(outcomes, judged)
-    notes = [*(warnings or []), *_input_warnings(bundle, loaded), *_judge_warnings(judged.info)]
+    notes = [*(warnings or []), *_input_warnings(_audit(bundle.groups), bundle.facts.pull, loaded),
+             *_judge_warnings(judged.info)]
     agent = kept.agent if kept and kept.agent is not None else attribute(bundle, settings)
     return _result(bundle, loaded, options, signals, categories, judged.info, notes, bundle_hash, agent)
 
@@ -168,12 +183,16 @@ def _kept(
     return Kept(signals, agent)
 
 
-def _input_warnings(bundle: EvidenceBundle, loaded: LoadedConfig) -> list[str]:
-    """What the reader of a result must know about its inputs: partial evidence, config problems,
-    and a PR that was not merged."""
+def _audit(groups: list[EvidenceGroup]) -> EvidenceGroup:
+    return next(g for g in groups if g.source == "runAudit")
+
+
+def _input_warnings(audit: EvidenceGroup, pull: PullFacts, loaded: LoadedConfig) -> list[str]:
+    """What the reader of a result must know about its inputs: partial evidence (``audit``: the
+    bundle's runAudit group), config problems, and a PR that was not merged."""
     warnings = []
     # Gaps in collection live in the bundle, so a re-scored result still says it was partial.
-    for item in next(g for g in bundle.groups if g.source == "runAudit").items:
+    for item in audit.items:
         if item.id.startswith("audit:unavailable-"):
             warnings.append(f"Partial evidence, {item.label}: {' '.join((item.excerpt or '').split())}")
     for err in loaded.errors:
@@ -181,7 +200,6 @@ def _input_warnings(bundle: EvidenceBundle, loaded: LoadedConfig) -> list[str]:
     unknown = unknown_signal_ids(loaded.settings)
     if unknown:
         warnings.append(f"Config names signals that do not exist (typo?): {', '.join(unknown)}")
-    pull = bundle.facts.pull
     if not pull.merged:
         warnings.append(
             f"PR #{pull.number} is {'a draft' if pull.draft else pull.state} and not merged; "
@@ -237,30 +255,48 @@ def _result(
     bundle_hash: str | None,
     agent: AgentAttribution,
 ) -> EvaluationResult:
-    pull = bundle.facts.pull
-    overall_score = contract.overall({c.category: c.final_score for c in categories})
     digest = bundle_hash or bundle.hash()
-    return EvaluationResult.model_validate(dict(
+    head = _head(bundle.repository, bundle.head_sha, bundle.facts.pull, loaded, options, signals,
+                 categories, judge, warnings, digest, agent)
+    return EvaluationResult.model_validate({**head, "evidence": bundle},
+                                           context={"evidence_hash": (bundle, digest)})
+
+
+def _head(
+    repository: str,
+    head_sha: str,
+    pull: PullFacts,
+    loaded: LoadedConfig,
+    options: Options,
+    signals: list[Signal],
+    categories: list[CategoryScore],
+    judge: JudgeInfo,
+    warnings: list[str],
+    digest: str,
+    agent: AgentAttribution,
+) -> dict[str, Any]:
+    """Every field of the result but its evidence."""
+    overall_score = contract.overall({c.category: c.final_score for c in categories})
+    return dict(
         scorer_version=SCORER_VERSION,
-        repository=bundle.repository,
+        repository=repository,
         pull_request=PullRequestRef(
             number=pull.number, title=pull.title, url=pull.url, author=pull.author,
             merged=pull.merged, merged_at=pull.merged_at,
         ),
         agent=agent,
-        head_sha=bundle.head_sha,
+        head_sha=head_sha,
         evaluated_at=options.evaluated_at or _now(),
         trigger=options.trigger,
         overall_score=overall_score,
         overall_band=contract.band(overall_score),
         category_scores=categories,
         signals=signals,
-        evidence=bundle,
         bundle_hash=digest,
         judge=judge,
         config=loaded.info,
         warnings=warnings,
-    ), context={"evidence_hash": (bundle, digest)})
+    )
 
 
 def _field_path(exc: ValidationError) -> str:
@@ -304,6 +340,11 @@ class Stored:
 
 def load_stored(path: Path) -> Stored:
     """Read a stored result or bare bundle file; a stored result's bundleHash must match."""
+    return _checked(path, _read(path))
+
+
+def _read(path: Path) -> dict[str, Any]:
+    """The file's JSON data, or a one-line :class:`BundleFileError`."""
     try:
         data = canonical.loads(path.read_bytes())
     except OSError as exc:
@@ -314,15 +355,32 @@ def load_stored(path: Path) -> Stored:
         raise BundleFileError(f"{path}: not valid JSON: nested too deeply") from exc
     if not isinstance(data, dict):
         raise BundleFileError(f"{path}: expected a JSON object (a result or a bundle)")
+    return data
+
+
+def _is_result(data: dict[str, Any]) -> bool:
     # A bundle has "groups" at the top; anything with "evidence" or a result's own keys is a result.
-    is_result = "groups" not in data and ("evidence" in data or "scorerVersion" in data or "bundleHash" in data)
-    _check_schema_version(path, data, "result" if is_result else "bundle")
-    if is_result and isinstance(data.get("evidence"), dict):
+    return "groups" not in data and ("evidence" in data or "scorerVersion" in data or "bundleHash" in data)
+
+
+def _check_result(path: Path, data: dict[str, Any]) -> None:
+    """The checks a stored result passes before its evidence is read."""
+    _check_schema_version(path, data, "result")
+    if isinstance(data.get("evidence"), dict):
         _check_schema_version(path, data["evidence"], "bundle")
+    for key in ("evidence", "bundleHash"):
+        if key not in data:
+            raise BundleFileError(f"{path}: invalid result: {key}: field required")
+
+
+def _checked(path: Path, data: dict[str, Any], *, result_checked: bool = False) -> Stored:
+    """The file's data validated; ``result_checked``: :func:`_check_result` has passed."""
+    is_result = _is_result(data)
     if is_result:
-        for key in ("evidence", "bundleHash"):
-            if key not in data:
-                raise BundleFileError(f"{path}: invalid result: {key}: field required")
+        if not result_checked:
+            _check_result(path, data)
+    else:
+        _check_schema_version(path, data, "bundle")
     try:
         bundle = EvidenceBundle.model_validate(data["evidence"] if is_result else data)
     except ValidationError as exc:
@@ -336,29 +394,128 @@ def load_stored(path: Path) -> Stored:
     return Stored(bundle, data if is_result else None, evidence, digest)
 
 
-@dataclass(frozen=True)
 class Rescored:
-    result: EvaluationResult
-    evidence: dict[str, Any]  # result.evidence as JSON data, already made for its hash
-    kept: bool = False  # stored signals still held and were used (signals.stale_signals)
+    """A re-scored file: its result, and the result's JSON text made without serialising the
+    evidence a second time. A stored result re-scored from what it stores (:func:`_unchanged`)
+    has no model until ``result`` is first read; its JSON text needs none."""
+
+    def __init__(
+        self, kept: bool, evidence: dict[str, Any], *, result: EvaluationResult | None = None,
+        head: dict[str, Any] | None = None, full: Callable[[], EvaluationResult] | None = None,
+    ) -> None:
+        self.kept = kept  # stored signals still held and were used (signals.stale_signals)
+        self.evidence = evidence  # the result's evidence as JSON data, already made
+        self._result = result
+        self._head = head  # the result's JSON data but its evidence, when there is no model yet
+        self._full = full  # makes the model
+
+    @property
+    def result(self) -> EvaluationResult:
+        if self._result is None:
+            assert self._full is not None
+            self._result = self._full()
+        return self._result
 
     def json(self, *, indent: bool = True) -> str:
-        """``result.to_json()`` (``indent``) or ``result.model_dump_json(by_alias=True)``, the
-        same bytes, without serialising the evidence a second time."""
+        """``result.to_json()`` (``indent``) or ``result.model_dump_json(by_alias=True)``."""
+        if self._head is not None:
+            text = _dumps(self._head, self.evidence, indent)
+            if text is not None:
+                return text
         return result_json(self.result, self.evidence, indent=indent)
 
 
 def rescore(path: Path, options: Options) -> Rescored:
     """Re-score a stored result or bundle offline. Pure: the same file, config and scorer
     version give byte-identical output, so the timestamp comes from the file, not the clock."""
-    stored = load_stored(path)
+    data = _read(path)
+    is_result = _is_result(data)
+    if is_result:
+        _check_result(path, data)
+        if TRUST_STORED and options.keep_signals:
+            quick = _unchanged(path, data, options)
+            if quick is not None:
+                return quick
+    return _rescored(path, _checked(path, data, result_checked=is_result), options)
+
+
+def _rescored(path: Path, stored: Stored, options: Options) -> Rescored:
     loaded, before = _rescore_configs(path, stored.result, options)
     pull = stored.bundle.facts.pull
-    stamp = (stored.result or {}).get("evaluatedAt") or pull.merged_at or pull.closed_at or pull.created_at
-    opts = replace(options, trigger="rescore", evaluated_at=options.evaluated_at or str(stamp))
+    opts = replace(options, trigger="rescore", evaluated_at=_stamp(stored.result, pull, options))
     kept = _kept(stored.result, before, loaded, options)
     result = score_bundle(stored.bundle, loaded, opts, bundle_hash=stored.bundle_hash, kept=kept)
-    return Rescored(result, stored.evidence, kept is not None and bool(kept.signals))
+    return Rescored(kept is not None and bool(kept.signals), stored.evidence, result=result)
+
+
+def _stamp(stored: dict[str, Any] | None, pull: PullFacts, options: Options) -> str:
+    stamp = (stored or {}).get("evaluatedAt") or pull.merged_at or pull.closed_at or pull.created_at
+    return options.evaluated_at or str(stamp)
+
+
+# Switched off by the tests to compare both ways.
+TRUST_STORED = True
+
+
+def _unchanged(path: Path, data: dict[str, Any], options: Options) -> Rescored | None:
+    """A stored result re-scored from what it stores, when that is provably what the full path
+    (:func:`_rescored`) gives; None otherwise, and the caller takes the full path.
+
+    The full path validates the evidence, serialises it again and hashes that: half the time of
+    a re-score that keeps every stored signal. Here the evidence is hashed as read instead. When
+    that matches the stored ``bundleHash``, the evidence is the JSON form of the bundle taskeval
+    stored, value for value (the hash is over the standard library's canonical text, so a value
+    orjson writes otherwise fails it); when its keys also come in field order, it is that JSON
+    form byte for byte, and validating and serialising it again would give it back: it is
+    written out as read. Every stored signal must still hold (nothing is measured, so no bundle
+    is needed) and the judge must not run; the parts scoring reads (the PR's facts, the run
+    audit) are validated. An edit of the evidence breaks the hash and takes the full path, which
+    reports it. What this trusts is that a matching ``bundleHash`` was written by taskeval: an
+    edit whose hash is recomputed by hand is written out as edited (``--recompute`` validates
+    everything again)."""
+    evidence, digest = data["evidence"], data["bundleHash"]
+    if not (isinstance(evidence, dict) and isinstance(digest, str) and in_field_order(EvidenceBundle, evidence)):
+        return None
+    form = _canonical_as_read(evidence)
+    if form is None or hashlib.sha256(form).hexdigest() != digest:
+        return None
+    loaded, before = _rescore_configs(path, data, options)
+    kept = _kept(data, before, loaded, options)
+    if kept is None or kept.agent is None:
+        return None
+    signals = kept_signals(loaded.settings, kept.signals)
+    judged = _no_judge(loaded.settings, options)
+    if signals is None or not isinstance(judged, JudgeResult):
+        return None
+    try:
+        pull = PullFacts.model_validate(evidence["facts"]["pull"])
+        audit = EvidenceGroup.model_validate(next(g for g in evidence["groups"] if g["source"] == "runAudit"))
+        repository, head_sha = (_TEXT.validate_python(evidence[key]) for key in ("repository", "headSha"))
+    except (ValidationError, KeyError, TypeError, StopIteration):
+        return None
+    categories = _blend(deterministic_scores(signals, loaded.settings), judged)
+    notes = [*_input_warnings(audit, pull, loaded), *_judge_warnings(judged.info)]
+    opts = replace(options, trigger="rescore", evaluated_at=_stamp(data, pull, options))
+    head = _head(repository, head_sha, pull, loaded, opts, signals, categories, judged.info, notes,
+                 digest, kept.agent)
+    # Every part of head is validated already; constructing skips only the evidence it lacks.
+    rest = _json_but_evidence(EvaluationResult.model_construct(**head))
+    return Rescored(True, evidence, head=rest,
+                    full=lambda: _rescored(path, _checked(path, data, result_checked=True), options).result)
+
+
+_TEXT = TypeAdapter(str)
+
+
+def _canonical_as_read(evidence: dict[str, Any]) -> bytes | None:
+    """The canonical form of the evidence as read, by orjson, or None when orjson cannot write
+    it. No float is checked (EvidenceBundle.canonical_bytes): a stored ``bundleHash`` is always
+    taken over the standard library's text, so a float orjson writes otherwise fails the hash
+    comparison and the full path decides."""
+    try:
+        return orjson.dumps(evidence, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        return None
 
 
 def rescore_file(path: Path, options: Options) -> EvaluationResult:
@@ -375,13 +532,33 @@ def result_json(result: EvaluationResult, evidence: dict[str, Any], *, indent: b
     floats, integers up to 64 bits: tests/test_canonical.py compares them); beyond that it
     refuses and pydantic writes the result."""
     if canonical.FAST:
-        rest = result.model_dump(mode="json", by_alias=True, exclude={"evidence"})
-        data = {alias: (evidence if name == "evidence" else rest[alias]) for name, alias in _RESULT_KEYS}
-        try:
-            return orjson.dumps(data, option=orjson.OPT_INDENT_2 if indent else 0).decode()
-        except orjson.JSONEncodeError:
-            pass
+        text = _dumps(_json_but_evidence(result), evidence, indent)
+        if text is not None:
+            return text
     return result.to_json() if indent else result.model_dump_json(by_alias=True)
+
+
+def _json_but_evidence(result: EvaluationResult) -> dict[str, Any]:
+    """The result's JSON data but its evidence. The config's is made once per config: a batch
+    writes the same one into every result."""
+    rest = result.model_dump(mode="json", by_alias=True, exclude={"evidence", "config"})
+    rest["config"] = _config_json(result.config)
+    return rest
+
+
+@by_identity
+def _config_json(info: ConfigInfo) -> dict[str, Any]:
+    return info.model_dump(mode="json", by_alias=True)
+
+
+def _dumps(rest: dict[str, Any], evidence: dict[str, Any], indent: bool) -> str | None:
+    """The result's JSON text from its JSON data but the evidence (``rest``) and the evidence;
+    None when orjson cannot write it exactly as pydantic would."""
+    data = {alias: (evidence if name == "evidence" else rest[alias]) for name, alias in _RESULT_KEYS}
+    try:
+        return orjson.dumps(data, option=orjson.OPT_INDENT_2 if indent else 0).decode()
+    except orjson.JSONEncodeError:
+        return None
 
 
 def _rescore_configs(

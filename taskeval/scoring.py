@@ -43,6 +43,20 @@ def _decimal(weight: float) -> Decimal:
     return Decimal(str(weight))
 
 
+@functools.lru_cache(maxsize=1024)
+def _total(weights: tuple[float, ...]) -> Decimal:
+    return sum(map(_decimal, weights), Decimal(0))
+
+
+@functools.lru_cache(maxsize=8192)
+def _points(weight: float, score: int, total: Decimal) -> tuple[Decimal, float]:
+    """A signal's weighted points in its category, and the same rounded to the cent. A history
+    re-scored under one config repeats a few weights, totals and scores; Decimal division is the
+    costly part of scoring a bundle whose signals were kept."""
+    exact = _decimal(weight) * _SCORES[score] / total
+    return exact, float(exact.quantize(_CENT, ROUND_HALF_UP))
+
+
 def _counted(s: Signal) -> bool:
     return s.status == "ok" and s.score is not None and s.weight > 0
 
@@ -95,14 +109,13 @@ def deterministic_scores(
     for category, mine in by_category.items():
         counted = [s for s in mine if _counted(s)]
         skipped = [s for s in mine if s.status != "ok"]
-        points: dict[int, Decimal] = {}
+        points: dict[int, tuple[Decimal, float]] = {}
         if counted:
-            weights = [_decimal(s.weight) for s in counted]
-            total = sum(weights, Decimal(0))
-            points = {id(s): w * _SCORES[s.score or 0] / total for w, s in zip(weights, counted, strict=True)}
+            total = _total(tuple(s.weight for s in counted))
+            points = {id(s): _points(s.weight, s.score or 0, total) for s in counted}
         for s in mine:
             p = points.get(id(s))
-            s.contribution = 0.0 if p is None else float(p.quantize(_CENT, ROUND_HALF_UP))
+            s.contribution = 0.0 if p is None else p[1]
         if not counted:
             why = (", ".join(s.name for s in skipped) + " had no data") if skipped else (
                 "no signal is enabled for it")
@@ -114,7 +127,7 @@ def deterministic_scores(
                 evidence=_evidence(mine),
             )
             continue
-        score = round_half_up(sum(points.values(), Decimal(0)))
+        score = round_half_up(sum((p[0] for p in points.values()), Decimal(0)))
         out[category] = CategoryOutcome(
             score=max(0, min(100, score)),
             conclusive=True,

@@ -54,7 +54,7 @@ def _clear_caches() -> None:
 def old_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Every fast path off: a fresh context per signal, every text rule on every text, no
     caches, fnmatch per glob, the bundle hashed again when the result is built, the standard
-    library's JSON and Decimal rounding."""
+    library's JSON and Decimal rounding, every stored result validated and serialised again."""
     import taskeval.pipeline as pipeline
 
     monkeypatch.setattr(hygiene, "_USE_NEEDLES", False)
@@ -70,6 +70,7 @@ def old_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(base, "_globs", _AnyGlob)
     monkeypatch.setattr(base.CIView, "of", base.CIView.reference)
     monkeypatch.setattr(canonical, "FAST", False)
+    monkeypatch.setattr(pipeline, "TRUST_STORED", False)
     monkeypatch.setattr(contract, "FAST_ROUNDING", False)
     monkeypatch.setattr(pipeline, "compute_signals", lambda bundle, settings, kept=None: [
         spec.run(bundle, settings) for spec in signal_specs()

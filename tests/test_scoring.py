@@ -167,3 +167,36 @@ def test_rescoring_the_stored_bundle_gives_the_same_scores() -> None:
     first = deterministic_scores(compute_signals(bundle, SETTINGS), SETTINGS)
     again = deterministic_scores(compute_signals(stored, SETTINGS), SETTINGS)
     assert first == again
+
+
+def _reference(signals: list[Signal]) -> tuple[list[float], int]:
+    """The contract's arithmetic written out plainly: each signal's points in Decimal, rounded
+    to the cent; the category score the sum of the exact points, rounded half up."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    counted = [s for s in signals if s.status == "ok" and s.score is not None and s.weight > 0]
+    total = sum((Decimal(str(s.weight)) for s in counted), Decimal(0))
+    exact = {id(s): Decimal(str(s.weight)) * Decimal(s.score or 0) / total for s in counted}
+    rounded = [float(exact[id(s)].quantize(Decimal("0.01"), ROUND_HALF_UP)) if id(s) in exact else 0.0
+               for s in signals]
+    return rounded, int(sum(exact.values(), Decimal(0)).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+
+def test_cached_points_give_the_plain_decimal_arithmetic() -> None:
+    """Scoring caches each signal's points by weight, score and category total; over many random
+    categories (weights with up to two decimals, every score, inconclusive and zero-weight
+    signals) the contributions and scores are exactly the plain arithmetic's."""
+    import random
+
+    rng = random.Random(7)
+    for _ in range(3000):
+        signals = [
+            sig(f"s{n}", rng.choice([None, 0, 50, 100, rng.randint(0, 100)]),
+                rng.choice([0.0, 1.0, 1.5, 2.5, 0.25, round(rng.uniform(0, 10), rng.choice([0, 1, 2]))]))
+            for n in range(rng.randint(1, 10))
+        ]
+        want_contributions, want_score = _reference(signals)
+        outcome = deterministic_scores(signals, SETTINGS)["processCompliance"]
+        assert [s.contribution for s in signals] == want_contributions
+        if outcome.conclusive:
+            assert outcome.score == max(0, min(100, want_score))

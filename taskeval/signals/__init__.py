@@ -9,7 +9,7 @@ its category's mean instead of counting as 0.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -30,6 +30,7 @@ __all__ = [
     "SignalSpec",
     "compute_signals",
     "detect_text_issues",
+    "kept_signals",
     "signal_specs",
     "stale_signals",
     "unknown_signal_ids",
@@ -54,25 +55,51 @@ def compute_signals(
 ) -> list[Signal]:
     """All enabled signals for one bundle. ``disabled_signals`` and a weight of 0 turn one off.
 
-    ``kept``: a stored result's signals, by id, that still hold (:func:`stale_signals`); each is used
-    as stored, with the weight the settings give it now, instead of being measured again."""
-    disabled = set(settings.disabled_signals)
+    ``kept``: a stored result's signals, by id, that still hold (:func:`stale_signals`); each is
+    used as stored, with the weight the settings give it now, instead of being measured again."""
     ctx: Ctx | None = None  # one per bundle: its derived lookups are shared by every signal
-    ready = _validated(kept) if kept else {}
+
+    def measure(spec: SignalSpec) -> Signal:
+        nonlocal ctx
+        if ctx is None:
+            ctx = Ctx(bundle, settings)
+        return spec.run_in(ctx)
+
+    return _enabled(settings, _validated(kept) if kept else {}, measure)
+
+
+class _Unkept(Exception):
+    pass
+
+
+def kept_signals(settings: Settings, kept: Mapping[str, Mapping[str, Any]]) -> list[Signal] | None:
+    """:func:`compute_signals` when every enabled signal is among ``kept`` (nothing to measure,
+    so no bundle is needed); None when one would have to be measured."""
+
+    def unkept(spec: SignalSpec) -> Signal:
+        raise _Unkept
+
+    try:
+        return _enabled(settings, _validated(kept), unkept)
+    except _Unkept:
+        return None
+
+
+def _enabled(settings: Settings, ready: Mapping[str, Signal], measure: Callable[[SignalSpec], Signal]) -> list[Signal]:
+    """Every enabled signal in output order: the ready one with today's weight, else measured."""
+    disabled = set(settings.disabled_signals)
     out = []
     for spec in _ordered(len(REGISTRY)):
         weight = settings.signal_weights.get(spec.id, spec.weight)
         if spec.id in disabled or weight == 0:
             continue
         stored = ready.get(spec.id)
-        if stored is not None:
-            if stored.weight != weight:
-                stored.weight = float(weight)
-            out.append(stored)  # its contribution is set again by scoring
+        if stored is None:
+            out.append(measure(spec))
             continue
-        if ctx is None:
-            ctx = Ctx(bundle, settings)
-        out.append(spec.run_in(ctx))
+        if stored.weight != weight:
+            stored.weight = float(weight)
+        out.append(stored)  # its contribution is set again by scoring
     return out
 
 

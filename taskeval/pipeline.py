@@ -432,10 +432,8 @@ def rescore(path: Path, options: Options) -> Rescored:
     is_result = _is_result(data)
     if is_result:
         _check_result(path, data)
-        if TRUST_STORED and options.keep_signals:
-            quick = _unchanged(path, data, options)
-            if quick is not None:
-                return quick
+        if TRUST_STORED and options.keep_signals and _unchanged(data):
+            return _from_stored(path, data, options) or _rescored(path, _as_stored(path, data), options)
     return _rescored(path, _checked(path, data, result_checked=is_result), options)
 
 
@@ -457,28 +455,40 @@ def _stamp(stored: dict[str, Any] | None, pull: PullFacts, options: Options) -> 
 TRUST_STORED = True
 
 
-def _unchanged(path: Path, data: dict[str, Any], options: Options) -> Rescored | None:
-    """A stored result re-scored from what it stores, when that is provably what the full path
-    (:func:`_rescored`) gives; None otherwise, and the caller takes the full path.
+def _unchanged(data: dict[str, Any]) -> bool:
+    """Whether a stored result's evidence is provably the JSON form of the bundle it stored, so
+    validating and serialising it again (half the time of a re-score that keeps every stored
+    signal) would give it back byte for byte.
 
-    The full path validates the evidence, serialises it again and hashes that: half the time of
-    a re-score that keeps every stored signal. Here the evidence is hashed as read instead. When
-    that matches the stored ``bundleHash``, the evidence is the JSON form of the bundle taskeval
-    stored, value for value (the hash is over the standard library's canonical text, so a value
-    orjson writes otherwise fails it); when its keys also come in field order, it is that JSON
-    form byte for byte, and validating and serialising it again would give it back: it is
-    written out as read. Every stored signal must still hold (nothing is measured, so no bundle
-    is needed) and the judge must not run; the parts scoring reads (the PR's facts, the run
-    audit) are validated. An edit of the evidence breaks the hash and takes the full path, which
-    reports it. What this trusts is that a matching ``bundleHash`` was written by taskeval: an
-    edit whose hash is recomputed by hand is written out as edited (``--recompute`` validates
-    everything again)."""
+    It is hashed as read: when that matches the stored ``bundleHash``, it is that JSON form
+    value for value (the hash is over the standard library's canonical text, so a value orjson
+    writes otherwise fails it); when its keys also come in field order (a hash does not see
+    order), it is that JSON form byte for byte. An edit of the evidence breaks the hash and takes
+    the full path, which reports it. What this trusts is that a matching ``bundleHash`` was
+    written by taskeval: an edit whose hash was recomputed by hand is written out as edited
+    (``--recompute`` validates everything again)."""
     evidence, digest = data["evidence"], data["bundleHash"]
     if not (isinstance(evidence, dict) and isinstance(digest, str) and in_field_order(EvidenceBundle, evidence)):
-        return None
+        return False
     form = _canonical_as_read(evidence)
-    if form is None or hashlib.sha256(form).hexdigest() != digest:
-        return None
+    return form is not None and hashlib.sha256(form).hexdigest() == digest
+
+
+def _as_stored(path: Path, data: dict[str, Any]) -> Stored:
+    """An unchanged stored result (:func:`_unchanged`), its evidence validated but written out
+    as read."""
+    try:
+        bundle = EvidenceBundle.model_validate(data["evidence"])
+    except ValidationError:
+        return _checked(path, data, result_checked=True)  # reports it as the full path does
+    return Stored(bundle, data, data["evidence"], data["bundleHash"])
+
+
+def _from_stored(path: Path, data: dict[str, Any], options: Options) -> Rescored | None:
+    """An unchanged stored result (:func:`_unchanged`) re-scored without a bundle: when every
+    stored signal and the attribution still hold and no judge runs, scoring reads only the PR's
+    facts and the run audit (validated here). None when something must be measured."""
+    evidence = data["evidence"]
     loaded, before = _rescore_configs(path, data, options)
     kept = _kept(data, before, loaded, options)
     if kept is None or kept.agent is None:
@@ -497,11 +507,11 @@ def _unchanged(path: Path, data: dict[str, Any], options: Options) -> Rescored |
     notes = [*_input_warnings(audit, pull, loaded), *_judge_warnings(judged.info)]
     opts = replace(options, trigger="rescore", evaluated_at=_stamp(data, pull, options))
     head = _head(repository, head_sha, pull, loaded, opts, signals, categories, judged.info, notes,
-                 digest, kept.agent)
+                 data["bundleHash"], kept.agent)
     # Every part of head is validated already; constructing skips only the evidence it lacks.
     rest = _json_but_evidence(EvaluationResult.model_construct(**head))
     return Rescored(True, evidence, head=rest,
-                    full=lambda: _rescored(path, _checked(path, data, result_checked=True), options).result)
+                    full=lambda: _rescored(path, _as_stored(path, data), options).result)
 
 
 _TEXT = TypeAdapter(str)

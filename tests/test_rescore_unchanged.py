@@ -54,15 +54,22 @@ def weights(tmp_path: Path) -> Options:
 
 
 @pytest.fixture
-def full_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    """Every file the full path validated, from now on."""
-    seen: list[Path] = []
-    checked = pipeline._checked
+def full_reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Path]]:
+    """Every file, from now on, whose evidence the full path read ("full": validated, serialised
+    and hashed) or that was validated but written out as read ("validated": a signal had to be
+    measured)."""
+    seen: list[tuple[str, Path]] = []
+    checked, as_stored = pipeline._checked, pipeline._as_stored
 
-    def counting(path: Path, data: dict[str, Any], **kw: Any) -> pipeline.Stored:
-        seen.append(path)
+    def full(path: Path, data: dict[str, Any], **kw: Any) -> pipeline.Stored:
+        seen.append(("full", path))
         return checked(path, data, **kw)
-    monkeypatch.setattr(pipeline, "_checked", counting)
+
+    def validated(path: Path, data: dict[str, Any]) -> pipeline.Stored:
+        seen.append(("validated", path))
+        return as_stored(path, data)
+    monkeypatch.setattr(pipeline, "_checked", full)
+    monkeypatch.setattr(pipeline, "_as_stored", validated)
     return seen
 
 
@@ -73,7 +80,7 @@ def _full(path: Path, options: Options, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def test_results_taskeval_wrote_are_rescored_from_what_they_store(
-    stored: list[Path], weights: Options, full_reads: list[Path], monkeypatch: pytest.MonkeyPatch,
+    stored: list[Path], weights: Options, full_reads: list[tuple[str, Path]], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     quick = [rescore(p, weights) for p in stored]
     assert full_reads == [], "a result taskeval wrote, after a change of weights, took the full path"
@@ -121,29 +128,30 @@ def _huge_integer(data: dict[str, Any]) -> None:
     _rehash(data)
 
 
-# (what was done to the stored file, how it was rewritten, the full path decides)
-CASES: list[tuple[str, Callable[[dict[str, Any]], None] | None, dict[str, Any], bool]] = [
-    ("rewritten as taskeval writes it", None, {"indent": 2}, False),
-    ("one line, as taskeval score streams", None, {"separators": (",", ":")}, False),
-    ("indented by four", None, {"indent": 4}, False),
-    ("keys sorted (jq -S)", None, {"indent": 2, "sort_keys": True}, True),
-    ("the keys of one review reordered", _one_review_reordered, {"indent": 2}, True),
-    ("a fact orjson writes otherwise", _small_float, {"indent": 2}, True),
-    ("stored under another threshold", _stale_threshold, {"indent": 2}, True),
-    ("stored without attribution", _no_agent, {"indent": 2}, True),
-    ("an integer beyond 64 bits", _huge_integer, {"indent": 2}, True),
+# (what was done to the stored file, how it was rewritten, how its evidence is read: None as
+# stored, "validated" when a signal must be measured, "full" when it is not provably unchanged)
+CASES: list[tuple[str, Callable[[dict[str, Any]], None] | None, dict[str, Any], str | None]] = [
+    ("rewritten as taskeval writes it", None, {"indent": 2}, None),
+    ("one line, as taskeval score streams", None, {"separators": (",", ":")}, None),
+    ("indented by four", None, {"indent": 4}, None),
+    ("stored under another threshold", _stale_threshold, {"indent": 2}, "validated"),
+    ("stored without attribution", _no_agent, {"indent": 2}, "validated"),
+    ("keys sorted (jq -S)", None, {"indent": 2, "sort_keys": True}, "full"),
+    ("the keys of one review reordered", _one_review_reordered, {"indent": 2}, "full"),
+    ("a fact orjson writes otherwise", _small_float, {"indent": 2}, "full"),
+    ("an integer beyond 64 bits", _huge_integer, {"indent": 2}, "full"),
 ]
 
 
-@pytest.mark.parametrize("change, dump, full_path", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("change, dump, read", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_what_cannot_be_proved_takes_the_full_path_and_every_way_gives_its_bytes(
-    change: Callable[[dict[str, Any]], None] | None, dump: dict[str, Any], full_path: bool,
-    stored: list[Path], weights: Options, full_reads: list[Path], monkeypatch: pytest.MonkeyPatch,
+    change: Callable[[dict[str, Any]], None] | None, dump: dict[str, Any], read: str | None,
+    stored: list[Path], weights: Options, full_reads: list[tuple[str, Path]], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     path = stored[0]
     _rewrite(path, change, **dump)
     again = rescore(path, weights).json()
-    assert bool(full_reads) == full_path
+    assert full_reads == ([] if read is None else [(read, path)])
     assert again == _full(path, weights, monkeypatch)
 
 
@@ -168,8 +176,8 @@ def test_a_shape_no_bundle_has_with_a_matching_hash_is_not_trusted(
         rescore(stored[2], weights)
 
 
-def test_recompute_and_a_config_of_patterns_take_the_full_path(
-    stored: list[Path], weights: Options, full_reads: list[Path], tmp_path: Path,
+def test_recompute_and_a_config_of_patterns_read_the_evidence_again(
+    stored: list[Path], weights: Options, full_reads: list[tuple[str, Path]], tmp_path: Path,
 ) -> None:
     from dataclasses import replace
 
@@ -177,7 +185,7 @@ def test_recompute_and_a_config_of_patterns_take_the_full_path(
     patterns = tmp_path / "patterns.yml"
     patterns.write_text("patterns:\n  doc_paths: ['handbook/**']\n", encoding="utf-8")
     rescore(stored[3], replace(weights, config_path=patterns))
-    assert full_reads == [stored[3], stored[3]]
+    assert full_reads == [("full", stored[3]), ("validated", stored[3])]
 
 
 def _form() -> dict[str, Any]:
@@ -198,7 +206,8 @@ def _moved(path: tuple[Any, ...]) -> Callable[[dict[str, Any]], Any]:
 
 ORDER_CASES: list[tuple[str, Callable[[dict[str, Any]], Any], bool]] = [
     ("as taskeval writes it", lambda d: d, True),
-    ("a field missing (the hash decides whether it may be)", lambda d: {k: v for k, v in d.items() if k != "htmlBase"}, True),
+    ("a field missing (the hash decides whether it may be)",
+     lambda d: {k: v for k, v in d.items() if k != "htmlBase"}, True),
     ("the top keys reordered", _moved(()), False),
     ("one evidence item's keys reordered", _moved(("groups", 1, "items", 0)), False),
     ("one timeline event's keys reordered", _moved(("facts", "timeline", 0)), False),

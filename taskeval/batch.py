@@ -57,7 +57,7 @@ class Job:
 @dataclass(frozen=True)
 class Outcome:
     source: Path
-    text: str | None  # the result JSON, or None when the file failed
+    text: bytes | None  # the result JSON (UTF-8), or None when the file failed
     error: str | None = None
     kept: bool = False  # the stored result's signals were used, not measured again
 
@@ -101,14 +101,14 @@ def expand(paths: Iterable[str], output_dir: Path | None) -> tuple[list[Job], li
     return jobs, problems
 
 
-def _score_one(job: tuple[str, Options, bool]) -> tuple[str | None, str | None, bool]:
-    """(result JSON, None, kept) or (None, one-line error, False): never raises, so one bad file
+def _score_one(job: tuple[str, Options, bool]) -> tuple[bytes | None, str | None, bool]:
+    """(result JSON as UTF-8, None, kept) or (None, one-line error, False): never raises, so one bad file
     stops nothing. ``compact``: the result on one line (for stdout) instead of the indented file
     form. ``kept``: the stored result's signals still held and were used."""
     path, options, compact = job
     try:
         rescored = rescore(Path(path), options)
-        return rescored.json(indent=not compact), None, rescored.kept
+        return rescored.json_bytes(indent=not compact), None, rescored.kept
     except BundleFileError as exc:
         return None, str(exc), False
     except Exception as exc:  # a bug or an unforeseen file shape: report it by name, go on
@@ -173,7 +173,7 @@ def freeze_heap() -> None:
     gc.freeze()
 
 
-def _write(target: Path, text: str, made: set[Path]) -> None:
+def _write(target: Path, text: bytes, made: set[Path]) -> None:
     """Write through a temporary file so a killed run never leaves half a result. ``made``: the
     directories already created in this run (each is made once, not once per file)."""
     parent = target.parent
@@ -183,7 +183,7 @@ def _write(target: Path, text: str, made: set[Path]) -> None:
     final = os.fspath(target)
     partial = os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.partial")
     with open(partial, "wb") as out:
-        out.write(text.encode())
+        out.write(text)
         out.write(b"\n")
     os.replace(partial, final)
 
@@ -220,7 +220,7 @@ def run(
                 if job.target is not None:
                     _write(job.target, outcome.text, made)
                 else:  # one result per line, so the stream splits with `jq -c` or a line reader
-                    out.write(outcome.text + "\n")
+                    out.write(outcome.text.decode() + "\n")
                 scored += 1
                 kept += outcome.kept
             except OSError as exc:

@@ -235,8 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--config", metavar="PATH", help="config file (default: the one stored in the result)")
     sc.add_argument("--markdown", action="store_true", help="print the comment markdown instead of JSON")
     sc.add_argument("--recompute", action="store_true",
-                    help="measure every signal again; by default a stored result's signals are "
-                         "kept when only weights, disabled signals or AI settings changed")
+                    help="measure every signal and validate all evidence again; by default a "
+                         "stored result keeps the signals whose inputs did not change, and "
+                         "evidence that still matches its bundleHash is not read back")
     sc.set_defaults(func=cmd_score)
 
     sh = sub.add_parser("schema", help="print a JSON Schema: the result (default), the bundle, or "

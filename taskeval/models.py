@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from types import UnionType
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, NamedTuple, Union, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -281,8 +281,13 @@ class EvidenceBundle(Model):
         return {item.id for group in self.groups for item in group.items}
 
 
-# A model's JSON keys in field order, and its fields that hold models: (alias, a list of them, shape).
-_Shape = tuple[tuple[str, ...], tuple[tuple[str, bool, "_Shape"], ...]]
+class _Shape(NamedTuple):
+    """A model's JSON keys in field order, its fields that hold models (alias, a list of them,
+    their shape), and the key sequences already found in order (a long timeline repeats a few)."""
+
+    order: tuple[str, ...]
+    nested: tuple[tuple[str, bool, _Shape], ...]
+    seen: set[tuple[str, ...]]
 
 
 @functools.cache
@@ -296,7 +301,8 @@ def _shape(model: type[BaseModel]) -> _Shape:
             inner = get_args(kind)[0] if many else kind
             if isinstance(inner, type) and issubclass(inner, BaseModel):
                 nested.append((alias, many, _shape(inner)))
-    return tuple(f.alias or n for n, f in model.model_fields.items()), tuple(nested)
+    order = tuple(f.alias or n for n, f in model.model_fields.items())
+    return _Shape(order, tuple(nested), {order})
 
 
 def in_field_order(model: type[BaseModel], data: Any) -> bool:
@@ -310,11 +316,13 @@ def in_field_order(model: type[BaseModel], data: Any) -> bool:
 
 
 def _in_order(data: dict[str, Any], shape: _Shape) -> bool:
-    order, nested = shape
     keys = tuple(data)
-    if keys != order and keys != tuple(k for k in order if k in data):
-        return False
-    for alias, many, inner in nested:
+    if keys not in shape.seen:
+        if keys != tuple(k for k in shape.order if k in data):
+            return False
+        if len(shape.seen) < 256:
+            shape.seen.add(keys)
+    for alias, many, inner in shape.nested:
         value = data.get(alias)
         if value is None:
             continue

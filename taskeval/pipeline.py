@@ -418,11 +418,15 @@ class Rescored:
 
     def json(self, *, indent: bool = True) -> str:
         """``result.to_json()`` (``indent``) or ``result.model_dump_json(by_alias=True)``."""
+        return self.json_bytes(indent=indent).decode()
+
+    def json_bytes(self, *, indent: bool = True) -> bytes:
+        """:meth:`json` as UTF-8, for writing to a file without decoding and encoding it."""
         if self._head is not None:
-            text = _dumps(self._head, self.evidence, indent)
-            if text is not None:
-                return text
-        return result_json(self.result, self.evidence, indent=indent)
+            data = _dumps(self._head, self.evidence, indent)
+            if data is not None:
+                return data
+        return result_bytes(self.result, self.evidence, indent=indent)
 
 
 def rescore(path: Path, options: Options) -> Rescored:
@@ -541,11 +545,16 @@ def result_json(result: EvaluationResult, evidence: dict[str, Any], *, indent: b
     serialising the bundle again. orjson writes exactly what pydantic writes for JSON data (strings,
     floats, integers up to 64 bits: tests/test_canonical.py compares them); beyond that it
     refuses and pydantic writes the result."""
+    return result_bytes(result, evidence, indent=indent).decode()
+
+
+def result_bytes(result: EvaluationResult, evidence: dict[str, Any], *, indent: bool = True) -> bytes:
+    """:func:`result_json` as UTF-8."""
     if canonical.FAST:
-        text = _dumps(_json_but_evidence(result), evidence, indent)
-        if text is not None:
-            return text
-    return result.to_json() if indent else result.model_dump_json(by_alias=True)
+        data = _dumps(_json_but_evidence(result), evidence, indent)
+        if data is not None:
+            return data
+    return (result.to_json() if indent else result.model_dump_json(by_alias=True)).encode()
 
 
 def _json_but_evidence(result: EvaluationResult) -> dict[str, Any]:
@@ -561,12 +570,12 @@ def _config_json(info: ConfigInfo) -> dict[str, Any]:
     return info.model_dump(mode="json", by_alias=True)
 
 
-def _dumps(rest: dict[str, Any], evidence: dict[str, Any], indent: bool) -> str | None:
-    """The result's JSON text from its JSON data but the evidence (``rest``) and the evidence;
-    None when orjson cannot write it exactly as pydantic would."""
+def _dumps(rest: dict[str, Any], evidence: dict[str, Any], indent: bool) -> bytes | None:
+    """The result's JSON text, UTF-8, from its JSON data but the evidence (``rest``) and the
+    evidence; None when orjson cannot write it exactly as pydantic would."""
     data = {alias: (evidence if name == "evidence" else rest[alias]) for name, alias in _RESULT_KEYS}
     try:
-        return orjson.dumps(data, option=orjson.OPT_INDENT_2 if indent else 0).decode()
+        return orjson.dumps(data, option=orjson.OPT_INDENT_2 if indent else 0)
     except orjson.JSONEncodeError:
         return None
 

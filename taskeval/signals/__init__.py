@@ -53,7 +53,7 @@ def _ordered(registered: int) -> tuple[SignalSpec, ...]:
 def compute_signals(
     bundle: EvidenceBundle, settings: Settings, kept: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[Signal]:
-    """All enabled signals for one bundle. ``disabled_signals`` and a weight of 0 turn one off.
+    """All enabled signals for one bundle (:func:`_enabled`).
 
     ``kept``: a stored result's signals, by id, that still hold (:func:`stale_signals`); each is
     used as stored, with the weight the settings give it now, instead of being measured again."""
@@ -65,34 +65,39 @@ def compute_signals(
             ctx = Ctx(bundle, settings)
         return spec.run_in(ctx)
 
-    return _enabled(settings, _validated(kept) if kept else {}, measure)
-
-
-class _Unkept(Exception):
-    pass
+    return _with_weights(_enabled(settings), _validated(kept) if kept else {}, measure)
 
 
 def kept_signals(settings: Settings, kept: Mapping[str, Mapping[str, Any]]) -> list[Signal] | None:
-    """:func:`compute_signals` when every enabled signal is among ``kept`` (nothing to measure,
-    so no bundle is needed); None when one would have to be measured."""
-
-    def unkept(spec: SignalSpec) -> Signal:
-        raise _Unkept
-
-    try:
-        return _enabled(settings, _validated(kept), unkept)
-    except _Unkept:
+    """:func:`compute_signals` when every enabled signal is among ``kept`` and validates (nothing
+    to measure, so no bundle is needed); None when one would have to be measured."""
+    enabled = _enabled(settings)
+    if any(spec.id not in kept for spec, _ in enabled):
+        return None  # known before validating any
+    ready = _validated(kept)
+    if any(spec.id not in ready for spec, _ in enabled):
         return None
+    return _with_weights(enabled, ready, _never)
 
 
-def _enabled(settings: Settings, ready: Mapping[str, Signal], measure: Callable[[SignalSpec], Signal]) -> list[Signal]:
-    """Every enabled signal in output order: the ready one with today's weight, else measured."""
+def _never(spec: SignalSpec) -> Signal:
+    raise AssertionError(f"{spec.id} was to be kept")
+
+
+def _enabled(settings: Settings) -> list[tuple[SignalSpec, float]]:
+    """Every enabled signal in output order, with its weight: ``disabled_signals`` and a weight
+    of 0 turn one off."""
     disabled = set(settings.disabled_signals)
+    specs = ((spec, settings.signal_weights.get(spec.id, spec.weight)) for spec in _ordered(len(REGISTRY)))
+    return [(spec, weight) for spec, weight in specs if spec.id not in disabled and weight != 0]
+
+
+def _with_weights(
+    enabled: list[tuple[SignalSpec, float]], ready: Mapping[str, Signal], measure: Callable[[SignalSpec], Signal],
+) -> list[Signal]:
+    """The ready signals with today's weights; the others measured."""
     out = []
-    for spec in _ordered(len(REGISTRY)):
-        weight = settings.signal_weights.get(spec.id, spec.weight)
-        if spec.id in disabled or weight == 0:
-            continue
+    for spec, weight in enabled:
         stored = ready.get(spec.id)
         if stored is None:
             out.append(measure(spec))

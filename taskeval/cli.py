@@ -165,14 +165,12 @@ def cmd_score(args: argparse.Namespace) -> int:
     try:
         check_output(args.output)
         rescored = rescore(Path(args.file[0]), _options(args, "rescore", token))
-        result, text = rescored.result, rescored.json()
+        text = rescored.json()
         _write_output(args.output, text)
+        shown = render_comment(rescored.result) if args.markdown else text + "\n"
     except (BundleFileError, OutputError) as exc:
         return _fail(str(exc))
-    if args.markdown:
-        print(render_comment(result), end="")
-    else:
-        print(text)
+    print(shown, end="")
     return EXIT_OK
 
 

@@ -316,18 +316,31 @@ def in_field_order(model: type[BaseModel], data: Any) -> bool:
 
 
 def _in_order(data: dict[str, Any], shape: _Shape) -> bool:
-    keys = tuple(data)
-    if keys not in shape.seen:
-        if keys != tuple(k for k in shape.order if k in data):
-            return False
-        if len(shape.seen) < 256:
-            shape.seen.add(keys)
+    if not _keys_in_order(data, shape):
+        return False
     for alias, many, inner in shape.nested:
         value = data.get(alias)
         if value is None:
             continue
-        if not all(_in_order(v, inner) for v in value) if many else not _in_order(value, inner):
-            return False
+        if not many:
+            if not _in_order(value, inner):
+                return False
+        elif inner.nested:
+            if not all(_in_order(v, inner) for v in value):
+                return False
+        elif not all(tuple(v) in inner.seen or _keys_in_order(v, inner) for v in value):
+            return False  # a list of flat models (commits, runs, events): the common case, inline
+    return True
+
+
+def _keys_in_order(data: dict[str, Any], shape: _Shape) -> bool:
+    keys = tuple(data)
+    if keys in shape.seen:
+        return True
+    if keys != tuple(k for k in shape.order if k in data):
+        return False
+    if len(shape.seen) < 256:
+        shape.seen.add(keys)
     return True
 
 

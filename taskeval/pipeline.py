@@ -437,15 +437,24 @@ def rescore(path: Path, options: Options) -> Rescored:
     if is_result:
         _check_result(path, data)
         if TRUST_STORED and options.keep_signals and _unchanged(data):
-            return _from_stored(path, data, options) or _rescored(path, _as_stored(path, data), options)
+            loaded, before = _rescore_configs(path, data, options)
+            kept = _kept(data, before, loaded, options)
+            return (_from_stored(path, data, options, loaded, kept)
+                    or _rescored(path, _as_stored(path, data), options, (loaded, kept)))
     return _rescored(path, _checked(path, data, result_checked=is_result), options)
 
 
-def _rescored(path: Path, stored: Stored, options: Options) -> Rescored:
-    loaded, before = _rescore_configs(path, stored.result, options)
+def _rescored(
+    path: Path, stored: Stored, options: Options, prepared: tuple[LoadedConfig, Kept | None] | None = None,
+) -> Rescored:
+    """``prepared``: the config to re-score with and what is kept, when the caller has them."""
+    if prepared is None:
+        loaded, before = _rescore_configs(path, stored.result, options)
+        kept = _kept(stored.result, before, loaded, options)
+    else:
+        loaded, kept = prepared
     pull = stored.bundle.facts.pull
     opts = replace(options, trigger="rescore", evaluated_at=_stamp(stored.result, pull, options))
-    kept = _kept(stored.result, before, loaded, options)
     result = score_bundle(stored.bundle, loaded, opts, bundle_hash=stored.bundle_hash, kept=kept)
     return Rescored(kept is not None and bool(kept.signals), stored.evidence, result=result)
 
@@ -488,13 +497,13 @@ def _as_stored(path: Path, data: dict[str, Any]) -> Stored:
     return Stored(bundle, data, data["evidence"], data["bundleHash"])
 
 
-def _from_stored(path: Path, data: dict[str, Any], options: Options) -> Rescored | None:
+def _from_stored(
+    path: Path, data: dict[str, Any], options: Options, loaded: LoadedConfig, kept: Kept | None,
+) -> Rescored | None:
     """An unchanged stored result (:func:`_unchanged`) re-scored without a bundle: when every
     stored signal and the attribution still hold and no judge runs, scoring reads only the PR's
     facts and the run audit (validated here). None when something must be measured."""
     evidence = data["evidence"]
-    loaded, before = _rescore_configs(path, data, options)
-    kept = _kept(data, before, loaded, options)
     if kept is None or kept.agent is None:
         return None
     signals = kept_signals(loaded.settings, kept.signals)

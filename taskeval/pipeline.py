@@ -150,7 +150,7 @@ def score_bundle(
     notes = [*(warnings or []), *_input_warnings(_audit(bundle.groups), bundle.facts.pull, loaded),
              *_judge_warnings(judged.info)]
     agent = kept.agent if kept and kept.agent is not None else attribute(bundle, settings)
-    return _result(bundle, loaded, options, signals, categories, judged.info, notes, bundle_hash, agent)
+    return _result(bundle, loaded, options, _Scored(signals, categories, judged.info, notes, agent), bundle_hash)
 
 
 @dataclass(frozen=True)
@@ -244,38 +244,32 @@ def _category_score(name: contract.Category, outcome: CategoryOutcome, judged: J
     )
 
 
+@dataclass(frozen=True)
+class _Scored:
+    """What scoring found, before it is written as a result."""
+
+    signals: list[Signal]
+    categories: list[CategoryScore]
+    judge: JudgeInfo
+    warnings: list[str]
+    agent: AgentAttribution
+
+
 def _result(
-    bundle: EvidenceBundle,
-    loaded: LoadedConfig,
-    options: Options,
-    signals: list[Signal],
-    categories: list[CategoryScore],
-    judge: JudgeInfo,
-    warnings: list[str],
-    bundle_hash: str | None,
-    agent: AgentAttribution,
+    bundle: EvidenceBundle, loaded: LoadedConfig, options: Options, scored: _Scored, bundle_hash: str | None,
 ) -> EvaluationResult:
     digest = bundle_hash or bundle.hash()
-    head = _head(bundle.repository, bundle.head_sha, bundle.facts.pull, loaded, options, signals,
-                 categories, judge, warnings, digest, agent)
+    head = _head(bundle.repository, bundle.head_sha, bundle.facts.pull, loaded, options, scored, digest)
     return EvaluationResult.model_validate({**head, "evidence": bundle},
                                            context={"evidence_hash": (bundle, digest)})
 
 
 def _head(
-    repository: str,
-    head_sha: str,
-    pull: PullFacts,
-    loaded: LoadedConfig,
-    options: Options,
-    signals: list[Signal],
-    categories: list[CategoryScore],
-    judge: JudgeInfo,
-    warnings: list[str],
+    repository: str, head_sha: str, pull: PullFacts, loaded: LoadedConfig, options: Options, scored: _Scored,
     digest: str,
-    agent: AgentAttribution,
 ) -> dict[str, Any]:
     """Every field of the result but its evidence."""
+    categories = scored.categories
     overall_score = contract.overall({c.category: c.final_score for c in categories})
     return dict(
         scorer_version=SCORER_VERSION,
@@ -284,18 +278,18 @@ def _head(
             number=pull.number, title=pull.title, url=pull.url, author=pull.author,
             merged=pull.merged, merged_at=pull.merged_at,
         ),
-        agent=agent,
+        agent=scored.agent,
         head_sha=head_sha,
         evaluated_at=options.evaluated_at or _now(),
         trigger=options.trigger,
         overall_score=overall_score,
         overall_band=contract.band(overall_score),
         category_scores=categories,
-        signals=signals,
+        signals=scored.signals,
         bundle_hash=digest,
-        judge=judge,
+        judge=scored.judge,
         config=loaded.info,
-        warnings=warnings,
+        warnings=scored.warnings,
     )
 
 
@@ -519,8 +513,8 @@ def _from_stored(
     categories = _blend(deterministic_scores(signals, loaded.settings), judged)
     notes = [*_input_warnings(audit, pull, loaded), *_judge_warnings(judged.info)]
     opts = replace(options, trigger="rescore", evaluated_at=_stamp(data, pull, options))
-    head = _head(repository, head_sha, pull, loaded, opts, signals, categories, judged.info, notes,
-                 data["bundleHash"], kept.agent)
+    scored = _Scored(signals, categories, judged.info, notes, kept.agent)
+    head = _head(repository, head_sha, pull, loaded, opts, scored, data["bundleHash"])
     # Every part of head is validated already; constructing skips only the evidence it lacks.
     rest = _json_but_evidence(EvaluationResult.model_construct(**head))
     return Rescored(True, evidence, head=rest,

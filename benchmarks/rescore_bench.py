@@ -27,6 +27,12 @@ costs what a new file of the same shape costs:
 
     python -m benchmarks.rescore_bench --file examples/agent-pr-482.bundle.json --count 2000
     python -m benchmarks.rescore_bench --file examples/agent-pr-482.result.json --count 2000 --mode weights
+
+``--dir DIR --config FILE`` re-scores stored files a team already has (for example the results
+of the AIDev-pop replay, ``python -m benchmarks.real_corpus --output-dir results/``), each compared
+with ``--recompute``:
+
+    python -m benchmarks.rescore_bench --dir results/ --config weights.yml --count 2000
 """
 
 from __future__ import annotations
@@ -248,6 +254,27 @@ def run_file(source: Path, count: int, mode: str) -> Report:
     return Report(count, sum(per_bundle), per_bundle, mismatches, [source.stat().st_size] * count, cpu)
 
 
+def run_dir(folder: Path, config: Path | None, count: int) -> Report:
+    """The stored files under ``folder`` (the first ``count`` in path order), re-scored with
+    ``config`` as ``taskeval score`` re-scores them; each compared, untimed, with re-scoring it
+    with every signal measured and all evidence validated again (``--recompute``)."""
+    files = sorted(folder.rglob("*.json"))[:count]
+    per_bundle: list[float] = []
+    mismatches = 0
+    cpu = 0.0
+    options = Options(ai="off", env={}, config_path=config)
+    texts = []
+    freeze_heap()  # as taskeval score does before a batch
+    for path in files:
+        wall, start = time.perf_counter(), time.process_time()
+        texts.append(rescore_path(path, options).json())
+        per_bundle.append(time.perf_counter() - wall)
+        cpu += time.process_time() - start
+    for path, text in zip(files, texts, strict=True):  # after timing, so it cools no cache
+        mismatches += text != rescore_path(path, replace(options, keep_signals=False)).json()
+    return Report(len(files), sum(per_bundle), per_bundle, mismatches, [p.stat().st_size for p in files], cpu)
+
+
 def config_file(folder: Path, mode: str) -> Path | None:
     text = CONFIGS[mode]
     if text is None:
@@ -267,7 +294,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="only store the generated files in DIR (for timing `taskeval score DIR`); "
                              "the mode's config is written beside them as taskeval.yml")
     parser.add_argument("--file", type=Path, help="re-score --count copies of this stored file")
+    parser.add_argument("--dir", type=Path,
+                        help="re-score the stored files under DIR (at most --count) with --config")
+    parser.add_argument("--config", type=Path, help="with --dir: the config to re-score with")
     args = parser.parse_args(argv)
+    if args.dir:
+        report = run_dir(args.dir, args.config, args.count)
+        _print(report, f"stored files under {args.dir} (config {args.config or 'stored'})")
+        return 1 if report.mismatches else 0
     if args.file:
         report = run_file(args.file, args.count, args.mode)
         _print(report, f"copies of {args.file} ({args.mode})")

@@ -405,6 +405,8 @@ class Rescored:
 
     @property
     def result(self) -> EvaluationResult:
+        """The result model. Made on first use when the result was written from what a stored
+        result stores, by the full path, which raises :class:`BundleFileError` where it would."""
         if self._result is None:
             assert self._full is not None
             self._result = self._full()

@@ -12,7 +12,7 @@ the run fails if a single byte differs. What is stored and how it is re-scored (
 - ``thresholds``: results stored with the defaults, re-scored after a change of a curve
   threshold: the one signal that reads it is measured again, the others are kept;
 - ``patterns``: results stored with the defaults, re-scored after a change of a path pattern:
-  every signal is measured again.
+  the four signals that classify files are measured again.
 
 Run from the repository root:
 

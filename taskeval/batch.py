@@ -230,7 +230,7 @@ def run(
     progress.close()
     seconds = time.perf_counter() - start
     rate = scored / seconds if seconds > 0 else 0.0
-    reuse = (f"; {kept} kept their stored signals (patterns and agents unchanged; a changed "
-             "threshold measures only its signal; --recompute measures all)") if kept else ""
+    reuse = (f"; {kept} kept their stored signals (a changed setting measures again only the "
+             "signals that read it; --recompute measures all)") if kept else ""
     err.write(f"taskeval: scored {scored}, failed {failed} in {seconds:.1f} s ({rate:,.0f} bundles/s){reuse}\n")
     return EXIT_INPUT if failed else EXIT_OK

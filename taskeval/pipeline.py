@@ -173,9 +173,9 @@ def _kept(
     if stale is None:
         return None
     signals = {s["id"]: s for s in stored["signals"]
-               if isinstance(s, dict) and isinstance(s.get("id"), str) and s["id"] not in stale}
+               if isinstance(s, dict) and isinstance(s.get("id"), str) and s["id"] not in stale.signals}
     agent = None
-    if isinstance(stored.get("agent"), dict):
+    if not stale.attribution and isinstance(stored.get("agent"), dict):
         try:
             agent = AgentAttribution.model_validate(stored["agent"])
         except ValidationError:

@@ -2,8 +2,9 @@
 
 A team that changes weights (what ``taskeval calibrate`` suggests) re-scores its whole history;
 every signal of every stored result is then exactly what measuring again would give, so none is
-measured again. A changed threshold measures again only the signal that reads it; a change of
-patterns, agents or scorer version measures everything again. Both ways must write the same bytes.
+measured again. A changed threshold, pattern or agents table measures again only the signals that
+read it (and attributes again when accounts or agents changed); another scorer version measures
+everything again. Both ways must write the same bytes.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ import pytest
 
 from benchmarks.rescore_bench import variants
 from taskeval import SCORER_VERSION
+from taskeval.agents import attribute
 from taskeval.config import THRESHOLD_OWNERS, LoadedConfig, Patterns, Settings, Thresholds, load_config
 from taskeval.evidence import build_bundle
 from taskeval.models import EvidenceBundle
 from taskeval.pipeline import Options, rescore, score_bundle
-from taskeval.signals import _SIGNAL_INPUTS, base, signal_specs, stale_signals
+from taskeval.signals import _SIGNAL_INPUTS, ATTRIBUTION_READS, READERS, Stale, base, signal_specs, stale_signals
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "agent-pr-482.bundle.json"
@@ -47,9 +49,8 @@ def _store(tmp_path: Path, config_text: str | None) -> list[Path]:
     return paths
 
 
-ALL = "all"
-# (stored with, re-scored with, the signals measured again: none, a few by id, or all)
-CHANGES: list[tuple[str, str | None, set[str] | str]] = [
+# (stored with, re-scored with, the signals measured again)
+CHANGES: list[tuple[str, str | None, set[str]]] = [
     ("defaults", None, set()),
     ("defaults", "signal_weights:\n  agent.ci_recovery: 3\n  outcome.claims: 0.5\n", set()),
     ("defaults", "disabled_signals: [process.description, agent.objections]\n", set()),
@@ -63,15 +64,23 @@ CHANGES: list[tuple[str, str | None, set[str] | str]] = [
      "  claims_half_life: 3\n", {"process.change_size", "outcome.claims"}),
     ("defaults", "thresholds:\n  red_push_half_life: 2.0\n", set()),  # the default, written out
     ("custom", CUSTOM + "thresholds:\n  hygiene_half_life: 9\n", {"agent.text_hygiene"}),
-    ("defaults", "patterns:\n  doc_paths: ['handbook/**']\n", ALL),
-    ("defaults", "agents:\n  - id: devin\n    enabled: false\n", ALL),
-    ("defaults", "thresholds:\n  red_push_half_life: 2.5\npatterns:\n  doc_paths: ['handbook/**']\n", ALL),
+    ("defaults", "patterns:\n  doc_paths: ['handbook/**']\n", set(READERS["patterns.doc_paths"])),
+    ("defaults", "patterns:\n  task_id_pattern: 'TASK-[0-9]+'\n", {"process.task_reference"}),
+    ("defaults", "agents:\n  - id: devin\n    enabled: false\n", set(READERS["agents"])),
+    ("defaults", "patterns:\n  bot_logins: [alice]\n", set(READERS["patterns.bot_logins"])),
+    ("custom", None, set()),
+    ("custom", CUSTOM.replace("bot_logins: [Alice]", "bot_logins: []"), set(READERS["patterns.bot_logins"])),
+    ("defaults", "thresholds:\n  red_push_half_life: 2.5\npatterns:\n  doc_paths: ['handbook/**']\n",
+     {"agent.red_pushes", *READERS["patterns.doc_paths"]}),
+    # Other test paths and bot logins than the stored config's, and a signal it had switched off.
+    ("custom", "patterns:\n  test_paths: ['spec/**']\n",
+     {*READERS["patterns.test_paths"], *READERS["patterns.bot_logins"], "process.change_size"}),
 ]
 
 
 @pytest.mark.parametrize("stored_with, config, again", CHANGES)
 def test_kept_signals_give_the_bytes_measuring_again_gives(
-    stored_with: str, config: str | None, again: set[str] | str, tmp_path: Path,
+    stored_with: str, config: str | None, again: set[str], tmp_path: Path,
 ) -> None:
     paths = _store(tmp_path, CUSTOM if stored_with == "custom" else None)
     config_path = None
@@ -85,12 +94,8 @@ def test_kept_signals_give_the_bytes_measuring_again_gives(
     measured_when_keeping = measured[:]
     again_all = [rescore(p, fresh).json() for p in paths]
     assert kept == again_all
-    total = len(measured) - len(measured_when_keeping)
-    assert total > 0
-    if again == ALL:
-        assert len(measured_when_keeping) == total
-    else:
-        assert Counter(measured_when_keeping) == Counter({sid: len(paths) for sid in again})
+    assert len(measured) > len(measured_when_keeping)  # measuring again measured something
+    assert Counter(measured_when_keeping) == Counter({sid: len(paths) for sid in again})
 
 
 def _counting() -> list[str]:
@@ -155,7 +160,8 @@ def test_every_setting_is_known_to_be_read_by_signals_or_not() -> None:
 
 
 class _Recorder:
-    """Settings that note every setting read: top-level names, and ``thresholds.NAME``."""
+    """Settings that note every setting read: top-level names, ``thresholds.NAME`` and
+    ``patterns.NAME``."""
 
     def __init__(self, target: Any, log: set[str], prefix: str = "") -> None:
         object.__setattr__(self, "_target", target)
@@ -165,46 +171,68 @@ class _Recorder:
     def __getattr__(self, name: str) -> Any:
         self._log.add(self._prefix + name)
         value = getattr(self._target, name)
-        return _Recorder(value, self._log, "thresholds.") if name == "thresholds" else value
+        return _Recorder(value, self._log, f"{name}.") if name in ("thresholds", "patterns") else value
+
+    def __eq__(self, other: object) -> bool:  # attribution caches by settings
+        return self._target == other
+
+    def __hash__(self) -> int:
+        return id(self._target)
+
+
+def _owned(reader: str) -> set[str]:
+    """What the tables say ``reader`` may read: its thresholds, patterns and the agents table."""
+    thresholds = {f"thresholds.{name}" for name, owner in THRESHOLD_OWNERS.items() if owner == reader}
+    return thresholds | {name for name, readers in READERS.items() if reader in readers}
 
 
 @pytest.mark.parametrize("config", [None, CUSTOM])
 def test_signals_read_only_the_settings_keeping_depends_on(config: str | None) -> None:
-    """What keeping rests on: a signal reads no setting but patterns, agents, weights and the
-    thresholds the table says it owns."""
+    """What keeping rests on: a signal reads no setting but weights and the thresholds, patterns
+    and agents table the tables say it reads; attribution only what ATTRIBUTION_READS says."""
     settings = load_config(config, None).settings if config else Settings()
+    detailed = ("thresholds.", "patterns.")
     for bundle in _bundles(40):
         for spec in signal_specs():
             log: set[str] = set()
             spec.run_in(base.Ctx(bundle, _Recorder(settings, log)))  # type: ignore[arg-type]
-            read = {name for name in log if not name.startswith("thresholds.")}
+            read = {name for name in log if not name.startswith(detailed)}
             assert read <= set(_SIGNAL_INPUTS) | {"signal_weights"}, (spec.id, read)
-            owned = {f"thresholds.{name}" for name, owner in THRESHOLD_OWNERS.items() if owner == spec.id}
-            assert log - read <= owned, (spec.id, log - read - owned)
+            inputs = {name for name in log if name.startswith(detailed)} | ({"agents"} & log)
+            assert inputs <= _owned(spec.id), (spec.id, inputs - _owned(spec.id))
+        log = set()
+        attribute(bundle, _Recorder(settings, log))  # type: ignore[arg-type]
+        assert {name for name in log if name not in ("patterns", "thresholds")} <= ATTRIBUTION_READS, log
 
 
-def test_every_threshold_names_the_one_signal_that_reads_it() -> None:
+def test_every_threshold_and_pattern_names_the_signals_that_read_it() -> None:
     ids = {spec.id for spec in signal_specs()}
     assert set(THRESHOLD_OWNERS) == set(Thresholds.model_fields)
     assert {owner for owner in THRESHOLD_OWNERS.values()} <= ids
+    assert set(READERS) == {f"patterns.{name}" for name in Patterns.model_fields} | {"agents"}
+    assert set().union(*READERS.values()) <= ids
 
 
 SAME, OTHER = Settings(), Settings(thresholds=Thresholds(red_push_half_life=3, restart_half_life=2))
+DOCS = Settings(patterns=Patterns(doc_paths=["handbook/**"]))
+BOTS = Settings(patterns=Patterns(bot_logins=["ci-helper"]))
 STALE_CASES = [
-    # (stored version, stored settings, settings now, measured again: None is every signal)
-    (SCORER_VERSION, SAME, SAME, frozenset()),
-    (SCORER_VERSION, SAME, Settings(), frozenset()),
-    (SCORER_VERSION, SAME, Settings(signal_weights={"agent.restarts": 2}, ai=False), frozenset()),
-    (SCORER_VERSION, SAME, OTHER, frozenset({"agent.red_pushes", "agent.restarts"})),
-    (SCORER_VERSION, OTHER, SAME, frozenset({"agent.red_pushes", "agent.restarts"})),
-    (SCORER_VERSION, SAME, Settings(patterns=Patterns(doc_paths=["handbook/**"])), None),
+    # (stored version, stored settings, settings now, measured again: None is everything)
+    (SCORER_VERSION, SAME, SAME, Stale(frozenset(), False)),
+    (SCORER_VERSION, SAME, Settings(), Stale(frozenset(), False)),
+    (SCORER_VERSION, SAME, Settings(signal_weights={"agent.restarts": 2}, ai=False), Stale(frozenset(), False)),
+    (SCORER_VERSION, SAME, OTHER, Stale(frozenset({"agent.red_pushes", "agent.restarts"}), False)),
+    (SCORER_VERSION, OTHER, SAME, Stale(frozenset({"agent.red_pushes", "agent.restarts"}), False)),
+    (SCORER_VERSION, SAME, DOCS, Stale(READERS["patterns.doc_paths"], False)),
+    (SCORER_VERSION, SAME, BOTS, Stale(READERS["patterns.bot_logins"], True)),
+    (SCORER_VERSION, DOCS, BOTS, Stale(READERS["patterns.doc_paths"] | READERS["patterns.bot_logins"], True)),
     ("2025.1.1", SAME, SAME, None),
     (None, SAME, Settings(), None),
 ]
 
 
 @pytest.mark.parametrize("version, stored, now, expected", STALE_CASES)
-def test_stale_signals(version: object, stored: Settings, now: Settings, expected: frozenset[str] | None) -> None:
+def test_stale_signals(version: object, stored: Settings, now: Settings, expected: Stale | None) -> None:
     assert stale_signals(version, stored, now) == expected
 
 

@@ -71,9 +71,8 @@ def test_a_directory_rescores_into_one_result_per_input_and_reports_bad_files(
     good = good_files(history)
     assert len(good) == 9
     assert lines[-1].startswith(f"taskeval: scored {len(good)}, failed 2 in ")
-    assert lines[-1].endswith(" bundles/s); 4 kept their stored signals (patterns and agents "
-                              "unchanged; a changed threshold measures only its signal; --recompute "
-                              "measures all)")
+    assert lines[-1].endswith(" bundles/s); 4 kept their stored signals (a changed setting measures "
+                              "again only the signals that read it; --recompute measures all)")
     assert "\r" not in done.stderr, "no progress bar when stderr is not a terminal"
     written = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
     assert written == sorted(p.relative_to(history) for p in good)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -25,9 +25,12 @@ from .base import REGISTRY, Ctx, SignalSpec
 from .hygiene import Finding, detect_text_issues
 
 __all__ = [
+    "ATTRIBUTION_READS",
+    "READERS",
     "REGISTRY",
     "Finding",
     "SignalSpec",
+    "Stale",
     "compute_signals",
     "detect_text_issues",
     "kept_signals",
@@ -129,34 +132,77 @@ def _validated(kept: Mapping[str, Mapping[str, Any]]) -> dict[str, Signal]:
     return out
 
 
-# What a signal can read of the settings is the patterns, the agents table and the thresholds
-# (the context reads the first two for every signal; each threshold has one reader,
-# config.THRESHOLD_OWNERS); the rest only weighs signals, turns them off, or concerns the AI judge.
+# What a signal can read of the settings is the patterns, the agents table and the thresholds;
+# the rest only weighs signals, turns them off, or concerns the AI judge.
 _SIGNAL_INPUTS = frozenset({"patterns", "agents", "thresholds"})
 
+# The signals that read each pattern and the agents table (each threshold has one reader,
+# config.THRESHOLD_OWNERS). Accounts decide who is another person, a bot or an agent, and through
+# attribution what the PR's agent writes by design; file globs decide what is a test, a doc or
+# ignored. tests/test_rescore_keep.py records what every signal and attribution read against it.
+_ACCOUNTS = frozenset({
+    "agent.feedback_addressed", "agent.force_pushes", "agent.human_intervention", "agent.objections",
+    "agent.review_rounds", "agent.text_hygiene", "outcome.post_approval_changes",
+    "process.change_requests", "process.conventional_commits", "process.human_approval",
+    "process.template_filled",
+})
+_FILE_CLASSES = frozenset({"outcome.claims", "outcome.test_evidence", "process.change_size",
+                           "process.docs_with_surface"})
+READERS: dict[str, frozenset[str]] = {
+    "patterns.test_paths": _FILE_CLASSES,
+    "patterns.doc_paths": _FILE_CLASSES,
+    "patterns.ignore_paths": _FILE_CLASSES,
+    "patterns.public_surface_paths": frozenset({"process.docs_with_surface"}),
+    "patterns.commit_convention": frozenset({"process.conventional_commits"}),
+    "patterns.task_trailers": frozenset({"process.task_reference"}),
+    "patterns.task_id_pattern": frozenset({"process.task_reference"}),
+    "patterns.bot_logins": _ACCOUNTS,
+    "patterns.agent_logins": _ACCOUNTS,
+    "agents": _ACCOUNTS,
+}
+# What attribution (a stored result's agent) reads of the settings.
+ATTRIBUTION_READS = frozenset({"patterns.bot_logins", "patterns.agent_logins", "agents"})
 
-def stale_signals(stored_version: object, stored: Settings, now: Settings) -> frozenset[str] | None:
-    """Which of a stored result's signals must be measured again when it is re-scored under
-    ``now``: None for all of them, else the ids of those a changed threshold feeds (empty: every
-    stored signal still holds). A stored signal is kept only when it was measured by this very
-    scorer (same ``SCORER_VERSION``: a change to any signal's output changes it, as
-    tests/test_rescore_keep.py enforces) under settings that agree with ``now`` on everything it
-    reads; it is then what measuring again would give, byte for byte. So a change of weights (what
-    ``taskeval calibrate`` suggests) re-scores a history without measuring anything again, and a
-    change of one threshold measures only the signal that reads it."""
+
+class Stale(NamedTuple):
+    """What a change of settings makes a stored result measure again."""
+
+    signals: frozenset[str]  # the ids of the signals to measure again
+    attribution: bool  # the agent to attribute again
+
+
+_NOTHING = Stale(frozenset(), False)
+
+
+def stale_signals(stored_version: object, stored: Settings, now: Settings) -> Stale | None:
+    """What a stored result must measure again when it is re-scored under ``now``: None for
+    everything, else the signals (and whether the attribution) that a changed setting feeds. A
+    stored signal is kept only when it was measured by this very scorer (same
+    ``SCORER_VERSION``: a change to any signal's output changes it, as tests/test_rescore_keep.py
+    enforces) under settings that agree with ``now`` on everything it reads; it is then what
+    measuring again would give, byte for byte. So a change of weights (what ``taskeval
+    calibrate`` suggests) re-scores a history without measuring anything again, and a change of
+    one threshold or one pattern measures only the signals that read it."""
     if stored_version != SCORER_VERSION:
         return None
-    return frozenset() if stored is now else _stale(stored, now)
+    return _NOTHING if stored is now else _stale(stored, now)
 
 
 @by_identity  # a batch compares the same two configs for every file
-def _stale(stored: Settings, now: Settings) -> frozenset[str] | None:
-    if stored.patterns != now.patterns or stored.agents != now.agents:
+def _stale(stored: Settings, now: Settings) -> Stale | None:
+    changed = [f"patterns.{name}" for name in type(now.patterns).model_fields
+               if getattr(stored.patterns, name) != getattr(now.patterns, name)]
+    changed += ["agents"] if stored.agents != now.agents else []
+    if any(name not in READERS for name in changed):
         return None
-    before, after = stored.thresholds, now.thresholds
-    owners = {THRESHOLD_OWNERS[name] for name in type(after).model_fields
-              if getattr(before, name) != getattr(after, name)}
-    return None if None in owners else frozenset(o for o in owners if o is not None)
+    ids = {sid for name in changed for sid in READERS[name]}
+    for name in type(now.thresholds).model_fields:
+        if getattr(stored.thresholds, name) != getattr(now.thresholds, name):
+            owner = THRESHOLD_OWNERS[name]
+            if owner is None:
+                return None
+            ids.add(owner)
+    return Stale(frozenset(ids), any(name in ATTRIBUTION_READS for name in changed))
 
 
 def unknown_signal_ids(settings: Settings) -> list[str]:

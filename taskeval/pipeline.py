@@ -328,7 +328,7 @@ class Stored:
 
     bundle: EvidenceBundle
     result: dict[str, Any] | None  # the stored result's JSON data; None for a bare bundle
-    evidence: dict[str, Any]  # bundle.json_form(), made once: hashed here, written out again
+    evidence: dict[str, Any]  # the bundle's JSON form, made or proved once: hashed, written out again
     bundle_hash: str
 
 
@@ -390,7 +390,7 @@ def _checked(path: Path, data: dict[str, Any], *, result_checked: bool = False) 
 
 class Rescored:
     """A re-scored file: its result, and the result's JSON text made without serialising the
-    evidence a second time. A stored result re-scored from what it stores (:func:`_unchanged`)
+    evidence a second time. A stored result re-scored from what it stores (:func:`_from_stored`)
     has no model until ``result`` is first read; its JSON text needs none."""
 
     def __init__(

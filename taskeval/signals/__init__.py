@@ -87,16 +87,21 @@ def _never(spec: SignalSpec) -> Signal:
     raise AssertionError(f"{spec.id} was to be kept")
 
 
-def _enabled(settings: Settings) -> list[tuple[SignalSpec, float]]:
+def _enabled(settings: Settings) -> tuple[tuple[SignalSpec, float], ...]:
     """Every enabled signal in output order, with its weight: ``disabled_signals`` and a weight
     of 0 turn one off."""
+    return _enabled_of(settings, len(REGISTRY))
+
+
+@by_identity  # a batch asks for the same settings for every file
+def _enabled_of(settings: Settings, registered: int) -> tuple[tuple[SignalSpec, float], ...]:
     disabled = set(settings.disabled_signals)
-    specs = ((spec, settings.signal_weights.get(spec.id, spec.weight)) for spec in _ordered(len(REGISTRY)))
-    return [(spec, weight) for spec, weight in specs if spec.id not in disabled and weight != 0]
+    specs = ((spec, settings.signal_weights.get(spec.id, spec.weight)) for spec in _ordered(registered))
+    return tuple((spec, weight) for spec, weight in specs if spec.id not in disabled and weight != 0)
 
 
 def _with_weights(
-    enabled: list[tuple[SignalSpec, float]], ready: Mapping[str, Signal], measure: Callable[[SignalSpec], Signal],
+    enabled: tuple[tuple[SignalSpec, float], ...], ready: Mapping[str, Signal], measure: Callable[[SignalSpec], Signal],
 ) -> list[Signal]:
     """The ready signals with today's weights; the others measured."""
     out = []

@@ -68,7 +68,6 @@ CHANGES: list[tuple[str, str | None, set[str]]] = [
     ("defaults", "patterns:\n  task_id_pattern: 'TASK-[0-9]+'\n", {"process.task_reference"}),
     ("defaults", "agents:\n  - id: devin\n    enabled: false\n", set(READERS["agents"])),
     ("defaults", "patterns:\n  bot_logins: [alice]\n", set(READERS["patterns.bot_logins"])),
-    ("custom", None, set()),
     ("custom", CUSTOM.replace("bot_logins: [Alice]", "bot_logins: []"), set(READERS["patterns.bot_logins"])),
     ("defaults", "thresholds:\n  red_push_half_life: 2.5\npatterns:\n  doc_paths: ['handbook/**']\n",
      {"agent.red_pushes", *READERS["patterns.doc_paths"]}),

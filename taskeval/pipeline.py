@@ -144,13 +144,12 @@ def score_bundle(
     options = options or Options()
     settings = loaded.settings
     signals = compute_signals(bundle, settings, kept.signals if kept else None)
-    outcomes = deterministic_scores(signals, settings)
+    outcomes = deterministic_scores(signals, settings)  # before the judge: it sees contributions
     judged = _judge(bundle, settings, options, signals)
-    categories = _blend(outcomes, judged)
-    notes = [*(warnings or []), *_input_warnings(_audit(bundle.groups), bundle.facts.pull, loaded),
-             *_judge_warnings(judged.info)]
     agent = kept.agent if kept and kept.agent is not None else attribute(bundle, settings)
-    return _result(bundle, loaded, options, _Scored(signals, categories, judged.info, notes, agent), bundle_hash)
+    scored = _scored(signals, outcomes, judged, agent, _audit(bundle.groups), bundle.facts.pull, loaded,
+                     warnings or [])
+    return _result(bundle, loaded, options, scored, bundle_hash)
 
 
 @dataclass(frozen=True)
@@ -255,6 +254,16 @@ class _Scored:
     agent: AgentAttribution
 
 
+def _scored(
+    signals: list[Signal], outcomes: Mapping[contract.Category, CategoryOutcome], judged: JudgeResult,
+    agent: AgentAttribution, audit: EvidenceGroup, pull: PullFacts, loaded: LoadedConfig,
+    warnings: list[str] | None = None,
+) -> _Scored:
+    """The blend and the warnings, the same for a bundle and for what a stored result stores."""
+    notes = [*(warnings or []), *_input_warnings(audit, pull, loaded), *_judge_warnings(judged.info)]
+    return _Scored(signals, _blend(outcomes, judged), judged.info, notes, agent)
+
+
 def _result(
     bundle: EvidenceBundle, loaded: LoadedConfig, options: Options, scored: _Scored, bundle_hash: str | None,
 ) -> EvaluationResult:
@@ -332,11 +341,6 @@ class Stored:
     bundle_hash: str
 
 
-def load_stored(path: Path) -> Stored:
-    """Read a stored result or bare bundle file; a stored result's bundleHash must match."""
-    return _checked(path, _read(path))
-
-
 def _read(path: Path) -> dict[str, Any]:
     """The file's JSON data, or a one-line :class:`BundleFileError`."""
     try:
@@ -368,7 +372,8 @@ def _check_result(path: Path, data: dict[str, Any]) -> None:
 
 
 def _checked(path: Path, data: dict[str, Any], *, result_checked: bool = False) -> Stored:
-    """The file's data validated; ``result_checked``: :func:`_check_result` has passed."""
+    """The file's data validated, a stored result's bundleHash checked; ``result_checked``:
+    :func:`_check_result` has passed."""
     is_result = _is_result(data)
     if is_result:
         if not result_checked:
@@ -512,10 +517,9 @@ def _from_stored(
         repository, head_sha = (_TEXT.validate_python(evidence[key]) for key in ("repository", "headSha"))
     except (ValidationError, KeyError, TypeError, StopIteration):
         return None
-    categories = _blend(deterministic_scores(signals, loaded.settings), judged)
-    notes = [*_input_warnings(audit, pull, loaded), *_judge_warnings(judged.info)]
+    scored = _scored(signals, deterministic_scores(signals, loaded.settings), judged, kept.agent, audit, pull,
+                     loaded)
     opts = replace(options, trigger="rescore", evaluated_at=_stamp(data, pull, options))
-    scored = _Scored(signals, categories, judged.info, notes, kept.agent)
     head = _head(repository, head_sha, pull, loaded, opts, scored, data["bundleHash"])
     # Every part of head is validated already; constructing skips only the evidence it lacks.
     rest = _json_but_evidence(EvaluationResult.model_construct(**head))

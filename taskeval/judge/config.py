@@ -193,9 +193,9 @@ class JudgeConfig:
 
 
 def make_client(config: JudgeConfig) -> openai.OpenAI:
+    """The library's own client: it does retries (with ``Retry-After``), timeouts and auth."""
     import openai  # half a second to load: only when a judge runs, never to re-score offline
 
-    """The library's own client: it does retries (with ``Retry-After``), timeouts and auth."""
     if config.provider == "azure":
         return openai.AzureOpenAI(
             azure_endpoint=config.base_url or "",

@@ -44,16 +44,16 @@ def ci_at_merge(ctx: Ctx) -> Measure:
     return ok(tally.value, decay(tally.value, half), reason, tally.cited)
 
 
-def _standing(reviews: list[ReviewEntry], ctx: Ctx, until: str | None) -> dict[str, ReviewEntry]:
-    """Each human reviewer's latest decisive review (approve / request changes / dismissed)."""
+def _standing(reviews: list[ReviewEntry], until: str | None) -> dict[str, ReviewEntry]:
+    """Each reviewer's latest decisive review (approve / request changes / dismissed) of
+    ``reviews`` (``Ctx.human_reviews``: other people's)."""
     out: dict[str, ReviewEntry] = {}
     for r in reviews:
         if r.state not in _DECISIVE or not r.author:
             continue
         if until is not None and (r.submitted_at or "") > until:
             continue
-        if ctx.is_other_human(r.author, r.author_is_bot):
-            out[r.author] = r
+        out[r.author] = r
     return out
 
 
@@ -66,7 +66,7 @@ def human_approval(ctx: Ctx) -> Measure:
     """Independent human approvals still standing; bot and agent approvals do not count."""
     if "reviews" in ctx.facts.unavailable:
         return inconclusive("Reviews could not be read.", ["audit:unavailable-reviews"])
-    standing = _standing(ctx.human_reviews, ctx, ctx.pull.merged_at)
+    standing = _standing(ctx.human_reviews, ctx.pull.merged_at)
     approvers = sorted([a for a, r in standing.items() if r.state == "APPROVED"])
     approved = [r for r in ctx.facts.reviews if r.state == "APPROVED"]
     machine = sorted({
@@ -99,7 +99,7 @@ def change_requests(ctx: Ctx) -> Measure:
     asked = [r for r in ctx.human_reviews if r.state == "CHANGES_REQUESTED"]
     if not asked:
         return inconclusive("No reviewer requested changes.", [ctx.pr])
-    standing = _standing(ctx.human_reviews, ctx, ctx.pull.merged_at)
+    standing = _standing(ctx.human_reviews, ctx.pull.merged_at)
     open_ = sorted(a for a, r in standing.items() if r.state == "CHANGES_REQUESTED")
     moment = "merged" if ctx.pull.merged else "evaluated"
     who = sorted({r.author or "" for r in asked})
@@ -148,7 +148,7 @@ def conventional_commits(ctx: Ctx) -> Measure:
     """Share of commit subjects matching ``patterns.commit_convention``; git's own
     ``Revert "..."`` subjects count as conforming, and commits an agent makes by design (Copilot's
     empty "Initial plan") are left out."""
-    commits = [c for c in ctx.facts.commits if not c.is_merge and not ctx.is_standard_commit(c.subject)]
+    commits = [c for c in ctx.own_commits if not ctx.is_standard_commit(c.subject)]
     if not commits:
         return inconclusive("The PR lists no commits of its own.", [ctx.pr])
     pattern = re.compile(ctx.settings.patterns.commit_convention)
@@ -186,7 +186,7 @@ def task_reference(ctx: Ctx) -> Measure:
     else:
         match = pattern.search(text)
     keys = {k.lower() for k in ctx.settings.patterns.task_trailers}
-    commits = [c for c in ctx.facts.commits if not c.is_merge]
+    commits = ctx.own_commits
     tagged = [c for c in commits if keys & {k.lower() for k in c.trailers}]
     if match:
         quote = " ".join(match.group(0).split())

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.rescore_bench import variants
+from benchmarks.rescore_profile import clear_caches
 from taskeval import canonical, contract
 from taskeval.config import LoadedConfig, Settings, load_config
 from taskeval.evidence import blank_code, build_bundle, vocabulary
@@ -41,13 +42,6 @@ class _AnyGlob:
 
     def match(self, path: str) -> bool | None:
         return True if any(fnmatchcase(path, g) for g in self.globs) else None
-
-
-def _clear_caches() -> None:
-    for module in (hygiene, vocabulary):
-        for value in vars(module).values():
-            if hasattr(value, "cache_clear"):
-                value.cache_clear()
 
 
 @pytest.fixture
@@ -77,9 +71,9 @@ def old_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         if spec.id not in settings.disabled_signals
         and settings.signal_weights.get(spec.id, spec.weight) != 0
     ])
-    _clear_caches()
+    clear_caches()
     yield
-    _clear_caches()
+    clear_caches()
 
 
 def _bundles(count: int) -> list[EvidenceBundle]:
@@ -109,7 +103,7 @@ def test_fast_and_old_paths_give_byte_identical_results(
     bundles = _bundles(60)
     old = _score_all(bundles, loaded)
     monkeypatch.undo()  # back to the fast path
-    _clear_caches()
+    clear_caches()
     new = _score_all(bundles, loaded)
     assert len(old) == len(new) == 61
     mismatched = [n for n, (a, b) in enumerate(zip(old, new, strict=True)) if a != b]
@@ -128,7 +122,7 @@ def test_rescoring_a_stored_result_reuses_its_checked_hash_and_matches_a_fresh_s
         expected.append(stored.to_json())
     old = [rescore(p, Options(ai="off", env={})).json() for p in paths]
     monkeypatch.undo()  # back to the fast path
-    _clear_caches()
+    clear_caches()
     for path, want, was in zip(paths, expected, old, strict=True):
         assert rescore_file(path, Options(ai="off", env={})).to_json() == want == was
         assert rescore(path, Options(ai="off", env={})).json() == want
@@ -138,7 +132,6 @@ def test_rescoring_a_stored_result_reuses_its_checked_hash_and_matches_a_fresh_s
 
 def _random_ci(n: int) -> list[EvidenceBundle]:
     """The example with random CI: re-run attempts, ties, missing times, every status."""
-    import random
 
     from taskeval.models import CheckEntry, RunEntry
 
@@ -191,7 +184,6 @@ def test_ci_signals_match_on_random_ci(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_commit_ids_shortcut_gives_what_the_pairwise_search_gives() -> None:
-    import random
 
     from taskeval.evidence import vocabulary as ev
     from taskeval.models import CommitEntry
@@ -209,8 +201,6 @@ def test_commit_ids_shortcut_gives_what_the_pairwise_search_gives() -> None:
 
 
 def test_longest_gap_is_the_first_largest_gap_between_neighbours() -> None:
-    import itertools
-    import random
     from datetime import datetime
 
     from taskeval.signals.rework import _longest_gap
@@ -296,7 +286,6 @@ def test_needle_prefilter_finds_exactly_what_every_rule_finds(
 
 def test_fold_knows_every_character_ignorecase_matches_with_an_ascii_letter() -> None:
     """``fold`` must turn each such character into its letter, or a needle would miss a match."""
-    import re
     import string
     import sys
 
@@ -334,7 +323,6 @@ def test_one_pattern_per_glob_list_matches_as_fnmatch_does(globs: tuple[str, ...
 
 
 def test_glob_sets_match_as_fnmatch_does_on_random_globs_and_paths() -> None:
-    import random
 
     from taskeval.config import Settings as Defaults
 
@@ -392,7 +380,6 @@ def test_blank_code_shortcut_blanks_what_the_line_scan_blanks() -> None:
 
 
 def test_timestamp_shortcut_parses_as_strptime_does() -> None:
-    import random
     from datetime import datetime
 
     from taskeval.signals.rework import _parse
@@ -437,7 +424,6 @@ def test_claim_needles_skip_only_claims_that_cannot_be_made() -> None:
 def _reference_texts() -> list[str]:
     """Random mixes of the tokens issue and task references are made of, with every kind of
     whitespace between them (the windows are cut at whitespace)."""
-    import random
 
     rng = random.Random(3)
     parts = ["fixes", "Fixes:", ":", "#12", "o/r#3", "https://github.com/o/r/issues/4", "close",
@@ -467,12 +453,12 @@ def test_reference_windows_find_what_a_whole_text_search_finds(
         assert (found and found.span()) == (first and first.span()), text
 
 
-def test_windows_cut_at_what_re_calls_whitespace() -> None:
-    import re
+def test_windows_cut_at_what_str_split_calls_whitespace() -> None:
+    """The windows cut text at ``vocabulary._SPACE``; the reference splits with ``str.split``."""
     import sys
 
     chars = "".join(chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF)
-    assert re.findall(r"\s", chars) == [c for c in chars if c.isspace()]
+    assert vocabulary._SPACE.findall(chars) == [c for c in chars if c.isspace()]
 
 
 def _blank_matches_char_by_char(text: str, patterns: tuple[re.Pattern[str], ...]) -> str:

@@ -38,6 +38,7 @@ BANDS: Final[tuple[tuple[int, Band], ...]] = (
     (40, "weak"),
     (0, "failing"),
 )
+BAND_NAMES: Final[tuple[Band, ...]] = tuple(name for _floor, name in reversed(BANDS))  # failing .. excellent
 
 
 class ScoreError(ValueError):

@@ -29,11 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from taskeval.contract import BANDS as BAND_FLOORS
-from taskeval.contract import CATEGORIES, band
+from taskeval.contract import BAND_NAMES, CATEGORIES, band
 from taskeval.outcomes import OUTCOMES, OutcomeRecord, key_of
 
-BANDS: Final = tuple(name for _, name in reversed(BAND_FLOORS))  # lowest first
+BANDS: Final = BAND_NAMES  # lowest first
 # Signal -> outcomes it encodes by construction (it reads the same fact the outcome records).
 TRIVIAL: Final[dict[str, frozenset[str]]] = {
     "outcome.delivery": frozenset({"rejected", "agent_failed"}),

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 
 from markupsafe import Markup, escape
 
-from taskeval.contract import BANDS
+from taskeval.contract import BAND_NAMES, BANDS
 
-BAND_ORDER = tuple(name for _low, name in reversed(BANDS))  # failing .. excellent
+BAND_ORDER = BAND_NAMES  # failing .. excellent
 BAND_MARKS = (*sorted(low for low, _name in BANDS), 100)  # 0, each band's lower bound, 100
 BAND_COLOURS = {
     "failing": "#c0392b",

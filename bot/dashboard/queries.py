@@ -36,7 +36,7 @@ from sqlalchemy import (
 
 from bot.db import PULLS_DOWN, evaluations, rollup_agent, rollup_author, signals
 from bot.results import week_of
-from taskeval.contract import BANDS as BAND_BOUNDS
+from taskeval.contract import BAND_NAMES
 
 E = evaluations.c
 CATEGORY_COLUMNS = {
@@ -49,7 +49,7 @@ CATEGORY_TITLES = {
     "taskOutcomeQuality": "Task outcome quality",
     "processCompliance": "Process compliance",
 }
-BANDS = tuple(name for _low, name in reversed(BAND_BOUNDS))  # failing .. excellent
+BANDS = BAND_NAMES  # failing .. excellent
 UNATTRIBUTED = "unattributed"  # the agent filter value for results stored before attribution
 SMALL_SAMPLE = 10  # groups with fewer PRs are shown, marked, and not ranked
 PULL_DOWN_BELOW = 60  # a conclusive, weighted signal scoring under this "pulled the score down"

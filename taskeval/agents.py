@@ -429,12 +429,42 @@ class _View:
 
 
 def _is_bot(login: str | None, flagged: bool, settings: Settings | None) -> bool:
+    """Whether the PR author is a bot for attribution's ``unknown-bot``: a configured agent account
+    with no rule of its own counts as one (on purpose: it is no person, and no agent names it)."""
     if not login:
         return False
     # Configured bot accounts, and configured agent accounts that have no rule of their own.
     patterns = settings.patterns if settings else None
     bots = {b.lower() for b in (patterns.bot_logins + patterns.agent_logins if patterns else [])}
     return flagged or login.endswith("[bot]") or login.lower() in bots
+
+
+# --------------------------------------------------------------------------- people
+
+
+@by_identity  # the same settings for every bundle of a batch
+def machine_accounts(settings: Settings | None) -> frozenset[str]:
+    """Lower-cased accounts that are never a person: the configured ``patterns.bot_logins`` and
+    ``patterns.agent_logins``, and every account of the agent table (as ``agents:`` amends it).
+    ``None`` (no settings at all) is the agent table alone."""
+    configured = settings.patterns.bot_logins + settings.patterns.agent_logins if settings else []
+    return frozenset(x.lower() for x in configured) | agent_logins(rules_for(settings))
+
+
+def is_person(login: str | None, flagged: bool, machines: frozenset[str]) -> bool:
+    """The one rule for "a person's account", shared by the signals (another human reviewer or
+    committer), attribution (the operator) and outcomes (a human who sent the work back): a login
+    that GitHub does not flag as a bot, that does not end in ``[bot]`` and that is none of
+    ``machines`` (:func:`machine_accounts`)."""
+    if not login:
+        return False
+    return not flagged and not login.endswith("[bot]") and login.lower() not in machines
+
+
+def is_other_person(login: str | None, author: str | None, flagged: bool,
+                    machines: frozenset[str]) -> bool:
+    """:func:`is_person`, and not the PR's author."""
+    return login != author and is_person(login, flagged, machines)
 
 
 _ESCAPED_LITERAL: Final = frozenset("./-[](){}*+?^$|\\ #&~:@!%'\"=,;<>_`")
@@ -536,14 +566,12 @@ def _short(text: str, limit: int = 60) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _operator(view: _View, rule: AgentRule, agent_accounts: frozenset[str],
-              settings: Settings | None) -> str | None:
+def _operator(view: _View, rule: AgentRule, settings: Settings | None) -> str | None:
     pull = view.pull
+    machines = machine_accounts(settings)
 
     def human(login: str | None) -> bool:
-        if not login:
-            return False
-        return login.lower() not in agent_accounts and not _is_bot(login, False, settings)
+        return is_person(login, False, machines)
 
     for source in rule.operator:
         if source == "author" and human(pull.author) and not pull.author_is_bot:
@@ -628,7 +656,7 @@ def _attribute(bundle: EvidenceBundle, settings: Settings | None) -> AgentAttrib
     _, rule, marks = best
     certain = any(m.certain for m in marks)
     evidence = list(dict.fromkeys(m.evidence for m in marks))
-    operator = _operator(view, rule.rule, agent_logins(rules), settings)
+    operator = _operator(view, rule.rule, settings)
     return AgentAttribution(
         id=rule.rule.id, name=rule.rule.name, operator=operator,
         confidence="certain" if certain else "likely", evidence=evidence,

@@ -30,6 +30,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 
+from pydantic import ValidationError
+
+from taskeval.agents import is_other_person, machine_accounts
+from taskeval.config import Settings
 from taskeval.evidence.vocabulary import agent_run_event, linked_issues, reverted_sha
 
 # Every outcome kind, with what it means. All are "bad" events: the score should be lower when
@@ -99,16 +103,43 @@ def key_of(record: OutcomeRecord) -> Key:
 # --------------------------------------------------------------------------- from stored results
 
 
-def _is_other_human(login: str | None, author: str, flagged: bool = False) -> bool:
-    return bool(login) and login != author and not flagged and not (login or "").endswith("[bot]")
+_DEFAULT_SETTINGS: Final = Settings()
+_STORED_SETTINGS: dict[str, Settings] = {}
 
 
-def from_facts(repository: str, facts: Mapping[str, Any], source: str = "results"
-               ) -> list[OutcomeRecord]:
-    """The outcomes a bundle's own facts show (``facts`` as stored: camelCase JSON)."""
+def stored_settings(result: Mapping[str, Any]) -> Settings:
+    """The settings a stored result was scored with (``config.settings``), validated once per
+    distinct config (a history holds a handful); the defaults when it has none or they do not
+    validate (a result written by hand, or by a version with other settings)."""
+    config = result.get("config")
+    data = config.get("settings") if isinstance(config, Mapping) else None
+    if not isinstance(data, Mapping):
+        return _DEFAULT_SETTINGS
+    try:
+        key = json.dumps(data, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError):
+        return _DEFAULT_SETTINGS
+    found = _STORED_SETTINGS.get(key)
+    if found is None:
+        try:
+            found = Settings.model_validate(data)
+        except ValidationError:
+            found = _DEFAULT_SETTINGS
+        if len(_STORED_SETTINGS) >= 64:
+            _STORED_SETTINGS.clear()
+        _STORED_SETTINGS[key] = found
+    return found
+
+
+def from_facts(repository: str, facts: Mapping[str, Any], source: str = "results",
+               settings: Settings | None = None) -> list[OutcomeRecord]:
+    """The outcomes a bundle's own facts show (``facts`` as stored: camelCase JSON). Who is
+    another person (``changes_requested``) follows ``settings``' bot and agent accounts, as the
+    signals do (:func:`taskeval.agents.is_other_person`); None is the defaults."""
     pull = facts.get("pull") or {}
     number = int(pull.get("number") or 0)
     author = str(pull.get("author") or "")
+    machines = machine_accounts(settings or _DEFAULT_SETTINGS)
     pr = f"pr:{number}"
     out: list[OutcomeRecord] = []
 
@@ -123,7 +154,7 @@ def from_facts(repository: str, facts: Mapping[str, Any], source: str = "results
             "closed without merging" if not merged else "merged",
             pull.get("closedAt") if not merged else None)
     reviews = [r for r in facts.get("reviews") or []
-               if _is_other_human(r.get("author"), author, bool(r.get("authorIsBot")))]
+               if is_other_person(r.get("author"), author, bool(r.get("authorIsBot")), machines)]
     sent_back = [r for r in reviews if r.get("state") == "CHANGES_REQUESTED"]
     if "reviews" not in (facts.get("unavailable") or []):
         add("changes_requested", bool(sent_back), [f"review:{r['id']}" for r in sent_back],
@@ -146,10 +177,11 @@ def from_facts(repository: str, facts: Mapping[str, Any], source: str = "results
 
 
 def from_result(result: Mapping[str, Any], source: str = "results") -> list[OutcomeRecord]:
-    """The outcomes a stored result's evidence shows (``result`` as stored JSON)."""
+    """The outcomes a stored result's evidence shows (``result`` as stored JSON), under the
+    settings it was scored with (:func:`stored_settings`)."""
     evidence = result.get("evidence") or {}
     return from_facts(str(result.get("repository") or evidence.get("repository") or ""),
-                      evidence.get("facts") or {}, source)
+                      evidence.get("facts") or {}, source, stored_settings(result))
 
 
 def with_composite(records: Sequence[OutcomeRecord]) -> list[OutcomeRecord]:

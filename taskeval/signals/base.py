@@ -22,6 +22,8 @@ from taskeval.agents import (
     AgentRule,
     agent_logins,
     attribute,
+    is_other_person,
+    machine_accounts,
     rules_for,
     standard_commit_patterns,
     standard_text_patterns,
@@ -306,15 +308,14 @@ class Ctx:
         return login is not None and login.lower() in self._agent_logins
 
     def is_other_human(self, login: str | None, flagged: bool = False) -> bool:
-        """A person who is not the PR author: not a bot account, not a configured agent
-        (memoised: a PR has few accounts, and most signals ask about each of them)."""
+        """A person who is not the PR author: not a bot account, not an agent
+        (:func:`taskeval.agents.is_other_person`, the rule outcomes and attribution use too;
+        memoised: a PR has few accounts, and most signals ask about each of them)."""
         key = (login, flagged)
         known = self._humans.get(key)
         if known is None:
-            known = self._humans[key] = (
-                login is not None and login != self.pull.author
-                and not self.is_bot(login, flagged) and not self.is_agent(login)
-            )
+            known = self._humans[key] = is_other_person(login, self.pull.author, flagged,
+                                                        machine_accounts(self.settings))
         return known
 
     @cached

@@ -9,9 +9,10 @@ falling back to the standard library:
 - floats below 1e-4 (orjson spells 1e-05 as ``1e-5`` or ``0.00001``) and NaN or infinity (orjson
   writes ``null``; ``json`` writes ``NaN``): :func:`dumps_canonical` is told whether the data
   holds such a float by its caller, which knows where floats can be;
-- integers beyond 64 bits (orjson cannot write them, and reads them as floats): a run of 20
-  digits anywhere in the input sends it to ``json`` (found with ``bytes.translate``, about 1 µs
-  per KB; a regular expression takes ten times longer);
+- integers beyond 64 bits (orjson cannot write them, and reads them as floats; below the signed
+  minimum that starts at 19 digits, -9223372036854775809): a run of 19 digits anywhere in the
+  input sends it to ``json`` (found with ``bytes.translate``, about 1 µs per KB; a regular
+  expression takes ten times longer);
 - anything orjson refuses (NaN literals, lone surrogates, a byte-order mark, deep nesting): the
   standard library then reads or writes it, or raises exactly what it always raised.
 
@@ -29,7 +30,7 @@ import orjson
 # Switched off by the tests to compare both paths byte for byte.
 FAST = True
 _DIGITS_AS_ZERO = bytes(48 if 48 <= byte <= 57 else 32 for byte in range(256))
-_TWENTY_DIGITS = b"0" * 20
+_NINETEEN_DIGITS = b"0" * 19
 
 
 def reference_canonical(data: Any) -> bytes:
@@ -56,7 +57,7 @@ def dumps_canonical(data: Any, *, plain_floats: bool) -> bytes:
 def loads(raw: bytes) -> Any:
     """Parse a stored file as :func:`json.loads` parses its UTF-8 text (same values, same errors:
     ``UnicodeDecodeError``, ``json.JSONDecodeError`` or ``RecursionError``)."""
-    if FAST and _TWENTY_DIGITS not in raw.translate(_DIGITS_AS_ZERO):
+    if FAST and _NINETEEN_DIGITS not in raw.translate(_DIGITS_AS_ZERO):
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:

@@ -16,7 +16,6 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainSerializer,
-    ValidationInfo,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
@@ -468,15 +467,11 @@ class EvaluationResult(Model):
     warnings: list[str] = Field(default_factory=list)  # degraded parts, in plain English
 
     @model_validator(mode="after")
-    def _consistent(self, info: ValidationInfo) -> EvaluationResult:
+    def _consistent(self) -> EvaluationResult:
         cats = tuple(c.category for c in self.category_scores)
         if cats != CATEGORIES:
             raise ValueError(f"categoryScores must be {list(CATEGORIES)} in order, got {list(cats)}")
-        # A caller that has just hashed this very bundle object passes the hash in the validation
-        # context ({"evidence_hash": (bundle, hash)}), so the bundle is not serialised twice.
-        known = (info.context or {}).get("evidence_hash")
-        actual = known[1] if known is not None and known[0] is self.evidence else self.evidence.hash()
-        if self.bundle_hash != actual:
+        if self.bundle_hash != self.evidence.hash():
             raise ValueError("bundleHash does not match the evidence bundle")
         return self
 

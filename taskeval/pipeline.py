@@ -267,10 +267,13 @@ def _scored(
 def _result(
     bundle: EvidenceBundle, loaded: LoadedConfig, options: Options, scored: _Scored, bundle_hash: str | None,
 ) -> EvaluationResult:
+    """Every part of the result is a model validated when it was made (the bundle, each signal,
+    category and attribution), the categories come in contract order and ``bundle_hash`` is the
+    bundle's (:func:`score_bundle`'s callers hash it or check it): validating the whole again
+    would find nothing, and cost as much as scoring a category."""
     digest = bundle_hash or bundle.hash()
     head = _head(bundle.repository, bundle.head_sha, bundle.facts.pull, loaded, options, scored, digest)
-    return EvaluationResult.model_validate({**head, "evidence": bundle},
-                                           context={"evidence_hash": (bundle, digest)})
+    return EvaluationResult.model_construct(**head, evidence=bundle)
 
 
 def _head(

@@ -72,6 +72,8 @@ FILES: list[tuple[str, bytes]] = [
     ("duplicate keys: the last wins", b'{"a": 1, "a": 2}'),
     ("NaN and Infinity literals", b'{"a": NaN, "b": Infinity, "c": -Infinity}'),
     ("integers beyond 64 bits stay integers", b'{"a": 123456789012345678901234567890, "b": -99999999999999999999}'),
+    ("19-digit integers below the 64-bit minimum stay integers", b'{"a": -9223372036854775809}'),
+    ("the largest unsigned 64-bit integer", b'{"a": 18446744073709551615, "b": -9223372036854775808}'),
     ("a float too big for a double", b'{"a": 1e400}'),
     ("CRLF line ends", b'{\r\n "a": 1\r\n}\r\n'),
     ("a byte order mark", b'\xef\xbb\xbf{"a": 1}'),

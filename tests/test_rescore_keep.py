@@ -17,33 +17,25 @@ from typing import Any
 
 import pytest
 
-from benchmarks.rescore_bench import variants
 from taskeval import SCORER_VERSION
 from taskeval.agents import attribute
 from taskeval.config import THRESHOLD_OWNERS, LoadedConfig, Patterns, Settings, Thresholds, load_config
-from taskeval.evidence import build_bundle
-from taskeval.models import EvidenceBundle
 from taskeval.pipeline import Options, rescore, score_bundle
 from taskeval.signals import _SIGNAL_INPUTS, ATTRIBUTION_READS, READERS, Stale, base, signal_specs, stale_signals
+from tests import spread
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "examples" / "agent-pr-482.bundle.json"
 STORED_WITH = "2026-01-01T00:00:00Z"
 
 CUSTOM = ("patterns:\n  test_paths: ['spec/**', '**/*_spec.rb']\n  bot_logins: [Alice]\n"
           "signal_weights:\n  agent.text_hygiene: 4\ndisabled_signals: [process.change_size]\n")
 
 
-def _bundles(count: int) -> list[EvidenceBundle]:
-    example = EvidenceBundle.model_validate_json(EXAMPLE.read_text(encoding="utf-8"))
-    return [example, *(build_bundle(raw) for raw in variants(count, seed=31))]
-
-
 def _store(tmp_path: Path, config_text: str | None) -> list[Path]:
     loaded = load_config(config_text, None) if config_text else LoadedConfig(Settings(), "defaults")
     options = Options(ai="off", env={}, trigger="rescore", evaluated_at=STORED_WITH)
     paths = []
-    for n, bundle in enumerate(_bundles(25)):
+    for n, bundle in enumerate(spread.bundles(25, seed=31)):
         paths.append(tmp_path / f"r{n:02d}.json")
         paths[-1].write_text(score_bundle(bundle, loaded, options).to_json(), encoding="utf-8")
     return paths
@@ -191,7 +183,7 @@ def test_signals_read_only_the_settings_keeping_depends_on(config: str | None) -
     and agents table the tables say it reads; attribution only what ATTRIBUTION_READS says."""
     settings = load_config(config, None).settings if config else Settings()
     detailed = ("thresholds.", "patterns.")
-    for bundle in _bundles(40):
+    for bundle in spread.bundles(40, seed=31):
         for spec in signal_specs():
             log: set[str] = set()
             spec.run_in(base.Ctx(bundle, _Recorder(settings, log)))  # type: ignore[arg-type]
@@ -246,7 +238,7 @@ def test_scores_change_only_with_the_scorer_version() -> None:
     options = Options(ai="off", env={}, trigger="rescore", evaluated_at=STORED_WITH)
     digest = hashlib.sha256()
     for loaded in (LoadedConfig(Settings(), "defaults"), load_config(CUSTOM, None)):
-        for bundle in _bundles(40):
+        for bundle in spread.bundles(40, seed=31):
             result = json.loads(score_bundle(bundle, loaded, options).to_json())
             digest.update(json.dumps({k: result[k] for k in ("agent", "signals", "categoryScores",
                                                              "overallScore")}, sort_keys=True).encode())

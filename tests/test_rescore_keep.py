@@ -20,6 +20,7 @@ import pytest
 from taskeval import SCORER_VERSION
 from taskeval.agents import attribute
 from taskeval.config import THRESHOLD_OWNERS, LoadedConfig, Patterns, Settings, Thresholds, load_config
+from taskeval.models import EvidenceBundle
 from taskeval.pipeline import Options, rescore, score_bundle
 from taskeval.signals import _SIGNAL_INPUTS, ATTRIBUTION_READS, READERS, Stale, base, signal_specs, stale_signals
 from tests import spread
@@ -227,23 +228,44 @@ def test_stale_signals(version: object, stored: Settings, now: Settings, expecte
     assert stale_signals(version, stored, now) == expected
 
 
-# The scores of a fixed set of bundles under this scorer version. Keeping stored signals rests on
-# "same SCORER_VERSION, same signals": a change that alters any score must bump it.
+# The scorer's output on a fixed spread of bundles, under this scorer version. Keeping stored
+# signals rests on "same SCORER_VERSION, same signals": a change that alters any score must bump it.
+# The bundles are frozen bytes the tests own (the example bundle and 40 PRs generated with seed 31,
+# as built at scorer version 2026.11.2), so neither the benchmark's generator, the test builders
+# nor evidence collection can move this digest: only scoring can.
+FROZEN_SPREAD = ROOT / "tests" / "scorer_spread.json.gz"
+FROZEN_SPREAD_SHA256 = "5ebb78dbb53f5475ddd9f72becc1c15d904d358aaa5ab68bb6f92cf5660fa5f1"
 SCORES_OF_THIS_VERSION = ("2026.11.2", "740884e9776d7d375baa396a9df0d31255ea518701f65f236141c3d5aedae282")
 
 
 def test_scores_change_only_with_the_scorer_version() -> None:
+    import gzip
     import hashlib
 
+    text = gzip.decompress(FROZEN_SPREAD.read_bytes())
+    assert hashlib.sha256(text).hexdigest() == FROZEN_SPREAD_SHA256, (
+        f"{FROZEN_SPREAD.name} was edited; it is the scorer's fixed input and must stay as it is: "
+        f"restore it with `git checkout -- {FROZEN_SPREAD.relative_to(ROOT)}`")
+    bundles = [EvidenceBundle.model_validate(form) for form in json.loads(text)]
     options = Options(ai="off", env={}, trigger="rescore", evaluated_at=STORED_WITH)
     digest = hashlib.sha256()
     for loaded in (LoadedConfig(Settings(), "defaults"), load_config(CUSTOM, None)):
-        for bundle in spread.bundles(40, seed=31):
+        for bundle in bundles:
             result = json.loads(score_bundle(bundle, loaded, options).to_json())
             digest.update(json.dumps({k: result[k] for k in ("agent", "signals", "categoryScores",
                                                              "overallScore")}, sort_keys=True).encode())
     version, recorded = SCORES_OF_THIS_VERSION
-    assert (SCORER_VERSION, digest.hexdigest()) == (version, recorded), (
-        "scores changed: bump SCORER_VERSION in taskeval/__init__.py (stored results of the old "
-        f"version are then measured again when re-scored) and record it with {digest.hexdigest()} "
-        "here")
+    if digest.hexdigest() == recorded:
+        assert version == SCORER_VERSION, (
+            f"SCORER_VERSION is now {SCORER_VERSION} but scores did not change: record "
+            f"SCORES_OF_THIS_VERSION = ({SCORER_VERSION!r}, {recorded!r}) here")
+    else:
+        assert version != SCORER_VERSION, (
+            f"the scorer's output on the frozen bundles changed under the same SCORER_VERSION "
+            f"{version}, so results stored by this version would keep signals it no longer gives. "
+            f"If the change to scores is intended, bump SCORER_VERSION in taskeval/__init__.py and "
+            f"record SCORES_OF_THIS_VERSION = (<new version>, {digest.hexdigest()!r}) here; if not, "
+            f"find what altered the scores")
+        raise AssertionError(
+            f"SCORER_VERSION was bumped to {SCORER_VERSION}: record SCORES_OF_THIS_VERSION = "
+            f"({SCORER_VERSION!r}, {digest.hexdigest()!r}) here")

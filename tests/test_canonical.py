@@ -17,15 +17,13 @@ from typing import Any
 
 import pytest
 
-from benchmarks.rescore_bench import variants
 from taskeval import canonical, contract
 from taskeval.config import LoadedConfig, Settings
-from taskeval.evidence import build_bundle
 from taskeval.models import EvidenceBundle
 from taskeval.pipeline import BundleFileError, Options, rescore, rescore_file, result_json, score_bundle
+from tests import spread
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "examples" / "agent-pr-482.bundle.json"
 OPTIONS = Options(ai="off", env={})
 
 ODD_VALUES: list[tuple[str, Any]] = [
@@ -127,14 +125,9 @@ def test_rounding_outside_the_fast_range_still_goes_through_decimal(value: float
     assert _outcome(contract.round_half_up, value) == expected  # type: ignore[arg-type]
 
 
-def _bundles(count: int) -> list[EvidenceBundle]:
-    example = EvidenceBundle.model_validate_json(EXAMPLE.read_text(encoding="utf-8"))
-    return [example, *(build_bundle(raw) for raw in variants(count, seed=23))]
-
-
 def test_result_text_with_the_evidence_serialised_once_is_pydantics_text() -> None:
     loaded = LoadedConfig(Settings(), "defaults")
-    for bundle in _bundles(40):
+    for bundle in spread.bundles(40, seed=23):
         result = score_bundle(bundle, loaded, OPTIONS)
         evidence = bundle.json_form()
         assert result_json(result, evidence) == result.to_json()
@@ -142,7 +135,7 @@ def test_result_text_with_the_evidence_serialised_once_is_pydantics_text() -> No
 
 
 def _with_facts(facts: dict[str, Any]) -> EvidenceBundle:
-    bundle = EvidenceBundle.model_validate_json(EXAMPLE.read_text(encoding="utf-8"))
+    bundle = spread.example()
     bundle.groups[1].items[0].facts.update(facts)
     return bundle
 
@@ -175,7 +168,7 @@ def test_bundle_hash_and_result_text_stay_exact_with_odd_facts(
 def test_results_stored_with_different_configs_keep_their_own_config(tmp_path: Path) -> None:
     """Configs are validated once per distinct config; two that only NaN and null tell apart, or
     that differ anywhere, must not share one."""
-    bundle = _bundles(0)[0]
+    bundle = spread.example()
     stored = json.loads(score_bundle(bundle, LoadedConfig(Settings(), "defaults"), OPTIONS).to_json())
     texts = []
     for n, weight in enumerate([None, 2.0, 3.0, None]):
@@ -200,7 +193,7 @@ def test_results_stored_with_different_configs_keep_their_own_config(tmp_path: P
 
 def test_a_config_file_edited_between_runs_is_read_again(tmp_path: Path) -> None:
     bundle_path = tmp_path / "b.json"
-    bundle_path.write_text(EXAMPLE.read_text(encoding="utf-8"), encoding="utf-8")
+    bundle_path.write_text(spread.EXAMPLE.read_text(encoding="utf-8"), encoding="utf-8")
     config = tmp_path / "taskeval.yml"
     weights = []
     for weight in (2, 5, 7):
@@ -211,7 +204,7 @@ def test_a_config_file_edited_between_runs_is_read_again(tmp_path: Path) -> None
 
 
 def test_a_stored_config_with_huge_integers_is_reported_or_rescored_not_a_crash(tmp_path: Path) -> None:
-    stored = json.loads(score_bundle(_bundles(0)[0], LoadedConfig(Settings(), "defaults"), OPTIONS).to_json())
+    stored = json.loads(score_bundle(spread.example(), LoadedConfig(Settings(), "defaults"), OPTIONS).to_json())
     path = tmp_path / "r.json"
     stored["config"] = 10**400
     path.write_text(json.dumps(stored), encoding="utf-8")

@@ -19,18 +19,17 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.rescore_bench import variants
 from benchmarks.rescore_profile import clear_caches
 from taskeval import canonical, contract
 from taskeval.config import LoadedConfig, Settings, load_config
-from taskeval.evidence import blank_code, build_bundle, vocabulary
+from taskeval.evidence import blank_code, vocabulary
 from taskeval.models import EvidenceBundle
 from taskeval.pipeline import Options, rescore, rescore_file, score_bundle
 from taskeval.signals import base, hygiene, outcome, rework, signal_specs
 from taskeval.signals.agent import _texts
+from tests import spread
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "examples" / "agent-pr-482.bundle.json"
 OPTIONS = Options(ai="off", trigger="rescore", evaluated_at="2026-01-01T00:00:00Z", env={})
 
 
@@ -76,11 +75,6 @@ def old_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     clear_caches()
 
 
-def _bundles(count: int) -> list[EvidenceBundle]:
-    example = EvidenceBundle.model_validate_json(EXAMPLE.read_text(encoding="utf-8"))
-    return [example, *(build_bundle(raw) for raw in variants(count, seed=11))]
-
-
 def _score_all(bundles: list[EvidenceBundle], loaded: LoadedConfig) -> list[str]:
     return [score_bundle(b, loaded, OPTIONS).to_json() for b in bundles]
 
@@ -100,7 +94,7 @@ SETTINGS = [
 def test_fast_and_old_paths_give_byte_identical_results(
     loaded: LoadedConfig, monkeypatch: pytest.MonkeyPatch, old_path: None
 ) -> None:
-    bundles = _bundles(60)
+    bundles = spread.bundles(60, seed=11)
     old = _score_all(bundles, loaded)
     monkeypatch.undo()  # back to the fast path
     clear_caches()
@@ -115,7 +109,7 @@ def test_rescoring_a_stored_result_reuses_its_checked_hash_and_matches_a_fresh_s
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, old_path: None
 ) -> None:
     paths, expected = [], []
-    for n, bundle in enumerate(_bundles(30)):
+    for n, bundle in enumerate(spread.bundles(30, seed=11)):
         stored = score_bundle(bundle, LoadedConfig(Settings(), "defaults"), OPTIONS)
         paths.append(tmp_path / f"r{n}.json")
         paths[-1].write_text(stored.to_json(), encoding="utf-8")
@@ -136,7 +130,7 @@ def _random_ci(n: int) -> list[EvidenceBundle]:
     from taskeval.models import CheckEntry, RunEntry
 
     rng = random.Random(n)
-    example = EvidenceBundle.model_validate_json(EXAMPLE.read_text(encoding="utf-8"))
+    example = spread.example()
 
     def when() -> str | None:
         return rng.choice([None, f"2026-01-0{rng.randint(1, 3)}T0{rng.randint(0, 2)}:00:00Z"])
@@ -162,7 +156,7 @@ def _random_ci(n: int) -> list[EvidenceBundle]:
 
 def test_ci_views_equal_their_reference_construction() -> None:
     """Each CI view, now and as of any moment, verdict for verdict as the plain construction."""
-    for bundle in [*_bundles(60), *_random_ci(500)]:
+    for bundle in [*spread.bundles(60, seed=11), *_random_ci(500)]:
         ctx = base.Ctx(bundle, Settings())
         for as_of in (None, bundle.facts.pull.merged_at, "2026-01-02T01:00:00Z", "2027-01-01", ""):
             fast, ref = ctx.ci_at(as_of), base.CIView.reference(ctx, as_of)
@@ -189,7 +183,7 @@ def test_commit_ids_shortcut_gives_what_the_pairwise_search_gives() -> None:
     from taskeval.models import CommitEntry
 
     rng = random.Random(3)
-    example = EvidenceBundle.model_validate_json(EXAMPLE.read_text(encoding="utf-8"))
+    example = spread.example()
     for n in range(400):
         # Few hex digits make shared prefixes (and duplicates) common; some SHAs are short.
         shas = ["".join(rng.choice("ab") for _ in range(rng.randint(3, 12))) for _ in range(rng.randint(0, 8))]
@@ -228,7 +222,7 @@ def test_longest_gap_is_the_first_largest_gap_between_neighbours() -> None:
 
 def _texts_to_scan() -> list[str]:
     texts = []
-    for bundle in _bundles(60):
+    for bundle in spread.bundles(60, seed=11):
         texts += [text for _, _, text in _texts(base.Ctx(bundle, Settings())) if text]
     source = (ROOT / "tests" / "test_signals.py").read_text(encoding="utf-8")
     # Every string in the detector's table tests: its positive and negative examples.
@@ -618,7 +612,7 @@ def test_claim_clauses_find_what_a_whole_text_search_finds() -> None:
 def test_pr_fact_reads_what_the_table_of_every_item_holds() -> None:
     from taskeval.signals.outcome import _pr_fact
 
-    for bundle in _bundles(30):
+    for bundle in spread.bundles(30, seed=11):
         ctx = base.Ctx(bundle, Settings())
         table = {item.id: dict(item.facts) for g in bundle.groups for item in g.items}
         for key in ("defaultBranch", "state", "title", "missing"):

@@ -17,33 +17,26 @@ from typing import Any
 
 import pytest
 
-from benchmarks.rescore_bench import variants
 from taskeval import SCORER_VERSION
 from taskeval.agents import attribute
 from taskeval.config import THRESHOLD_OWNERS, LoadedConfig, Patterns, Settings, Thresholds, load_config
-from taskeval.evidence import build_bundle
 from taskeval.models import EvidenceBundle
 from taskeval.pipeline import Options, rescore, score_bundle
 from taskeval.signals import _SIGNAL_INPUTS, ATTRIBUTION_READS, READERS, Stale, base, signal_specs, stale_signals
+from tests import spread
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "examples" / "agent-pr-482.bundle.json"
 STORED_WITH = "2026-01-01T00:00:00Z"
 
 CUSTOM = ("patterns:\n  test_paths: ['spec/**', '**/*_spec.rb']\n  bot_logins: [Alice]\n"
           "signal_weights:\n  agent.text_hygiene: 4\ndisabled_signals: [process.change_size]\n")
 
 
-def _bundles(count: int) -> list[EvidenceBundle]:
-    example = EvidenceBundle.model_validate_json(EXAMPLE.read_text(encoding="utf-8"))
-    return [example, *(build_bundle(raw) for raw in variants(count, seed=31))]
-
-
 def _store(tmp_path: Path, config_text: str | None) -> list[Path]:
     loaded = load_config(config_text, None) if config_text else LoadedConfig(Settings(), "defaults")
     options = Options(ai="off", env={}, trigger="rescore", evaluated_at=STORED_WITH)
     paths = []
-    for n, bundle in enumerate(_bundles(25)):
+    for n, bundle in enumerate(spread.bundles(25, seed=31)):
         paths.append(tmp_path / f"r{n:02d}.json")
         paths[-1].write_text(score_bundle(bundle, loaded, options).to_json(), encoding="utf-8")
     return paths
@@ -191,7 +184,7 @@ def test_signals_read_only_the_settings_keeping_depends_on(config: str | None) -
     and agents table the tables say it reads; attribution only what ATTRIBUTION_READS says."""
     settings = load_config(config, None).settings if config else Settings()
     detailed = ("thresholds.", "patterns.")
-    for bundle in _bundles(40):
+    for bundle in spread.bundles(40, seed=31):
         for spec in signal_specs():
             log: set[str] = set()
             spec.run_in(base.Ctx(bundle, _Recorder(settings, log)))  # type: ignore[arg-type]
@@ -235,23 +228,44 @@ def test_stale_signals(version: object, stored: Settings, now: Settings, expecte
     assert stale_signals(version, stored, now) == expected
 
 
-# The scores of a fixed set of bundles under this scorer version. Keeping stored signals rests on
-# "same SCORER_VERSION, same signals": a change that alters any score must bump it.
+# The scorer's output on a fixed spread of bundles, under this scorer version. Keeping stored
+# signals rests on "same SCORER_VERSION, same signals": a change that alters any score must bump it.
+# The bundles are frozen bytes the tests own (the example bundle and 40 PRs generated with seed 31,
+# as built at scorer version 2026.11.2), so neither the benchmark's generator, the test builders
+# nor evidence collection can move this digest: only scoring can.
+FROZEN_SPREAD = ROOT / "tests" / "scorer_spread.json.gz"
+FROZEN_SPREAD_SHA256 = "5ebb78dbb53f5475ddd9f72becc1c15d904d358aaa5ab68bb6f92cf5660fa5f1"
 SCORES_OF_THIS_VERSION = ("2026.11.2", "740884e9776d7d375baa396a9df0d31255ea518701f65f236141c3d5aedae282")
 
 
 def test_scores_change_only_with_the_scorer_version() -> None:
+    import gzip
     import hashlib
 
+    text = gzip.decompress(FROZEN_SPREAD.read_bytes())
+    assert hashlib.sha256(text).hexdigest() == FROZEN_SPREAD_SHA256, (
+        f"{FROZEN_SPREAD.name} was edited; it is the scorer's fixed input and must stay as it is: "
+        f"restore it with `git checkout -- {FROZEN_SPREAD.relative_to(ROOT)}`")
+    bundles = [EvidenceBundle.model_validate(form) for form in json.loads(text)]
     options = Options(ai="off", env={}, trigger="rescore", evaluated_at=STORED_WITH)
     digest = hashlib.sha256()
     for loaded in (LoadedConfig(Settings(), "defaults"), load_config(CUSTOM, None)):
-        for bundle in _bundles(40):
+        for bundle in bundles:
             result = json.loads(score_bundle(bundle, loaded, options).to_json())
             digest.update(json.dumps({k: result[k] for k in ("agent", "signals", "categoryScores",
                                                              "overallScore")}, sort_keys=True).encode())
     version, recorded = SCORES_OF_THIS_VERSION
-    assert (SCORER_VERSION, digest.hexdigest()) == (version, recorded), (
-        "scores changed: bump SCORER_VERSION in taskeval/__init__.py (stored results of the old "
-        f"version are then measured again when re-scored) and record it with {digest.hexdigest()} "
-        "here")
+    if digest.hexdigest() == recorded:
+        assert version == SCORER_VERSION, (
+            f"SCORER_VERSION is now {SCORER_VERSION} but scores did not change: record "
+            f"SCORES_OF_THIS_VERSION = ({SCORER_VERSION!r}, {recorded!r}) here")
+    else:
+        assert version != SCORER_VERSION, (
+            f"the scorer's output on the frozen bundles changed under the same SCORER_VERSION "
+            f"{version}, so results stored by this version would keep signals it no longer gives. "
+            f"If the change to scores is intended, bump SCORER_VERSION in taskeval/__init__.py and "
+            f"record SCORES_OF_THIS_VERSION = (<new version>, {digest.hexdigest()!r}) here; if not, "
+            f"find what altered the scores")
+        raise AssertionError(
+            f"SCORER_VERSION was bumped to {SCORER_VERSION}: record SCORES_OF_THIS_VERSION = "
+            f"({SCORER_VERSION!r}, {digest.hexdigest()!r}) here")

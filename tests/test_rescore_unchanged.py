@@ -18,28 +18,21 @@ from typing import Any
 import pytest
 
 import taskeval.pipeline as pipeline
-from benchmarks.rescore_bench import variants
 from taskeval import canonical
 from taskeval.config import LoadedConfig, Settings
-from taskeval.evidence import build_bundle
 from taskeval.models import EvidenceBundle
 from taskeval.pipeline import BundleFileError, Options, rescore, score_bundle
+from tests import spread
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "examples" / "agent-pr-482.bundle.json"
 WEIGHTS = "signal_weights:\n  agent.ci_recovery: 3\n  outcome.claims: 0.5\n"
-
-
-def _bundles(count: int) -> list[EvidenceBundle]:
-    example = EvidenceBundle.model_validate_json(EXAMPLE.read_text(encoding="utf-8"))
-    return [example, *(build_bundle(raw) for raw in variants(count, seed=11))]
 
 
 @pytest.fixture
 def stored(tmp_path: Path) -> list[Path]:
     options = Options(ai="off", env={}, trigger="pull_request", evaluated_at="2026-01-02T00:00:00Z")
     paths = []
-    for n, bundle in enumerate(_bundles(12)):
+    for n, bundle in enumerate(spread.bundles(12, seed=11)):
         paths.append(tmp_path / f"r{n:02d}.json")
         paths[-1].write_text(score_bundle(bundle, LoadedConfig(Settings(), "defaults"), options).to_json(),
                              encoding="utf-8")
@@ -189,7 +182,7 @@ def test_recompute_and_a_config_of_patterns_read_the_evidence_again(
 
 
 def _form() -> dict[str, Any]:
-    return _bundles(0)[0].json_form()
+    return spread.example().json_form()
 
 
 def _moved(path: tuple[Any, ...]) -> Callable[[dict[str, Any]], Any]:

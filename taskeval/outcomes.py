@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -272,12 +273,62 @@ def _parse(when: str | None) -> datetime | None:
     return datetime.fromisoformat(when.replace("Z", "+00:00")).astimezone(UTC)
 
 
-def _mentions(pr: PullSummary, other: PullSummary, repository: str) -> bool:
-    text = f"{other.title}\n{other.body}"
-    if pr.url and pr.url in text:
-        return True
-    return any(link.number == pr.number and link.repo in (None, repository)
-               for link in linked_issues(text, repository))
+_SHA_KEY: Final = 7  # reverted_sha gives at least 7 hex digits: the commit index's key length
+
+
+@dataclass
+class _History:
+    """What :func:`detect` looks up about the merged PRs and the base branch's commits, indexed
+    once, so each PR costs a few lookups instead of a pass over every later PR and every commit.
+
+    Positions are indexes into ``merged`` (input order), which every answer is sorted back into:
+    the records list their evidence in the order the PRs and commits were given."""
+
+    merged: list[PullSummary]
+    when: list[datetime]  # merge time of merged[i] (by number, as the scan has always keyed it)
+    fixes_by_time: list[int]  # positions of PRs with fix words, in merge-time order
+    fix_times: list[datetime]  # their merge times in that order, for bisect
+    revert_of_title: dict[str, list[int]]  # 'Revert "<title>"' PRs by the title they revert
+    revert_of_number: dict[int, list[int]]  # 'Reverts o/r#N' PRs by N
+    texts: list[str]  # title and body: a later PR mentions this one by its URL in them ...
+    links: list[frozenset[int]]  # ... or by number, linked in this repository (fix-word PRs only)
+    commits_by_key: dict[str, list[int]]  # commits by the first digits of the SHA they revert
+    short_targets: list[int]  # commits reverting a SHA shorter than the key (none today)
+    targets: list[str | None]  # the SHA each commit reverts
+
+
+def _history(repository: str, merged: list[PullSummary], commits: Sequence[CommitSummary],
+             merged_when: Mapping[int, datetime]) -> _History:
+    when = [merged_when[p.number] for p in merged]
+    revert_of_title: dict[str, list[int]] = {}
+    revert_of_number: dict[int, list[int]] = {}
+    texts, links, fixy = [], [], []
+    for i, o in enumerate(merged):
+        if m := REVERT_TITLE.match(o.title):
+            revert_of_title.setdefault(m.group("title"), []).append(i)
+        for n in {int(x.group("n")) for x in REVERTS_PR.finditer(o.body)
+                  if x.group("repo") in (None, repository)}:
+            revert_of_number.setdefault(n, []).append(i)
+        text = f"{o.title}\n{o.body}"
+        texts.append(text)
+        fix = bool(FIX_WORDS.search(text))
+        fixy.append(fix)
+        links.append(frozenset(link.number for link in linked_issues(text, repository)
+                               if link.repo in (None, repository)) if fix else frozenset())
+    commits_by_key: dict[str, list[int]] = {}
+    short_targets: list[int] = []
+    targets = [reverted_sha(c.message) or None for c in commits]
+    for j, target in enumerate(targets):
+        if target is None:
+            continue
+        if len(target) >= _SHA_KEY:
+            commits_by_key.setdefault(target[:_SHA_KEY], []).append(j)
+        else:
+            short_targets.append(j)
+    fixes_by_time = sorted((i for i in range(len(merged)) if fixy[i]), key=when.__getitem__)
+    return _History(merged, when, fixes_by_time, [when[i] for i in fixes_by_time],
+                    revert_of_title, revert_of_number, texts, links, commits_by_key,
+                    short_targets, targets)
 
 
 def detect(
@@ -292,11 +343,15 @@ def detect(
 
     ``commits`` are the base branch's commits (for git's revert message); ``reopened(issue, since)``
     answers whether an issue was reopened after a time (the reopening's time and evidence URL), or
-    None. Pure: the scan supplies the data, so the rules are testable without GitHub."""
+    None. Pure: the scan supplies the data, so the rules are testable without GitHub.
+
+    Near-linear: revert PRs are indexed by the title and the PR numbers they revert, commits by
+    the SHA they revert, and the merged PRs with fix words are sorted by merge time once, so a
+    PR's follow-up window is a bisect away; only those candidates are compared with the PR."""
     out: list[OutcomeRecord] = []
     merged = [p for p in pulls if p.merged_at]
-    # Each merge time parsed once: every PR is compared with every later one.
     merged_when = {p.number: at for p in merged if (at := _parse(p.merged_at)) is not None}
+    h = _history(repository, merged, commits, merged_when)
     window = timedelta(days=window_days)
     for pr in pulls:
         if not pr.merged_at:
@@ -309,16 +364,17 @@ def detect(
         out.append(OutcomeRecord(repository, pr.number, "rejected", False, [f"pr:{pr.number}"],
                                  "merged", "scan"))
         merged_at = merged_when[pr.number]
-        later = [o for o in merged if o.number != pr.number and merged_when[o.number] > merged_at]
         # Reverted: GitHub's revert PR (title 'Revert "<title>"', body 'Reverts o/r#N') or a
         # commit on the base branch whose message says 'This reverts commit <merge sha>'.
-        reverts = [o for o in later
-                   if ((m := REVERT_TITLE.match(o.title)) and m.group("title") == pr.title)
-                   or any(int(x.group("n")) == pr.number and x.group("repo") in (None, repository)
-                          for x in REVERTS_PR.finditer(o.body))]
-        by_commit = [c for c in commits if pr.merge_commit_sha
-                     and (target := reverted_sha(c.message))
-                     and pr.merge_commit_sha.startswith(target)]
+        found = {*h.revert_of_title.get(pr.title, ()), *h.revert_of_number.get(pr.number, ())}
+        reverts = [h.merged[i] for i in sorted(found)
+                   if h.merged[i].number != pr.number and h.when[i] > merged_at]
+        sha = pr.merge_commit_sha
+        by_commit = []
+        if sha:
+            picked = [*h.commits_by_key.get(sha[:_SHA_KEY], ()), *h.short_targets]
+            by_commit = [commits[j] for j in sorted(picked)
+                         if sha.startswith(h.targets[j] or "\0")]
         hits = [o.url for o in reverts] + [c.url for c in by_commit]
         when = min([o.merged_at or "" for o in reverts] + [c.date or "" for c in by_commit],
                    default=None)
@@ -326,9 +382,16 @@ def detect(
                                  f"reverted by {len(hits)} later change(s)" if hits else
                                  "no later revert found", "scan", when or None))
         # Follow-up fix: a later merged PR within the window that refers to this one with fix words.
-        fixes = [o for o in later if o not in reverts
-                 and merged_when[o.number] - merged_at <= window
-                 and _mentions(pr, o, repository) and FIX_WORDS.search(f"{o.title}\n{o.body}")]
+        first = bisect_right(h.fix_times, merged_at)
+        try:
+            last = bisect_right(h.fix_times, merged_at + window, lo=first)
+        except OverflowError:  # a window past either end of the calendar
+            last = len(h.fix_times) if window > timedelta(0) else first
+        fixes = [h.merged[i] for i in sorted(
+            i for i in h.fixes_by_time[first:last]
+            if h.merged[i].number != pr.number
+            and ((pr.url and pr.url in h.texts[i]) or pr.number in h.links[i]))
+            if h.merged[i] not in reverts]
         out.append(OutcomeRecord(repository, pr.number, "follow_up_fix", bool(fixes),
                                  [o.url for o in fixes],
                                  f"fixed by #{', #'.join(str(o.number) for o in fixes)}" if fixes
@@ -338,8 +401,8 @@ def detect(
         closing = [link for link in linked_issues(f"{pr.title}\n{pr.body}", repository)
                    if link.closing and link.repo in (None, repository)]
         if closing and reopened is not None:
-            seen = [(link.number, found) for link in closing
-                    if (found := reopened(link.number, pr.merged_at))]
+            seen = [(link.number, found_at) for link in closing
+                    if (found_at := reopened(link.number, pr.merged_at))]
             out.append(OutcomeRecord(repository, pr.number, "reopened_task", bool(seen),
                                      [url for _, (_, url) in seen],
                                      ", ".join(f"#{n} reopened {w}" for n, (w, _) in seen) or

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import not_, or_, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
 from bot.db import init_schema, make_engine, outcomes, write
@@ -33,20 +35,36 @@ def _store(url_or_engine: str | Engine) -> Iterator[Engine]:
 
 
 def upsert(conn: Connection, records: Iterable[OutcomeRecord]) -> int:
-    count = 0
-    for r in records:
-        row = {"repo": r.repository, "number": r.number, "outcome": r.outcome, "value": r.value,
-               "evidence": json.dumps(r.evidence), "detail": r.detail[:500], "source": r.source,
-               "observed_at": r.observed_at, "recorded_at": time.time()}
-        found = conn.execute(select(outcomes.c.id, outcomes.c.value).where(
-            outcomes.c.repo == r.repository, outcomes.c.number == r.number,
-            outcomes.c.outcome == r.outcome)).first()
-        if found is None:
-            conn.execute(outcomes.insert().values(**row))
-        elif r.value or not found.value:
-            conn.execute(outcomes.update().where(outcomes.c.id == found.id).values(**row))
-        count += 1
-    return count
+    """Write ``records``, one atomic ``INSERT ... ON CONFLICT DO UPDATE`` each on the unique
+    (repo, number, outcome) index: workers writing the same outcome at once never fail on it, and
+    the update applies only when the new value is true or the stored one false (a recorded true
+    is never overwritten by a false). Records are written in key order, so two transactions
+    writing overlapping sets take their row locks in the same order and cannot deadlock."""
+    insert = _INSERTS.get(conn.dialect.name)
+    if insert is None:
+        raise ValueError(f"outcomes: no atomic upsert for the {conn.dialect.name} dialect")
+    rows = sorted((_row(r) for r in records), key=lambda keyed: keyed[0])
+    for _, row in rows:
+        stmt = insert(outcomes).values(**row)
+        new = stmt.excluded
+        conn.execute(stmt.on_conflict_do_update(
+            index_elements=[outcomes.c.repo, outcomes.c.number, outcomes.c.outcome],
+            set_={name: new[name] for name in _UPDATED},
+            where=or_(new.value, not_(outcomes.c.value)),
+        ))
+    return len(rows)
+
+
+_INSERTS: dict[str, Callable[..., Any]] = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}
+_UPDATED = ("value", "evidence", "detail", "source", "observed_at", "recorded_at")
+
+
+def _row(r: OutcomeRecord) -> tuple[tuple[str, int, str], dict[str, Any]]:
+    """(its key, the row) for one record; the stable sort keeps a batch's own order per key."""
+    return ((r.repository, r.number, r.outcome),
+            {"repo": r.repository, "number": r.number, "outcome": r.outcome, "value": r.value,
+             "evidence": json.dumps(r.evidence), "detail": r.detail[:500], "source": r.source,
+             "observed_at": r.observed_at, "recorded_at": time.time()})
 
 
 def write_outcomes(url_or_engine: str | Engine, records: Iterable[OutcomeRecord]) -> int:

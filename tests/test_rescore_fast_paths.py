@@ -177,23 +177,6 @@ def test_ci_signals_match_on_random_ci(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _score_all(bundles, loaded) == old
 
 
-def test_commit_ids_shortcut_gives_what_the_pairwise_search_gives() -> None:
-
-    from taskeval.evidence import vocabulary as ev
-    from taskeval.models import CommitEntry
-
-    rng = random.Random(3)
-    example = spread.example()
-    for n in range(400):
-        # Few hex digits make shared prefixes (and duplicates) common; some SHAs are short.
-        shas = ["".join(rng.choice("ab") for _ in range(rng.randint(3, 12))) for _ in range(rng.randint(0, 8))]
-        if n % 2:
-            shas = [rng.choice(["", "0" * 7, "1" * 40]) + s for s in shas]
-        commits = [CommitEntry(sha=s, subject="x") for s in shas]
-        bundle = example.model_copy(update={"facts": example.facts.model_copy(update={"commits": commits})})
-        assert base.Ctx(bundle, Settings()).commit_ids == ev.commit_ids(shas), shas
-
-
 def test_longest_gap_is_the_first_largest_gap_between_neighbours() -> None:
     from datetime import datetime
 

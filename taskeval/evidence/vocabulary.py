@@ -235,6 +235,8 @@ def outcome_of(status: str | None, conclusion: str | None) -> Outcome:
 def commit_ids(shas: Iterable[str]) -> dict[str, str]:
     """``sha -> commit:<prefix>``: 7 characters, longer only where two SHAs would collide."""
     unique = sorted(set(shas))
+    if len({sha[:7] for sha in unique}) == len(unique):  # nearly always: no pair to compare
+        return {sha: f"commit:{sha[:7]}" for sha in unique}
     out: dict[str, str] = {}
     # Another SHA starts with ``sha[:n]`` exactly when it shares at least n leading characters
     # with ``sha``, and in sorted order the SHA sharing the most is a neighbour: so the prefix
@@ -295,11 +297,9 @@ def linked_issues(text: str, repository: str) -> list[IssueLink]:
     return list(_linked_issues(text, repository))
 
 
-def near_anchors(
-    pattern: re.Pattern[str], text: str, anchors: re.Pattern[str], before: int = 2
-) -> Iterator[re.Match[str]]:
+def near_anchors(pattern: re.Pattern[str], text: str, anchors: re.Pattern[str]) -> Iterator[re.Match[str]]:
     """``pattern.finditer(text)`` for a pattern whose every match holds an anchor and spans at
-    most the anchor's whitespace-delimited token and the ``before`` tokens ahead of it, ending
+    most the anchor's whitespace-delimited token and the two tokens ahead of it, ending
     within the anchor's token (a lookahead may read on to the whitespace after it, no further):
     e.g. "Fixes : owner/repo#12", two tokens before the one holding the anchor "#1".
 
@@ -314,16 +314,15 @@ def near_anchors(
         return
     start = end = -1
     backwards: str | None = None
-    tokens_back = _tokens_back(before)
     for anchor in anchors.finditer(text):
         at = anchor.start()
         if at < end:
             continue  # inside the window already taken
         if backwards is None:
             backwards = text[::-1]
-        # Back to the start of this token, then ``before`` more (whitespace, token: read on the
+        # Back to the start of this token, then two more (whitespace, token: read on the
         # reversed text, where they follow).
-        walked = tokens_back.match(backwards, len(text) - at)
+        walked = _TOKENS_BACK.match(backwards, len(text) - at)
         head = at - (walked.end() - walked.start()) if walked else at
         space = _SPACE.search(text, at)
         tail = len(text) if space is None else space.start()
@@ -342,17 +341,9 @@ _WHOLE_BELOW = 128  # a text this short is searched whole: its windows would cos
 _SPACE = re.compile(r"\s")
 
 
-def _tokens_pattern(before: int) -> re.Pattern[str]:
-    return re.compile(rf"(?:\s*\S*){{{before + 1}}}")
-
-
-# Whitespace then a token, ``n + 1`` times: on the reversed text, the token an anchor is in and
-# the ``n`` tokens before it (as a loop stepping back over whitespace and then a token would).
-_TOKENS_BACK: Final = {n: _tokens_pattern(n) for n in range(4)}
-
-
-def _tokens_back(before: int) -> re.Pattern[str]:
-    return _TOKENS_BACK.get(before) or _tokens_pattern(before)
+# Whitespace then a token, three times: on the reversed text, the token an anchor is in and the
+# two tokens before it (as a loop stepping back over whitespace and then a token would).
+_TOKENS_BACK: Final = re.compile(r"(?:\s*\S*){3}")
 
 
 class NeedleFinder:

@@ -264,13 +264,8 @@ class Ctx:
 
     @cached
     def commit_ids(self) -> dict[str, str]:
-        """``sha -> commit:<prefix>`` as :func:`ev.commit_ids` gives it. When no two SHAs share
-        their first 7 characters (nearly always) every ID is the 7-character one, which that
-        function finds only after comparing every pair of SHAs."""
-        unique = sorted({c.sha for c in self.facts.commits})
-        if len({sha[:7] for sha in unique}) == len(unique):
-            return {sha: f"commit:{sha[:7]}" for sha in unique}
-        return ev.commit_ids(unique)
+        """``sha -> commit:<prefix>``, as the bundle's evidence items name the commits."""
+        return ev.commit_ids(c.sha for c in self.facts.commits)
 
     def commit_id(self, sha: str) -> str:
         return self.commit_ids.get(sha) or f"commit:{sha[:7]}"
@@ -480,26 +475,16 @@ class CIView:
 
     @classmethod
     def of(cls, ctx: Ctx, as_of: str | None = None) -> CIView:
+        """The view now, or as of a moment (:meth:`_as_of`)."""
         if as_of is not None:
             return cls._as_of(ctx, as_of)
         check_series, run_series = ctx.ci_series
         checks: dict[str, dict[str, Verdict]] = {}
-        check_ids = ctx.check_ids
         for (sha, name), series in check_series.items():
-            picked = _pick(series, as_of)
-            if picked is not None:
-                entry, outcome, flaky = picked
-                checks.setdefault(sha, {})[name] = _new(Verdict, (
-                    "check", name, name, sha, outcome, check_ids[entry.id], flaky))
+            checks.setdefault(sha, {})[name] = _check_verdict(ctx, sha, name, _pick_now(series))
         runs: dict[str, dict[str, Verdict]] = {}
         for (sha, key), series in run_series.items():
-            picked = _pick(series, as_of)
-            if picked is not None:
-                run, outcome, flaky = picked
-                assert isinstance(run, RunEntry)
-                rerun_green = as_of is None and run.attempt > 1 and outcome == "pass"
-                runs.setdefault(sha, {})[key] = _new(Verdict, (
-                    "run", key, run.name or key, sha, outcome, f"run:{run.id}", flaky or rerun_green))
+            runs.setdefault(sha, {})[key] = _run_verdict(sha, key, _pick_now(series), now=True)
         return cls(checks, runs)
 
     @classmethod
@@ -514,12 +499,8 @@ class CIView:
         for (sha, name), series in check_series.items():
             if _settled(series, as_of):
                 checks.setdefault(sha, {})[name] = now.checks[sha][name]
-                continue
-            picked = _pick(series, as_of)
-            if picked is not None:
-                entry, outcome, flaky = picked
-                checks.setdefault(sha, {})[name] = Verdict(
-                    "check", name, name, sha, outcome, ctx.check_ids[entry.id], flaky)
+            elif (picked := _pick(series, as_of)) is not None:
+                checks.setdefault(sha, {})[name] = _check_verdict(ctx, sha, name, picked)
         runs: dict[str, dict[str, Verdict]] = {}
         for (sha, key), series in run_series.items():
             current = now.runs[sha][key]
@@ -527,13 +508,8 @@ class CIView:
             rerun = isinstance(latest, RunEntry) and latest.attempt > 1
             if _settled(series, as_of) and not (rerun and current.outcome == "pass"):
                 runs.setdefault(sha, {})[key] = current
-                continue
-            picked = _pick(series, as_of)
-            if picked is not None:
-                run, outcome, flaky = picked
-                assert isinstance(run, RunEntry)
-                runs.setdefault(sha, {})[key] = Verdict(
-                    "run", key, run.name or key, sha, outcome, f"run:{run.id}", flaky)
+            elif (picked := _pick(series, as_of)) is not None:
+                runs.setdefault(sha, {})[key] = _run_verdict(sha, key, picked, now=False)
         return cls(checks, runs)
 
     @classmethod
@@ -592,6 +568,23 @@ class CIView:
         return self._all
 
 
+Picked = tuple[CheckEntry | RunEntry, ev.Outcome, bool]  # an attempt, its outcome, flaky
+
+
+def _check_verdict(ctx: Ctx, sha: str, name: str, picked: Picked) -> Verdict:
+    entry, outcome, flaky = picked
+    return _new(Verdict, ("check", name, name, sha, outcome, ctx.check_ids[entry.id], flaky))
+
+
+def _run_verdict(sha: str, key: str, picked: Picked, *, now: bool) -> Verdict:
+    """``now``: the current view, which also calls a passing re-run attempt flaky (the attempt
+    before it failed; a view as of a moment may not have seen that attempt end)."""
+    run, outcome, flaky = picked
+    assert isinstance(run, RunEntry)
+    flaky = flaky or (now and run.attempt > 1 and outcome == "pass")
+    return _new(Verdict, ("run", key, run.name or key, sha, outcome, f"run:{run.id}", flaky))
+
+
 def _settled(series: list[Attempt], as_of: str) -> bool:
     """Every attempt started by ``as_of`` and the latest finished by then."""
     done = series[-1].done
@@ -601,19 +594,22 @@ def _settled(series: list[Attempt], as_of: str) -> bool:
         (series[0].started or "") <= as_of)
 
 
-def _pick(series: list[Attempt], as_of: str | None) -> tuple[CheckEntry | RunEntry, ev.Outcome, bool] | None:
-    """What :func:`_latest` answers, from attempts already in order."""
-    if as_of is None and len(series) == 1:  # nearly every check ran once: no filter, not flaky
-        only = series[0]
-        return only.entry, only.outcome, False
-    if as_of is not None:
-        series = [a for a in series if (a.started or "") <= as_of]
-        if not series:
-            return None
+def _pick_now(series: list[Attempt]) -> Picked:
+    """What :func:`_latest` answers now, from attempts already in order: every series has one."""
     last = series[-1]
-    outcome = last.outcome
-    if as_of is not None and (last.done is None or last.done > as_of):
-        outcome = "pending"
+    if len(series) == 1:  # nearly every check ran once: not flaky
+        return last.entry, last.outcome, False
+    return last.entry, last.outcome, last.outcome == "pass" and any(a.outcome == "fail" for a in series[:-1])
+
+
+def _pick(series: list[Attempt], as_of: str) -> Picked | None:
+    """What :func:`_latest` answers as of a moment: only attempts started by then count, and
+    one not finished by then is pending."""
+    series = [a for a in series if (a.started or "") <= as_of]
+    if not series:
+        return None
+    last = series[-1]
+    outcome = "pending" if last.done is None or last.done > as_of else last.outcome
     flaky = outcome == "pass" and len(series) > 1 and any(a.outcome == "fail" for a in series[:-1])
     return last.entry, outcome, flaky
 

@@ -578,9 +578,7 @@ def _gates(patterns: tuple[re.Pattern[str], ...]) -> tuple[tuple[re.Pattern[str]
     """Each pattern with its fixed words (:func:`required_text`)."""
     return tuple((p, required_text(p)) for p in patterns)
 
-_REQUIRED: dict[re.Pattern[str], tuple[str, bool] | None] = {}
-
-
+@lru_cache(maxsize=4096)  # per pattern: _gates' tuples are made per agent rule and config
 def required_text(pattern: re.Pattern[str]) -> tuple[str, bool] | None:
     """The longest run of plain characters (4 or more) at the top level of ``pattern``, so in
     every match, and whether it is folded: under IGNORECASE it is lower-cased and ASCII only, to
@@ -589,8 +587,6 @@ def required_text(pattern: re.Pattern[str]) -> tuple[str, bool] | None:
     Read off the parsed pattern once per pattern (the agent table's patterns, or a repository's):
     a group, repeat, class or alternative ends a run, so only characters every match holds count.
     """
-    if pattern in _REQUIRED:
-        return _REQUIRED[pattern]
     folded = bool(pattern.flags & re.IGNORECASE)
     best = ""
     try:
@@ -605,10 +601,7 @@ def required_text(pattern: re.Pattern[str]) -> tuple[str, bool] | None:
         if len(run) > len(best):
             best = "".join(run)
         run = []
-    found = (best, folded) if len(best) >= 4 else None
-    if len(_REQUIRED) < 4096:
-        _REQUIRED[pattern] = found
-    return found
+    return (best, folded) if len(best) >= 4 else None
 
 
 @lru_cache(maxsize=2048)

@@ -42,11 +42,11 @@ from sqlalchemy.exc import IntegrityError
 from bot.budget import Budget, BudgetExhausted, GateMeter, budget_key, rate_limit_now
 from bot.db import evaluations, init_schema, make_engine, write
 from bot.results import record_from_result, store_evaluation
+from bot.settings import DEFAULT_RESERVE
 
 State = Literal["merged", "closed", "all"]
 DEFAULT_STORE_FILE = "taskeval.db"  # in the working directory; `taskeval dashboard` reads it
 DEFAULT_STORE = f"sqlite:///{DEFAULT_STORE_FILE}"
-DEFAULT_RESERVE = 500  # 10 % of a user token's hourly 5,000: left for people and CI
 DEFAULT_PARALLEL = 4
 MAX_TRIES = 3  # per PR, for secondary rate limits
 TRIGGER = "backfill"

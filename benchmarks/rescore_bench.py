@@ -153,37 +153,72 @@ class Stored:
     scored: str  # the result JSON scoring the PR from scratch gives, with the mode's config
 
 
+class Store:
+    """Writes PRs as ``taskeval`` stores them for ``mode`` (a bundle, or the result of its
+    evaluation with the defaults), with both configs loaded once: the defaults results are stored
+    with, and ``config``, the mode's (:func:`config_file`), that a re-score reads."""
+
+    def __init__(self, mode: str = "bundles", config: Path | None = None) -> None:
+        self.mode = mode
+        self.defaults = load_config(None)
+        self.rescored = load_config(None, config)
+
+    def write(self, raw: RawCollection, folder: Path, n: int) -> tuple[Path, EvidenceBundle, Options]:
+        """Store the PR; its bundle as read back, and the options a re-score of it runs with."""
+        bundle = build_bundle(raw)
+        reread = EvidenceBundle.model_validate_json(bundle.to_json())
+        pull = reread.facts.pull
+        stamp = str(pull.merged_at or pull.closed_at or pull.created_at)
+        options = Options(ai="off", trigger="rescore", evaluated_at=stamp, env={})
+        path = folder / f"{'bundle' if self.mode == 'bundles' else 'result'}-{n:05d}.json"
+        if self.mode == "bundles":
+            path.write_text(bundle.to_json(), encoding="utf-8")
+        else:
+            evaluated = score_bundle(reread, self.defaults, replace(options, trigger="pull_request"))
+            path.write_text(evaluated.to_json(), encoding="utf-8")
+        return path, reread, options
+
+    def __call__(self, raw: RawCollection, folder: Path, n: int) -> Stored:
+        """Store the PR and score it from scratch with the mode's config."""
+        path, reread, options = self.write(raw, folder, n)
+        return Stored(path, score_bundle(reread, self.rescored, options).to_json())
+
+
 def store(raw: RawCollection, folder: Path, n: int, mode: str = "bundles", config: Path | None = None) -> Stored:
-    """Write the PR as ``taskeval`` stores it (a bundle, or the result of its evaluation with
-    the defaults), and score it from scratch with ``config``, the mode's (:func:`config_file`)."""
-    bundle = build_bundle(raw)
-    reread = EvidenceBundle.model_validate_json(bundle.to_json())
-    pull = reread.facts.pull
-    stamp = str(pull.merged_at or pull.closed_at or pull.created_at)
-    options = Options(ai="off", trigger="rescore", evaluated_at=stamp, env={})
-    path = folder / f"{'bundle' if mode == 'bundles' else 'result'}-{n:05d}.json"
-    if mode == "bundles":
-        path.write_text(bundle.to_json(), encoding="utf-8")
-    else:
-        evaluated = score_bundle(reread, load_config(None), replace(options, trigger="pull_request"))
-        path.write_text(evaluated.to_json(), encoding="utf-8")
-    result = score_bundle(reread, load_config(None, config), options)
-    return Stored(path, result.to_json())
+    """One PR stored and scored from scratch (:class:`Store`, for many)."""
+    return Store(mode, config)(raw, folder, n)
 
 
 def rescore(stored: Stored, config: Path | None = None) -> tuple[float, bool]:
     """Seconds to re-score one stored file, and whether the bytes match its first score."""
-    seconds, _, same = rescore_timed(stored, config)
-    return seconds, same
+    timing = rescore_all([stored.path], Options(ai="off", env={}, config_path=config), freeze=False)
+    return timing.per_bundle[0], timing.texts[0] == stored.scored
 
 
-def rescore_timed(stored: Stored, config: Path | None = None) -> tuple[float, float, bool]:
-    """Wall seconds and CPU seconds of this process to re-score one stored file, and whether the
-    bytes match its first score. CPU time is what one core spends; on a shared machine the wall
-    time also counts the time other processes held the core."""
-    wall, cpu = time.perf_counter(), time.process_time()
-    text = rescore_path(stored.path, Options(ai="off", env={}, config_path=config)).json()
-    return time.perf_counter() - wall, time.process_time() - cpu, text == stored.scored
+@dataclass
+class Timing:
+    per_bundle: list[float]  # wall seconds of each re-score
+    cpu_seconds: float  # CPU seconds of this process for all of them
+    texts: list[str]  # the result JSON each gave
+
+
+def rescore_all(paths: list[Path], options: Options, fresh: bool = False, freeze: bool = True) -> Timing:
+    """Re-score the stored files as ``taskeval score`` does, each timed. CPU time is what one core
+    spends; on a shared machine the wall time also counts the time other processes held the core.
+    ``fresh``: clear the text caches before each file (untimed), so a copy of one file costs what
+    a new file of the same shape costs. ``freeze``: first freeze the heap, as ``taskeval score``
+    does before a batch."""
+    timing = Timing([], 0.0, [])
+    if freeze:
+        freeze_heap()
+    for path in paths:
+        if fresh:
+            clear_caches()
+        wall, cpu = time.perf_counter(), time.process_time()
+        timing.texts.append(rescore_path(path, options).json())
+        timing.per_bundle.append(time.perf_counter() - wall)
+        timing.cpu_seconds += time.process_time() - cpu
+    return timing
 
 
 @dataclass
@@ -203,28 +238,31 @@ class Report:
     def cpu_rate(self) -> float:
         return self.count / self.cpu_seconds if self.cpu_seconds else 0.0
 
+    def add(self, timing: Timing, expected: list[str], sizes: list[int]) -> None:
+        """Count a batch: its timings, and each text that differs from what was expected."""
+        self.count += len(timing.texts)
+        self.seconds += sum(timing.per_bundle)
+        self.per_bundle += timing.per_bundle
+        self.cpu_seconds += timing.cpu_seconds
+        self.mismatches += sum(text != want for text, want in zip(timing.texts, expected, strict=True))
+        self.sizes += sizes
+
 
 def run(count: int, seed: int = 0, chunk: int = 1000, mode: str = "bundles") -> Report:
-    per_bundle: list[float] = []
-    sizes: list[int] = []
-    mismatches = 0
-    cpu = 0.0
+    report = Report(0, 0.0, [], 0, [])
     made = variants(count, seed)
-    done = 0
-    while done < count:
-        with tempfile.TemporaryDirectory(prefix="taskeval-rescore-") as folder:
-            config = config_file(Path(folder), mode)
-            batch = [store(next(made), Path(folder), done + i, mode, config)
-                     for i in range(min(chunk, count - done))]
-            freeze_heap()  # as taskeval score does before a batch
-            for stored in batch:
-                seconds, cpu_seconds, same = rescore_timed(stored, config)
-                per_bundle.append(seconds)
-                cpu += cpu_seconds
-                mismatches += not same
-                sizes.append(stored.path.stat().st_size)
-            done += len(batch)
-    return Report(count, sum(per_bundle), per_bundle, mismatches, sizes, cpu)
+    with tempfile.TemporaryDirectory(prefix="taskeval-rescore-") as root:
+        config = config_file(Path(root), mode)
+        store = Store(mode, config)
+        options = Options(ai="off", env={}, config_path=config)
+        while report.count < count:
+            with tempfile.TemporaryDirectory(dir=root) as folder:  # a chunk's files, then gone
+                batch = [store(next(made), Path(folder), report.count + i)
+                         for i in range(min(chunk, count - report.count))]
+                paths = [s.path for s in batch]
+                report.add(rescore_all(paths, options), [s.scored for s in batch],
+                           [p.stat().st_size for p in paths])
+    return report
 
 
 def run_file(source: Path, count: int, mode: str) -> Report:
@@ -232,9 +270,7 @@ def run_file(source: Path, count: int, mode: str) -> Report:
     scoring its bundle from scratch with the mode's config."""
     data = json.loads(source.read_text(encoding="utf-8"))
     bundle = EvidenceBundle.model_validate(data.get("evidence", data))
-    per_bundle: list[float] = []
-    mismatches = 0
-    cpu = 0.0
+    report = Report(0, 0.0, [], 0, [])
     with tempfile.TemporaryDirectory(prefix="taskeval-rescore-") as folder:
         config = config_file(Path(folder), mode)
         stamp = data.get("evaluatedAt") or str(bundle.facts.pull.merged_at or bundle.facts.pull.closed_at
@@ -244,14 +280,9 @@ def run_file(source: Path, count: int, mode: str) -> Report:
         copies = [Path(folder) / f"copy-{n:05d}.json" for n in range(count)]
         for copy in copies:
             shutil.copyfile(source, copy)
-        freeze_heap()  # as taskeval score does before a batch
-        for copy in copies:
-            clear_caches()  # text caches: a copy must cost what a new file costs
-            seconds, cpu_seconds, same = rescore_timed(Stored(copy, expected), config)
-            per_bundle.append(seconds)
-            cpu += cpu_seconds
-            mismatches += not same
-    return Report(count, sum(per_bundle), per_bundle, mismatches, [source.stat().st_size] * count, cpu)
+        report.add(rescore_all(copies, Options(ai="off", env={}, config_path=config), fresh=True),
+                   [expected] * count, [source.stat().st_size] * count)
+    return report
 
 
 def run_dir(folder: Path, config: Path | None, count: int) -> Report:
@@ -259,20 +290,13 @@ def run_dir(folder: Path, config: Path | None, count: int) -> Report:
     ``config`` as ``taskeval score`` re-scores them; each compared, untimed, with re-scoring it
     with every signal measured and all evidence validated again (``--recompute``)."""
     files = sorted(folder.rglob("*.json"))[:count]
-    per_bundle: list[float] = []
-    mismatches = 0
-    cpu = 0.0
     options = Options(ai="off", env={}, config_path=config)
-    texts = []
-    freeze_heap()  # as taskeval score does before a batch
-    for path in files:
-        wall, start = time.perf_counter(), time.process_time()
-        texts.append(rescore_path(path, options).json())
-        per_bundle.append(time.perf_counter() - wall)
-        cpu += time.process_time() - start
-    for path, text in zip(files, texts, strict=True):  # after timing, so it cools no cache
-        mismatches += text != rescore_path(path, replace(options, keep_signals=False)).json()
-    return Report(len(files), sum(per_bundle), per_bundle, mismatches, [p.stat().st_size for p in files], cpu)
+    timing = rescore_all(files, options)
+    # After timing, so it cools no cache:
+    expected = [rescore_path(path, replace(options, keep_signals=False)).json() for path in files]
+    report = Report(0, 0.0, [], 0, [])
+    report.add(timing, expected, [p.stat().st_size for p in files])
+    return report
 
 
 def config_file(folder: Path, mode: str) -> Path | None:
@@ -311,8 +335,9 @@ def main(argv: list[str] | None = None) -> int:
         files = args.write / "stored"
         files.mkdir(exist_ok=True)
         config = config_file(args.write, args.mode)
+        store = Store(args.mode, config)
         for n, raw in enumerate(variants(args.count, args.seed)):
-            store(raw, files, n, args.mode, config)
+            store.write(raw, files, n)  # only the file: nothing is compared here
         print(f"{args.count} stored files in {files}" + (f", config {config}" if config else ""))
         return 0
     report = run(args.count, args.seed, mode=args.mode)

@@ -42,14 +42,20 @@ from sqlalchemy.exc import IntegrityError
 from bot.budget import Budget, BudgetExhausted, GateMeter, budget_key, rate_limit_now
 from bot.db import evaluations, init_schema, make_engine, write
 from bot.results import record_from_result, store_evaluation
+from bot.settings import DEFAULT_RESERVE
 
 State = Literal["merged", "closed", "all"]
 DEFAULT_STORE_FILE = "taskeval.db"  # in the working directory; `taskeval dashboard` reads it
-DEFAULT_STORE = f"sqlite:///{DEFAULT_STORE_FILE}"
-DEFAULT_RESERVE = 500  # 10 % of a user token's hourly 5,000: left for people and CI
 DEFAULT_PARALLEL = 4
 MAX_TRIES = 3  # per PR, for secondary rate limits
 TRIGGER = "backfill"
+
+
+def default_store(env: dict[str, str] | None = None) -> str:
+    """``$DATABASE_URL``, else the SQLite file :data:`DEFAULT_STORE_FILE` in the working directory
+    (by its absolute path): the store of ``taskeval backfill`` and ``taskeval dashboard``."""
+    source = os.environ if env is None else env
+    return (source.get("DATABASE_URL") or "").strip() or f"sqlite:///{Path.cwd() / DEFAULT_STORE_FILE}"
 
 
 @dataclass(frozen=True)
@@ -59,7 +65,7 @@ class Options:
     until: datetime | None = None
     state: State = "merged"
     limit: int | None = None
-    store_url: str = DEFAULT_STORE
+    store_url: str = field(default_factory=default_store)
     enqueue: bool = False
     comment: bool = False
     wait: bool = True
@@ -453,9 +459,3 @@ def open_store(url: str) -> Engine:
     init_schema(engine)
     return engine
 
-
-def default_store(env: dict[str, str] | None = None) -> str:
-    """``$DATABASE_URL``, else the SQLite file :data:`DEFAULT_STORE_FILE` in the working directory
-    (by its absolute path): the store of ``taskeval backfill`` and ``taskeval dashboard``."""
-    source = os.environ if env is None else env
-    return (source.get("DATABASE_URL") or "").strip() or f"sqlite:///{Path.cwd() / DEFAULT_STORE_FILE}"

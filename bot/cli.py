@@ -116,7 +116,7 @@ def cmd_backfill(args: argparse.Namespace) -> int:
               f"'bot' extra ({exc.name} is missing): pip install 'taskeval[bot]'", file=sys.stderr)
         return 2
     from bot import backfill
-    from taskeval.github import AuthError, GitHubError, NotFoundError, api_url, make_client
+    from taskeval.github import AuthError, GitHubError, NotFoundError, api_url, env_token, make_client
     from taskeval.github.client import repo_path
     from taskeval.redact import redact
 
@@ -140,7 +140,7 @@ def cmd_backfill(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     _quiet(args.verbose)  # after the input checks: library logs only matter once work starts
-    token = os.environ.get("GITHUB_TOKEN") or os.environ.get("GH_TOKEN") or None
+    token = env_token()
     if opts.comment and not token:
         print("taskeval backfill: --comment needs a token that may write to the PRs: set "
               "GITHUB_TOKEN", file=sys.stderr)

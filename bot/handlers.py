@@ -15,7 +15,6 @@ from typing import Any, Protocol
 from sqlalchemy import Engine
 
 from bot import events
-from bot.backfill import DEFAULT_RESERVE
 from bot.backfill import TRIGGER as BACKFILL  # jobs queued by `taskeval backfill --enqueue`
 from bot.queue import Job
 from bot.results import DbJudgeCache, comment_signature, previous_comment, record_from_result
@@ -172,9 +171,8 @@ class PipelineCore:
 
         # Every worker on every node takes its requests from the credential's one budget; when
         # it is spent the job is deferred to the reset (BudgetExhausted), not failed.
-        reserve = _int(self.settings.env.get("TASKEVAL_RATE_RESERVE"), DEFAULT_RESERVE)
-        meter = GateMeter(Budget(self.engine, ctx.budget_key, reserve=reserve, wait=False,
-                                 refresh=lambda: rate_limit_now(ctx.gh)))
+        meter = GateMeter(Budget(self.engine, ctx.budget_key, reserve=self.settings.rate_reserve,
+                                 wait=False, refresh=lambda: rate_limit_now(ctx.gh)))
         try:
             evaluation = evaluate_pull_request(ctx.gh, repo, number, options, meter=meter)
         finally:
@@ -191,10 +189,3 @@ class PipelineCore:
         from taskeval.github import AuthError
 
         return isinstance(exc, AuthError)
-
-
-def _int(text: str | None, default: int) -> int:
-    try:
-        return max(0, int(text)) if text not in (None, "") else default
-    except ValueError:
-        return default

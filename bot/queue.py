@@ -231,10 +231,13 @@ class Queue:
                 continue
         raise RuntimeError(f"{ev.repo}#{ev.number}: could not settle a concurrent insert")
 
-    def defer(self, job_id: int, worker_id: str, run_after: float, reason: str) -> bool:
-        """Give a claimed job back to run at ``run_after`` (not before now) without spending an
-        attempt: the shared GitHub budget is spent until then, or the worker is shutting down."""
+    def defer(self, job_id: int, worker_id: str, run_after: float | None, reason: str) -> bool:
+        """Give a claimed job back to run at ``run_after`` (not before now; ``None``: now) without
+        spending an attempt: the shared GitHub budget is spent until then, or the worker is
+        shutting down."""
         now = self.clock()
+        if run_after is None:
+            run_after = now
         with write(self.engine) as conn:
             result = conn.execute(
                 update(jobs)
@@ -427,8 +430,7 @@ class Queue:
 
     def release(self, job_id: int, worker_id: str) -> bool:
         """Give a claimed job back untouched (graceful shutdown): the attempt does not count."""
-        return self.defer(job_id, worker_id, self.clock(),
-                          "released by a worker shutting down; requeued")
+        return self.defer(job_id, worker_id, None, "released by a worker shutting down; requeued")
 
     def prune(self, retention_seconds: float) -> int:
         """Forget delivery ids older than the retention; returns how many were removed.

@@ -287,9 +287,9 @@ def _mark_needles(patterns: tuple[str, ...]) -> tuple[str, ...] | None:
     return tuple(n for n in found if n)
 
 
-def _may_carry(folded: str, rule: _Compiled) -> bool:
-    """Whether ``folded`` (:func:`fold` of a text) can hold one of ``rule``'s text marks."""
-    needles = rule.mark_needles
+def _may_hold(folded: str, needles: tuple[str, ...] | None) -> bool:
+    """Whether ``folded`` (:func:`fold` of a text) can hold a text mark whose needles (ASCII,
+    lower case) are ``needles``; None: a mark without one, so any text can."""
     return needles is None or any(n in folded for n in needles)
 
 
@@ -501,14 +501,6 @@ def _needles(rules: tuple[_Compiled, ...]) -> tuple[str, ...] | None:
     return None if any(n is None for n in found) else tuple(n for n in found if n)
 
 
-def _may_mark(text: str, needles: tuple[str, ...] | None) -> bool:
-    """Cheap pre-check: can any rule's text mark be in ``text``? (Most texts carry none.)"""
-    if needles is None:
-        return True
-    low = text.lower()
-    return any(n in low for n in needles)
-
-
 def _marks(view: _View, rule: _Compiled) -> list[_Mark]:
     pull = view.pull
     out: list[_Mark] = []
@@ -518,7 +510,7 @@ def _marks(view: _View, rule: _Compiled) -> list[_Mark]:
     if pull.via_app and pull.via_app.lower() in rule.apps:
         out.append(_Mark(_TIER_ACCOUNT, f"PR opened through the agent's App {pull.via_app}",
                          view.pr, True))
-    for pattern in rule.text_marks if view.text_marked and _may_carry(view.text_folded, rule) else ():
+    for pattern in rule.text_marks if view.text_marked and _may_hold(view.text_folded, rule.mark_needles) else ():
         match = pattern.search(view.text)
         if match:
             out.append(_Mark(_TIER_TEXT, f"PR description mark '{_short(match.group(0))}'", view.pr))
@@ -551,7 +543,8 @@ def _marks(view: _View, rule: _Compiled) -> list[_Mark]:
                 found.append(_Mark(_TIER_TRAILER + later, f"commit {c.sha[:7]} co-author '{_short(hit)}'",
                                    view.commit_ref.get(c.sha, view.pr)))
         text_hit = (next((m for p in rule.text_marks if (m := p.search(c.message))), None)
-                    if index in view.marked_commits and _may_carry(view.folded(index), rule) else None)
+                    if index in view.marked_commits and _may_hold(view.folded(index), rule.mark_needles)
+                    else None)
         if text_hit:
             found.append(_Mark(_TIER_TRAILER + later,
                                f"commit {c.sha[:7]} mark '{_short(text_hit.group(0))}'",
@@ -631,8 +624,9 @@ def _attribute(bundle: EvidenceBundle, settings: Settings | None) -> AgentAttrib
     compiled = _compiled(rules)
     view = _View(bundle)
     needles = _needles(compiled)
-    view.text_marked = _may_mark(view.text, needles)
-    view.marked_commits = {i for i, c in enumerate(view.commits) if _may_mark(c.message, needles)}
+    # Most texts carry no rule's mark: one look for every rule's needles skips them all.
+    view.text_marked = _may_hold(view.text_folded, needles)
+    view.marked_commits = {i for i in range(len(view.commits)) if _may_hold(view.folded(i), needles)}
     pull = view.pull
     best: tuple[tuple[int, int, int], _Compiled, list[_Mark]] | None = None
     for order, rule in enumerate(compiled):

@@ -19,7 +19,7 @@ import multiprocessing
 import os
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -173,6 +173,25 @@ def freeze_heap() -> None:
     gc.freeze()
 
 
+def _line_printer(out: TextIO) -> Callable[[bytes], object]:
+    """Print a result's UTF-8 bytes as one line of ``out``: straight to the binary buffer beneath
+    the text stream when it has one (not decoded for the text layer to encode again), else, for a
+    stream with no buffer (``io.StringIO``, some test captures), as text."""
+    buffer = getattr(out, "buffer", None)
+    if buffer is None:
+        return lambda text: out.write(text.decode() + "\n")
+    out.flush()  # whatever was written to the text layer before goes out first
+    each_line = bool(getattr(out, "line_buffering", False))  # a terminal sees each as it comes
+
+    def to_buffer(text: bytes) -> None:
+        buffer.write(text)
+        buffer.write(b"\n")
+        if each_line:
+            buffer.flush()
+
+    return to_buffer
+
+
 def _write(target: Path, text: bytes, made: set[Path]) -> None:
     """Write through a temporary file so a killed run never leaves half a result. ``made``: the
     directories already created in this run (each is made once, not once per file)."""
@@ -210,6 +229,7 @@ def run(
         progress.note(f"taskeval: {problem}")
     scored, failed, kept = 0, len(problems), 0
     made: set[Path] = set()
+    print_line = _line_printer(out)
     start = time.perf_counter()
     for done, (job, outcome) in enumerate(zip(jobs, score_files(jobs, options, workers), strict=True), 1):
         if outcome.text is None:
@@ -220,7 +240,7 @@ def run(
                 if job.target is not None:
                     _write(job.target, outcome.text, made)
                 else:  # one result per line, so the stream splits with `jq -c` or a line reader
-                    out.write(outcome.text.decode() + "\n")
+                    print_line(outcome.text)
                 scored += 1
                 kept += outcome.kept
             except OSError as exc:

@@ -99,6 +99,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         NotFoundError,
         api_url,
         comment_login,
+        env_token,
         make_client,
         parse_pr_ref,
     )
@@ -112,7 +113,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     if args.config and not Path(args.config).is_file():
         return _fail(f"config file {args.config} does not exist")
-    token = os.environ.get("GITHUB_TOKEN") or os.environ.get("GH_TOKEN") or None
+    token = env_token()
     if args.comment and not token:
         return _fail("--comment needs a token that may write to the PR: set GITHUB_TOKEN")
     if not token:

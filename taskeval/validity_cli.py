@@ -128,10 +128,9 @@ def cmd_outcomes(args: argparse.Namespace) -> int:
     records: list[oc.OutcomeRecord] = []
     notes: list[str] = []
     if args.repo:
-        from taskeval.github import GitHubError, api_url, make_client
+        from taskeval.github import GitHubError, api_url, env_token, make_client
 
-        token = os.environ.get("GITHUB_TOKEN") or os.environ.get("GH_TOKEN") or None
-        gh = make_client(token, base_url=api_url(os.environ))
+        gh = make_client(env_token(), base_url=api_url(os.environ))
 
         def get(path: str, params: dict[str, Any]) -> Any:
             return gh.requester.requestJsonAndCheck("GET", path, parameters=params)[1]

@@ -175,6 +175,13 @@ CASES = [
     ("the PR's own mark beats a later helper's account",
      dict(body=CODEX_BODY, commits=(("alice", "guard"), ("claude[bot]", "fix lint"))),
      "codex", "alice", "likely"),
+    # re.IGNORECASE matches "ſ" (long s) with "s" and "K" (Kelvin sign) with "k": so must the
+    # needle search that decides which texts the marks are looked for in.
+    ("codex: a task link whose 's' is a long s, in the description",
+     dict(body=CODEX_BODY.replace("/tasks/", "/ta\u017fks/")), "codex", "alice", "likely"),
+    ("codex: the same link in a commit message",
+     dict(commits=(("alice", "guard\n\nhttps://chatgpt.com/codex/ta\u017fks/task_e_1"),)),
+     "codex", "alice", "likely"),
     ("an accepted review suggestion from a bot is no mark",
      dict(commits=(("alice", "Add retries"),
                    ("alice", "Apply suggestions\n\nCo-authored-by: gemini-code-assist[bot] "

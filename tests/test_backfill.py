@@ -245,6 +245,25 @@ def test_a_killed_run_resumes_with_no_duplicates(tmp_path: Path, how: signal.Sig
         engine.dispose()
 
 
+def test_without_database_url_backfill_writes_the_file_the_dashboard_reads(
+    served: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bot.dashboard.cli import store_url
+
+    done = subprocess.run([sys.executable, "-m", "taskeval", "backfill", REPO, "--no-ai", "--limit", "2"],
+                          cwd=tmp_path, env=_env(served, tmp_path), capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    url = store_url(None)  # what `taskeval dashboard` opens with no --store and no DATABASE_URL
+    assert url == backfill.Options(REPO).store_url == f"sqlite:///{tmp_path / backfill.DEFAULT_STORE_FILE}"
+    engine = make_engine(url)
+    try:
+        assert len(rows(engine)) == 2
+    finally:
+        engine.dispose()
+
+
 def test_cli_explains_bad_input(tmp_path: Path) -> None:
     from taskeval.cli import main
 

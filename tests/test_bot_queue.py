@@ -235,6 +235,29 @@ def test_released_jobs_run_again_without_spending_an_attempt(engine: Engine) -> 
     assert job is not None and job.attempts == 1
 
 
+def test_a_released_job_is_due_the_moment_it_was_released_even_if_the_clock_steps_back(
+    engine: Engine,
+) -> None:
+    class SteppingBack(Clock):  # once stepping, each read 5 s earlier (an NTP correction)
+        stepping = False
+
+        def __call__(self) -> float:
+            self.now -= 5 if self.stepping else 0
+            return self.now
+
+    clock = SteppingBack()
+    q = make_queue(engine, clock)
+    job_id = q.accept("d1", "pull_request", "closed", evaluate()).job_id
+    assert q.claim("w1") is not None
+    clock.stepping = True
+    assert q.release(job_id, "w1")
+    released = clock.now
+    with engine.connect() as conn:
+        row = conn.execute(select(jobs.c.run_after, jobs.c.updated_at)
+                           .where(jobs.c.id == job_id)).one()
+    assert row.run_after == row.updated_at == released
+
+
 def test_completion_stores_the_result_and_queues_the_follow_up_atomically(engine: Engine) -> None:
     q = make_queue(engine)
     cmd = events.Command("octo-org/widgets", 7, 555, "octocat", 99)

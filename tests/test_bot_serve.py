@@ -163,6 +163,10 @@ def test_serve_evaluates_a_signed_delivery_once(
         (["serve", "--no-workers"], {"GITHUB_WEBHOOK_SECRET": SECRET,
                                      "DATABASE_URL": "sqlite:////nonexistent/dir/x.db"},
          "cannot open the database"),
+        (["serve"], {"GITHUB_WEBHOOK_SECRET": SECRET, "GITHUB_TOKEN": "ghp_x",
+                     "TASKEVAL_RATE_RESERVE": "10%"}, "TASKEVAL_RATE_RESERVE must be an integer, got '10%'"),
+        (["worker"], {"GITHUB_TOKEN": "ghp_x", "TASKEVAL_RATE_RESERVE": "-5"},
+         "TASKEVAL_RATE_RESERVE must be at least 0, got -5"),
     ],
 )
 def test_commands_refuse_to_start_with_a_reason(tmp_path: Path, argv: list[str],

@@ -58,12 +58,20 @@ def test_private_key_is_read_from_a_path(tmp_path: Path) -> None:
         ({"TASKEVAL_MAX_ATTEMPTS": "0"}, "TASKEVAL_MAX_ATTEMPTS must be at least 1"),
         ({"TASKEVAL_LEASE_SECONDS": "soon"}, "TASKEVAL_LEASE_SECONDS must be a number"),
         ({"TASKEVAL_SQLITE_SYNCHRONOUS": "off"}, "TASKEVAL_SQLITE_SYNCHRONOUS"),
+        ({"TASKEVAL_RATE_RESERVE": "10%"}, "TASKEVAL_RATE_RESERVE must be an integer"),
+        ({"TASKEVAL_RATE_RESERVE": "-5"}, "TASKEVAL_RATE_RESERVE must be at least 0"),
     ],
 )
 def test_bad_settings_name_the_variable_not_the_value(env: dict[str, str], message: str) -> None:
     with pytest.raises(SettingsError, match=message) as info:
         BotSettings.from_env({**BASE, **env})
     assert "MIIBOgIBAAJBAK" not in str(info.value)
+
+
+@pytest.mark.parametrize(("value", "reserve"), [(None, 500), ("", 500), (" 0 ", 0), ("1200", 1200)])
+def test_the_workers_rate_reserve(value: str | None, reserve: int) -> None:
+    env = BASE if value is None else {**BASE, "TASKEVAL_RATE_RESERVE": value}
+    assert BotSettings.from_env(env).rate_reserve == reserve
 
 
 def test_worker_needs_credentials() -> None:

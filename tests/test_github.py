@@ -22,6 +22,7 @@ from taskeval.github import (
     api_url,
     collaborator_permission,
     collect,
+    env_token,
     make_client,
     parse_pr_ref,
     upsert_comment,
@@ -769,3 +770,18 @@ def test_pygithub_logs_go_through_the_adapters_logging(caplog: pytest.LogCapture
     with caplog.at_level(logging.INFO):
         logging.getLogger("github.GithubRetry").info("Request GET /x failed with 502")
     assert [r.getMessage() for r in caplog.records] == ["Request GET /x failed with 502"]
+
+
+@pytest.mark.parametrize(("env", "expected"), [
+    ({"GITHUB_TOKEN": "ghs_one", "GH_TOKEN": "gho_two"}, "ghs_one"),  # GITHUB_TOKEN wins
+    ({"GH_TOKEN": "gho_two"}, "gho_two"),  # the GitHub CLI's name
+    ({"GITHUB_TOKEN": "", "GH_TOKEN": "gho_two"}, "gho_two"),  # blank counts as absent
+    ({"GITHUB_TOKEN": " \t\n", "GH_TOKEN": "gho_two"}, "gho_two"),
+    ({"GITHUB_TOKEN": "  ghs_one\n"}, "ghs_one"),  # as pasted, with a newline
+    ({"GITHUB_TOKEN": " ", "GH_TOKEN": ""}, None),
+    ({}, None),
+])
+def test_the_token_is_github_token_else_gh_token_and_blank_is_absent(
+    env: dict[str, str], expected: str | None
+) -> None:
+    assert env_token(env) == expected

@@ -210,3 +210,54 @@ def test_paths_are_resolved_as_path_resolve_resolves_them(tmp_path: Path) -> Non
     resolve = _RealPaths()
     for path in paths * 2:  # the second round answers from the directory cache
         assert resolve(path) == path.resolve(), path
+
+
+def _bundles_with_text_beyond_ascii(folder: Path) -> list[str]:
+    from tests import builders as b
+
+    paths = []
+    for n, title in enumerate(["Retry transient failures ✅", "Handle naïve timestamps — 日付"]):
+        path = folder / f"pr-{n}.bundle.json"
+        path.write_text(build_bundle(b.merged_agent_pr(number=n + 1, title=title)).to_json(), encoding="utf-8")
+        paths.append(str(path))
+    return paths
+
+
+def _expected_lines(paths: list[str], options: Options) -> bytes:
+    from taskeval.pipeline import rescore
+
+    return b"".join(rescore(Path(p), options).json_bytes(indent=False) + b"\n" for p in paths)
+
+
+def test_results_on_stdout_are_the_utf8_bytes_of_each_result_whatever_the_text_encoding(
+    tmp_path: Path,
+) -> None:
+    """The bytes go to stdout's binary buffer: a stream whose text layer cannot even encode the
+    titles still gets exact UTF-8 lines, after what was written to it before."""
+    import io
+
+    from taskeval import batch
+
+    paths = _bundles_with_text_beyond_ascii(tmp_path)
+    options = Options(ai="off", env={}, trigger="rescore")
+    raw = io.BytesIO()
+    stdout = io.TextIOWrapper(raw, encoding="ascii", write_through=False)
+    stdout.write("earlier output\n")
+    assert batch.run(paths, options, stdout=stdout, stderr=io.StringIO()) == 0
+    stdout.flush()
+    assert raw.getvalue() == b"earlier output\n" + _expected_lines(paths, options)
+    assert "✅".encode() in raw.getvalue()
+
+
+def test_results_on_a_stdout_without_a_buffer_are_written_as_text(tmp_path: Path) -> None:
+    import io
+
+    from taskeval import batch
+
+    paths = _bundles_with_text_beyond_ascii(tmp_path)
+    options = Options(ai="off", env={}, trigger="rescore")
+    stdout = io.StringIO()  # as a test's capture may be: no .buffer beneath
+    assert batch.run(paths, options, stdout=stdout, stderr=io.StringIO()) == 0
+    assert stdout.getvalue() == _expected_lines(paths, options).decode()
+    assert [json.loads(line)["pullRequest"]["title"] for line in stdout.getvalue().splitlines()] == [
+        "Retry transient failures ✅", "Handle naïve timestamps — 日付"]

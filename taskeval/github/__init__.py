@@ -18,6 +18,7 @@ from taskeval.github.client import (
     SECONDARY_RATE_WAIT,
     USER_AGENT,
     api_url,
+    env_token,
     make_client,
     parse_pr_ref,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "collaborator_permission",
     "collect",
     "comment_login",
+    "env_token",
     "make_client",
     "parse_pr_ref",
     "upsert_comment",

@@ -79,6 +79,20 @@ def api_url(env: Mapping[str, str] | None = None) -> str:
     return value.rstrip("/")
 
 
+TOKEN_VARIABLES: Final = ("GITHUB_TOKEN", "GH_TOKEN")
+
+
+def env_token(env: Mapping[str, str] | None = None) -> str | None:
+    """The token from the environment: ``GITHUB_TOKEN``, else ``GH_TOKEN`` (the GitHub CLI's
+    name); a variable that is unset, empty or only white space counts as absent."""
+    source = os.environ if env is None else env
+    for name in TOKEN_VARIABLES:
+        value = (source.get(name) or "").strip()
+        if value:
+            return value
+    return None
+
+
 class Meter:
     """Counts HTTP requests (first tries and retries) across the threads of one collection.
 

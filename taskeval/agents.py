@@ -2,7 +2,9 @@
 
 Attribution reads only what the PR itself shows (never GitHub, never writing style):
 
-- the PR author's login and account type, and ``performed_via_github_app``;
+- the PR author's login and account type, and ``performed_via_github_app`` (the App the PR was
+  opened through, which GitHub reports on the PR's issue object; when collection could not read
+  that object no App is assumed, and a ``human`` answer says the App was unreadable);
 - the head branch name;
 - commit author and committer logins, and ``Co-authored-by`` trailers;
 - the agent's own marks in the description and commit messages: links to its task or session
@@ -642,6 +644,13 @@ def _attribute(bundle: EvidenceBundle, settings: Settings | None) -> AgentAttrib
                 id=UNKNOWN_BOT_ID, name="Unknown bot", operator=None, confidence="certain",
                 evidence=[view.pr],
                 reason=f"PR opened by the bot account {pull.author}, which is no known agent.",
+            )
+        if "issue" in bundle.facts.unavailable:  # the issue object names the App, if any
+            return AgentAttribution(
+                id=HUMAN_ID, name="Human", operator=pull.author, confidence="likely",
+                evidence=[view.pr, "audit:unavailable-issue"],
+                reason="No agent account, branch prefix, trailer or description mark; the App "
+                       "the PR was opened through could not be read.",
             )
         return AgentAttribution(
             id=HUMAN_ID, name="Human", operator=pull.author, confidence="likely", evidence=[view.pr],

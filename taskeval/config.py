@@ -300,7 +300,9 @@ class AgentRuleConfig(_Section):
     logins: list[str] | None = Field(
         default=None, description="The agent's own accounts (PR author, commit author/committer): certain.")
     apps: list[str] | None = Field(
-        default=None, description="GitHub App slugs seen as performed_via_github_app: certain.")
+        default=None, description="GitHub App slugs a PR was opened through (performed_via_github_app, "
+                                  "which GitHub reports on the PR's issue object, GET /issues/{n}; "
+                                  "the App's name when it has no slug): certain.")
     branch_prefixes: list[str] | None = Field(default=None, description="Head branch prefixes: likely.")
     co_authors: list[str] | None = Field(
         default=None, description="Regexes over Co-authored-by values (\"Name <email>\"): likely.")

@@ -55,7 +55,8 @@ class RawPullRequest(_Raw):
     review_comments: int = 0
     html_url: str
     # What agent attribution reads (taskeval.agents): the App that opened the PR, if any (its
-    # slug), and the people GitHub lists as assignees and requested reviewers.
+    # slug; GitHub reports it on the PR's issue object, so collection fills it from there), and
+    # the people GitHub lists as assignees and requested reviewers.
     performed_via_github_app: str | None = None
     assignees: list[RawUser] = Field(default_factory=list)
     requested_reviewers: list[RawUser] = Field(default_factory=list)
@@ -180,7 +181,9 @@ class RawTimelineEvent(_Raw):
 class CollectionIssue(_Raw):
     """A part of the evidence that could not be fetched, and why (e.g. 403 without `checks: read`)."""
 
-    resource: str  # commits | reviews | review_comments | issue_comments | files | check_runs | workflow_runs | config
+    # issue | commits | reviews | review_comments | issue_comments | timeline | files | check_runs
+    # | workflow_runs | config
+    resource: str
     status: int | None = None  # HTTP status when there was one
     message: str
 

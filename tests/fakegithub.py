@@ -196,6 +196,7 @@ class _Pull:
     review_comments: list[dict[str, Any]] = field(default_factory=list)
     files: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)  # extra timeline events
+    via_app: dict[str, Any] | None = None  # the issue object's ``performed_via_github_app``
 
 
 @dataclass
@@ -257,6 +258,7 @@ _ROUTES: Final[Sequence[tuple[str, str, str]]] = (
     ("GET", rf"{_REPO}/pulls/(?P<n>\d+)/reviews", "pulls.reviews"),
     ("GET", rf"{_REPO}/pulls/(?P<n>\d+)/comments", "pulls.review_comments"),
     ("GET", rf"{_REPO}/pulls/(?P<n>\d+)/files", "pulls.files"),
+    ("GET", rf"{_REPO}/issues/(?P<n>\d+)", "issues.get"),
     ("GET", rf"{_REPO}/issues/(?P<n>\d+)/comments", "issues.comments"),
     ("GET", rf"{_REPO}/issues/(?P<n>\d+)/timeline", "issues.timeline"),
     ("POST", rf"{_REPO}/issues/(?P<n>\d+)/comments", "issues.create_comment"),
@@ -282,6 +284,7 @@ _NEEDS: Final[Mapping[str, tuple[tuple[str, ...], str]]] = {
     "pulls.reviews": (("pull_requests",), "read"),
     "pulls.review_comments": (("pull_requests",), "read"),
     "pulls.files": (("pull_requests",), "read"),
+    "issues.get": (("issues", "pull_requests"), "read"),
     "issues.comments": (("issues", "pull_requests"), "read"),
     "issues.timeline": (("issues", "pull_requests"), "read"),
     "issues.get_comment": (("issues", "pull_requests"), "read"),
@@ -461,6 +464,7 @@ class FakeGitHub:
         verified: bool = True,
         config_text: str | None = None,
         created_at: datetime = BASE_TIME,
+        via_app: str | None = None,
     ) -> FakePR:
         """A pull request with everything around it; defaults give a merged agent PR with green
         CI, one approving review, one review comment and a short conversation.
@@ -470,6 +474,8 @@ class FakeGitHub:
         checks or runs), ``fail-then-fix`` (every commit's run fails but the head's). ``rerun``
         gives the head's run a second attempt and an earlier failed attempt of its ``test`` check
         run. ``fork="someone"`` opens the PR from ``someone/<name>`` (branch ``patch-1``).
+        ``via_app="chatgpt-codex-connector"`` says the PR was opened through that GitHub App: as on
+        GitHub, only its issue object (``/issues/{n}``) carries ``performed_via_github_app``.
         """
         self.add_repo(repo)
         if config_text is not None:
@@ -537,7 +543,7 @@ class FakeGitHub:
             "deletions": sum(int(f.get("deletions", 0)) for f in file_specs),
             "changed_files": len(file_specs),
         }
-        pull = _Pull(data)
+        pull = _Pull(data, via_app=self.app_payload(via_app) if via_app else None)
         pull.commits = [
             self._commit(repo, sha, i, start + timedelta(minutes=7 * i), author,
                          shas[i - 1] if i else base_sha, verified, commits)
@@ -616,11 +622,13 @@ class FakeGitHub:
 
     # -------------------------------------------------------------------------- fault injection
 
-    def inject(self, prefix: str, *faults: Fault, times: int = 1) -> None:
+    def inject(self, prefix: str, *faults: Fault, times: int = 1, exact: bool = False) -> None:
         """Queue faults for requests whose path (relative to the API root) starts with
-        ``prefix``; each request consumes one. The longest matching prefix wins."""
+        ``prefix`` (is ``prefix`` with ``exact``: ``/issues/7`` but not ``/issues/7/comments``);
+        each request consumes one. The longest matching prefix wins, an exact one first."""
         with self._lock:
-            queue = self._faults.setdefault(prefix.rstrip("/") or "/", deque())
+            key = (prefix.rstrip("/") or "/") + ("$" if exact else "")
+            queue = self._faults.setdefault(key, deque())
             for _ in range(times):
                 queue.extend(faults)
 
@@ -638,6 +646,7 @@ class FakeGitHub:
     def _take_fault(self, method: str, path: str) -> Fault | None:
         with self._lock:
             keys = sorted((k for k, q in self._faults.items() if q and (
+                path == k.removesuffix("$") if k.endswith("$") else
                 path == k or path.startswith(k.rstrip("/") + "/") or k == "/")),
                 key=len, reverse=True)
             for key in keys:
@@ -866,6 +875,8 @@ class FakeGitHub:
                 return self._page(self._pull(repo, match["n"]).review_comments, query, path)
             if route == "pulls.files":
                 return self._page(self._pull(repo, match["n"]).files[:3000], query, path)
+            if route == "issues.get":
+                return 200, self._pr_issue(name, self._pull(repo, match["n"])), {}
             if route == "issues.comments":
                 if int(match["n"]) not in repo.pulls:
                     raise _Answer(404, _error_body("Not Found", 404))
@@ -1052,6 +1063,55 @@ class FakeGitHub:
         login = str(spec.get("user", "octocat"))
         perm = self.repos[repo].permissions.get(login)
         return "OWNER" if perm and perm[0] == "admin" else "NONE"
+
+    def app_payload(self, slug: str) -> dict[str, Any]:
+        """A GitHub App as ``performed_via_github_app`` shows it (GitHub's ``integration``)."""
+        names = {"chatgpt-codex-connector": "ChatGPT Codex Connector",
+                 "copilot-swe-agent": "Copilot"}
+        aid = _num("app", slug) % 9_000_000 + 1
+        return {
+            "id": aid, "slug": slug, "node_id": f"A_{aid}", "client_id": f"Iv1.{aid:016x}",
+            "owner": self.user("octo-apps", "Organization"),
+            "name": names.get(slug, slug.replace("-", " ").title()), "description": "",
+            "external_url": f"https://{slug}.example", "html_url": f"{self.html_base}/apps/{slug}",
+            "created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z",
+            "permissions": {"contents": "write", "pull_requests": "write", "issues": "write",
+                            "metadata": "read"},
+            "events": [],
+        }
+
+    def _pr_issue(self, repo: str, pull: _Pull) -> dict[str, Any]:
+        """``GET /repos/{o}/{r}/issues/{n}`` for a PR, in GitHub's issue shape: the PR's common
+        fields, a ``pull_request`` key, and ``performed_via_github_app`` (which the pull request
+        object lacks)."""
+        data = pull.data
+        number = data["number"]
+        iid = _num("issue", repo, number) % 2_000_000_000 + 1
+        issue_url = f"/repos/{repo}/issues/{number}"
+        return {
+            "id": iid, "node_id": f"PR_{data['id']}", "url": _api(issue_url),
+            "repository_url": _api(f"/repos/{repo}"),
+            "labels_url": _api(f"{issue_url}/labels{{/name}}"),
+            "comments_url": _api(f"{issue_url}/comments"),
+            "events_url": _api(f"{issue_url}/events"), "html_url": data["html_url"],
+            "number": number, "title": data["title"], "user": data["user"],
+            "labels": data["labels"], "state": data["state"], "locked": data["locked"],
+            "assignee": data["assignee"], "assignees": data["assignees"],
+            "milestone": data["milestone"], "comments": data["comments"],
+            "created_at": data["created_at"], "updated_at": data["updated_at"],
+            "closed_at": data["closed_at"], "author_association": data["author_association"],
+            "active_lock_reason": data["active_lock_reason"], "draft": data["draft"],
+            "pull_request": {"url": data["url"], "html_url": data["html_url"],
+                             "diff_url": data["diff_url"], "patch_url": data["patch_url"],
+                             "merged_at": data["merged_at"]},
+            "body": data["body"],
+            "reactions": {"url": _api(f"{issue_url}/reactions"), "total_count": 0, "+1": 0,
+                          "-1": 0, "laugh": 0, "hooray": 0, "confused": 0, "heart": 0,
+                          "rocket": 0, "eyes": 0},
+            "timeline_url": _api(f"{issue_url}/timeline"),
+            "performed_via_github_app": pull.via_app,
+            "state_reason": None,
+        }
 
     def _sync_counts(self, repo: str, number: int) -> None:
         state = self.repos[repo]

@@ -292,6 +292,8 @@ def test_bundle_without_attribution_fields_keeps_its_hash() -> None:
 
 
 def test_collection_reads_what_attribution_needs() -> None:
+    """GitHub's pull request object has no ``performed_via_github_app``; the PR's issue object
+    (``GET /repos/{o}/{r}/issues/{n}``) has it. Both payloads are GitHub's documented shapes."""
     from taskeval.github import convert
 
     payload = {
@@ -300,9 +302,17 @@ def test_collection_reads_what_attribution_needs() -> None:
         "base": {"ref": "main"}, "html_url": "https://github.com/acme/widgets/pull/9",
         "assignees": [{"login": "Copilot", "type": "Bot"}, {"login": "bob", "type": "User"}],
         "requested_reviewers": [{"login": "carol", "type": "User"}],
-        "performed_via_github_app": {"slug": "copilot-swe-agent", "name": "Copilot"},
+    }
+    issue = {
+        "number": 9, "title": "t", "state": "open", "user": {"login": "Copilot", "type": "Bot"},
+        "pull_request": {"url": "https://api.github.com/repos/acme/widgets/pulls/9",
+                         "html_url": "https://github.com/acme/widgets/pull/9", "merged_at": None},
+        "performed_via_github_app": {"id": 1143301, "slug": "copilot-swe-agent", "name": "Copilot",
+                                     "owner": {"login": "github", "type": "Organization"}},
     }
     pull = convert.pull_request(payload)
+    assert pull.performed_via_github_app is None  # not a field of the pull request object
+    pull = pull.model_copy(update={"performed_via_github_app": convert.issue_app(issue, 9)})
     assert pull.performed_via_github_app == "copilot-swe-agent"
     assert [u.login for u in pull.assignees] == ["Copilot", "bob"]
     assert [u.login for u in pull.requested_reviewers] == ["carol"]
@@ -315,6 +325,90 @@ def test_collection_reads_what_attribution_needs() -> None:
     got = attribute(bundle)
     assert (got.id, got.operator, got.confidence) == ("copilot", "bob", "certain")
     assert "App copilot-swe-agent" in got.reason
+
+
+MALFORMED = "malformed"
+
+
+@pytest.mark.parametrize(("issue", "expected"), [
+    ({"number": 9, "pull_request": {}, "performed_via_github_app": None}, None),
+    ({"number": 9, "pull_request": {}}, None),
+    ({"number": 9, "pull_request": {}, "performed_via_github_app": {"slug": "chatgpt-codex-connector"}},
+     "chatgpt-codex-connector"),
+    ({"number": 9, "pull_request": {}, "performed_via_github_app": {"name": "Copilot"}}, "Copilot"),
+    (None, MALFORMED),
+    ([], MALFORMED),
+    ({"number": 10, "pull_request": {}, "performed_via_github_app": None}, MALFORMED),
+    ({"number": 9, "performed_via_github_app": None}, MALFORMED),
+    ({"number": 9, "pull_request": {}, "performed_via_github_app": "chatgpt-codex-connector"}, MALFORMED),
+    ({"number": 9, "pull_request": {}, "performed_via_github_app": {"id": 1}}, MALFORMED),
+], ids=["app-null", "app-absent", "slug", "name-only", "null", "not-an-object", "other-number",
+        "not-a-pr", "app-not-an-object", "app-without-slug"])
+def test_issue_app_reads_githubs_issue_shape_or_says_it_is_malformed(
+    issue: object, expected: str | None
+) -> None:
+    from taskeval.github import convert
+
+    if expected == MALFORMED:
+        with pytest.raises(convert.MalformedIssue):
+            convert.issue_app(issue, 9)
+    else:
+        assert convert.issue_app(issue, 9) == expected
+
+
+CODEX_TASK = "https://chatgpt.com/codex/tasks/task_e_6853a1b2c3d4e5f60718293a4b5c6d7e"
+PLAIN_BODY = "Guard against an empty queue in `drain()`.\n\nFixes #12."
+
+
+@pytest.mark.parametrize(("fault", "body", "head_ref", "agent", "confidence"), [
+    # Opened by a person through the Codex connector App, no other mark: the App alone is certain.
+    (None, PLAIN_BODY, "fix/drain", "codex", "certain"),
+    # The issue object unreadable: the PR's other marks (Codex task link, codex/ branch) decide.
+    ("404", f"{PLAIN_BODY}\n\n------\n{CODEX_TASK}\n", "codex/drain-empty", "codex", "likely"),
+    ("403", f"{PLAIN_BODY}\n\n------\n{CODEX_TASK}\n", "codex/drain-empty", "codex", "likely"),
+    ("410", f"{PLAIN_BODY}\n\n------\n{CODEX_TASK}\n", "codex/drain-empty", "codex", "likely"),
+    ("malformed", f"{PLAIN_BODY}\n\n------\n{CODEX_TASK}\n", "codex/drain-empty", "codex",
+     "likely"),
+    # ... and with no other mark it is the person's PR.
+    ("404", PLAIN_BODY, "fix/drain", "human", None),
+], ids=["app", "404-marks", "403-marks", "410-marks", "malformed-marks", "404-no-marks"])
+def test_a_pr_opened_through_the_codex_app_is_attributed_from_its_issue_object(
+    fault: str | None, body: str, head_ref: str, agent: str, confidence: str | None
+) -> None:
+    from taskeval.github import make_client
+    from taskeval.pipeline import Options, evaluate_pull_request
+    from tests.fakegithub import FAKE_TOKEN, FakeGitHub, Fault
+
+    fake = FakeGitHub()
+    fake.add_pr("acme/widgets", 31, author="dana", body=body, head_ref=head_ref,
+                via_app="chatgpt-codex-connector", issue_comments=[], review_comments=[])
+    assert "performed_via_github_app" not in fake.repos["acme/widgets"].pulls[31].data
+    faults = {"404": Fault.not_found(), "403": Fault.forbidden(),
+              "410": Fault(410, {"message": "This issue was deleted", "status": "410"}),
+              "malformed": Fault(200, [])}
+    if fault is not None:
+        fake.inject("/repos/acme/widgets/issues/31", faults[fault], exact=True)
+    with fake.mock():
+        result = evaluate_pull_request(make_client(FAKE_TOKEN, base_url=fake.url, retries=0),
+                                       "acme/widgets", 31, Options(ai="off")).result
+
+    assert fake.count(route="issues.get") == 1  # one read of the issue object, no more
+    assert result.agent is not None
+    assert result.agent.id == agent
+    if confidence is not None:
+        assert result.agent.confidence == confidence
+    partial = [w for w in result.warnings if w.startswith("Partial evidence")]
+    if fault is None:
+        assert "App chatgpt-codex-connector" in result.agent.reason and partial == []
+    else:
+        assert "chatgpt-codex-connector" not in result.agent.reason
+        assert result.agent.confidence != "certain"
+        assert len(partial) == 1 and "issue" in partial[0] and "performed_via_github_app" in partial[0]
+        if fault != "malformed":
+            assert f"HTTP {fault}" in partial[0]
+        if agent == "human":
+            assert "could not be read" in result.agent.reason
+            assert "audit:unavailable-issue" in result.agent.evidence
 
 
 # --------------------------------------------------------------------------- standard texts

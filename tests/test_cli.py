@@ -80,10 +80,12 @@ def test_collection_makes_one_request_per_page_for_150_commits(fake: FakeGitHub,
     proc = run_cli("evaluate", f"{REPO}#150", "--no-ai", env=env)
     assert proc.returncode == 0, proc.stderr
     # one request per page of each resource: 150 commits, their 150 workflow runs and the timeline
-    # that lists the commits are two pages each
+    # that lists the commits are two pages each; the PR's issue object (the App it was opened
+    # through) is one request
     assert dict(fake.counts()) == {
         "repos.get": 1,
         "pulls.get": 1,
+        "issues.get": 1,
         "pulls.commits": 2,
         "actions.runs": 2,
         "pulls.reviews": 1,

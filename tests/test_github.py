@@ -30,9 +30,9 @@ from taskeval.github import (
 from tests.fakegithub import ACTIONS_PERMISSIONS, FAKE_TOKEN, FakeGitHub, Fault, app_key_pair
 
 REPO = "octo-org/widgets"
-# One request each: repository, PR, commits, reviews, review comments, conversation comments,
-# issue timeline, files, config, check runs, workflow runs.
-BASELINE_REQUESTS = 11
+# One request each: repository, PR, the PR's issue object, commits, reviews, review comments,
+# conversation comments, issue timeline, files, config, check runs, workflow runs.
+BASELINE_REQUESTS = 12
 
 
 def client(fake: FakeGitHub, token: str | None = FAKE_TOKEN, **kwargs: object) -> Github:
@@ -192,9 +192,9 @@ def test_long_listings_page_at_100_without_a_request_per_item(
     assert timeline_pages == max(1, math.ceil(len(raw.timeline or []) / 100))
     assert raw.requests == len(fake.log) == BASELINE_REQUESTS - 2 + pages + timeline_pages
     assert set(fake.counts()) <= {
-        "repos.get", "pulls.get", "pulls.commits", "pulls.reviews", "pulls.review_comments",
-        "issues.comments", "issues.timeline", "pulls.files", "repos.contents", "checks.list",
-        "actions.runs",
+        "repos.get", "pulls.get", "issues.get", "pulls.commits", "pulls.reviews",
+        "pulls.review_comments", "issues.comments", "issues.timeline", "pulls.files",
+        "repos.contents", "checks.list", "actions.runs",
     }
 
 
@@ -298,6 +298,49 @@ def test_a_404_on_check_runs_is_an_issue_too(fake: FakeGitHub) -> None:
 
     assert [(i.resource, i.status) for i in raw.issues] == [("check_runs", 404)]
     assert raw.workflow_runs
+
+
+def test_the_app_a_pr_was_opened_through_comes_from_its_issue_object(fake: FakeGitHub) -> None:
+    fake.add_pr(REPO, 482, author="dana", via_app="chatgpt-codex-connector")
+
+    raw = collect(client(fake), REPO, 482)
+
+    assert raw.pull.performed_via_github_app == "chatgpt-codex-connector" and raw.issues == []
+    assert fake.count(route="issues.get") == 1 and fake.count(route="pulls.get") == 1
+    assert raw.requests == len(fake.log) == BASELINE_REQUESTS
+
+
+@pytest.mark.parametrize(("fault", "status", "says"), [
+    (Fault.not_found(), 404, "`issues: read` or `pull-requests: read`"),
+    (Fault.forbidden(), 403, "`issues: read` or `pull-requests: read`"),
+    (Fault(410, {"message": "This issue was deleted", "status": "410"}), 410, "deleted"),
+    (Fault(200, ["not", "an", "issue"]), None, "malformed (expected an object, got list)"),
+    (Fault(200, {"number": 482, "pull_request": {}, "performed_via_github_app": "codex"}), None,
+     "performed_via_github_app is neither null nor an App with a slug"),
+], ids=["404", "403", "410", "not-an-object", "app-not-an-object"])
+def test_an_unreadable_issue_object_is_a_gap_and_no_app(
+    fake: FakeGitHub, fault: Fault, status: int | None, says: str
+) -> None:
+    fake.add_pr(REPO, 482, author="dana", via_app="chatgpt-codex-connector")
+    fake.inject(f"/repos/{REPO}/issues/482", fault, exact=True)
+
+    raw = collect(client(fake), REPO, 482)
+
+    assert raw.pull.performed_via_github_app is None  # never assumed
+    assert [(i.resource, i.status) for i in raw.issues] == [("issue", status)]
+    assert says in raw.issues[0].message
+    assert raw.timeline and raw.issue_comments and len(raw.commits) == 3  # the rest is read
+    assert raw.requests == len(fake.log) == BASELINE_REQUESTS
+    assert build_bundle(raw).facts.unavailable == ["issue"]
+
+
+def test_a_failing_issue_object_fails_like_any_listing(fake: FakeGitHub) -> None:
+    fake.add_pr(REPO, 482)
+    fake.inject(f"/repos/{REPO}/issues/482", Fault.server_error(502), times=3, exact=True)
+
+    with pytest.raises(GitHubError, match="issue object"):
+        collect(client(fake), REPO, 482)
+    assert fake.count(route="issues.get") == 3  # the first try and two retries
 
 
 @pytest.mark.parametrize(

@@ -340,6 +340,7 @@ def test_replay_serves_timeline_comments_reviews_and_linked_issue(tiny: str) -> 
     assert reviews[0]["state"] == "APPROVED" and reviews[0]["submitted_at"]
     as_issue = requests.get(f"{tiny}/repos/acme/tool/issues/7", timeout=5).json()
     assert as_issue["pull_request"]["html_url"].endswith("/pull/7")
+    assert as_issue["number"] == 7 and as_issue["performed_via_github_app"] is None  # not in the data
 
 
 @pytest.mark.parametrize("path", [

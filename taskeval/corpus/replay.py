@@ -21,8 +21,10 @@ What it serves is what the dataset holds, shaped as GitHub serves it:
   ``draft`` for an open PR whose last draft event is ``convert_to_draft``. Branch names are not in
   the data: ``head.ref`` and ``base.ref`` are empty strings;
 * commits (message, ``author.login``, ``committer.login``; no dates, names, parents or
-  signatures), reviews, conversation comments, the timeline (``/issues/{n}/timeline``) and the
-  issues the PR links (``/issues/{n}`` and their timelines).
+  signatures), reviews, conversation comments, the timeline (``/issues/{n}/timeline``), the PR's
+  own issue object (``/issues/{n}``, with ``pull_request``; ``performed_via_github_app`` is always
+  null, since the data does not record the App a PR was opened through) and the issues the PR
+  links (``/issues/{n}`` and their timelines).
 
 What the data lacks is answered ``403`` with a GitHub-shaped body whose message names the gap, so
 an evaluation records partial evidence instead of reading "no CI" from an empty list: check runs,
@@ -249,7 +251,9 @@ def pr_as_issue(pr: PullRecord) -> dict[str, Any]:
         key: data[key] for key in ("id", "number", "title", "user", "state", "created_at",
                                    "closed_at", "html_url", "body", "comments")
     } | {"pull_request": {"html_url": pr.html_url, "merged_at": pr.merged_at},
-         "labels": data.get("labels", []), "assignees": data.get("assignees", [])}
+         "labels": data.get("labels", []), "assignees": data.get("assignees", []),
+         # GitHub's issue object names the App a PR was opened through; the data does not.
+         "performed_via_github_app": None}
 
 
 _SEG = r"[^/]+"

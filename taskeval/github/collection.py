@@ -2,7 +2,8 @@
 at a time, with no per-item requests.
 
 The steps, in ``collect``: exchange an App's token once; read the repository and the PR together;
-start the PR's listings (commits, reviews, review comments, conversation comments, files, config);
+start the PR's listings (commits, reviews, review comments, conversation comments, timeline, files,
+config) and its issue object (``performed_via_github_app``: the pull request object lacks it);
 once the PR has answered, start the head SHA's check runs and the branch's workflow runs; gather
 every listing; record what is incomplete as ``CollectionIssue``s; assemble the ``RawCollection``.
 """
@@ -48,6 +49,7 @@ MAX_WORKFLOW_RUNS: Final = 1000
 MAX_TIMELINE_EVENTS: Final = 1000
 
 _LABELS: Final[Mapping[str, str]] = {
+    "issue": "issue object (performed_via_github_app)",
     "commits": "commits",
     "reviews": "reviews",
     "review_comments": "review comments",
@@ -68,9 +70,12 @@ def collect(gh: Github, repository: str, number: int, *, max_workers: int = 8,
             meter: Meter | None = None) -> RawCollection:
     """Fetch everything taskeval reads about one PR, concurrently, with no per-item requests.
 
-    Requests: the repository and the PR (together), then commits, reviews, review comments,
-    conversation comments, the issue timeline (a 403/404 there is a recorded gap, never an empty
-    timeline), files and the config (independent of the PR's payload) and, once the PR
+    Requests: the repository and the PR (together), then the PR's issue object (GitHub reports the
+    App a PR was opened through, ``performed_via_github_app``, on the issue, never on the pull
+    request object; a 403/404/410 or malformed answer there is a recorded gap and no App),
+    commits, reviews, review comments, conversation comments, the issue timeline (a 403/404 there
+    is a recorded gap, never an empty timeline), files and the config (independent of the PR's
+    payload) and, once the PR
     has answered, the head SHA's check runs (``filter=all``: re-runs stay visible; pick the latest
     per name when judging the state at merge) and the branch's workflow runs (filtered to the PR's
     commits). Each resource pages at 100. ``requests`` counts every HTTP request sent for the PR,
@@ -96,6 +101,7 @@ def collect(gh: Github, repository: str, number: int, *, max_workers: int = 8,
         pull = _convert_pull(reader, pull_data)
         futures.update(_start_ci_listings(pool, reader, pull))
         results = _gather(reader, futures)
+        pull = pull.model_copy(update={"performed_via_github_app": results["issue"][0]})
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         reader.close()
@@ -185,6 +191,25 @@ class _Reader:
                 raise self.failure(exc, resource) from exc
             return [], issue
 
+    def issue_app(self) -> tuple[str | None, CollectionIssue | None]:
+        """The slug of the App the PR was opened through, from the PR's issue object
+        (``GET /repos/{o}/{r}/issues/{n}``); None when there is none or it could not be read, and
+        then the gap says why (an App is never assumed)."""
+        try:
+            data = self.get(f"{self.base}/issues/{self.number}")
+        except GithubException as exc:
+            issue = _issue_for("issue", exc)
+            if issue is None:
+                raise self.failure(exc, "issue") from exc
+            return None, issue
+        try:
+            return convert.issue_app(data, self.number), None
+        except convert.MalformedIssue as exc:
+            return None, CollectionIssue(
+                resource="issue",
+                message=redact(f"{_LABELS['issue']} was malformed ({exc}); no App is assumed"),
+            )
+
     def config(self, default_branch: str | None) -> tuple[str | None, CollectionIssue | None]:
         """The repository's config text from its default branch; absent is not a gap."""
         params = {"ref": default_branch} if default_branch else None
@@ -250,6 +275,7 @@ def _start_pr_listings(
     """The listings that need only the PR's number (and the config, the default branch)."""
     pr = f"{reader.base}/pulls/{reader.number}"
     return {
+        "issue": pool.submit(reader.issue_app),
         "commits": pool.submit(reader.listing, "commits", f"{pr}/commits", convert.commit),
         "reviews": pool.submit(reader.listing, "reviews", f"{pr}/reviews", convert.review),
         "review_comments": pool.submit(
@@ -330,17 +356,18 @@ def _changed_during_collection(pull: RawPullRequest, commits: list[RawCommit]) -
 
 
 def _issue_for(resource: str, exc: GithubException) -> CollectionIssue | None:
-    """A 403/404 on evidence the PR can be scored without becomes a recorded gap, not a failure."""
-    if exc.status not in (403, 404) or is_rate_limited(exc):
+    """A 403/404 on evidence the PR can be scored without becomes a recorded gap, not a failure;
+    so does a 410 on the issue object (GitHub's answer for a deleted issue)."""
+    gaps = (403, 404, 410) if resource == "issue" else (403, 404)
+    if exc.status not in gaps or is_rate_limited(exc):
         return None
-    detail = message_of(exc) or ("Not Found" if exc.status == 404 else "Forbidden")
+    detail = message_of(exc) or {404: "Not Found", 410: "Gone"}.get(exc.status, "Forbidden")
+    cause = ("GitHub reports it deleted" if exc.status == 410
+             else f"the token probably lacks {NEEDS[resource]}")
     return CollectionIssue(
         resource=resource,
         status=exc.status,
-        message=redact(
-            f"{_LABELS[resource]} could not be read ({exc.status}: {detail}); "
-            f"the token probably lacks {NEEDS[resource]}"
-        ),
+        message=redact(f"{_LABELS[resource]} could not be read ({exc.status}: {detail}); {cause}"),
     )
 
 

@@ -63,18 +63,36 @@ def pull_request(data: Mapping[str, Any]) -> RawPullRequest:
         comments=data.get("comments") or 0,
         review_comments=data.get("review_comments") or 0,
         html_url=data["html_url"],
-        performed_via_github_app=_app_slug(data.get("performed_via_github_app")),
+        # ``performed_via_github_app`` is not a field of GitHub's pull request object (REST or
+        # webhook); collection reads it from the PR's issue object (``issue_app``).
         assignees=[u for a in data.get("assignees") or [] if (u := user(a))],
         requested_reviewers=[u for r in data.get("requested_reviewers") or [] if (u := user(r))],
     )
 
 
-def _app_slug(app: Any) -> str | None:
-    """The slug of the App a PR was opened through (``performed_via_github_app``), if any."""
+class MalformedIssue(ValueError):
+    """The PR's issue object is not GitHub's documented issue shape."""
+
+
+def issue_app(data: Any, number: int) -> str | None:
+    """The slug of the App a PR was opened through, from its issue object
+    (``GET /repos/{o}/{r}/issues/{n}``: ``performed_via_github_app`` is null or an App object
+    whose ``slug`` GitHub's schema leaves optional, so its ``name`` stands in). Raises
+    ``MalformedIssue`` for an answer that is not this PR's issue or whose App is unreadable."""
+    if not isinstance(data, Mapping):
+        raise MalformedIssue(f"expected an object, got {type(data).__name__}")
+    if data.get("number") != number:
+        raise MalformedIssue(f"it is issue {data.get('number')!r}, not #{number}")
+    if not isinstance(data.get("pull_request"), Mapping):
+        raise MalformedIssue(f"#{number} is not a pull request")
+    app = data.get("performed_via_github_app")
+    if app is None:
+        return None
     if isinstance(app, Mapping):
         slug = app.get("slug") or app.get("name")
-        return str(slug) if slug else None
-    return None
+        if isinstance(slug, str) and slug.strip():
+            return slug.strip()
+    raise MalformedIssue("performed_via_github_app is neither null nor an App with a slug")
 
 
 def commit(data: Mapping[str, Any]) -> RawCommit:

@@ -23,6 +23,7 @@ from taskeval.redact import redact
 NEEDS: Final[Mapping[str, str]] = {
     "repository": "read access to the repository (`metadata: read`)",
     "pull_request": "`pull-requests: read`",
+    "issue": "`issues: read` or `pull-requests: read`",
     "commits": "`pull-requests: read`",
     "reviews": "`pull-requests: read`",
     "review_comments": "`pull-requests: read`",

@@ -8,8 +8,8 @@ touches one file and gets one CI workflow run; two check runs at the head, one r
 comment and two conversation comments.
 
 Rate-limit budget is read the way a client sees it, from the ``X-RateLimit-Used`` header of a
-``GET /rate_limit`` probe before and after (GitHub does not charge for that endpoint; the fake
-does, so the second probe is subtracted). Prompt tokens are counted exactly with tiktoken when it
+``GET /rate_limit`` probe before and after (GitHub does not charge for that endpoint, and neither
+does the fake). Prompt tokens are counted exactly with tiktoken when it
 is installed (see benchmarks/judge_tokens.py), else estimated at 4 characters per token. Run from
 the repository root:
 
@@ -146,13 +146,14 @@ def via_app(fake: FakeGitHub, model: FakeOpenAI, folder: Path, number: int) -> d
     return json.loads(evaluation.result.to_json())
 
 
-def _comment_starts(log: list[Any]) -> int:
-    listings = 0
-    for index, request in enumerate(log):
-        listings += request.route == "issues.comments"
-        if request.route in ("user", "issues.create_comment", "issues.update_comment") or listings > 1:
-            return index
-    return len(log)
+def _comment_requests(log: list[Any]) -> int:
+    """The requests that post the comment: learning the token's login (``GET /user``, which the CLI
+    sends before collecting, so a missing login fails before the work), writing it, and every
+    listing of the conversation comments but the first (that one is evidence)."""
+    listings = sum(1 for request in log if request.route == "issues.comments")
+    own = sum(1 for request in log
+              if request.route in ("user", "issues.create_comment", "issues.update_comment"))
+    return own + max(0, listings - 1)
 
 
 ADAPTERS: dict[str, tuple[str, str, bool, Callable[..., dict[str, Any]]]] = {
@@ -176,11 +177,9 @@ def measure(adapter: str, size: int, count: Callable[[str], int]) -> Cost:
         fake.reset_log()
         evaluate(fake, model, Path(folder), number)  # the judge's cache answers this time
         rerun = sum(1 for r in fake.log if r.route != "rate_limit")
-    # Collection ends before the comment is written; the comment part starts at GET /user or at
-    # the second listing of the conversation comments (the first one is evidence).
-    comment = len(log) - _comment_starts(log)
+    comment = _comment_requests(log)
     judge = result["judge"]
-    return Cost(adapter, size, len(log), len(log) - comment, comment, rerun, after - before - 1,
+    return Cost(adapter, size, len(log), len(log) - comment, comment, rerun, after - before,
                 count(prompt), judge["promptTokens"], judge["completionTokens"], len(prompt),
                 judge["status"])
 

@@ -331,11 +331,17 @@ def _history(repository: str, merged: list[PullSummary], commits: Sequence[Commi
                     short_targets, targets)
 
 
+Reopened = Callable[[int, str], tuple[str, str] | None]
+# What the history rules find about one merged PR: the later PRs that revert it, the base branch's
+# commits that revert it, and the later PRs within the window that fix it.
+Candidates = tuple[list[PullSummary], list[CommitSummary], list[PullSummary]]
+
+
 def detect(
     repository: str,
     pulls: Sequence[PullSummary],
     commits: Sequence[CommitSummary] = (),
-    reopened: Callable[[int, str], tuple[str, str] | None] | None = None,
+    reopened: Reopened | None = None,
     default_branch: str | None = None,
     window_days: float = 14.0,
 ) -> list[OutcomeRecord]:
@@ -348,21 +354,12 @@ def detect(
     Near-linear: revert PRs are indexed by the title and the PR numbers they revert, commits by
     the SHA they revert, and the merged PRs with fix words are sorted by merge time once, so a
     PR's follow-up window is a bisect away; only those candidates are compared with the PR."""
-    out: list[OutcomeRecord] = []
     merged = [p for p in pulls if p.merged_at]
     merged_when = {p.number: at for p in merged if (at := _parse(p.merged_at)) is not None}
     h = _history(repository, merged, commits, merged_when)
     window = timedelta(days=window_days)
-    for pr in pulls:
-        if not pr.merged_at:
-            out.append(OutcomeRecord(repository, pr.number, "rejected", True, [pr.url or
-                                     f"pr:{pr.number}"], "closed without merging", "scan",
-                                     pr.closed_at))
-            continue
-        if default_branch and pr.base_ref and pr.base_ref != default_branch:
-            continue
-        out.append(OutcomeRecord(repository, pr.number, "rejected", False, [f"pr:{pr.number}"],
-                                 "merged", "scan"))
+
+    def candidates(pr: PullSummary) -> Candidates:
         merged_at = merged_when[pr.number]
         # Reverted: GitHub's revert PR (title 'Revert "<title>"', body 'Reverts o/r#N') or a
         # commit on the base branch whose message says 'This reverts commit <merge sha>'.
@@ -375,12 +372,6 @@ def detect(
             picked = [*h.commits_by_key.get(sha[:_SHA_KEY], ()), *h.short_targets]
             by_commit = [commits[j] for j in sorted(picked)
                          if sha.startswith(h.targets[j] or "\0")]
-        hits = [o.url for o in reverts] + [c.url for c in by_commit]
-        when = min([o.merged_at or "" for o in reverts] + [c.date or "" for c in by_commit],
-                   default=None)
-        out.append(OutcomeRecord(repository, pr.number, "reverted", bool(hits), hits,
-                                 f"reverted by {len(hits)} later change(s)" if hits else
-                                 "no later revert found", "scan", when or None))
         # Follow-up fix: a later merged PR within the window that refers to this one with fix words.
         first = bisect_right(h.fix_times, merged_at)
         try:
@@ -392,6 +383,41 @@ def detect(
             if h.merged[i].number != pr.number
             and ((pr.url and pr.url in h.texts[i]) or pr.number in h.links[i]))
             if h.merged[i] not in reverts]
+        return reverts, by_commit, fixes
+
+    return _history_records(repository, pulls, candidates, reopened, default_branch, window_days)
+
+
+def _history_records(
+    repository: str,
+    pulls: Sequence[PullSummary],
+    candidates: Callable[[PullSummary], Candidates],
+    reopened: Reopened | None,
+    default_branch: str | None,
+    window_days: float,
+) -> list[OutcomeRecord]:
+    """The records of :func:`detect`, in its order, given how a merged PR's :data:`Candidates` are
+    found (``candidates``, asked once for each merged PR on the default branch): how the records
+    are built is kept apart from how the candidates are found, which tests/outcomes_history.py
+    does the first, pairwise way."""
+    out: list[OutcomeRecord] = []
+    for pr in pulls:
+        if not pr.merged_at:
+            out.append(OutcomeRecord(repository, pr.number, "rejected", True, [pr.url or
+                                     f"pr:{pr.number}"], "closed without merging", "scan",
+                                     pr.closed_at))
+            continue
+        if default_branch and pr.base_ref and pr.base_ref != default_branch:
+            continue
+        out.append(OutcomeRecord(repository, pr.number, "rejected", False, [f"pr:{pr.number}"],
+                                 "merged", "scan"))
+        reverts, by_commit, fixes = candidates(pr)
+        hits = [o.url for o in reverts] + [c.url for c in by_commit]
+        when = min([o.merged_at or "" for o in reverts] + [c.date or "" for c in by_commit],
+                   default=None)
+        out.append(OutcomeRecord(repository, pr.number, "reverted", bool(hits), hits,
+                                 f"reverted by {len(hits)} later change(s)" if hits else
+                                 "no later revert found", "scan", when or None))
         out.append(OutcomeRecord(repository, pr.number, "follow_up_fix", bool(fixes),
                                  [o.url for o in fixes],
                                  f"fixed by #{', #'.join(str(o.number) for o in fixes)}" if fixes
@@ -401,8 +427,8 @@ def detect(
         closing = [link for link in linked_issues(f"{pr.title}\n{pr.body}", repository)
                    if link.closing and link.repo in (None, repository)]
         if closing and reopened is not None:
-            seen = [(link.number, found_at) for link in closing
-                    if (found_at := reopened(link.number, pr.merged_at))]
+            seen = [(link.number, found) for link in closing
+                    if (found := reopened(link.number, pr.merged_at))]
             out.append(OutcomeRecord(repository, pr.number, "reopened_task", bool(seen),
                                      [url for _, (_, url) in seen],
                                      ", ".join(f"#{n} reopened {w}" for n, (w, _) in seen) or

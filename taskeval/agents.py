@@ -498,9 +498,11 @@ def needle(pattern: str) -> str | None:
 
 @_by_rules
 def _needles(rules: tuple[_Compiled, ...]) -> tuple[str, ...] | None:
-    """Needles of every text mark; None when one has no needle (then every text is searched)."""
-    found = [needle(p.pattern) for r in rules for p in r.text_marks]
-    return None if any(n is None for n in found) else tuple(n for n in found if n)
+    """Needles of every rule's text marks (:func:`_mark_needles`); None when a rule has none
+    (then every text is searched)."""
+    if any(r.mark_needles is None for r in rules):
+        return None
+    return tuple(n for r in rules for n in r.mark_needles or ())
 
 
 def _marks(view: _View, rule: _Compiled) -> list[_Mark]:
@@ -627,8 +629,9 @@ def _attribute(bundle: EvidenceBundle, settings: Settings | None) -> AgentAttrib
     view = _View(bundle)
     needles = _needles(compiled)
     # Most texts carry no rule's mark: one look for every rule's needles skips them all.
-    view.text_marked = _may_hold(view.text_folded, needles)
-    view.marked_commits = {i for i in range(len(view.commits)) if _may_hold(view.folded(i), needles)}
+    if needles is not None:  # None: every text may hold a mark, and none need be folded
+        view.text_marked = _may_hold(view.text_folded, needles)
+        view.marked_commits = {i for i in range(len(view.commits)) if _may_hold(view.folded(i), needles)}
     pull = view.pull
     best: tuple[tuple[int, int, int], _Compiled, list[_Mark]] | None = None
     for order, rule in enumerate(compiled):

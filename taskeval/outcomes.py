@@ -273,7 +273,10 @@ def _parse(when: str | None) -> datetime | None:
     return datetime.fromisoformat(when.replace("Z", "+00:00")).astimezone(UTC)
 
 
-_SHA_KEY: Final = 7  # reverted_sha gives at least 7 hex digits: the commit index's key length
+# The commit index's key length: reverted_sha matches 7 to 40 hex digits ([0-9a-f]{7,40}), so no
+# SHA a commit reverts is shorter than the key, and every one is found by its first digits.
+_SHA_KEY: Final = 7
+assert reverted_sha("This reverts commit " + "0" * (_SHA_KEY - 1)) is None, "a SHA key too long"
 
 
 @dataclass
@@ -290,11 +293,12 @@ class _History:
     fix_times: list[datetime]  # their merge times in that order, for bisect
     revert_of_title: dict[str, list[int]]  # 'Revert "<title>"' PRs by the title they revert
     revert_of_number: dict[int, list[int]]  # 'Reverts o/r#N' PRs by N
-    texts: list[str]  # title and body: a later PR mentions this one by its URL in them ...
-    links: list[frozenset[int]]  # ... or by number, linked in this repository (fix-word PRs only)
-    commits_by_key: dict[str, list[int]]  # commits by the first digits of the SHA they revert
-    short_targets: list[int]  # commits reverting a SHA shorter than the key (none today)
-    targets: list[str | None]  # the SHA each commit reverts
+    # Of the PRs with fix words (only they can be follow-up fixes; the others' are empty): the
+    texts: list[str]  # title and body, where a later PR mentions this one by its URL ...
+    links: list[frozenset[int]]  # ... or by number, linked in this repository
+    # (position, the SHA it reverts) of the commits that revert one, by that SHA's first digits;
+    # in input order
+    commits_by_key: dict[str, list[tuple[int, str]]]
 
 
 def _history(repository: str, merged: list[PullSummary], commits: Sequence[CommitSummary],
@@ -310,25 +314,18 @@ def _history(repository: str, merged: list[PullSummary], commits: Sequence[Commi
                   if x.group("repo") in (None, repository)}:
             revert_of_number.setdefault(n, []).append(i)
         text = f"{o.title}\n{o.body}"
-        texts.append(text)
         fix = bool(FIX_WORDS.search(text))
         fixy.append(fix)
+        texts.append(text if fix else "")
         links.append(frozenset(link.number for link in linked_issues(text, repository)
                                if link.repo in (None, repository)) if fix else frozenset())
-    commits_by_key: dict[str, list[int]] = {}
-    short_targets: list[int] = []
-    targets = [reverted_sha(c.message) or None for c in commits]
-    for j, target in enumerate(targets):
-        if target is None:
-            continue
-        if len(target) >= _SHA_KEY:
-            commits_by_key.setdefault(target[:_SHA_KEY], []).append(j)
-        else:
-            short_targets.append(j)
+    commits_by_key: dict[str, list[tuple[int, str]]] = {}
+    for j, c in enumerate(commits):
+        if target := reverted_sha(c.message):
+            commits_by_key.setdefault(target[:_SHA_KEY], []).append((j, target))
     fixes_by_time = sorted((i for i in range(len(merged)) if fixy[i]), key=when.__getitem__)
     return _History(merged, when, fixes_by_time, [when[i] for i in fixes_by_time],
-                    revert_of_title, revert_of_number, texts, links, commits_by_key,
-                    short_targets, targets)
+                    revert_of_title, revert_of_number, texts, links, commits_by_key)
 
 
 Reopened = Callable[[int, str], tuple[str, str] | None]
@@ -369,9 +366,8 @@ def detect(
         sha = pr.merge_commit_sha
         by_commit = []
         if sha:
-            picked = [*h.commits_by_key.get(sha[:_SHA_KEY], ()), *h.short_targets]
-            by_commit = [commits[j] for j in sorted(picked)
-                         if sha.startswith(h.targets[j] or "\0")]
+            by_commit = [commits[j] for j, target in h.commits_by_key.get(sha[:_SHA_KEY], ())
+                         if sha.startswith(target)]
         # Follow-up fix: a later merged PR within the window that refers to this one with fix words.
         first = bisect_right(h.fix_times, merged_at)
         try:

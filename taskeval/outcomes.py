@@ -285,7 +285,9 @@ class _History:
     once, so each PR costs a few lookups instead of a pass over every later PR and every commit.
 
     Positions are indexes into ``merged`` (input order), which every answer is sorted back into:
-    the records list their evidence in the order the PRs and commits were given."""
+    the records list their evidence in the order the PRs and commits were given. The ``sorted(...)``
+    calls in :func:`detect` are what keep it so (the revert PRs found by title and by number are a
+    set, the fix-word PRs come in merge-time order); ``commits_by_key`` is built in input order."""
 
     merged: list[PullSummary]
     when: list[datetime]  # merge time of merged[i] (by number, as the scan has always keyed it)

@@ -155,12 +155,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
+    from taskeval.github import env_token
     from taskeval.pipeline import BundleFileError, rescore
     from taskeval.report import render_comment
 
     if args.config and not Path(args.config).is_file():
         return _fail(f"config file {args.config} does not exist")
-    token = os.environ.get("GITHUB_TOKEN") or None
+    token = env_token()  # as `evaluate` reads it: blank is absent, GH_TOKEN as fallback
     if len(args.file) > 1 or args.output_dir or Path(args.file[0]).is_dir():
         return _score_many(args, token)
     try:

@@ -22,7 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from taskeval import SCORER_VERSION, __version__, canonical, contract
 from taskeval.agents import attribute
-from taskeval.config import LoadedConfig, Settings, field_location, load_config
+from taskeval.config import LoadedConfig, Settings, field_location, load_config, stored_config
 from taskeval.evidence import build_bundle
 from taskeval.judge import FileCache, JudgeCache, JudgeConfig, JudgeResult, default_cache_dir, run_judge
 from taskeval.memo import by_identity
@@ -585,7 +585,7 @@ def _rescore_configs(
     before = None
     if stored and stored.get("config") is not None:
         try:
-            before = _stored_config(stored["config"])
+            before = stored_config(stored["config"])
         except ValidationError as exc:
             if options.config_path is None:
                 raise BundleFileError(f"{path}: invalid result: config.{_field_path(exc)}") from exc
@@ -610,29 +610,6 @@ def _config_file(config_path: Path) -> LoadedConfig:
 def _config_file_at(config_path: Path, mtime_ns: int, size: int) -> LoadedConfig:
     del mtime_ns, size  # part of the cache key only
     return load_config(None, config_path)
-
-
-_STORED_CONFIGS: dict[bytes, tuple[Any, LoadedConfig]] = {}
-
-
-def _stored_config(config: Any) -> LoadedConfig:
-    """A stored result's config, validated once for every result stored with the same one (a
-    team's history holds a handful of configs, not one per PR). The key is orjson's text of the
-    config; the equality check separates what that text does not (NaN and null are both null)."""
-    try:
-        key: bytes | None = orjson.dumps(config)
-    except orjson.JSONEncodeError:
-        key = None  # an integer beyond 64 bits: not cached, validation names the field
-    hit = _STORED_CONFIGS.get(key) if key is not None else None
-    if hit is not None and hit[0] == config:
-        return hit[1]
-    info = ConfigInfo.model_validate(config)
-    loaded = LoadedConfig(Settings.model_validate(info.settings), info.source, info.errors)
-    if key is not None:
-        if len(_STORED_CONFIGS) >= 64:
-            _STORED_CONFIGS.clear()
-        _STORED_CONFIGS[key] = (config, loaded)
-    return loaded
 
 
 def publish_comment(

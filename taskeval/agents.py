@@ -430,17 +430,6 @@ class _View:
         return {sha: (cid if cid in known else self.pr) for sha, cid in ids.items()}
 
 
-def _is_bot(login: str | None, flagged: bool, settings: Settings | None) -> bool:
-    """Whether the PR author is a bot for attribution's ``unknown-bot``: a configured agent account
-    with no rule of its own counts as one (on purpose: it is no person, and no agent names it)."""
-    if not login:
-        return False
-    # Configured bot accounts, and configured agent accounts that have no rule of their own.
-    patterns = settings.patterns if settings else None
-    bots = {b.lower() for b in (patterns.bot_logins + patterns.agent_logins if patterns else [])}
-    return flagged or login.endswith("[bot]") or login.lower() in bots
-
-
 # --------------------------------------------------------------------------- people
 
 
@@ -454,10 +443,11 @@ def machine_accounts(settings: Settings | None) -> frozenset[str]:
 
 
 def is_person(login: str | None, flagged: bool, machines: frozenset[str]) -> bool:
-    """The one rule for "a person's account", shared by the signals (another human reviewer or
-    committer), attribution (the operator) and outcomes (a human who sent the work back): a login
-    that GitHub does not flag as a bot, that does not end in ``[bot]`` and that is none of
-    ``machines`` (:func:`machine_accounts`)."""
+    """The one rule for "a person's account": attribution's (the operator; a PR author no agent
+    rule names is a person or an unknown bot), the signals' (bot and agent approvals, and through
+    :func:`is_other_person` another human reviewer or committer) and outcomes' (a human who sent
+    the work back). A login that GitHub does not flag as a bot, that does not end in ``[bot]``
+    and that is none of ``machines`` (:func:`machine_accounts`)."""
     if not login:
         return False
     return not flagged and not login.endswith("[bot]") and login.lower() not in machines
@@ -498,9 +488,11 @@ def needle(pattern: str) -> str | None:
 
 @_by_rules
 def _needles(rules: tuple[_Compiled, ...]) -> tuple[str, ...] | None:
-    """Needles of every text mark; None when one has no needle (then every text is searched)."""
-    found = [needle(p.pattern) for r in rules for p in r.text_marks]
-    return None if any(n is None for n in found) else tuple(n for n in found if n)
+    """Needles of every rule's text marks (:func:`_mark_needles`); None when a rule has none
+    (then every text is searched)."""
+    if any(r.mark_needles is None for r in rules):
+        return None
+    return tuple(n for r in rules for n in r.mark_needles or ())
 
 
 def _marks(view: _View, rule: _Compiled) -> list[_Mark]:
@@ -569,7 +561,7 @@ def _operator(view: _View, rule: AgentRule, settings: Settings | None) -> str | 
         return is_person(login, False, machines)
 
     for source in rule.operator:
-        if source == "author" and human(pull.author) and not pull.author_is_bot:
+        if source == "author" and is_person(pull.author, pull.author_is_bot, machines):
             return pull.author
         if source == "assignee":
             found = next((a for a in pull.assignees if human(a)), None)
@@ -627,8 +619,9 @@ def _attribute(bundle: EvidenceBundle, settings: Settings | None) -> AgentAttrib
     view = _View(bundle)
     needles = _needles(compiled)
     # Most texts carry no rule's mark: one look for every rule's needles skips them all.
-    view.text_marked = _may_hold(view.text_folded, needles)
-    view.marked_commits = {i for i in range(len(view.commits)) if _may_hold(view.folded(i), needles)}
+    if needles is not None:  # None: every text may hold a mark, and none need be folded
+        view.text_marked = _may_hold(view.text_folded, needles)
+        view.marked_commits = {i for i in range(len(view.commits)) if _may_hold(view.folded(i), needles)}
     pull = view.pull
     best: tuple[tuple[int, int, int], _Compiled, list[_Mark]] | None = None
     for order, rule in enumerate(compiled):
@@ -639,23 +632,22 @@ def _attribute(bundle: EvidenceBundle, settings: Settings | None) -> AgentAttrib
         if best is None or key < best[0]:
             best = (key, rule, marks)
     if best is None:
-        if _is_bot(pull.author, pull.author_is_bot, settings):
+        # No rule matched, so the author is no account of the agent table: a machine account
+        # here is a configured bot, or a configured agent account that no rule names.
+        if pull.author and not is_person(pull.author, pull.author_is_bot, machine_accounts(settings)):
             return AgentAttribution(
                 id=UNKNOWN_BOT_ID, name="Unknown bot", operator=None, confidence="certain",
                 evidence=[view.pr],
                 reason=f"PR opened by the bot account {pull.author}, which is no known agent.",
             )
+        evidence = [view.pr]
+        reason = "No agent account, App, branch prefix, trailer or description mark."
         if "issue" in bundle.facts.unavailable:  # the issue object names the App, if any
-            return AgentAttribution(
-                id=HUMAN_ID, name="Human", operator=pull.author, confidence="likely",
-                evidence=[view.pr, "audit:unavailable-issue"],
-                reason="No agent account, branch prefix, trailer or description mark; the App "
-                       "the PR was opened through could not be read.",
-            )
-        return AgentAttribution(
-            id=HUMAN_ID, name="Human", operator=pull.author, confidence="likely", evidence=[view.pr],
-            reason="No agent account, App, branch prefix, trailer or description mark.",
-        )
+            evidence.append("audit:unavailable-issue")
+            reason = ("No agent account, branch prefix, trailer or description mark; the App "
+                      "the PR was opened through could not be read.")
+        return AgentAttribution(id=HUMAN_ID, name="Human", operator=pull.author,
+                                confidence="likely", evidence=evidence, reason=reason)
     _, rule, marks = best
     certain = any(m.certain for m in marks)
     evidence = list(dict.fromkeys(m.evidence for m in marks))

@@ -257,7 +257,10 @@ def _parse(when: str | None) -> datetime | None:
     return datetime.fromisoformat(when.replace("Z", "+00:00")).astimezone(UTC)
 
 
-_SHA_KEY: Final = 7  # reverted_sha gives at least 7 hex digits: the commit index's key length
+# The commit index's key length: reverted_sha matches 7 to 40 hex digits ([0-9a-f]{7,40}), so no
+# SHA a commit reverts is shorter than the key, and every one is found by its first digits.
+_SHA_KEY: Final = 7
+assert reverted_sha("This reverts commit " + "0" * (_SHA_KEY - 1)) is None, "a SHA key too long"
 
 
 @dataclass
@@ -266,7 +269,9 @@ class _History:
     once, so each PR costs a few lookups instead of a pass over every later PR and every commit.
 
     Positions are indexes into ``merged`` (input order), which every answer is sorted back into:
-    the records list their evidence in the order the PRs and commits were given."""
+    the records list their evidence in the order the PRs and commits were given. The ``sorted(...)``
+    calls in :func:`detect` are what keep it so (the revert PRs found by title and by number are a
+    set, the fix-word PRs come in merge-time order); ``commits_by_key`` is built in input order."""
 
     merged: list[PullSummary]
     when: list[datetime]  # merge time of merged[i] (by number, as the scan has always keyed it)
@@ -274,11 +279,12 @@ class _History:
     fix_times: list[datetime]  # their merge times in that order, for bisect
     revert_of_title: dict[str, list[int]]  # 'Revert "<title>"' PRs by the title they revert
     revert_of_number: dict[int, list[int]]  # 'Reverts o/r#N' PRs by N
-    texts: list[str]  # title and body: a later PR mentions this one by its URL in them ...
-    links: list[frozenset[int]]  # ... or by number, linked in this repository (fix-word PRs only)
-    commits_by_key: dict[str, list[int]]  # commits by the first digits of the SHA they revert
-    short_targets: list[int]  # commits reverting a SHA shorter than the key (none today)
-    targets: list[str | None]  # the SHA each commit reverts
+    # Of the PRs with fix words (only they can be follow-up fixes; the others' are empty): the
+    texts: list[str]  # title and body, where a later PR mentions this one by its URL ...
+    links: list[frozenset[int]]  # ... or by number, linked in this repository
+    # (position, the SHA it reverts) of the commits that revert one, by that SHA's first digits;
+    # in input order
+    commits_by_key: dict[str, list[tuple[int, str]]]
 
 
 def _history(repository: str, merged: list[PullSummary], commits: Sequence[CommitSummary],
@@ -294,32 +300,31 @@ def _history(repository: str, merged: list[PullSummary], commits: Sequence[Commi
                   if x.group("repo") in (None, repository)}:
             revert_of_number.setdefault(n, []).append(i)
         text = f"{o.title}\n{o.body}"
-        texts.append(text)
         fix = bool(FIX_WORDS.search(text))
         fixy.append(fix)
+        texts.append(text if fix else "")
         links.append(frozenset(link.number for link in linked_issues(text, repository)
                                if link.repo in (None, repository)) if fix else frozenset())
-    commits_by_key: dict[str, list[int]] = {}
-    short_targets: list[int] = []
-    targets = [reverted_sha(c.message) or None for c in commits]
-    for j, target in enumerate(targets):
-        if target is None:
-            continue
-        if len(target) >= _SHA_KEY:
-            commits_by_key.setdefault(target[:_SHA_KEY], []).append(j)
-        else:
-            short_targets.append(j)
+    commits_by_key: dict[str, list[tuple[int, str]]] = {}
+    for j, c in enumerate(commits):
+        if target := reverted_sha(c.message):
+            commits_by_key.setdefault(target[:_SHA_KEY], []).append((j, target))
     fixes_by_time = sorted((i for i in range(len(merged)) if fixy[i]), key=when.__getitem__)
     return _History(merged, when, fixes_by_time, [when[i] for i in fixes_by_time],
-                    revert_of_title, revert_of_number, texts, links, commits_by_key,
-                    short_targets, targets)
+                    revert_of_title, revert_of_number, texts, links, commits_by_key)
+
+
+Reopened = Callable[[int, str], tuple[str, str] | None]
+# What the history rules find about one merged PR: the later PRs that revert it, the base branch's
+# commits that revert it, and the later PRs within the window that fix it.
+Candidates = tuple[list[PullSummary], list[CommitSummary], list[PullSummary]]
 
 
 def detect(
     repository: str,
     pulls: Sequence[PullSummary],
     commits: Sequence[CommitSummary] = (),
-    reopened: Callable[[int, str], tuple[str, str] | None] | None = None,
+    reopened: Reopened | None = None,
     default_branch: str | None = None,
     window_days: float = 14.0,
 ) -> list[OutcomeRecord]:
@@ -332,21 +337,12 @@ def detect(
     Near-linear: revert PRs are indexed by the title and the PR numbers they revert, commits by
     the SHA they revert, and the merged PRs with fix words are sorted by merge time once, so a
     PR's follow-up window is a bisect away; only those candidates are compared with the PR."""
-    out: list[OutcomeRecord] = []
     merged = [p for p in pulls if p.merged_at]
     merged_when = {p.number: at for p in merged if (at := _parse(p.merged_at)) is not None}
     h = _history(repository, merged, commits, merged_when)
     window = timedelta(days=window_days)
-    for pr in pulls:
-        if not pr.merged_at:
-            out.append(OutcomeRecord(repository, pr.number, "rejected", True, [pr.url or
-                                     f"pr:{pr.number}"], "closed without merging", "scan",
-                                     pr.closed_at))
-            continue
-        if default_branch and pr.base_ref and pr.base_ref != default_branch:
-            continue
-        out.append(OutcomeRecord(repository, pr.number, "rejected", False, [f"pr:{pr.number}"],
-                                 "merged", "scan"))
+
+    def candidates(pr: PullSummary) -> Candidates:
         merged_at = merged_when[pr.number]
         # Reverted: GitHub's revert PR (title 'Revert "<title>"', body 'Reverts o/r#N') or a
         # commit on the base branch whose message says 'This reverts commit <merge sha>'.
@@ -356,15 +352,8 @@ def detect(
         sha = pr.merge_commit_sha
         by_commit = []
         if sha:
-            picked = [*h.commits_by_key.get(sha[:_SHA_KEY], ()), *h.short_targets]
-            by_commit = [commits[j] for j in sorted(picked)
-                         if sha.startswith(h.targets[j] or "\0")]
-        hits = [o.url for o in reverts] + [c.url for c in by_commit]
-        when = min([o.merged_at or "" for o in reverts] + [c.date or "" for c in by_commit],
-                   default=None)
-        out.append(OutcomeRecord(repository, pr.number, "reverted", bool(hits), hits,
-                                 f"reverted by {len(hits)} later change(s)" if hits else
-                                 "no later revert found", "scan", when or None))
+            by_commit = [commits[j] for j, target in h.commits_by_key.get(sha[:_SHA_KEY], ())
+                         if sha.startswith(target)]
         # Follow-up fix: a later merged PR within the window that refers to this one with fix words.
         first = bisect_right(h.fix_times, merged_at)
         try:
@@ -376,6 +365,41 @@ def detect(
             if h.merged[i].number != pr.number
             and ((pr.url and pr.url in h.texts[i]) or pr.number in h.links[i]))
             if h.merged[i] not in reverts]
+        return reverts, by_commit, fixes
+
+    return _history_records(repository, pulls, candidates, reopened, default_branch, window_days)
+
+
+def _history_records(
+    repository: str,
+    pulls: Sequence[PullSummary],
+    candidates: Callable[[PullSummary], Candidates],
+    reopened: Reopened | None,
+    default_branch: str | None,
+    window_days: float,
+) -> list[OutcomeRecord]:
+    """The records of :func:`detect`, in its order, given how a merged PR's :data:`Candidates` are
+    found (``candidates``, asked once for each merged PR on the default branch): how the records
+    are built is kept apart from how the candidates are found, which tests/outcomes_history.py
+    does the first, pairwise way."""
+    out: list[OutcomeRecord] = []
+    for pr in pulls:
+        if not pr.merged_at:
+            out.append(OutcomeRecord(repository, pr.number, "rejected", True, [pr.url or
+                                     f"pr:{pr.number}"], "closed without merging", "scan",
+                                     pr.closed_at))
+            continue
+        if default_branch and pr.base_ref and pr.base_ref != default_branch:
+            continue
+        out.append(OutcomeRecord(repository, pr.number, "rejected", False, [f"pr:{pr.number}"],
+                                 "merged", "scan"))
+        reverts, by_commit, fixes = candidates(pr)
+        hits = [o.url for o in reverts] + [c.url for c in by_commit]
+        when = min([o.merged_at or "" for o in reverts] + [c.date or "" for c in by_commit],
+                   default=None)
+        out.append(OutcomeRecord(repository, pr.number, "reverted", bool(hits), hits,
+                                 f"reverted by {len(hits)} later change(s)" if hits else
+                                 "no later revert found", "scan", when or None))
         out.append(OutcomeRecord(repository, pr.number, "follow_up_fix", bool(fixes),
                                  [o.url for o in fixes],
                                  f"fixed by #{', #'.join(str(o.number) for o in fixes)}" if fixes
@@ -385,8 +409,8 @@ def detect(
         closing = [link for link in linked_issues(f"{pr.title}\n{pr.body}", repository)
                    if link.closing and link.repo in (None, repository)]
         if closing and reopened is not None:
-            seen = [(link.number, found_at) for link in closing
-                    if (found_at := reopened(link.number, pr.merged_at))]
+            seen = [(link.number, found) for link in closing
+                    if (found := reopened(link.number, pr.merged_at))]
             out.append(OutcomeRecord(repository, pr.number, "reopened_task", bool(seen),
                                      [url for _, (_, url) in seen],
                                      ", ".join(f"#{n} reopened {w}" for n, (w, _) in seen) or

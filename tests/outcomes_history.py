@@ -1,9 +1,11 @@
 """Repository histories for :func:`taskeval.outcomes.detect`, and the rules as first written.
 
-:func:`reference_detect` is the original implementation, kept verbatim as the reference the
-indexed one must agree with record for record, in the same order (tests/test_outcomes_detect.py)
-and is measured against (benchmarks/outcomes_detect_bench.py). It compares every merged PR with
-every later one and every commit: quadratic.
+:func:`reference_detect` is the pairwise candidate selection as first written (which later PRs and
+commits revert a PR, which later PRs fix it), the reference the indexed one must agree with record
+for record, in the same order (tests/test_outcomes_detect.py) and is measured against
+(benchmarks/outcomes_detect_bench.py). It compares every merged PR with every later one and every
+commit: quadratic. Both build the records from what they select with the same
+:func:`taskeval.outcomes._history_records`, so the check is of the selection, the part that differs.
 
 :func:`random_history` makes repositories full of the shapes the rules look at: revert PRs by title
 and by ``Reverts o/r#N`` (of this repository, of another, of no repository), reverts of reverts,
@@ -15,7 +17,7 @@ merge SHAs that share their first seven digits, and commits reverting a SHA by a
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from taskeval.evidence.vocabulary import linked_issues, reverted_sha
@@ -23,14 +25,16 @@ from taskeval.outcomes import (
     FIX_WORDS,
     REVERT_TITLE,
     REVERTS_PR,
+    Candidates,
     CommitSummary,
     OutcomeRecord,
     PullSummary,
+    Reopened,
+    _history_records,
     _parse,
 )
 
 REPO = "acme/widgets"
-Reopened = Callable[[int, str], tuple[str, str] | None]
 
 
 # --------------------------------------------------------------------------- the reference
@@ -44,29 +48,18 @@ def _mentions(pr: PullSummary, other: PullSummary, repository: str) -> bool:
                for link in linked_issues(text, repository))
 
 
-def reference_detect(
-    repository: str,
-    pulls: Sequence[PullSummary],
-    commits: Sequence[CommitSummary] = (),
-    reopened: Reopened | None = None,
-    default_branch: str | None = None,
-    window_days: float = 14.0,
-) -> list[OutcomeRecord]:
-    out: list[OutcomeRecord] = []
+def reference_detect(repository: str, pulls: Sequence[PullSummary],
+                     commits: Sequence[CommitSummary] = (), reopened: Reopened | None = None,
+                     default_branch: str | None = None, window_days: float = 14.0
+                     ) -> list[OutcomeRecord]:
+    """:func:`taskeval.outcomes.detect`, finding each PR's candidates by comparing it with every
+    later merged PR and every commit."""
     merged = [p for p in pulls if p.merged_at]
     # Each merge time parsed once: every PR is compared with every later one.
     merged_when = {p.number: at for p in merged if (at := _parse(p.merged_at)) is not None}
     window = timedelta(days=window_days)
-    for pr in pulls:
-        if not pr.merged_at:
-            out.append(OutcomeRecord(repository, pr.number, "rejected", True, [pr.url or
-                                     f"pr:{pr.number}"], "closed without merging", "scan",
-                                     pr.closed_at))
-            continue
-        if default_branch and pr.base_ref and pr.base_ref != default_branch:
-            continue
-        out.append(OutcomeRecord(repository, pr.number, "rejected", False, [f"pr:{pr.number}"],
-                                 "merged", "scan"))
+
+    def candidates(pr: PullSummary) -> Candidates:
         merged_at = merged_when[pr.number]
         later = [o for o in merged if o.number != pr.number and merged_when[o.number] > merged_at]
         # Reverted: GitHub's revert PR (title 'Revert "<title>"', body 'Reverts o/r#N') or a
@@ -78,33 +71,13 @@ def reference_detect(
         by_commit = [c for c in commits if pr.merge_commit_sha
                      and (target := reverted_sha(c.message))
                      and pr.merge_commit_sha.startswith(target)]
-        hits = [o.url for o in reverts] + [c.url for c in by_commit]
-        when = min([o.merged_at or "" for o in reverts] + [c.date or "" for c in by_commit],
-                   default=None)
-        out.append(OutcomeRecord(repository, pr.number, "reverted", bool(hits), hits,
-                                 f"reverted by {len(hits)} later change(s)" if hits else
-                                 "no later revert found", "scan", when or None))
         # Follow-up fix: a later merged PR within the window that refers to this one with fix words.
         fixes = [o for o in later if o not in reverts
                  and merged_when[o.number] - merged_at <= window
                  and _mentions(pr, o, repository) and FIX_WORDS.search(f"{o.title}\n{o.body}")]
-        out.append(OutcomeRecord(repository, pr.number, "follow_up_fix", bool(fixes),
-                                 [o.url for o in fixes],
-                                 f"fixed by #{', #'.join(str(o.number) for o in fixes)}" if fixes
-                                 else f"no follow-up fix within {window_days:g} days", "scan",
-                                 fixes[0].merged_at if fixes else None))
-        # Reopened task: an issue this PR closes, reopened after the merge.
-        closing = [link for link in linked_issues(f"{pr.title}\n{pr.body}", repository)
-                   if link.closing and link.repo in (None, repository)]
-        if closing and reopened is not None:
-            seen = [(link.number, found) for link in closing
-                    if (found := reopened(link.number, pr.merged_at))]
-            out.append(OutcomeRecord(repository, pr.number, "reopened_task", bool(seen),
-                                     [url for _, (_, url) in seen],
-                                     ", ".join(f"#{n} reopened {w}" for n, (w, _) in seen) or
-                                     f"none of {len(closing)} closed issue(s) was reopened",
-                                     "scan", seen[0][1][0] if seen else None))
-    return out
+        return reverts, by_commit, fixes
+
+    return _history_records(repository, pulls, candidates, reopened, default_branch, window_days)
 
 
 # --------------------------------------------------------------------------- random histories

@@ -187,13 +187,27 @@ CASES = [
                    ("alice", "Apply suggestions\n\nCo-authored-by: gemini-code-assist[bot] "
                              "<1+gemini-code-assist[bot]@users.noreply.github.com>"))),
      "human", "alice", "likely"),
+    # A repository's mark whose literal start is no ASCII text ("ı" is a dotless i): the text
+    # holding it verbatim carries the mark, however the search for the marks is narrowed.
+    ("repo agent: a mark starting with a dotless i",
+     dict(config="agents:\n  - id: istanbul\n    name: Istanbul Agent\n"
+                 "    text_marks: [\"\\u0131stanbul-agent ran\"]\n",
+          body="Done.\n\n\u0131stanbul-agent ran the checks."),
+     "istanbul", "alice", "likely"),
 ]
 
 
 @pytest.mark.parametrize(("kwargs", "agent_id", "operator", "confidence"),
                          [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_attribution_table(kwargs: dict, agent_id: str, operator: str | None, confidence: str) -> None:
-    got = attribute(pr(**kwargs))
+    """``config``, when given, is the repository's config text (its ``agents:`` rules)."""
+    fields = {k: v for k, v in kwargs.items() if k != "config"}
+    settings = None
+    if "config" in kwargs:
+        loaded = parse_config(kwargs["config"], "repo")
+        assert not loaded.errors
+        settings = loaded.settings
+    got = attribute(pr(**fields), settings)
     assert (got.id, got.operator, got.confidence) == (agent_id, operator, confidence), got.reason
     assert got.evidence and got.reason
     assert got.name

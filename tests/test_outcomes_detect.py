@@ -81,7 +81,8 @@ def test_indexed_rules_give_what_comparing_every_pair_gives(seed: int) -> None:
     rng = random.Random(seed)
     pulls, commits = random_history(rng, rng.randrange(0, 60))
     branch = rng.choice(["main", None])
-    window = rng.choice([14.0, 14.0, 1.0, 0.0, 0.5, 30.0, -1.0])
+    # 3e6 days past either end of the calendar: detect's OverflowError branch.
+    window = rng.choice([14.0, 14.0, 1.0, 0.0, 0.5, 30.0, -1.0, 3e6, -3e6])
     reopened, asked = reopened_log(seed)
     expected_reopened, expected_asked = reopened_log(seed)
     got = oc.detect(REPO, pulls, commits, reopened, branch, window)

@@ -285,26 +285,18 @@ class Ctx:
     # ----------------------------------------------------------------- people
 
     @cached
-    def _bot_logins(self) -> frozenset[str]:
-        return _lowered(tuple(self.settings.patterns.bot_logins))
-
-    @cached
     def _agent_logins(self) -> frozenset[str]:
         # The configured accounts and every account in the agent table (taskeval/agents.py).
         configured = _lowered(tuple(self.settings.patterns.agent_logins))
         return configured | agent_logins(self.agent_rules)  # cached by the table's identity
-
-    def is_bot(self, login: str | None, flagged: bool = False) -> bool:
-        if login is None:
-            return False
-        return flagged or login.endswith("[bot]") or login.lower() in self._bot_logins
 
     def is_agent(self, login: str | None) -> bool:
         return login is not None and login.lower() in self._agent_logins
 
     def is_other_human(self, login: str | None, flagged: bool = False) -> bool:
         """A person who is not the PR author: not a bot account, not an agent
-        (:func:`taskeval.agents.is_other_person`, the rule outcomes and attribution use too;
+        (:func:`taskeval.agents.is_other_person`, the rule outcomes use too, on attribution's
+        :func:`taskeval.agents.is_person`;
         memoised: a PR has few accounts, and most signals ask about each of them)."""
         key = (login, flagged)
         known = self._humans.get(key)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from taskeval.agents import is_person, machine_accounts
 from taskeval.contract import Category
 from taskeval.evidence import vocabulary as ev
 from taskeval.models import ReviewEntry
@@ -69,9 +70,9 @@ def human_approval(ctx: Ctx) -> Measure:
     standing = _standing(ctx.human_reviews, ctx.pull.merged_at)
     approvers = sorted([a for a, r in standing.items() if r.state == "APPROVED"])
     approved = [r for r in ctx.facts.reviews if r.state == "APPROVED"]
+    machines = machine_accounts(ctx.settings)
     machine = sorted({
-        r.author or "" for r in approved
-        if ctx.is_bot(r.author, r.author_is_bot) or ctx.is_agent(r.author)
+        r.author for r in approved if r.author and not is_person(r.author, r.author_is_bot, machines)
     })
     late = sorted({
         r.author or "" for r in before_merge(ctx, approved)[1]

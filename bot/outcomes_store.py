@@ -35,28 +35,44 @@ def _store(url_or_engine: str | Engine) -> Iterator[Engine]:
 
 
 def upsert(conn: Connection, records: Iterable[OutcomeRecord]) -> int:
-    """Write ``records``, one atomic ``INSERT ... ON CONFLICT DO UPDATE`` each on the unique
-    (repo, number, outcome) index: workers writing the same outcome at once never fail on it, and
-    the update applies only when the new value is true or the stored one false (a recorded true
-    is never overwritten by a false). Records are written in key order, so two transactions
-    writing overlapping sets take their row locks in the same order and cannot deadlock."""
-    insert = _INSERTS.get(conn.dialect.name)
-    if insert is None:
+    """Write ``records`` with one atomic ``INSERT ... ON CONFLICT DO UPDATE`` on the unique
+    (repo, number, outcome) index, built once and executed once for all the rows (executemany: a
+    statement per row, sent together): workers writing the same outcome at once never fail on it,
+    and the update applies only when the new value is true or the stored one false (a recorded
+    true is never overwritten by a false). Records are written in key order, so two transactions
+    writing overlapping sets take their row locks in the same order and cannot deadlock.
+
+    Not one multi-row ``VALUES``: PostgreSQL refuses a statement that updates the same row twice,
+    and a batch may hold a key more than once (each applies in turn). SQLAlchemy's
+    ``insertmanyvalues`` would fold the rows into one for a driver it does that for (psycopg2;
+    not psycopg, the bot's), hence pages of one row."""
+    stmt = _UPSERTS.get(conn.dialect.name)
+    if stmt is None:
         raise ValueError(f"outcomes: no atomic upsert for the {conn.dialect.name} dialect")
-    rows = sorted((_row(r) for r in records), key=lambda keyed: keyed[0])
-    for _, row in rows:
-        stmt = insert(outcomes).values(**row)
-        new = stmt.excluded
-        conn.execute(stmt.on_conflict_do_update(
-            index_elements=[outcomes.c.repo, outcomes.c.number, outcomes.c.outcome],
-            set_={name: new[name] for name in _UPDATED},
-            where=or_(new.value, not_(outcomes.c.value)),
-        ))
+    rows = [row for _, row in sorted((_row(r) for r in records), key=lambda keyed: keyed[0])]
+    if rows:
+        conn.execute(stmt, rows, execution_options={"insertmanyvalues_page_size": 1})
     return len(rows)
 
 
-_INSERTS: dict[str, Callable[..., Any]] = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}
 _UPDATED = ("value", "evidence", "detail", "source", "observed_at", "recorded_at")
+
+
+def _upsert_statement(insert: Callable[..., Any]) -> Any:
+    """The upsert of one row, its values bound at execution: the excluded (proposed) row replaces
+    the stored one's :data:`_UPDATED` columns when it is true or the stored one is false."""
+    stmt = insert(outcomes)
+    new = stmt.excluded
+    return stmt.on_conflict_do_update(
+        index_elements=[outcomes.c.repo, outcomes.c.number, outcomes.c.outcome],
+        set_={name: new[name] for name in _UPDATED},
+        where=or_(new.value, not_(outcomes.c.value)),
+    )
+
+
+# Built once per dialect: each upsert only binds its rows.
+_UPSERTS: dict[str, Any] = {"postgresql": _upsert_statement(postgresql.insert),
+                            "sqlite": _upsert_statement(sqlite.insert)}
 
 
 def _row(r: OutcomeRecord) -> tuple[tuple[str, int, str], dict[str, Any]]:

@@ -129,9 +129,15 @@ def test_timeline_is_collected_in_githubs_event_shape(fake: FakeGitHub) -> None:
     assert activity.items[0].facts["forcePushes"] == 1
 
 
-@pytest.mark.parametrize("fault", [Fault.not_found(), Fault.forbidden()])
+@pytest.mark.parametrize(("fault", "says"), [
+    (Fault.not_found(), "`issues: read` or `pull-requests: read`"),
+    (Fault.forbidden(), "`issues: read` or `pull-requests: read`"),
+    # The timeline is the issue's: a deleted issue's is gone too, and GitHub says why.
+    (Fault(410, {"message": "This issue was deleted", "status": "410"}),
+     "(410: This issue was deleted)"),
+], ids=["404", "403", "410"])
 def test_unreadable_timeline_is_a_recorded_gap_never_an_empty_timeline(
-    fake: FakeGitHub, fault: Fault
+    fake: FakeGitHub, fault: Fault, says: str
 ) -> None:
     fake.add_pr(REPO, 482)
     fake.inject(f"/repos/{REPO}/issues/482/timeline", fault)
@@ -140,6 +146,7 @@ def test_unreadable_timeline_is_a_recorded_gap_never_an_empty_timeline(
 
     assert raw.timeline is None
     assert [(i.resource, i.status) for i in raw.issues] == [("timeline", fault.status)]
+    assert says in raw.issues[0].message
     facts = build_bundle(raw).facts
     assert facts.timeline is None and facts.unavailable == ["timeline"]
 

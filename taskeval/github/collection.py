@@ -355,19 +355,26 @@ def _changed_during_collection(pull: RawPullRequest, commits: list[RawCommit]) -
     return None
 
 
+# Resources read from the PR's issue endpoints (``/issues/{n}...``): a 410 there is GitHub's
+# answer for an issue that is gone, and the PR is scored without them.
+_ISSUE_ENDPOINTS: Final = frozenset({"issue", "issue_comments", "timeline"})
+_ISSUE_GAPS: Final = frozenset({403, 404, 410})
+_GAPS: Final = frozenset({403, 404})
+
+
 def _issue_for(resource: str, exc: GithubException) -> CollectionIssue | None:
     """A 403/404 on evidence the PR can be scored without becomes a recorded gap, not a failure;
-    so does a 410 on the issue object (GitHub's answer for a deleted issue)."""
-    gaps = (403, 404, 410) if resource == "issue" else (403, 404)
+    so does a 410 on an issue endpoint. The message says what GitHub said; a 403/404 adds the
+    permission the token probably lacks."""
+    gaps = _ISSUE_GAPS if resource in _ISSUE_ENDPOINTS else _GAPS
     if exc.status not in gaps or is_rate_limited(exc):
         return None
     detail = message_of(exc) or {404: "Not Found", 410: "Gone"}.get(exc.status, "Forbidden")
-    cause = ("GitHub reports it deleted" if exc.status == 410
-             else f"the token probably lacks {NEEDS[resource]}")
+    hint = "" if exc.status == 410 else f"; the token probably lacks {NEEDS[resource]}"
     return CollectionIssue(
         resource=resource,
         status=exc.status,
-        message=redact(f"{_LABELS[resource]} could not be read ({exc.status}: {detail}); {cause}"),
+        message=redact(f"{_LABELS[resource]} could not be read ({exc.status}: {detail}){hint}"),
     )
 
 

@@ -46,7 +46,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -215,20 +215,27 @@ def rescore_all(paths: list[Path], options: Options, fresh: bool = False, freeze
         if fresh:
             clear_caches()
         wall, cpu = time.perf_counter(), time.process_time()
-        timing.texts.append(rescore_path(path, options).json())
+        written = rescore_path(path, options).json_bytes()
         timing.per_bundle.append(time.perf_counter() - wall)
         timing.cpu_seconds += time.process_time() - cpu
+        timing.texts.append(written.decode())  # compared untimed
     return timing
 
 
 @dataclass
 class Report:
-    count: int
-    seconds: float
-    per_bundle: list[float]
-    mismatches: int
-    sizes: list[int]
+    per_bundle: list[float] = field(default_factory=list)  # wall seconds of each re-score
+    mismatches: int = 0
+    sizes: list[int] = field(default_factory=list)
     cpu_seconds: float = 0.0
+
+    @property
+    def count(self) -> int:
+        return len(self.per_bundle)
+
+    @property
+    def seconds(self) -> float:
+        return sum(self.per_bundle)
 
     @property
     def rate(self) -> float:
@@ -240,8 +247,6 @@ class Report:
 
     def add(self, timing: Timing, expected: list[str], sizes: list[int]) -> None:
         """Count a batch: its timings, and each text that differs from what was expected."""
-        self.count += len(timing.texts)
-        self.seconds += sum(timing.per_bundle)
         self.per_bundle += timing.per_bundle
         self.cpu_seconds += timing.cpu_seconds
         self.mismatches += sum(text != want for text, want in zip(timing.texts, expected, strict=True))
@@ -249,7 +254,7 @@ class Report:
 
 
 def run(count: int, seed: int = 0, chunk: int = 1000, mode: str = "bundles") -> Report:
-    report = Report(0, 0.0, [], 0, [])
+    report = Report()
     made = variants(count, seed)
     with tempfile.TemporaryDirectory(prefix="taskeval-rescore-") as root:
         config = config_file(Path(root), mode)
@@ -270,7 +275,7 @@ def run_file(source: Path, count: int, mode: str) -> Report:
     scoring its bundle from scratch with the mode's config."""
     data = json.loads(source.read_text(encoding="utf-8"))
     bundle = EvidenceBundle.model_validate(data.get("evidence", data))
-    report = Report(0, 0.0, [], 0, [])
+    report = Report()
     with tempfile.TemporaryDirectory(prefix="taskeval-rescore-") as folder:
         config = config_file(Path(folder), mode)
         stamp = data.get("evaluatedAt") or str(bundle.facts.pull.merged_at or bundle.facts.pull.closed_at
@@ -294,7 +299,7 @@ def run_dir(folder: Path, config: Path | None, count: int) -> Report:
     timing = rescore_all(files, options)
     # After timing, so it cools no cache:
     expected = [rescore_path(path, replace(options, keep_signals=False)).json() for path in files]
-    report = Report(0, 0.0, [], 0, [])
+    report = Report()
     report.add(timing, expected, [p.stat().st_size for p in files])
     return report
 

@@ -27,7 +27,8 @@ from typing import Any
 
 import orjson
 
-# Switched off by the tests to compare both paths byte for byte.
+# Switched off by the tests to compare both paths byte for byte (re-scoring's trust in a stored
+# result's evidence, pipeline.TRUST_STORED, rests on it too and is off with it).
 FAST = True
 _DIGITS_AS_ZERO = bytes(48 if 48 <= byte <= 57 else 32 for byte in range(256))
 _NINETEEN_DIGITS = b"0" * 19
@@ -47,11 +48,20 @@ def dumps_canonical(data: Any, *, plain_floats: bool) -> bytes:
     """The canonical form of ``data``. ``plain_floats``: every float in ``data`` satisfies
     :func:`plain_float` (the caller checks the few places floats can be)."""
     if FAST and plain_floats:
-        try:
-            return orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
-        except orjson.JSONEncodeError:
-            pass  # a huge integer or a lone surrogate: the reference decides
-    return reference_canonical(data)
+        fast = orjson_canonical(data)
+        if fast is not None:
+            return fast
+    return reference_canonical(data)  # a float to check, a huge integer or a lone surrogate
+
+
+def orjson_canonical(data: Any) -> bytes | None:
+    """orjson's canonical text of ``data``, or None where orjson cannot write it (an integer
+    beyond 64 bits, a lone surrogate). Its floats are not checked: this is the canonical form only
+    where :func:`plain_float` holds for every one of them."""
+    try:
+        return orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        return None
 
 
 def loads(raw: bytes) -> Any:

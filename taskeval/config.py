@@ -11,8 +11,9 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
+import orjson
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
@@ -406,6 +407,30 @@ class LoadedConfig:
             source=self.source, errors=self.errors, hash=self.settings.digest(),
             settings=self.settings.model_dump(mode="json"),
         )
+
+
+_STORED_CONFIGS: dict[bytes, tuple[Any, LoadedConfig]] = {}
+
+
+def stored_config(config: Any) -> LoadedConfig:
+    """A stored result's config (its ``config``: a :class:`ConfigInfo`), validated once for every
+    result stored with the same one (a team's history holds a handful of configs, not one per
+    PR); raises ``ValidationError``. The key is orjson's text of the
+    config; the equality check separates what that text does not (NaN and null are both null)."""
+    try:
+        key: bytes | None = orjson.dumps(config)
+    except orjson.JSONEncodeError:
+        key = None  # an integer beyond 64 bits: not cached, validation names the field
+    hit = _STORED_CONFIGS.get(key) if key is not None else None
+    if hit is not None and hit[0] == config:
+        return hit[1]
+    info = ConfigInfo.model_validate(config)
+    loaded = LoadedConfig(Settings.model_validate(info.settings), info.source, info.errors)
+    if key is not None:
+        if len(_STORED_CONFIGS) >= 64:
+            _STORED_CONFIGS.clear()
+        _STORED_CONFIGS[key] = (config, loaded)
+    return loaded
 
 
 def field_location(loc: tuple[int | str, ...]) -> str:

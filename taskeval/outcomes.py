@@ -34,7 +34,7 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from taskeval.agents import is_other_person, machine_accounts
-from taskeval.config import Settings
+from taskeval.config import Settings, stored_config
 from taskeval.evidence.vocabulary import agent_run_event, linked_issues, reverted_sha
 
 # Every outcome kind, with what it means. All are "bad" events: the score should be lower when
@@ -105,31 +105,15 @@ def key_of(record: OutcomeRecord) -> Key:
 
 
 _DEFAULT_SETTINGS: Final = Settings()
-_STORED_SETTINGS: dict[str, Settings] = {}
-
-
 def stored_settings(result: Mapping[str, Any]) -> Settings:
-    """The settings a stored result was scored with (``config.settings``), validated once per
-    distinct config (a history holds a handful); the defaults when it has none or they do not
-    validate (a result written by hand, or by a version with other settings)."""
-    config = result.get("config")
-    data = config.get("settings") if isinstance(config, Mapping) else None
-    if not isinstance(data, Mapping):
-        return _DEFAULT_SETTINGS
+    """The settings a stored result was scored with (its ``config``, validated once per distinct
+    config by :func:`taskeval.config.stored_config`, as re-scoring reads it); the defaults when it
+    has none or it does not validate (a result written by hand, or by a version with other
+    settings)."""
     try:
-        key = json.dumps(data, sort_keys=True, allow_nan=False)
-    except (TypeError, ValueError):
+        return stored_config(result.get("config")).settings
+    except ValidationError:
         return _DEFAULT_SETTINGS
-    found = _STORED_SETTINGS.get(key)
-    if found is None:
-        try:
-            found = Settings.model_validate(data)
-        except ValidationError:
-            found = _DEFAULT_SETTINGS
-        if len(_STORED_SETTINGS) >= 64:
-            _STORED_SETTINGS.clear()
-        _STORED_SETTINGS[key] = found
-    return found
 
 
 def from_facts(repository: str, facts: Mapping[str, Any], source: str = "results",

@@ -22,7 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from taskeval import SCORER_VERSION, __version__, canonical, contract
 from taskeval.agents import attribute
-from taskeval.config import LoadedConfig, Settings, field_location, load_config
+from taskeval.config import LoadedConfig, Settings, field_location, load_config, stored_config
 from taskeval.evidence import build_bundle
 from taskeval.judge import FileCache, JudgeCache, JudgeConfig, JudgeResult, default_cache_dir, run_judge
 from taskeval.memo import by_identity
@@ -139,7 +139,8 @@ def score_bundle(
     """Score a bundle: signals -> deterministic scores -> the advisory judge -> the contract's
     blend -> the result. ``warnings``: anything the caller already knows to report (kept first,
     in order). ``bundle_hash``: ``bundle.hash()`` when the caller has just computed it (saves a
-    second serialisation of the bundle; re-scoring checks a stored result's hash first).
+    second serialisation of the bundle; re-scoring checks a stored result's hash first). It is
+    trusted as given, not checked again.
     ``kept``: what a stored result measured that still holds (re-scoring)."""
     options = options or Options()
     settings = loaded.settings
@@ -257,10 +258,10 @@ class _Scored:
 def _scored(
     signals: list[Signal], outcomes: Mapping[contract.Category, CategoryOutcome], judged: JudgeResult,
     agent: AgentAttribution, audit: EvidenceGroup, pull: PullFacts, loaded: LoadedConfig,
-    warnings: list[str] | None = None,
+    warnings: list[str],
 ) -> _Scored:
     """The blend and the warnings, the same for a bundle and for what a stored result stores."""
-    notes = [*(warnings or []), *_input_warnings(audit, pull, loaded), *_judge_warnings(judged.info)]
+    notes = [*warnings, *_input_warnings(audit, pull, loaded), *_judge_warnings(judged.info)]
     return _Scored(signals, _blend(outcomes, judged), judged.info, notes, agent)
 
 
@@ -268,15 +269,15 @@ def _result(
     bundle: EvidenceBundle, loaded: LoadedConfig, options: Options, scored: _Scored, bundle_hash: str | None,
 ) -> EvaluationResult:
     """Every part of the result is a model validated when it was made (the bundle, each signal,
-    category and attribution), the categories come in contract order and ``bundle_hash`` is the
-    bundle's (:func:`score_bundle`'s callers hash it or check it): validating the whole again
-    would find nothing, and cost as much as scoring a category."""
+    category and attribution) and the categories come in contract order, so validating the whole
+    again would find nothing new. ``bundle_hash`` is taken as given: the bundle's own hash, or a
+    stored result's that was checked against its evidence as read (:func:`_unchanged`)."""
     digest = bundle_hash or bundle.hash()
-    head = _head(bundle.repository, bundle.head_sha, bundle.facts.pull, loaded, options, scored, digest)
-    return EvaluationResult.model_construct(**head, evidence=bundle)
+    fields = _fields(bundle.repository, bundle.head_sha, bundle.facts.pull, loaded, options, scored, digest)
+    return EvaluationResult.model_construct(**fields, evidence=bundle)
 
 
-def _head(
+def _fields(
     repository: str, head_sha: str, pull: PullFacts, loaded: LoadedConfig, options: Options, scored: _Scored,
     digest: str,
 ) -> dict[str, Any]:
@@ -374,14 +375,11 @@ def _check_result(path: Path, data: dict[str, Any]) -> None:
             raise BundleFileError(f"{path}: invalid result: {key}: field required")
 
 
-def _checked(path: Path, data: dict[str, Any], *, result_checked: bool = False) -> Stored:
-    """The file's data validated, a stored result's bundleHash checked; ``result_checked``:
-    :func:`_check_result` has passed."""
+def _checked(path: Path, data: dict[str, Any]) -> Stored:
+    """The file's data validated, a stored result's bundleHash checked (a result has passed
+    :func:`_check_result` already)."""
     is_result = _is_result(data)
-    if is_result:
-        if not result_checked:
-            _check_result(path, data)
-    else:
+    if not is_result:
         _check_schema_version(path, data, "bundle")
     try:
         bundle = EvidenceBundle.model_validate(data["evidence"] if is_result else data)
@@ -403,18 +401,19 @@ class Rescored:
 
     def __init__(
         self, kept: bool, evidence: dict[str, Any], *, result: EvaluationResult | None = None,
-        head: dict[str, Any] | None = None, full: Callable[[], EvaluationResult] | None = None,
+        rest: dict[str, Any] | None = None, full: Callable[[], EvaluationResult] | None = None,
     ) -> None:
         self.kept = kept  # stored signals still held and were used (signals.stale_signals)
         self.evidence = evidence  # the result's evidence as JSON data, already made
         self._result = result
-        self._head = head  # the result's JSON data but its evidence, when there is no model yet
+        self._rest = rest  # the result's JSON data but its evidence, when there is no model yet
         self._full = full  # makes the model
 
     @property
     def result(self) -> EvaluationResult:
         """The result model. Made on first use when the result was written from what a stored
-        result stores, by the full path, which raises :class:`BundleFileError` where it would."""
+        result stores: its fields as scored, and the bundle validated, which raises
+        :class:`BundleFileError` where the full path would."""
         if self._result is None:
             assert self._full is not None
             self._result = self._full()
@@ -426,8 +425,8 @@ class Rescored:
 
     def json_bytes(self, *, indent: bool = True) -> bytes:
         """:meth:`json` as UTF-8, for writing to a file without decoding and encoding it."""
-        if self._head is not None:
-            data = _dumps(self._head, self.evidence, indent)
+        if self._rest is not None:
+            data = _dumps(self._rest, self.evidence, indent)
             if data is not None:
                 return data
         return result_bytes(self.result, self.evidence, indent=indent)
@@ -440,12 +439,12 @@ def rescore(path: Path, options: Options) -> Rescored:
     is_result = _is_result(data)
     if is_result:
         _check_result(path, data)
-        if TRUST_STORED and options.keep_signals and _unchanged(data):
+        if TRUST_STORED and canonical.FAST and options.keep_signals and _unchanged(data):
             loaded, before = _rescore_configs(path, data, options)
             kept = _kept(data, before, loaded, options)
             return (_from_stored(path, data, options, loaded, kept)
                     or _rescored(path, _as_stored(path, data), options, (loaded, kept)))
-    return _rescored(path, _checked(path, data, result_checked=is_result), options)
+    return _rescored(path, _checked(path, data), options)
 
 
 def _rescored(
@@ -477,9 +476,10 @@ def _unchanged(data: dict[str, Any]) -> bool:
     validating and serialising it again (half the time of a re-score that keeps every stored
     signal) would give it back byte for byte.
 
-    It is hashed as read: when that matches the stored ``bundleHash``, it is that JSON form
-    value for value (the hash is over the standard library's canonical text, so a value orjson
-    writes otherwise fails it); when its keys also come in field order (a hash does not see
+    It is hashed as read, by orjson without a float check: when that matches the stored
+    ``bundleHash``, it is that JSON form value for value (the hash is over the standard library's
+    canonical text, so a float orjson writes otherwise fails it, and what orjson cannot write
+    takes the full path); when its keys also come in field order (a hash does not see
     order), it is that JSON form byte for byte. An edit of the evidence breaks the hash and takes
     the full path, which reports it. What this trusts is that a matching ``bundleHash`` was
     written by taskeval: an edit whose hash was recomputed by hand is written out as edited
@@ -487,7 +487,7 @@ def _unchanged(data: dict[str, Any]) -> bool:
     evidence, digest = data["evidence"], data["bundleHash"]
     if not (isinstance(evidence, dict) and isinstance(digest, str) and in_field_order(EvidenceBundle, evidence)):
         return False
-    form = _canonical_as_read(evidence)
+    form = canonical.orjson_canonical(evidence)
     return form is not None and hashlib.sha256(form).hexdigest() == digest
 
 
@@ -497,7 +497,7 @@ def _as_stored(path: Path, data: dict[str, Any]) -> Stored:
     try:
         bundle = EvidenceBundle.model_validate(data["evidence"])
     except ValidationError:
-        return _checked(path, data, result_checked=True)  # reports it as the full path does
+        return _checked(path, data)  # reports it as the full path does
     return Stored(bundle, data, data["evidence"], data["bundleHash"])
 
 
@@ -521,27 +521,16 @@ def _from_stored(
     except (ValidationError, KeyError, TypeError, StopIteration):
         return None
     scored = _scored(signals, deterministic_scores(signals, loaded.settings), judged, kept.agent, audit, pull,
-                     loaded)
+                     loaded, [])
     opts = replace(options, trigger="rescore", evaluated_at=_stamp(data, pull, options))
-    head = _head(repository, head_sha, pull, loaded, opts, scored, data["bundleHash"])
-    # Every part of head is validated already; constructing skips only the evidence it lacks.
-    rest = _json_but_evidence(EvaluationResult.model_construct(**head))
-    return Rescored(True, evidence, head=rest,
-                    full=lambda: _rescored(path, _as_stored(path, data), options).result)
+    fields = _fields(repository, head_sha, pull, loaded, opts, scored, data["bundleHash"])
+    # Every field is validated already; constructing skips only the evidence it lacks.
+    rest = _json_but_evidence(EvaluationResult.model_construct(**fields))
+    return Rescored(True, evidence, rest=rest,
+                    full=lambda: EvaluationResult.model_construct(**fields, evidence=_as_stored(path, data).bundle))
 
 
 _TEXT = TypeAdapter(str)
-
-
-def _canonical_as_read(evidence: dict[str, Any]) -> bytes | None:
-    """The canonical form of the evidence as read, by orjson, or None when orjson cannot write
-    it. No float is checked (EvidenceBundle.canonical_bytes): a stored ``bundleHash`` is always
-    taken over the standard library's text, so a float orjson writes otherwise fails the hash
-    comparison and the full path decides."""
-    try:
-        return orjson.dumps(evidence, option=orjson.OPT_SORT_KEYS)
-    except orjson.JSONEncodeError:
-        return None
 
 
 def rescore_file(path: Path, options: Options) -> EvaluationResult:
@@ -552,16 +541,11 @@ def rescore_file(path: Path, options: Options) -> EvaluationResult:
 _RESULT_KEYS = tuple((name, field.alias or name) for name, field in EvaluationResult.model_fields.items())
 
 
-def result_json(result: EvaluationResult, evidence: dict[str, Any], *, indent: bool = True) -> str:
-    """The result's JSON text with ``evidence`` (``result.evidence.json_form()``) put in place of
-    serialising the bundle again. orjson writes exactly what pydantic writes for JSON data (strings,
-    floats, integers up to 64 bits: tests/test_canonical.py compares them); beyond that it
-    refuses and pydantic writes the result."""
-    return result_bytes(result, evidence, indent=indent).decode()
-
-
 def result_bytes(result: EvaluationResult, evidence: dict[str, Any], *, indent: bool = True) -> bytes:
-    """:func:`result_json` as UTF-8."""
+    """The result's JSON text, UTF-8, with ``evidence`` (``result.evidence.json_form()``) put in
+    place of serialising the bundle again. orjson writes exactly what pydantic writes for JSON
+    data (strings, floats, integers up to 64 bits: tests/test_canonical.py compares them); beyond
+    that it refuses and pydantic writes the result."""
     if canonical.FAST:
         data = _dumps(_json_but_evidence(result), evidence, indent)
         if data is not None:
@@ -601,7 +585,7 @@ def _rescore_configs(
     before = None
     if stored and stored.get("config") is not None:
         try:
-            before = _stored_config(stored["config"])
+            before = stored_config(stored["config"])
         except ValidationError as exc:
             if options.config_path is None:
                 raise BundleFileError(f"{path}: invalid result: config.{_field_path(exc)}") from exc
@@ -626,29 +610,6 @@ def _config_file(config_path: Path) -> LoadedConfig:
 def _config_file_at(config_path: Path, mtime_ns: int, size: int) -> LoadedConfig:
     del mtime_ns, size  # part of the cache key only
     return load_config(None, config_path)
-
-
-_STORED_CONFIGS: dict[bytes, tuple[Any, LoadedConfig]] = {}
-
-
-def _stored_config(config: Any) -> LoadedConfig:
-    """A stored result's config, validated once for every result stored with the same one (a
-    team's history holds a handful of configs, not one per PR). The key is orjson's text of the
-    config; the equality check separates what that text does not (NaN and null are both null)."""
-    try:
-        key: bytes | None = orjson.dumps(config)
-    except orjson.JSONEncodeError:
-        key = None  # an integer beyond 64 bits: not cached, validation names the field
-    hit = _STORED_CONFIGS.get(key) if key is not None else None
-    if hit is not None and hit[0] == config:
-        return hit[1]
-    info = ConfigInfo.model_validate(config)
-    loaded = LoadedConfig(Settings.model_validate(info.settings), info.source, info.errors)
-    if key is not None:
-        if len(_STORED_CONFIGS) >= 64:
-            _STORED_CONFIGS.clear()
-        _STORED_CONFIGS[key] = (config, loaded)
-    return loaded
 
 
 def publish_comment(

@@ -20,7 +20,7 @@ import pytest
 from taskeval import canonical, contract
 from taskeval.config import LoadedConfig, Settings
 from taskeval.models import EvidenceBundle
-from taskeval.pipeline import BundleFileError, Options, rescore, rescore_file, result_json, score_bundle
+from taskeval.pipeline import BundleFileError, Options, rescore, rescore_file, result_bytes, score_bundle
 from tests import spread
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -130,8 +130,8 @@ def test_result_text_with_the_evidence_serialised_once_is_pydantics_text() -> No
     for bundle in spread.bundles(40, seed=23):
         result = score_bundle(bundle, loaded, OPTIONS)
         evidence = bundle.json_form()
-        assert result_json(result, evidence) == result.to_json()
-        assert result_json(result, evidence, indent=False) == result.model_dump_json(by_alias=True)
+        assert result_bytes(result, evidence).decode() == result.to_json()
+        assert result_bytes(result, evidence, indent=False).decode() == result.model_dump_json(by_alias=True)
 
 
 def _with_facts(facts: dict[str, Any]) -> EvidenceBundle:
@@ -151,7 +151,7 @@ def test_bundle_hash_and_result_text_stay_exact_with_odd_facts(
     fast_hash = bundle.hash()
     as_rescored = Options(ai="off", env={}, trigger="rescore", evaluated_at="2026-01-01T00:00:00Z")
     result = score_bundle(bundle, LoadedConfig(Settings(), "defaults"), as_rescored)
-    fast_text = result_json(result, bundle.json_form())
+    fast_text = result_bytes(result, bundle.json_form()).decode()
     monkeypatch.setattr(canonical, "FAST", False)
     assert fast_hash == bundle.hash()
     assert fast_hash == __import__("hashlib").sha256(canonical.reference_canonical(

@@ -137,10 +137,9 @@ def _validated(kept: Mapping[str, Mapping[str, Any]]) -> dict[str, Signal]:
     return out
 
 
-# What a signal can read of the settings is the patterns, the agents table and the thresholds;
-# the rest only weighs signals, turns them off, or concerns the AI judge.
-_SIGNAL_INPUTS = frozenset({"patterns", "agents", "thresholds"})
-
+# What a signal can read of the settings is the patterns, the agents table and the thresholds
+# (tests/test_rescore_keep.py records it); the rest only weighs signals, turns them off, or
+# concerns the AI judge.
 # The signals that read each pattern and the agents table (each threshold has one reader,
 # config.THRESHOLD_OWNERS). Accounts decide who is another person, a bot or an agent, and through
 # attribution what the PR's agent writes by design; file globs decide what is a test, a doc or

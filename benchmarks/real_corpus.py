@@ -39,7 +39,6 @@ from typing import Any
 from taskeval import SCORER_VERSION, contract
 from taskeval.corpus.aidev import AGENT_FOLDERS, FOLDER_AGENT, PullRecord, default_data_dir, load
 from taskeval.corpus.evaluate import agent_id, as_json, client, evaluate, is_partial
-from taskeval.validity import BANDS
 
 # Text-detector signals: how many PRs each flags, per agent (read the reasons to judge them).
 FLAGGED = ("agent.text_hygiene", "process.template_filled")
@@ -229,10 +228,10 @@ def main(argv: list[str] | None = None) -> int:
             mean, q1, q2, q3 = quartiles(values)
             lines.append(f"| {FOLDER_AGENT[folder]} | {len(theirs)} | {SHORT[category]} | "
                          f"{mean:.1f} | {q1:g} | {q2:g} | {q3:g} | "
-                         + "/".join(str(bands[b]) for b in BANDS) + " |")
+                         + "/".join(str(bands[b]) for b in contract.BAND_NAMES) + " |")
             summary_scores.setdefault(folder, {})[category] = {
                 "mean": mean, "q1": q1, "median": q2, "q3": q3,
-                "bands": {b: bands[b] for b in BANDS}}
+                "bands": {b: bands[b] for b in contract.BAND_NAMES}}
     lines += ["", "PRs the text detectors flag (signal score below 100), per agent:", "",
               "| agent | PRs | " + " | ".join(f"`{f}`" for f in FLAGGED) + " |",
               "|---|---:|" + "---:|" * len(FLAGGED)]

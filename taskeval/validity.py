@@ -32,7 +32,6 @@ from typing import Any, Final
 from taskeval.contract import BAND_NAMES, CATEGORIES, band
 from taskeval.outcomes import OUTCOMES, OutcomeRecord, key_of
 
-BANDS: Final = BAND_NAMES  # lowest first
 # Signal -> outcomes it encodes by construction (it reads the same fact the outcome records).
 TRIVIAL: Final[dict[str, frozenset[str]]] = {
     "outcome.delivery": frozenset({"rejected", "agent_failed"}),
@@ -239,7 +238,7 @@ def analyse(rows: Sequence[Row], records: Iterable[OutcomeRecord], rounds: int =
             # Bands of the same score the AUC uses (without the signals that encode ``o``).
             banded = [(band(int(sc)), outcomes[o][r.key]) for r in conclusive
                       if r.key in outcomes[o] and (sc := r.category_without(cat, leave)) is not None]
-            for b in BANDS:
+            for b in BAND_NAMES:
                 hits = [bad for name, bad in banded if name == b]
                 per_band[b] = {"n": len(hits),
                                "rate": round(sum(hits) / len(hits), 4) if hits else None}
@@ -345,11 +344,11 @@ def markdown(report: Mapping[str, Any], title: str = "Validity report",
               "Bands of the same scores as the AUC figures (signals encoding the outcome left out).",
               ""]
     for cat, e in report["categories"].items():
-        lines += [f"### `{cat}`", "", "| outcome | " + " | ".join(BANDS) + " |",
-                  "|---|" + "---:|" * len(BANDS)]
+        lines += [f"### `{cat}`", "", "| outcome | " + " | ".join(BAND_NAMES) + " |",
+                  "|---|" + "---:|" * len(BAND_NAMES)]
         for o in outs:
             cells = []
-            for b in BANDS:
+            for b in BAND_NAMES:
                 v = e["bands"][o][b]
                 cells.append("—" if v["rate"] is None else f"{v['rate']:.1%} (n={v['n']})")
             lines.append(f"| `{o}` | " + " | ".join(cells) + " |")
@@ -416,9 +415,9 @@ def plots(report: Mapping[str, Any], out_dir: Path) -> list[Path]:
         fig, ax = plt.subplots(figsize=(7, 3.2))
         width = 0.8 / max(1, len(e["bands"]))
         for n, (o, per) in enumerate(e["bands"].items()):
-            xs = [i + n * width for i in range(len(BANDS))]
-            ax.bar(xs, [(per[b]["rate"] or 0) for b in BANDS], width, label=o)
-        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(BANDS))], list(BANDS))
+            xs = [i + n * width for i in range(len(BAND_NAMES))]
+            ax.bar(xs, [(per[b]["rate"] or 0) for b in BAND_NAMES], width, label=o)
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(BAND_NAMES))], list(BAND_NAMES))
         ax.set_ylabel("outcome rate")
         ax.set_title(f"{cat}: outcome rate per band")
         ax.legend(fontsize=6)

@@ -305,9 +305,11 @@ def test_bundle_without_attribution_fields_keeps_its_hash() -> None:
     assert stored["viaApp"] == "copilot-swe-agent" and stored["assignees"] == ["bob"]
 
 
-def test_collection_reads_what_attribution_needs() -> None:
+def test_the_payloads_hold_what_attribution_needs() -> None:
     """GitHub's pull request object has no ``performed_via_github_app``; the PR's issue object
-    (``GET /repos/{o}/{r}/issues/{n}``) has it. Both payloads are GitHub's documented shapes."""
+    (``GET /repos/{o}/{r}/issues/{n}``) has it. Both payloads are GitHub's documented shapes.
+    That collection puts the issue's App on the PR is tested against the fake GitHub
+    (tests/test_github.py, ``test_the_app_a_pr_was_opened_through_comes_from_its_issue_object``)."""
     from taskeval.github import convert
 
     payload = {
@@ -326,8 +328,8 @@ def test_collection_reads_what_attribution_needs() -> None:
     }
     pull = convert.pull_request(payload)
     assert pull.performed_via_github_app is None  # not a field of the pull request object
-    pull = pull.model_copy(update={"performed_via_github_app": convert.issue_app(issue, 9)})
-    assert pull.performed_via_github_app == "copilot-swe-agent"
+    assert convert.issue_app(issue, 9) == "copilot-swe-agent"
+    pull = pull.model_copy(update={"performed_via_github_app": "copilot-swe-agent"})
     assert [u.login for u in pull.assignees] == ["Copilot", "bob"]
     assert [u.login for u in pull.requested_reviewers] == ["carol"]
     bundle = build_bundle(RawCollection(repository="acme/widgets", pull=pull))

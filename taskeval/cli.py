@@ -237,7 +237,8 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--recompute", action="store_true",
                     help="measure every signal and validate all evidence again; by default a "
                          "stored result keeps the signals whose inputs did not change, and "
-                         "evidence that still matches its bundleHash is not read back")
+                         "evidence that still matches its bundleHash is written out as stored "
+                         "(validated in full only when a signal must be measured again)")
     sc.set_defaults(func=cmd_score)
 
     sh = sub.add_parser("schema", help="print a JSON Schema: the result (default), the bundle, or "

@@ -55,7 +55,8 @@ class RawPullRequest(_Raw):
     review_comments: int = 0
     html_url: str
     # What agent attribution reads (taskeval.agents): the App that opened the PR, if any (its
-    # slug; GitHub reports it on the PR's issue object, so collection fills it from there), and
+    # slug or, without one, its name; GitHub reports it on the PR's issue object, so collection
+    # fills it from there), and
     # the people GitHub lists as assignees and requested reviewers.
     performed_via_github_app: str | None = None
     assignees: list[RawUser] = Field(default_factory=list)

@@ -54,6 +54,11 @@ def validate_score(value: object, what: str = "score") -> int:
     return value
 
 
+# Below this share of a category's signal weight conclusive, its band is shown as provisional (the
+# comment, the Action outputs and the dashboard say so). Half: a grade that rests on less than half
+# of what the category weighs is more guess than measurement. The contract's numbers do not change.
+PROVISIONAL_BELOW: Final = 0.5
+
 FAST_ROUNDING = True  # switched off by the tests to compare both ways
 
 

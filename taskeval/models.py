@@ -184,6 +184,10 @@ class TimelineEntry(Model):
     source_state: str | None = _Detail
     source_author: str | None = _Detail
     source_created_at: str | None = _Detail
+    # Added with the turns (taskeval.turns): who was assigned, which label was put on or taken
+    # off. Left out while unset, so a bundle stored before them keeps its bundleHash.
+    assignee: str | None = _Detail
+    label: str | None = _Detail
 
 
 class PullFacts(Model):
@@ -378,6 +382,12 @@ class CategoryScore(Model):
     ai_rationale: str | None = None
     ai_evidence: list[str] = Field(default_factory=list)
     ai_note: str | None = None  # why there is no AI score, when there is none
+    # How much of the category's signal weight was conclusive (0..1), and of how many signals:
+    # below contract.PROVISIONAL_BELOW the band is shown as provisional. None in results stored
+    # before coverage existed.
+    coverage: Annotated[float, Field(ge=0, le=1)] | None = None
+    signals_conclusive: int | None = Field(default=None, ge=0)
+    signals_total: int | None = Field(default=None, ge=0)
 
 
 # --------------------------------------------------------------------------- AI judge
@@ -446,6 +456,69 @@ class AgentAttribution(Model):
     reason: str
 
 
+Role = Literal["agent", "operator", "reviewer", "person", "bot", "ci"]
+Whose = Literal["agent", "people"]
+ClosureClass = Literal["superseded", "duplicate", "stale", "declined", "agent_failure", "withdrawn",
+                       "unknown"]
+RescueClass = Literal["clean", "feedback_loop", "taken_over"]
+Hours = Annotated[float, Field(ge=0)]
+
+
+class TurnSpan(Model):
+    """One stretch of the PR's life in which it was one side's move (docs/turns.md)."""
+
+    whose: Whose
+    start: str
+    end: str
+    hours: Hours
+    rule: str  # the rule of docs/turns.md that began it
+    by: Role  # the role of whoever began it
+    evidence: str  # the event that began it
+
+
+class Turns(Model):
+    """Whose move it was, from opening to the end (merge, close, or an open PR's last activity):
+    the agent's turns are what agentPerformance may charge; the people's are the team's cycle time."""
+
+    agent_hours: Hours
+    people_hours: Hours
+    draft_hours: Hours
+    first_human_response_hours: Hours | None = None
+    rounds: int = Field(ge=0)  # times a person sent the work back to the agent
+    longest_agent_turn_hours: Hours | None = None
+    at_end: Whose | None = None  # whose move it was when the PR ended
+    last_activity_at: str | None = None  # the last event before the end
+    roles: dict[str, Role] = Field(default_factory=dict)  # login -> role
+    spans: list[TurnSpan] = Field(default_factory=list)  # the first TURN_SPANS_CAP
+    omitted: int = Field(default=0, ge=0)
+    undated: int = Field(default=0, ge=0)  # events with no time, left out of the account
+    partial: bool = False  # the timeline was not read: drafts, sessions and closers are unknown
+
+
+class Closure(Model):
+    """Why a closed, unmerged PR ended (docs/turns.md#closure)."""
+
+    class_: ClosureClass = Field(alias="class")
+    closed_by: str | None = None
+    closed_by_role: Role | None = None
+    closed_at: str | None = None
+    hours_since_last_activity: Hours | None = None
+    turn_at_close: Whose | None = None
+    counts_against_agent: bool
+    evidence: list[str] = Field(default_factory=list)
+    reason: str
+
+
+class Rescue(Model):
+    """Whether a merged PR needed people to finish it (docs/turns.md#rescue)."""
+
+    class_: RescueClass = Field(alias="class")
+    rounds: int = Field(ge=0)
+    commits_by_people: int = Field(ge=0)
+    evidence: list[str] = Field(default_factory=list)
+    reason: str
+
+
 class EvaluationResult(Model):
     schema_version: str = SCHEMA_VERSION
     scorer_version: str
@@ -465,6 +538,10 @@ class EvaluationResult(Model):
     judge: JudgeInfo
     config: ConfigInfo
     warnings: list[str] = Field(default_factory=list)  # degraded parts, in plain English
+    # Results stored before the turns existed have none; re-scoring computes them.
+    turns: Turns | None = None
+    closure: Closure | None = None  # closed without merging
+    rescue: Rescue | None = None  # merged
 
     @model_validator(mode="after")
     def _consistent(self) -> EvaluationResult:

@@ -30,6 +30,7 @@ from taskeval.models import (
     SCHEMA_VERSION,
     AgentAttribution,
     CategoryScore,
+    Closure,
     ConfigInfo,
     EvaluationResult,
     EvidenceBundle,
@@ -37,12 +38,22 @@ from taskeval.models import (
     JudgeInfo,
     PullFacts,
     PullRequestRef,
+    Rescue,
     Signal,
+    Turns,
     in_field_order,
 )
 from taskeval.report import render_comment
-from taskeval.scoring import CategoryOutcome, deterministic_scores
-from taskeval.signals import compute_signals, kept_signals, stale_signals, unknown_signal_ids
+from taskeval.scoring import CategoryOutcome, coverage, deterministic_scores
+from taskeval.signals import (
+    Account,
+    Ctx,
+    account_of,
+    compute_signals,
+    kept_signals,
+    stale_signals,
+    unknown_signal_ids,
+)
 
 if TYPE_CHECKING:  # PyGithub loads in a quarter of a second; re-scoring offline never needs it
     from github import Github
@@ -144,12 +155,14 @@ def score_bundle(
     ``kept``: what a stored result measured that still holds (re-scoring)."""
     options = options or Options()
     settings = loaded.settings
-    signals = compute_signals(bundle, settings, kept.signals if kept else None)
+    ctx = Ctx(bundle, settings)  # one per bundle: signals and the account share its lookups
+    signals = compute_signals(bundle, settings, kept.signals if kept else None, ctx)
     outcomes = deterministic_scores(signals, settings)  # before the judge: it sees contributions
     judged = _judge(bundle, settings, options, signals)
     agent = kept.agent if kept and kept.agent is not None else attribute(bundle, settings)
+    account = kept.account if kept and kept.account is not None else account_of(ctx)
     scored = _scored(signals, outcomes, judged, agent, _audit(bundle.groups), bundle.facts.pull, loaded,
-                     warnings or [])
+                     warnings or [], account)
     return _result(bundle, loaded, options, scored, bundle_hash)
 
 
@@ -159,6 +172,7 @@ class Kept:
 
     signals: dict[str, dict[str, Any]]  # by id, as stored
     agent: AgentAttribution | None
+    account: Account | None = None  # the stored turns, closure and rescue, when they still hold
 
 
 def _kept(
@@ -175,12 +189,25 @@ def _kept(
     signals = {s["id"]: s for s in stored["signals"]
                if isinstance(s, dict) and isinstance(s.get("id"), str) and s["id"] not in stale.signals}
     agent = None
+    account = None
     if not stale.attribution and isinstance(stored.get("agent"), dict):
         try:
             agent = AgentAttribution.model_validate(stored["agent"])
+            account = _stored_account(stored)
         except ValidationError:
             return None
-    return Kept(signals, agent)
+    return Kept(signals, agent, account)
+
+
+def _stored_account(stored: dict[str, Any]) -> Account | None:
+    """A stored result's turns, closure and rescue (None when it has no turns: stored before
+    them). They read the same accounts as attribution, so they hold while it does."""
+    if not isinstance(stored.get("turns"), dict):
+        return None
+    closure, rescue = stored.get("closure"), stored.get("rescue")
+    return Account(Turns.model_validate(stored["turns"]),
+                   Closure.model_validate(closure) if closure is not None else None,
+                   Rescue.model_validate(rescue) if rescue is not None else None)
 
 
 def _audit(groups: list[EvidenceGroup]) -> EvidenceGroup:
@@ -214,12 +241,16 @@ def _judge_warnings(info: JudgeInfo) -> list[str]:
     return []
 
 
-def _blend(outcomes: Mapping[contract.Category, CategoryOutcome], judged: JudgeResult) -> list[CategoryScore]:
+def _blend(
+    outcomes: Mapping[contract.Category, CategoryOutcome], judged: JudgeResult, signals: list[Signal],
+) -> list[CategoryScore]:
     """Each category's deterministic score blended with the judge's, in contract order."""
-    return [_category_score(name, outcomes[name], judged) for name in contract.CATEGORIES]
+    return [_category_score(name, outcomes[name], judged, signals) for name in contract.CATEGORIES]
 
 
-def _category_score(name: contract.Category, outcome: CategoryOutcome, judged: JudgeResult) -> CategoryScore:
+def _category_score(
+    name: contract.Category, outcome: CategoryOutcome, judged: JudgeResult, signals: list[Signal],
+) -> CategoryScore:
     verdict = judged.categories.get(name)
     ai = verdict.ai_score if verdict else None
     note = None
@@ -241,6 +272,7 @@ def _category_score(name: contract.Category, outcome: CategoryOutcome, judged: J
         ai_rationale=verdict.rationale if verdict and ai is not None else None,
         ai_evidence=verdict.evidence if verdict and ai is not None else [],
         ai_note=note,
+        **coverage(name, signals),
     )
 
 
@@ -253,16 +285,17 @@ class _Scored:
     judge: JudgeInfo
     warnings: list[str]
     agent: AgentAttribution
+    account: Account
 
 
 def _scored(
     signals: list[Signal], outcomes: Mapping[contract.Category, CategoryOutcome], judged: JudgeResult,
     agent: AgentAttribution, audit: EvidenceGroup, pull: PullFacts, loaded: LoadedConfig,
-    warnings: list[str],
+    warnings: list[str], account: Account,
 ) -> _Scored:
     """The blend and the warnings, the same for a bundle and for what a stored result stores."""
     notes = [*warnings, *_input_warnings(audit, pull, loaded), *_judge_warnings(judged.info)]
-    return _Scored(signals, _blend(outcomes, judged), judged.info, notes, agent)
+    return _Scored(signals, _blend(outcomes, judged, signals), judged.info, notes, agent, account)
 
 
 def _result(
@@ -303,6 +336,9 @@ def _fields(
         judge=scored.judge,
         config=loaded.info,
         warnings=scored.warnings,
+        turns=scored.account.turns,
+        closure=scored.account.closure,
+        rescue=scored.account.rescue,
     )
 
 
@@ -508,7 +544,7 @@ def _from_stored(
     stored signal and the attribution still hold and no judge runs, scoring reads only the PR's
     facts and the run audit (validated here). None when something must be measured."""
     evidence = data["evidence"]
-    if kept is None or kept.agent is None:
+    if kept is None or kept.agent is None or kept.account is None:
         return None
     signals = kept_signals(loaded.settings, kept.signals)
     judged = _no_judge(loaded.settings, options)
@@ -521,7 +557,7 @@ def _from_stored(
     except (ValidationError, KeyError, TypeError, StopIteration):
         return None
     scored = _scored(signals, deterministic_scores(signals, loaded.settings), judged, kept.agent, audit, pull,
-                     loaded, [])
+                     loaded, [], kept.account)
     opts = replace(options, trigger="rescore", evaluated_at=_stamp(data, pull, options))
     fields = _fields(repository, head_sha, pull, loaded, opts, scored, data["bundleHash"])
     # Every field is validated already; constructing skips only the evidence it lacks.

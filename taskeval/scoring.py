@@ -135,3 +135,15 @@ def deterministic_scores(
             evidence=_evidence(counted),
         )
     return out
+
+
+def coverage(category: Category, signals: list[Signal]) -> dict[str, float | int]:
+    """How sure a category's score is: the share of its enabled signals' weight that was
+    conclusive (0..1, four decimals), and how many of its signals were. A score from 1 of 6
+    signals says less than one from 6 of 6, whatever the number (contract.PROVISIONAL_BELOW)."""
+    mine = [s for s in signals if s.category == category and s.weight > 0]
+    total = _total(tuple(s.weight for s in mine)) if mine else Decimal(0)
+    conclusive = [s for s in mine if _counted(s)]
+    share = (_total(tuple(s.weight for s in conclusive)) / total) if total and conclusive else Decimal(0)
+    return {"coverage": float(share.quantize(Decimal("0.0001"), ROUND_HALF_UP)),
+            "signals_conclusive": len(conclusive), "signals_total": len(mine)}

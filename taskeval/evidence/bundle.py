@@ -118,7 +118,8 @@ def timeline_entry(e: RawTimelineEvent) -> TimelineEntry:
         id=eid, event=e.event, actor=login_of(e.actor), actor_is_bot=is_bot(e.actor), created_at=when,
         commit_id=e.commit_id, state=e.state, source=source, source_is_pull=e.source_is_pull,
         source_state=e.source_state, source_author=e.source_author,
-        source_created_at=iso(e.source_created_at),
+        source_created_at=iso(e.source_created_at), assignee=e.assignee or None,
+        label=excerpt(e.label, SUBJECT_LIMIT) if e.label else None,
     )
 
 

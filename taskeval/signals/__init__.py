@@ -18,7 +18,7 @@ from taskeval import SCORER_VERSION
 from taskeval.config import THRESHOLD_OWNERS, Settings
 from taskeval.contract import CATEGORIES
 from taskeval.memo import by_identity
-from taskeval.models import EvidenceBundle, Signal
+from taskeval.models import Closure, EvidenceBundle, Rescue, Signal, Turns
 
 from . import agent, outcome, process, rework  # noqa: F401  (registers the signals)
 from .base import REGISTRY, Ctx, SignalSpec
@@ -28,9 +28,12 @@ __all__ = [
     "ATTRIBUTION_READS",
     "READERS",
     "REGISTRY",
+    "Account",
+    "Ctx",
     "Finding",
     "SignalSpec",
     "Stale",
+    "account_of",
     "compute_signals",
     "detect_text_issues",
     "kept_signals",
@@ -53,14 +56,28 @@ def _ordered(registered: int) -> tuple[SignalSpec, ...]:
     return tuple(spec for _, spec in ranked)
 
 
+class Account(NamedTuple):
+    """A PR's life as the result tells it: the turns, and why it ended (closure or rescue)."""
+
+    turns: Turns | None
+    closure: Closure | None
+    rescue: Rescue | None
+
+
+def account_of(ctx: Ctx) -> Account:
+    """The turns, closure and rescue of the bundle ``ctx`` holds (pure, like every signal)."""
+    return Account(ctx.turns, ctx.closure, ctx.rescue)
+
+
 def compute_signals(
     bundle: EvidenceBundle, settings: Settings, kept: Mapping[str, Mapping[str, Any]] | None = None,
+    ctx: Ctx | None = None,
 ) -> list[Signal]:
     """All enabled signals for one bundle (:func:`_enabled`).
 
     ``kept``: a stored result's signals, by id, that still hold (:func:`stale_signals`); each is
-    used as stored, with the weight the settings give it now, instead of being measured again."""
-    ctx: Ctx | None = None  # one per bundle: its derived lookups are shared by every signal
+    used as stored, with the weight the settings give it now, instead of being measured again.
+    ``ctx``: the bundle's context when the caller has one (its derived lookups are shared)."""
 
     def measure(spec: SignalSpec) -> Signal:
         nonlocal ctx

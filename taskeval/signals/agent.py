@@ -25,8 +25,9 @@ def _no_ci(ctx: Ctx) -> Measure:
 @signal("agent.ci_recovery", CAT, "Recovered from CI failures", 2.0,
         ["facts.checks", "facts.runs", "facts.pull.headSha"])
 def ci_recovery(ctx: Ctx) -> Measure:
-    """Share of checks that failed at some point and pass at the head: fail-then-fix."""
-    view = ctx.ci
+    """Share of checks that failed at some point and pass at the head: fail-then-fix. CI that
+    ran after the PR was merged or closed is not counted."""
+    view = ctx.ci_before_end
     if not view.shas():
         return _no_ci(ctx)
     head = ctx.pull.head_sha
@@ -77,8 +78,9 @@ def ci_recovery(ctx: Ctx) -> Measure:
 
 @signal("agent.red_pushes", CAT, "Pushes kept CI green", 1.5, ["facts.checks", "facts.runs"])
 def red_pushes(ctx: Ctx) -> Measure:
-    """Commits whose CI was red after all re-runs: flaky failures re-run to green don't count."""
-    view = ctx.ci
+    """Commits whose CI was red after all re-runs: flaky failures re-run to green don't count,
+    and neither does CI that ran after the PR was merged or closed."""
+    view = ctx.ci_before_end
     if not view.shas():
         return _no_ci(ctx)
     order = {c.sha: n for n, c in enumerate(ctx.facts.commits)}
@@ -147,53 +149,50 @@ def commit_churn(ctx: Ctx) -> Measure:
 
 
 @signal("agent.human_intervention", CAT, "No outside commits needed", 2.0,
-        ["facts.commits", "facts.pull.author", "facts.pull.createdAt"])
+        ["facts.commits", "facts.pull.author", "facts.pull.createdAt", "facts.pull.closedAt",
+         "facts.pull.mergedAt"])
 def human_intervention(ctx: Ctx) -> Measure:
-    """Share of commits other people pushed to the PR: the author (or agent) needed help.
+    """Share of the PR's commits that people other than its owner pushed as part of its work: the
+    agent needed help (the rescue class ``taken_over``).
 
-    A commit by another person counts when it is dated after the PR opened, and also when it
-    carries no date at all (some sources serve none): who wrote it is known even when the time is
-    not, and the reason says how many were counted that way. Commits by another person dated
-    before the PR opened (work the PR was built on) do not count."""
-    own = ctx.own_commits
-    known = [c for c in own if c.author_login]
-    if not known:
+    Only the PR's work counts (taskeval/signals/turns.py, ``intervention``): not a merge or rebase
+    of the base branch, not a version bump or a release or bot account, not a commit that came
+    before the agent's first (a PR stacked on someone's branch), not one after the PR ended. A
+    commit with no date is counted (who wrote it is known even when the time is not). Where the
+    agent commits under its own account (Cursor's "cursoragent"), its operator's commits beside
+    them are hand work and count too. The reason says what was left out."""
+    found = ctx.intervention
+    if not found.known:
         return inconclusive("No commit has a GitHub author, so who did the work is unknown.",
                             [ctx.pr])
-    opened = ctx.pull.created_at
-    others = [c for c in known if ctx.is_other_human(c.author_login, c.author_is_bot)]
-    after = [c for c in others if (c.committed_at or c.authored_at or "") > opened]
-    undated = [c for c in others if not (c.committed_at or c.authored_at)]
-    counted_ids = {id(c) for c in after} | {id(c) for c in undated}
-    before = [c for c in others if id(c) not in counted_ids]
-    counted = after + undated
-    value = len(counted) / len(known)
+    counted = found.counted
+    n = len(found.known)
+    value = len(counted) / n
     who = sorted({c.author_login or "" for c in counted})
-    unlinked = len(own) - len(known)
-    tail = (f" ({plural(unlinked, 'commit')} without a GitHub author not counted)"
-            if unlinked else "")
-    n = len(known)
+    left = [(found.merges, "merge or rebase of the base branch", "merges or rebases of the base branch"),
+            (found.releases, "version bump or release/bot commit", "version bumps or release/bot commits"),
+            (found.stacked, "commit the PR was built on (before the agent's first)",
+             "commits the PR was built on (before the agent's first)"),
+            (found.late, "commit after the PR ended", "commits after the PR ended")]
+    skipped = [plural(len(cs), one, many) for cs, one, many in left if cs]
+    unlinked = len([c for c in ctx.facts.commits if not c.is_merge]) - n
+    if unlinked:
+        skipped.append(plural(unlinked, "commit without a GitHub author"))
+    tail = f" (not counted: {names(skipped, 4)})" if skipped else ""
     if counted:
-        reason = (f"{share(len(counted), n, 'commit')} {agree(len(counted), 'was', 'were')} pushed "
-                  f"by {agree(len(who), 'another person', 'other people')} ({names(who)})")
-        if undated and after:
-            reason += (f"; {len(after)} after the PR opened and {len(undated)} without a date, "
-                       f"counted whether or not {agree(len(undated), 'it', 'they')} came before "
-                       "the PR opened")
-        elif undated:
-            reason += ("; commit dates are unknown, so they are counted whether or not they came "
-                       "before the PR opened")
-        else:
-            reason += " after the PR opened"
+        whose = "another person" if len(who) == 1 else "other people"
+        if found.operator_hand and ctx.pull.author in who:
+            whose = "its operator by hand" if len(who) == 1 else "its operator and other people"
+        reason = (f"{share(len(counted), n, 'commit')} {agree(len(counted), 'was', 'were')} the "
+                  f"PR's work pushed by {whose} ({names(who)})")
+        if found.undated:
+            k = len(found.undated)
+            reason += (f"; {plural(k, 'commit')} without a date counted whether or not "
+                       f"{agree(k, 'it', 'they')} came before the PR opened")
         reason += f"{tail}."
-    elif before:
-        reason = (f"{sentence(none_of(n, 'commit'))} with a known author "
-                  f"{agree(n, 'did not come', 'came')} from another person after the PR opened; "
-                  f"{len(before)} by {names(sorted({c.author_login or '' for c in before}))} "
-                  f"{agree(len(before), 'predates', 'predate')} it{tail}.")
     else:
         reason = (f"{sentence(none_of(n, 'commit'))} with a known author "
-                  f"{agree(n, 'did not come', 'came')} from another person{tail}.")
+                  f"{agree(n, 'was', 'was')} the PR's work done by another person{tail}.")
     zero = ctx.settings.thresholds.intervention_ratio_zero
     cited = [ctx.commit_id(c.sha) for c in counted] or [ctx.pr]
     return ok(value, linear(value, 0.0, zero), reason, cited)

@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fnmatch import translate
-from typing import Any, Generic, Literal, NamedTuple, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, TypeVar, overload
 
 from taskeval.agents import (
     AgentRule,
@@ -31,10 +31,24 @@ from taskeval.agents import (
 from taskeval.config import Settings
 from taskeval.contract import Category
 from taskeval.evidence import vocabulary as ev
-from taskeval.models import CheckEntry, CommitEntry, EvidenceBundle, ReviewEntry, RunEntry, Signal
+from taskeval.models import (
+    AgentAttribution,
+    CheckEntry,
+    Closure,
+    CommitEntry,
+    EvidenceBundle,
+    Rescue,
+    ReviewEntry,
+    RunEntry,
+    Signal,
+    Turns,
+)
 
 from .curves import to_score
 from .wording import agree, names, plural, share
+
+if TYPE_CHECKING:
+    from .turns import Intervention, People
 
 SignalFunc = Callable[[EvidenceBundle, Settings], Signal]
 FileClass = Literal["ignored", "test", "docs", "source"]
@@ -246,10 +260,54 @@ class Ctx:
         return rules_for(self.settings)
 
     @cached
+    def attribution(self) -> AgentAttribution:
+        return attribute(self.bundle, self.settings)
+
+    @cached
     def agent_rule(self) -> tuple[AgentRule, ...]:
         """The rule of the agent this PR is attributed to (none for a human or unknown bot)."""
-        agent = attribute(self.bundle, self.settings)
+        agent = self.attribution
         return tuple(r for r in self.agent_rules if r.id == agent.id)
+
+    @cached
+    def machines(self) -> frozenset[str]:
+        return machine_accounts(self.settings)
+
+    # ----------------------------------------------------------------- the PR's life
+
+    @cached
+    def people(self) -> People:
+        """Who is who: the agent, its operator, reviewers, other people, bots (turns.People)."""
+        from .turns import People
+
+        return People(self)
+
+    @cached
+    def turns(self) -> Turns:
+        """Whose move it was, event by event (taskeval/signals/turns.py, docs/turns.md)."""
+        from .turns import account
+
+        return account(self)
+
+    @cached
+    def intervention(self) -> Intervention:
+        from .turns import intervention
+
+        return intervention(self)
+
+    @cached
+    def closure(self) -> Closure | None:
+        """Why a closed, unmerged PR ended (taskeval/signals/closure.py); None otherwise."""
+        from .closure import closure
+
+        return closure(self)
+
+    @cached
+    def rescue(self) -> Rescue | None:
+        """Whether a merged PR needed people to finish it; None otherwise."""
+        from .closure import rescue
+
+        return rescue(self)
 
     @cached
     def standard_texts(self) -> tuple[re.Pattern[str], ...]:
@@ -302,7 +360,7 @@ class Ctx:
         known = self._humans.get(key)
         if known is None:
             known = self._humans[key] = is_other_person(login, self.pull.author, flagged,
-                                                        machine_accounts(self.settings))
+                                                        self.machines)
         return known
 
     @cached
@@ -363,6 +421,13 @@ class Ctx:
     @property
     def ci(self) -> CIView:
         return self.ci_at(None)
+
+    @property
+    def ci_before_end(self) -> CIView:
+        """CI as it stood when the PR was merged or closed (now, for an open PR): what the agent
+        is answerable for. A run that fails after the end is no one's miss in this PR."""
+        pull = self.pull
+        return self.ci_at(pull.merged_at or pull.closed_at)
 
     def ci_at(self, as_of: str | None) -> CIView:
         """The CI view now (``None``) or as of a moment, built once per moment."""

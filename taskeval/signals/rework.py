@@ -9,7 +9,6 @@ and each is inconclusive when the part it reads was not collected or could not b
 
 from __future__ import annotations
 
-import itertools
 import re
 from datetime import datetime
 from typing import Final
@@ -19,9 +18,11 @@ from taskeval.evidence.vocabulary import agent_run_event, fold
 from taskeval.models import TimelineEntry
 
 from .base import Ctx, Measure, inconclusive, ok, signal
+from .closure import PROJECT_REASONS
 from .curves import decay
 from .hygiene import visible_text
 from .wording import agree, all_of, names, none_of, plural, sentence
+from .words import admissions, thumbs_down, verdicts
 
 CAT: Category = "agentPerformance"
 
@@ -75,23 +76,30 @@ def objections(text: str) -> list[str]:
     kinds = [(kind, pattern) for kind, pattern in OBJECTION_PATTERNS
              if not (needles := _OBJECTION_NEEDLES.get(kind)) or any(n in low for n in needles)]
     if not kinds:
-        return []
+        return verdicts(text) + (["gives a thumbs-down"] if thumbs_down(text) else [])
     prose = visible_text(text or "")
     if ">" in prose:
         prose = _QUOTE_LINE.sub("", prose)
-    return [kind for kind, pattern in kinds if pattern.search(prose)]
+    found = [kind for kind, pattern in kinds if pattern.search(prose)]
+    return found + [k for k in verdicts(text) if k not in found] + (
+        ["gives a thumbs-down"] if thumbs_down(text) else [])
 
 
 @signal("agent.objections", CAT, "Reviewers did not call the work wrong", 1.5,
-        ["facts.reviews", "facts.comments"])
+        ["facts.reviews", "facts.comments", "facts.pull.closedAt", "facts.pull.mergedAt"])
 def objections_signal(ctx: Ctx) -> Measure:
-    """Comments and reviews by other people that say the work is wrong or ask for a fix."""
+    """Comments and reviews by other people, up to the PR's end, that say the work is wrong
+    (broken, a breaking change, the wrong approach, not what was asked, a 👎) or ask for a fix.
+    Quoted lines, quotations and code are not read, and a negated phrase ("not a breaking
+    change") does not count (taskeval/signals/words.py)."""
+    pull = ctx.pull
+    end = pull.merged_at or pull.closed_at or "~"
     spoken: list[tuple[str, str, str]] = []  # (evidence id, who, text)
     for r in ctx.facts.reviews:
-        if r.body_excerpt and ctx.is_other_human(r.author, r.author_is_bot):
+        if r.body_excerpt and ctx.is_other_human(r.author, r.author_is_bot) and (r.submitted_at or "") <= end:
             spoken.append((f"review:{r.id}", r.author or "", r.body_excerpt))
     for c in ctx.facts.comments:
-        if c.body_excerpt and ctx.is_other_human(c.author, c.author_is_bot):
+        if c.body_excerpt and ctx.is_other_human(c.author, c.author_is_bot) and (c.created_at or "") <= end:
             prefix = "comment" if c.kind == "issue" else "review-comment"
             spoken.append((f"{prefix}:{c.id}", c.author or "", c.body_excerpt))
     unread = [r for r in ("issue_comments", "review_comments") if r in ctx.facts.unavailable]
@@ -166,14 +174,20 @@ def force_pushes(ctx: Ctx) -> Measure:
 @signal("agent.own_failures", CAT, "Agent runs finished without failing", 2.0, ["facts.timeline"])
 def own_failures(ctx: Ctx) -> Measure:
     """The agent's own failure and stop events on the timeline (e.g. Copilot's
-    copilot_work_finished_failure), counted against its recorded runs."""
+    copilot_work_finished_failure), counted against its recorded runs, up to the PR's end: a
+    session that fails after a maintainer closed the PR was stopped by the close."""
     timeline = ctx.facts.timeline
     if timeline is None:
         return _no_timeline(ctx)
-    runs = [(e, kind) for e in timeline if (kind := agent_run_event(e.event))]
+    pull = ctx.pull
+    end = pull.merged_at or pull.closed_at or "~"
+    every = [(e, kind) for e in timeline if (kind := agent_run_event(e.event))]
+    runs = [(e, kind) for e, kind in every if (e.created_at or "") <= end]
+    late = len(every) - len(runs)
     if not runs:
-        return inconclusive("The timeline records no agent session events (GitHub records them "
-                            "for agents such as Copilot).", [ctx.pr])
+        why = (f" ({plural(late, 'session event')} after the PR ended not counted)" if late else "")
+        return inconclusive("The timeline records no agent session events before the PR ended "
+                            f"(GitHub records them for agents such as Copilot){why}.", [ctx.pr])
     failed = [e for e, kind in runs if kind == "failed"]
     started = sum(1 for _, kind in runs if kind == "started")
     half = ctx.settings.thresholds.agent_failure_half_life
@@ -184,6 +198,9 @@ def own_failures(ctx: Ctx) -> Measure:
     else:
         n = max(started, 1)
         reason = f"{sentence(all_of(n, 'recorded agent run'))} finished without a failure."
+    if late:
+        reason = reason[:-1] + (f"; {plural(late, 'session event')} after the PR was "
+                                f"{'merged' if pull.merged else 'closed'} not counted.")
     cited = [e.id for e in failed] or [e.id for e, _ in runs[-1:]]
     return ok(len(failed), decay(len(failed), half), reason, cited)
 
@@ -211,64 +228,50 @@ def _seconds(value: str) -> int | None:
     return moment.toordinal() * 86400 + moment.hour * 3600 + moment.minute * 60 + moment.second
 
 
-# Timeline events that are not activity on the work (notifications, deployments, clean-up).
-_NOT_ACTIVITY: Final = frozenset({"subscribed", "mentioned", "unsubscribed", "deployed",
-                                  "head_ref_deleted", "locked"})
-
-
-def _longest_gap(
-    points: list[tuple[str, str]],
-) -> tuple[float, tuple[str, str], tuple[str, str]]:
-    """The first longest gap in hours between consecutive (time, id) points, and its two ends,
-    as ``max`` over the hours between each pair finds it; points are in time order, so equal
-    times are neighbours and each time is parsed once."""
-    prev, prev_at = points[0], _seconds(points[0][0])
-    best: tuple[float, tuple[str, str], tuple[str, str]] | None = None
-    for point in itertools.islice(points, 1, None):
-        # Several points often share a time (a commit and its timeline event): parse it once.
-        at = prev_at if point[0] == prev[0] else _seconds(point[0])
-        gap = 0.0 if prev_at is None or at is None else (at - prev_at) / 3600
-        if best is None or gap > best[0]:
-            best = (gap, prev, point)
-        prev, prev_at = point, at
-    assert best is not None, "two points at least"
-    return best
-
-
-@signal("agent.idle_gaps", CAT, "No long stalls", 0.5,
-        ["facts.pull.createdAt", "facts.pull.closedAt", "facts.commits", "facts.reviews",
-         "facts.comments", "facts.timeline"])
+@signal("agent.idle_gaps", CAT, "No long stalls on the agent's turns", 0.5,
+        ["facts.pull.createdAt", "facts.pull.closedAt", "facts.pull.mergedAt", "facts.pull.draft",
+         "facts.commits", "facts.reviews", "facts.comments", "facts.timeline", "facts.checks",
+         "facts.runs"])
 def idle_gaps(ctx: Ctx) -> Measure:
-    """The longest silence between two dated pieces of activity, from opening to merge or close
-    (or to the last activity of an open PR), beyond a grace period."""
-    pull = ctx.pull
-    end = pull.merged_at or pull.closed_at
-    points: list[tuple[str, str]] = [(pull.created_at, ctx.pr)]
-    points += [(t, ctx.commit_id(c.sha)) for c in ctx.facts.commits
-               if (t := c.committed_at or c.authored_at)]
-    points += [(r.submitted_at, f"review:{r.id}") for r in ctx.facts.reviews if r.submitted_at]
-    points += [(c.created_at, f"{'comment' if c.kind == 'issue' else 'review-comment'}:{c.id}")
-               for c in ctx.facts.comments if c.created_at]
-    points += [(e.created_at, e.id) for e in ctx.facts.timeline or []
-               if e.created_at and e.event not in _NOT_ACTIVITY]
-    if end:
-        points.append((end, ctx.pr))
-    inside = sorted({p for p in points if p[0] >= pull.created_at and (not end or p[0] <= end)})
-    if len(inside) < 2:
-        return inconclusive("Fewer than two dated pieces of activity, so no gap can be measured.",
-                            [ctx.pr])
-    gap, before, after = _longest_gap(inside)
+    """The longest stretch in which it was the agent's move (a person asked for changes or
+    assigned it, CI went red on its commit, or it was still drafting) before it acted, beyond a
+    grace period. Time waiting for people is the team's cycle time and is shown, never charged
+    (docs/turns.md)."""
+    turns = ctx.turns
     th = ctx.settings.thresholds
-    over = max(0.0, gap - th.idle_grace_hours)
-    days = gap / 24
-    reason = (f"The longest silence was {days:.1f} days ({before[0][:10]} to {after[0][:10]}) "
-              f"among {plural(len(inside), 'dated activity', 'dated activities')}")
-    reason += "." if over else f", within the {th.idle_grace_hours:g}-hour grace."
-    return ok(round(gap, 2), decay(over, th.idle_half_life_hours), reason, [before[1], after[1]])
+    waiting = (f"; {_days(turns.people_hours)} waiting for people, not charged"
+               if turns.people_hours else "")
+    mine = [s for s in turns.spans if s.whose == "agent"]
+    if not mine:
+        return inconclusive(f"It was never the agent's move after the PR opened{waiting}.",
+                            [ctx.pr])
+    longest = max(mine, key=lambda s: s.hours)
+    over = max(0.0, longest.hours - th.idle_grace_hours)
+    reason = (f"The longest agent turn lasted {_days(longest.hours)} ({longest.start[:10]} to "
+              f"{longest.end[:10]}, begun by {_RULE_WORDS.get(longest.rule, longest.rule)}) among "
+              f"{plural(len(mine), 'agent turn')}")
+    reason += ("" if over else f", within the {th.idle_grace_hours:g}-hour grace") + f"{waiting}."
+    return ok(longest.hours, decay(over, th.idle_half_life_hours), reason,
+              [longest.evidence, ctx.pr])
+
+
+_RULE_WORDS: Final = {
+    "opened-draft": "opening as a draft", "change-request": "a change request",
+    "request": "a person's request", "assigned-agent": "an assignment", "to-draft": "a return to draft",
+    "ci-red": "red CI", "session-start": "its session starting",
+}
+
+
+def _days(hours: float) -> str:
+    """A duration in the unit a person would say it in."""
+    if hours < 1:
+        return plural(round(hours * 60), "minute")
+    return f"{hours:.1f} hours" if hours < 48 else f"{hours / 24:.1f} days"
 
 
 @signal("agent.restarts", CAT, "Work not abandoned and restarted", 1.0,
-        ["facts.timeline", "facts.pull.state", "facts.pull.merged"])
+        ["facts.timeline", "facts.pull.state", "facts.pull.merged", "facts.comments",
+         "facts.reviews", "facts.pull.labels", "facts.pull.title"])
 def restarts(ctx: Ctx) -> Measure:
     """Later PRs by the same author that mention this one after it was closed without merging:
     the work was thrown away and started again."""
@@ -279,6 +282,11 @@ def restarts(ctx: Ctx) -> Measure:
     if pull.merged or pull.state != "closed":
         return inconclusive("The PR is merged or still open: no abandoned work to restart.",
                             [ctx.pr])
+    ended = ctx.closure
+    if ended is not None and ended.class_ in PROJECT_REASONS:
+        return inconclusive(f"Closed as {ended.class_.replace('_', ' ')}: the PR ended for the "
+                            "project's reasons, not because the work was thrown away.",
+                            ended.evidence)
     closed = pull.closed_at or ""
     mine = {pull.author.lower()}
     again = [
@@ -296,3 +304,76 @@ def restarts(ctx: Ctx) -> Measure:
     # Nothing seen is not proof of nothing: a restart need not mention the PR it replaces.
     return inconclusive("Closed without merging; no later PR by the same author refers to it, so "
                         "whether the work was restarted is unknown.", [ctx.pr])
+
+
+# --------------------------------------------------------------------------- the end
+
+
+@signal("agent.rejection", CAT, "Not rejected for its own failure", 3.0,
+        ["facts.pull.state", "facts.pull.merged", "facts.pull.closedAt", "facts.pull.labels",
+         "facts.pull.title", "facts.timeline", "facts.reviews", "facts.comments", "facts.commits",
+         "facts.checks", "facts.runs"])
+def rejection(ctx: Ctx) -> Measure:
+    """A closed, unmerged PR counts against the agent only when it ended for the agent's own
+    failure (the closure class ``agent_failure``: a verdict on the work, red CI at closing, a
+    failed last session, giving up). Superseded, duplicate, stale and declined PRs ended for the
+    project's reasons; withdrawn and unknown ones are not counted either way (docs/turns.md)."""
+    ended = ctx.closure
+    if ended is None:
+        state = "merged" if ctx.pull.merged else "still open"
+        return inconclusive(f"The PR is {state}: it was not rejected.", [ctx.pr])
+    if ended.counts_against_agent:
+        return ok(1, 0, f"Rejected for the agent's own failure: {_lower(ended.reason)}", ended.evidence)
+    if ended.class_ in PROJECT_REASONS:
+        return inconclusive(f"Not counted against the agent: {_lower(ended.reason)}", ended.evidence)
+    return inconclusive(f"Not counted either way ({ended.class_}): {_lower(ended.reason)}",
+                        ended.evidence)
+
+
+def _lower(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+@signal("agent.admitted_failures", CAT, "Did not report failing checks", 1.0,
+        ["facts.pull.body", "facts.comments", "facts.reviews"])
+def admitted_failures(ctx: Ctx) -> Measure:
+    """The agent's own reports, in its description and comments, that a check it ran fails
+    ("`npm test` *(fails: …)*", "tests still fail") or that it could not finish. A check its
+    sandbox could not run at all (a missing tool, no network) is reported but not counted: it
+    says the work was not verified, not that it is broken."""
+    people = ctx.people
+    texts = [(ctx.pr, ctx.pull.body)] if people.role(ctx.pull.author, ctx.pull.author_is_bot) in (
+        "agent", "operator") and not people.human_pr else []
+    for c in ctx.facts.comments:
+        if c.body_excerpt and people.role(c.author, c.author_is_bot) == "agent":
+            texts.append((f"{'comment' if c.kind == 'issue' else 'review-comment'}:{c.id}", c.body_excerpt))
+    for r in ctx.facts.reviews:
+        if r.body_excerpt and people.role(r.author, r.author_is_bot) == "agent":
+            texts.append((f"review:{r.id}", r.body_excerpt))
+    if not texts:
+        return inconclusive("Nothing the agent wrote was collected (a person's PR, or no text).",
+                            [ctx.pr])
+    failing = sandbox = 0
+    gave_up: list[str] = []
+    cited: list[str] = []
+    for eid, text in texts:
+        f, sb, g = admissions(text)
+        failing += f
+        sandbox += sb
+        if f - sb > 0:
+            cited.append(eid)
+        if g:
+            gave_up.append(eid)
+    counted = failing - sandbox + len(gave_up)
+    parts = []
+    if failing - sandbox:
+        parts.append(f"reported {plural(failing - sandbox, 'failing check')}")
+    if gave_up:
+        parts.append("said it could not finish")
+    note = (f" ({plural(sandbox, 'check')} its environment could not run, not counted)"
+            if sandbox else "")
+    if parts:
+        reason = f"The agent {' and '.join(parts)}{note}."
+    else:
+        reason = f"The agent reported no failing check{note}."
+    return ok(counted, decay(counted, 1.0), reason, cited + gave_up or [ctx.pr])

@@ -1,0 +1,387 @@
+"""A PR's life as turns: who acted, in which role, and whose move it was between events.
+
+Modelled on Gerrit's attention set ("whose turn is it?"): code review as a turn-based exchange
+between the change's owner (here the agent and, when it works under their account, its operator)
+and the people who review it. The rules, each one row of :data:`RULES` and of the table in
+docs/turns.md, map GitHub's events onto turns; :func:`account` applies them to a bundle's facts.
+Pure: it reads only the bundle and the settings (who is a bot, which accounts are agents), so a
+stored result re-scores offline to the same turns.
+
+What it is for: the agent is charged only for its own turns (a stall while people owed a review is
+the team's cycle time, not the agent's miss), and closure and rescue (:mod:`.closure`) read who
+acted last and whose move it was when the PR ended.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+from taskeval.agents import is_person
+from taskeval.evidence.vocabulary import agent_run_event
+from taskeval.models import CommitEntry, Role, Turns, TurnSpan, Whose
+
+from .words import asks, thumbs_down, verdicts
+
+if TYPE_CHECKING:
+    from .base import Ctx
+
+TURN_SPANS_CAP: Final = 40
+
+# Accounts that act for a release process or CI without GitHub's bot flag ("release-bot",
+# "ci-runner", "deploy-automation"): a hyphen- or underscore-separated part that names a machine's
+# job, or a name ending in "bot". Their commits are no person's rescue of the work.
+RELEASE_ACCOUNT: Final = re.compile(
+    r"(?i)(?:^|[-_.])(?:bot|bots|release|releases|releaser|deploy|deployer|automation|ci|cd|build|"
+    r"builder|publish|publisher|autobump|bump|version|changeset|changesets|semantic-release)"
+    r"(?:$|[-_.])|bot$")
+
+# rule id -> (whose move it becomes, what the rule says); docs/turns.md lists the same table.
+RULES: Final[dict[str, tuple[Whose | None, str]]] = {
+    "opened": ("people", "The PR is opened ready for review: the people's move."),
+    "opened-draft": ("agent", "The PR is opened as a draft: the agent is still working."),
+    "push": ("people", "The agent (or the owner) pushes a commit to a PR that is not a draft."),
+    "push-draft": (None, "A push to a draft changes nothing: the work is still in progress."),
+    "reply": ("people", "The agent or the owner comments or reviews: it answered."),
+    "ready": ("people", "The PR is marked ready for review."),
+    "review-requested": ("people", "The owner's side requests a review."),
+    "session-start": ("agent", "The agent's session starts (e.g. copilot_work_started)."),
+    "session-end": ("people", "The agent's session ends, finished or failed: it stopped."),
+    "change-request": ("agent", "A person requests changes in a review."),
+    "request": ("agent", "A person comments or reviews asking for something (a request, an "
+                         "instruction, a question, a verdict, a mention of the agent)."),
+    "remark": (None, "A person comments without asking for anything (thanks, LGTM)."),
+    "approval": ("people", "A person approves: merging is the people's move."),
+    "assigned-agent": ("agent", "A person assigns the agent."),
+    "to-draft": ("agent", "The PR is converted to a draft: back to work."),
+    "ci-red": ("agent", "CI fails on a commit of the owner's side."),
+    "bot": (None, "A bot's comment or review changes nothing (CI failures are ci-red)."),
+    "people-push": (None, "A person other than the owner pushes: they are doing the work."),
+    "reopened": ("people", "The PR is reopened."),
+}
+
+_PRIORITY: Final = {"opened": 0, "opened-draft": 0}  # opening comes first among equal times
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    at: str
+    rule: str
+    role: Role
+    login: str | None
+    evidence: str
+    by_person: bool  # a person other than the owner's side acted
+
+
+class People:
+    """Who is who in one PR (the agent, its operator, reviewers, other people, bots)."""
+
+    def __init__(self, ctx: Ctx) -> None:
+        self.ctx = ctx
+        pull = ctx.pull
+        self.author = pull.author
+        agent = ctx.attribution
+        self.operator = agent.operator
+        self.human_pr = agent.id == "human"
+        reviewers = {r.author for r in ctx.facts.reviews if r.author}
+        reviewers |= {c.author for c in ctx.facts.comments if c.kind == "review" and c.author}
+        reviewers |= set(pull.requested_reviewers)
+        if pull.merged_by:
+            reviewers.add(pull.merged_by)
+        reviewers |= {e.actor for e in ctx.facts.timeline or []
+                      if e.event in ("closed", "merged", "reviewed") and e.actor}
+        self.reviewers = reviewers
+        self._roles: dict[tuple[str | None, bool], Role] = {}
+
+    def role(self, login: str | None, flagged: bool = False) -> Role:
+        key = (login, flagged)
+        known = self._roles.get(key)
+        if known is None:
+            known = self._roles[key] = self._role(login, flagged)
+        return known
+
+    def _role(self, login: str | None, flagged: bool) -> Role:
+        ctx = self.ctx
+        if login and ctx.is_agent(login):
+            return "agent"
+        if login and login == self.author:
+            return "agent" if (ctx.pull.author_is_bot or login.endswith("[bot]")) else "operator"
+        if not is_person(login, flagged, ctx.machines) or self.is_release_account(login):
+            return "bot" if login else "person"
+        if login == self.operator:
+            return "operator"
+        return "reviewer" if login in self.reviewers else "person"
+
+    @staticmethod
+    def is_release_account(login: str | None) -> bool:
+        return bool(login) and bool(RELEASE_ACCOUNT.search(login or ""))
+
+    def owner_side(self, login: str | None, flagged: bool = False) -> bool:
+        """The agent, or the PR's author (its operator when the agent works under their account,
+        the author of a person's PR): the side whose move a review asks for."""
+        return self.role(login, flagged) == "agent" or (login is not None and login == self.author)
+
+    def handles(self) -> tuple[str, ...]:
+        """Lower-cased @-handles that address the agent ("@copilot", "@devin-ai-integration")."""
+        rule = self.ctx.agent_rule
+        out = {login.lower().removesuffix("[bot]") for r in rule for login in r.logins}
+        if self.author and self.role(self.author, self.ctx.pull.author_is_bot) == "agent":
+            out.add(self.author.lower().removesuffix("[bot]"))
+        return tuple(sorted(out))
+
+
+def _person_says(people: People, login: str | None, flagged: bool, text: str, state: str | None,
+                 at: str, evidence: str) -> Event:
+    """A person's review or comment: a request hands the turn to the agent, a remark does not."""
+    role = people.role(login, flagged)
+    if role == "bot":
+        return Event(at, "bot", role, login, evidence, False)
+    if people.owner_side(login, flagged):
+        return Event(at, "reply", role, login, evidence, False)
+    if state == "CHANGES_REQUESTED":
+        return Event(at, "change-request", role, login, evidence, True)
+    if state == "APPROVED":
+        return Event(at, "approval", role, login, evidence, True)
+    if asks(text, people.handles()) or verdicts(text) or thumbs_down(text):
+        return Event(at, "request", role, login, evidence, True)
+    return Event(at, "remark", role, login, evidence, True)
+
+
+def events(ctx: Ctx, people: People) -> tuple[list[Event], int]:
+    """Every dated event up to the end, in time order, and how many had no time."""
+    facts, pull = ctx.facts, ctx.pull
+    end = pull.merged_at or pull.closed_at
+    timeline = facts.timeline or []
+    names = [e.event for e in timeline]
+    opened_draft = "ready_for_review" in names and (
+        "convert_to_draft" not in names or names.index("ready_for_review") < names.index("convert_to_draft"))
+    opened_draft = opened_draft or (pull.draft and facts.timeline is not None and "convert_to_draft" not in names)
+    out: list[Event] = [Event(pull.created_at, "opened-draft" if opened_draft else "opened",
+                              people.role(pull.author, pull.author_is_bot), pull.author, ctx.pr, False)]
+    undated = 0
+    owner_shas: set[str] = set()
+    for c in facts.commits:
+        when = c.committed_at or c.authored_at
+        owner = people.owner_side(c.author_login, c.author_is_bot) or c.author_login is None
+        if owner:
+            owner_shas.add(c.sha)
+        if c.is_merge:
+            continue
+        if not when:
+            undated += 1
+            continue
+        rule = "push" if owner else ("bot" if people.role(c.author_login, c.author_is_bot) == "bot"
+                                     else "people-push")
+        out.append(Event(when, rule, people.role(c.author_login, c.author_is_bot), c.author_login,
+                         ctx.commit_id(c.sha), rule == "people-push"))
+    for r in facts.reviews:
+        if not r.submitted_at or r.state == "PENDING":
+            continue
+        out.append(_person_says(people, r.author, r.author_is_bot, r.body_excerpt, r.state,
+                                r.submitted_at, f"review:{r.id}"))
+    for m in facts.comments:
+        if not m.created_at:
+            undated += 1
+            continue
+        prefix = "comment" if m.kind == "issue" else "review-comment"
+        out.append(_person_says(people, m.author, m.author_is_bot, m.body_excerpt, None,
+                                m.created_at, f"{prefix}:{m.id}"))
+    for e in timeline:
+        if not e.created_at:
+            continue
+        role = people.role(e.actor, e.actor_is_bot)
+        owner = people.owner_side(e.actor, e.actor_is_bot)
+        run = agent_run_event(e.event)
+        rule: str | None = None
+        if run == "started":
+            rule = "session-start"
+        elif run in ("finished", "failed"):
+            rule = "session-end"
+        elif e.event == "ready_for_review":
+            rule = "ready"
+        elif e.event == "convert_to_draft":
+            rule = "to-draft"
+        elif e.event == "review_requested" and owner:
+            rule = "review-requested"
+        elif e.event == "assigned" and e.assignee and people.role(e.assignee) == "agent" and not owner:
+            rule = "assigned-agent"
+        elif e.event == "head_ref_force_pushed":
+            rule = "push" if owner else "people-push"
+        elif e.event == "reopened":
+            rule = "reopened"
+        if rule is not None:
+            out.append(Event(e.created_at, rule, role, e.actor, e.id, not owner and role != "bot"))
+    out += _ci_red(ctx, owner_shas)
+    if end:
+        out = [e for e in out if e.at <= end]
+    out.sort(key=lambda e: (e.at, _PRIORITY.get(e.rule, 1)))
+    return out, undated
+
+
+def _ci_red(ctx: Ctx, owner_shas: set[str]) -> list[Event]:
+    """The first CI failure on each of the owner's commits."""
+    first: dict[str, tuple[str, str]] = {}
+    for c in ctx.facts.checks:
+        if c.head_sha in owner_shas and c.completed_at and c.conclusion in _FAILING:
+            if c.head_sha not in first or c.completed_at < first[c.head_sha][0]:
+                first[c.head_sha] = (c.completed_at, ctx.check_ids.get(c.id, f"check:{c.name}"))
+    for r in ctx.facts.runs:
+        when = r.updated_at if r.status == "completed" else None
+        if r.head_sha in owner_shas and when and r.conclusion in _FAILING:
+            if r.head_sha not in first or when < first[r.head_sha][0]:
+                first[r.head_sha] = (when, f"run:{r.id}")
+    return [Event(at, "ci-red", "ci", None, eid, False) for at, eid in first.values()]
+
+
+_FAILING: Final = frozenset({"failure", "timed_out", "startup_failure", "action_required"})
+
+
+def _hours(a: str, b: str) -> float:
+    from .rework import _seconds  # one parser of stored stamps
+
+    x, y = _seconds(a), _seconds(b)
+    return 0.0 if x is None or y is None or y < x else round((y - x) / 3600, 2)
+
+
+def account(ctx: Ctx) -> Turns:
+    """The turns of one PR (the rules of :data:`RULES`, in time order)."""
+    people = ctx.people
+    found, undated = events(ctx, people)
+    pull = ctx.pull
+    end = pull.merged_at or pull.closed_at or (found[-1].at if found else pull.created_at)
+    spans: list[TurnSpan] = []
+    whose: Whose = "people"
+    start, began = found[0], found[0]
+    draft = found[0].rule == "opened-draft"
+    draft_since: str | None = pull.created_at if draft else None
+    draft_hours = 0.0
+    rounds = 0
+    handed_over = False  # the owner's side has handed the work to people at least once
+    first_response: float | None = None
+    for n, e in enumerate(found):
+        if e.by_person and first_response is None and e.rule not in ("people-push",):
+            first_response = _hours(pull.created_at, e.at)
+        rule = e.rule
+        if rule == "push" and draft:
+            rule = "push-draft"
+        after, _ = RULES[rule]
+        if rule in ("opened-draft", "to-draft"):
+            draft, draft_since = True, draft_since or e.at
+        if rule == "ready" and draft:
+            draft_hours += _hours(draft_since or e.at, e.at)
+            draft, draft_since = False, None
+        if n == 0:
+            whose = after or "people"
+            start = began = e
+            if whose == "people":
+                handed_over = True
+            continue
+        if after is None or after == whose:
+            continue
+        if after == "agent" and e.by_person and handed_over:
+            rounds += 1
+        if after == "people":
+            handed_over = True
+        spans.append(_span(whose, start, began, e.at))
+        whose, start, began = after, e, e
+    if draft and draft_since:
+        draft_hours += _hours(draft_since, end)
+    spans.append(_span(whose, start, began, end))
+    agent_hours = round(sum(s.hours for s in spans if s.whose == "agent"), 2)
+    people_hours = round(sum(s.hours for s in spans if s.whose == "people"), 2)
+    agent_spans = [s.hours for s in spans if s.whose == "agent"]
+    last = [e for e in found if e.at < end] or found
+    roles = {login: people.role(login) for login in sorted(_logins(ctx))}
+    return Turns(
+        agent_hours=agent_hours, people_hours=people_hours, draft_hours=round(draft_hours, 2),
+        first_human_response_hours=first_response, rounds=rounds,
+        longest_agent_turn_hours=max(agent_spans) if agent_spans else None,
+        at_end=whose, last_activity_at=last[-1].at if last else None, roles=roles,
+        spans=spans[:TURN_SPANS_CAP], omitted=max(0, len(spans) - TURN_SPANS_CAP), undated=undated,
+        partial=ctx.facts.timeline is None,
+    )
+
+
+def _span(whose: Whose, start: Event, began: Event, end: str) -> TurnSpan:
+    return TurnSpan(whose=whose, start=start.at, end=end, hours=_hours(start.at, end),
+                    rule=began.rule, by=began.role, evidence=began.evidence)
+
+
+def _logins(ctx: Ctx) -> set[str]:
+    facts = ctx.facts
+    out = {ctx.pull.author}
+    out |= {c.author_login for c in facts.commits if c.author_login}
+    out |= {r.author for r in facts.reviews if r.author}
+    out |= {m.author for m in facts.comments if m.author}
+    out |= {e.actor for e in facts.timeline or [] if e.actor}
+    return out
+
+
+# --------------------------------------------------------------------------- people's commits
+
+# Subjects of commits that bring the base branch in or bump a version: no one's rescue of the work.
+MERGE_SUBJECT: Final = re.compile(
+    r"(?i)^merge\s+(?:branch|remote-tracking\s+branch|pull\s+request\s+#\d+|tag|commit|"
+    r"'[^']+'|\"[^\"]+\"|(?:origin|upstream)/\S+|\S+\s+into\s+)|^rebase\b|^sync(?:ed)?\s+with\s+"
+    r"(?:main|master|base|upstream)")
+VERSION_BUMP: Final = re.compile(
+    r"(?i)^(?:chore(?:\([^)]*\))?!?:\s*)?(?:bump(?:ed)?\s+(?:the\s+)?(?:version|package|to\s+v?\d)|"
+    r"release\s+v?\d|prepare\s+(?:for\s+)?release|v?\d+\.\d+\.\d+(?:[-+.]\S*)?$|version\s+(?:bump|"
+    r"v?\d+\.\d+)|update\s+(?:the\s+)?version|\[(?:skip\s+ci|ci\s+skip)\]\s+(?:bump|release))")
+
+
+@dataclass(frozen=True)
+class Intervention:
+    """The PR's commits by people other than its owner, split by whether they were the PR's work."""
+
+    known: list[CommitEntry]  # own (non-merge) commits with a GitHub author
+    counted: list[CommitEntry]  # people's commits that did part of the PR's work
+    undated: list[CommitEntry]  # of counted: no date, so counted whatever their time
+    merges: list[CommitEntry]  # people's merge or rebase commits of the base branch
+    releases: list[CommitEntry]  # version bumps and release or bot accounts
+    stacked: list[CommitEntry]  # people's commits before the agent's first: the base it was built on
+    late: list[CommitEntry]  # after the PR ended
+    operator_hand: bool  # the operator's commits count: the agent commits under its own account
+
+
+def intervention(ctx: Ctx) -> Intervention:
+    people = ctx.people
+    pull = ctx.pull
+    end = pull.merged_at or pull.closed_at
+    commits = [c for c in ctx.facts.commits if not c.is_merge]
+    known = [c for c in commits if c.author_login]
+    agent_own = any(people.role(c.author_login, c.author_is_bot) == "agent" for c in known)
+    # The operator's own commits beside the agent's (Cursor commits as "cursoragent"): hand work.
+    operator_hand = agent_own and not people.human_pr and \
+        people.role(pull.author, pull.author_is_bot) == "operator"
+    first_agent = next((n for n, c in enumerate(commits)
+                        if people.owner_side(c.author_login, c.author_is_bot)
+                        and not (operator_hand and c.author_login == pull.author)), None)
+    counted, undated, merges, releases, stacked, late = [], [], [], [], [], []
+    for n, c in enumerate(commits):
+        login = c.author_login
+        if not login:
+            continue
+        role = people.role(login, c.author_is_bot)
+        hand = operator_hand and login == pull.author
+        if role == "agent" or (people.owner_side(login, c.author_is_bot) and not hand):
+            continue
+        if role == "bot":
+            releases.append(c)
+            continue
+        if MERGE_SUBJECT.search(c.subject):
+            merges.append(c)
+        elif VERSION_BUMP.search(c.subject):
+            releases.append(c)
+        elif first_agent is None or n < first_agent:
+            stacked.append(c)
+        elif end and (c.committed_at or c.authored_at or "") > end:
+            late.append(c)
+        elif (c.committed_at or c.authored_at or "") and (c.committed_at or c.authored_at or "") < pull.created_at:
+            stacked.append(c)
+        else:
+            counted.append(c)
+            if not (c.committed_at or c.authored_at):
+                undated.append(c)
+    return Intervention(known, counted, undated, merges, releases, stacked, late, operator_hand)

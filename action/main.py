@@ -27,9 +27,10 @@ CATEGORY_OUTPUTS = {
     "taskOutcomeQuality": "task-outcome-quality-score",
     "processCompliance": "process-compliance-score",
 }
+COVERAGE_OUTPUTS = {c: name.removesuffix("-score") + "-coverage" for c, name in CATEGORY_OUTPUTS.items()}
 OUTPUT_NAMES = (
     "evaluated", "overall-score", "overall-band", *CATEGORY_OUTPUTS.values(), "agent",
-    "agent-operator", "result-path", "comment-url",
+    "agent-operator", "closure", "rescue", *COVERAGE_OUTPUTS.values(), "result-path", "comment-url",
 )
 
 
@@ -214,6 +215,10 @@ def evaluate(runner: Runner, ctx: Context, decision: Decision, env: Mapping[str,
         **{CATEGORY_OUTPUTS[c.category]: str(c.final_score) for c in result.category_scores},
         "agent": result.agent.id if result.agent else "",
         "agent-operator": (result.agent.operator or "") if result.agent else "",
+        "closure": result.closure.class_ if result.closure else "",
+        "rescue": result.rescue.class_ if result.rescue else "",
+        **{COVERAGE_OUTPUTS[c.category]: "" if c.coverage is None else f"{c.coverage:g}"
+           for c in result.category_scores},
         "result-path": result_path or "",
         "comment-url": "",
     }

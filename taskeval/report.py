@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from taskeval.contract import COMMENT_MARKER
-from taskeval.models import CategoryScore, EvaluationResult, Signal
+from taskeval.contract import COMMENT_MARKER, PROVISIONAL_BELOW
+from taskeval.models import CategoryScore, EvaluationResult, Signal, Turns
 
 MARKER = COMMENT_MARKER
 GITHUB_COMMENT_LIMIT = 65_536
@@ -83,18 +83,73 @@ def _score_cell(score: int | None) -> str:
     return "—" if score is None else str(score)
 
 
+def provisional(c: CategoryScore) -> bool:
+    """Whether a category's band rests on too little of its weight to be taken as final."""
+    return c.coverage is not None and c.coverage < PROVISIONAL_BELOW
+
+
+def coverage_text(c: CategoryScore) -> str:
+    """"from 1 of 6 signals (20 % of its weight)": how sure the score is."""
+    if c.signals_total is None or c.coverage is None:
+        return "—"
+    return (f"from {c.signals_conclusive} of {c.signals_total} signals "
+            f"({round(c.coverage * 100)} % of its weight)")
+
+
 def _category_rows(result: EvaluationResult) -> list[str]:
     rows = [
-        "| Category | Score | Band | Deterministic | AI (advisory) | Weight |",
-        "|---|---:|---|---:|---:|---:|",
+        "| Category | Score | Band | Deterministic | AI (advisory) | Weight | Based on |",
+        "|---|---:|---|---:|---:|---:|---|",
     ]
     for c in result.category_scores:
         title = CATEGORY_TITLES[c.category] + ("" if c.conclusive else " (inconclusive)")
+        band = f"{BAND_ICONS[c.band]} {c.band}" + (" (provisional)" if provisional(c) else "")
         rows.append(
-            f"| {title} | **{c.final_score}** | {BAND_ICONS[c.band]} {c.band} | "
-            f"{c.deterministic_score} | {_score_cell(c.ai_score)} | {c.weight:.2f} |"
+            f"| {title} | **{c.final_score}** | {band} | "
+            f"{c.deterministic_score} | {_score_cell(c.ai_score)} | {c.weight:.2f} | {coverage_text(c)} |"
         )
+    if any(provisional(c) for c in result.category_scores):
+        rows += ["", f"*Provisional: less than {round(PROVISIONAL_BELOW * 100)} % of the category's "
+                     "signal weight had data, so its band may move when more evidence is seen.*"]
     return rows
+
+
+def _hours(h: float) -> str:
+    if h < 1:
+        return f"{round(h * 60)} min"
+    return f"{h:.1f} h" if h < 48 else f"{h / 24:.1f} days"
+
+
+def turns_line(turns: Turns | None) -> str:
+    """Whose time the PR's life was: the agent's turns against the wait for people."""
+    if turns is None:
+        return ""
+    parts = [f"the agent's turns {_hours(turns.agent_hours)}",
+             f"waiting for people {_hours(turns.people_hours)}"]
+    if turns.draft_hours:
+        parts.append(f"in draft {_hours(turns.draft_hours)}")
+    if turns.first_human_response_hours is not None:
+        parts.append(f"first human response after {_hours(turns.first_human_response_hours)}")
+    if turns.rounds:
+        parts.append(f"sent back {turns.rounds} time{'s' if turns.rounds != 1 else ''}")
+    tail = " (timeline not read: drafts and agent sessions unknown)" if turns.partial else ""
+    return "**Time:** " + "; ".join(parts) + tail + "."
+
+
+def ending_line(result: EvaluationResult, links: dict[str, str]) -> str:
+    """Why the PR ended (closure) or whether its merge needed a rescue."""
+    if result.closure is not None:
+        c = result.closure
+        blame = ("counted against the agent" if c.counts_against_agent else
+                 "not counted against the agent")
+        cite = _cite(c.evidence, links, 3)
+        return (f"**Why it ended:** `{c.class_}` ({blame}) — {safe_inline(c.reason, 300)}"
+                + (f" — {cite}" if cite else ""))
+    if result.rescue is not None:
+        r = result.rescue
+        cite = _cite(r.evidence, links, 3)
+        return (f"**Merge:** `{r.class_}` — {safe_inline(r.reason, 300)}" + (f" — {cite}" if cite else ""))
+    return ""
 
 
 def _strongest(signals: list[Signal], most: int) -> tuple[list[Signal], list[Signal]]:
@@ -188,6 +243,9 @@ def _render(result: EvaluationResult, detail: int) -> str:
         *_category_rows(result),
         "",
     ]
+    ending, time = ending_line(result, links), turns_line(result.turns)
+    if ending or time:
+        out += [line for line in (ending, time) if line] + [""]
     if result.warnings:
         out.append("> [!WARNING]")
         out.extend(f"> {safe_inline(w, 400)}" for w in result.warnings[:10])

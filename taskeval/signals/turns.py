@@ -61,6 +61,8 @@ RULES: Final[dict[str, tuple[Whose | None, str]]] = {
     "reopened": ("people", "The PR is reopened."),
 }
 
+# What counts as a person's first response: a review or a comment, not an assignment or a push.
+_RESPONSES: Final = frozenset({"change-request", "request", "remark", "approval"})
 _PRIORITY: Final = {"opened": 0, "opened-draft": 0}  # opening comes first among equal times
 
 
@@ -260,7 +262,7 @@ def account(ctx: Ctx) -> Turns:
     handed_over = False  # the owner's side has handed the work to people at least once
     first_response: float | None = None
     for n, e in enumerate(found):
-        if e.by_person and first_response is None and e.rule not in ("people-push",):
+        if e.by_person and first_response is None and e.rule in _RESPONSES:
             first_response = _hours(pull.created_at, e.at)
         rule = e.rule
         if rule == "push" and draft:

@@ -348,7 +348,9 @@ class Resolver:
             "deletions": data["deletions"], "changedFiles": data["changed_files"],
             "url": data["html_url"],
             "labels": connection(lambda **_: [{"name": lb["name"]} for lb in data["labels"]]),
-            "assignees": connection(lambda **_: [actor(u) for u in data["assignees"]]),
+            # A UserConnection: a Bot assignee (an assigned coding agent) is not in it.
+            "assignees": connection(lambda **_: [actor(u) for u in data["assignees"]
+                                                 if u.get("type") == "User"]),
             "reviewRequests": connection(lambda **_: [
                 {"requestedReviewer": actor(u)} for u in data["requested_reviewers"]]),
             "commits": connection(

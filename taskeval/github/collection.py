@@ -33,6 +33,7 @@ from taskeval.raw import (
     RawFile,
     RawPullRequest,
     RawTimelineEvent,
+    RawUser,
 )
 from taskeval.redact import redact
 
@@ -152,14 +153,14 @@ def _collect_rest(reader: _Reader, max_workers: int) -> RawCollection:
 
 def _collect_graphql(reader: _Reader, max_workers: int) -> RawCollection:
     """One GraphQL query (and its further pages) for the PR and most of its evidence; REST, in
-    parallel, for the PR's issue object and timeline, then for the branch's workflow runs, and
+    parallel, for the PR's issue object (its App and assignees) and timeline, then for the branch's workflow runs, and
     for changed files or check runs only when GraphQL lacks what REST has (a renamed file's
     previous path, a check run without ``databaseId``)."""
     pool = ThreadPoolExecutor(max_workers=max(1, max_workers), thread_name_prefix="taskeval-gh")
     base, number = reader.base, reader.number
     try:
         read_f = pool.submit(lambda: read_pull(reader.requester(), reader.repository, number))
-        issue_f = pool.submit(reader.issue_app)
+        issue_f = pool.submit(reader.issue_side)
         timeline_f = pool.submit(
             reader.listing, "timeline", f"{base}/issues/{number}/timeline",
             convert.timeline_event, limit=MAX_TIMELINE_EVENTS, kept="first",
@@ -186,7 +187,12 @@ def _collect_graphql(reader: _Reader, max_workers: int) -> RawCollection:
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         reader.close()
-    pull = pull.model_copy(update={"performed_via_github_app": rest["issue"][0]})
+    (app, assignees), issue_gap = rest["issue"]
+    rest["issue"] = (app, issue_gap)
+    update: dict[str, Any] = {"performed_via_github_app": app}
+    if assignees is not None:
+        update["assignees"] = assignees
+    pull = pull.model_copy(update=update)
     listed = {**read.listed, **{k: v for k, v in rest.items() if k in read.listed}}
     # The REST path's order, so that gaps are reported in the same order.
     results = {key: rest[key] if key in rest else listed[key] for key in _REST_ORDER}
@@ -302,6 +308,28 @@ class _Reader:
             return convert.issue_app(data, self.number), None
         except convert.MalformedIssue as exc:
             return None, CollectionIssue(
+                resource="issue",
+                message=redact(f"{_LABELS['issue']} was malformed ({exc}); no App is assumed"),
+            )
+
+    def issue_side(self) -> tuple[tuple[str | None, list[RawUser] | None], CollectionIssue | None]:
+        """The GraphQL path's read of the issue object: the App (as ``issue_app``) and the
+        assignees with their types (GraphQL's ``assignees`` lists Users only, never a Bot such
+        as an assigned coding agent); None for the assignees when the object was unreadable."""
+        try:
+            data = self.get(f"{self.base}/issues/{self.number}")
+        except GithubException as exc:
+            issue = _issue_for("issue", exc)
+            if issue is None:
+                raise self.failure(exc, "issue") from exc
+            return (None, None), issue
+        assignees = None
+        if isinstance(data, Mapping) and isinstance(data.get("assignees"), list):
+            assignees = [u for a in data["assignees"] if isinstance(a, Mapping) and (u := convert.user(a))]
+        try:
+            return (convert.issue_app(data, self.number), assignees), None
+        except convert.MalformedIssue as exc:
+            return (None, None), CollectionIssue(
                 resource="issue",
                 message=redact(f"{_LABELS['issue']} was malformed ({exc}); no App is assumed"),
             )

@@ -104,7 +104,7 @@ class Conn:
     node: str
     resource: str
     args: str = ""
-    first: int = NEXT_PAGE
+    first: str = "$inner"  # the variable sizing it when nested in another connection's nodes
     children: tuple[tuple[str, Conn], ...] = ()
 
     def selection(self, first: str, after: str | None = None) -> str:
@@ -123,14 +123,26 @@ class Conn:
 
 
 def _child_sel(child: Conn) -> str:
-    return child.selection(str(child.first))
+    return child.selection(child.first)
 
 
-_PARENTS: Final = Conn("parents", "Commit", "oid", "commits", first=PARENTS_PAGE)
+# Page sizes of one query, by variable; all halved while GitHub times out on the query.
+FIRST_SIZES: Final[Mapping[str, int]] = {"page": FIRST_PAGE, "inner": FIRST_PAGE,
+                                         "parents": PARENTS_PAGE, "suites": SUITES_PAGE}
+NEXT_SIZES: Final[Mapping[str, int]] = {"page": NEXT_PAGE, "inner": FIRST_PAGE,
+                                        "parents": PARENTS_PAGE, "suites": SUITES_PAGE}
+
+
+def _declare(text: str) -> str:
+    return "".join(f", ${name}: Int!" for name in FIRST_SIZES if f"${name}" in text
+                   and name != "page")
+
+
+_PARENTS: Final = Conn("parents", "Commit", "oid", "commits", first="$parents")
 _THREAD_COMMENTS: Final = Conn(
     "comments", "PullRequestReviewThread",
     f"fullDatabaseId author {{ {_ACTOR} }} body path createdAt replyTo {{ fullDatabaseId }} url",
-    "review_comments", first=FIRST_PAGE,
+    "review_comments",
 )
 _CHECK_RUNS: Final = Conn(
     "checkRuns", "CheckSuite",
@@ -138,7 +150,7 @@ _CHECK_RUNS: Final = Conn(
     "check_runs", args="filterBy: {checkType: ALL}",
 )
 _SUITES: Final = Conn("checkSuites", "Commit", "id commit { oid } app { slug }", "check_runs",
-                      first=SUITES_PAGE, children=(("", _CHECK_RUNS),))
+                      first="$suites", children=(("", _CHECK_RUNS),))
 _GIT_ACTOR: Final = "name email date user { login }"
 
 # The PR's own connections, in the order the first query asks for them.
@@ -175,7 +187,7 @@ def pull_query() -> str:
     conns = " ".join(c.selection("$page") for c in PULL_CONNECTIONS)
     return (
         "query TaskevalPullRequest($owner: String!, $name: String!, $number: Int!, "
-        "$page: Int!, $config: String!) { "
+        "$page: Int!, $inner: Int!, $parents: Int!, $suites: Int!, $config: String!) { "
         f"{_RATE} repository(owner: $owner, name: $name) {{ nameWithOwner url "
         "defaultBranchRef { name } "
         "config: object(expression: $config) { __typename ... on Blob { text isBinary "
@@ -188,9 +200,10 @@ def pull_query() -> str:
 
 def page_query(conn: Conn) -> str:
     """The query for the next page of ``conn`` on the object ``$id``."""
+    body = conn.selection("$page", "$after")
     return (
-        f"query TaskevalPage($id: ID!, $page: Int!, $after: String!) {{ {_RATE} "
-        f"node(id: $id) {{ ... on {conn.owner} {{ {conn.selection('$page', '$after')} }} }} }}"
+        f"query TaskevalPage($id: ID!, $page: Int!{_declare(body)}, $after: String!) {{ {_RATE} "
+        f"node(id: $id) {{ ... on {conn.owner} {{ {body} }} }} }}"
     )
 
 
@@ -241,14 +254,16 @@ class _Session:
         """``data`` of one query, its page size halved while GitHub times out on it. Errors
         on evidence the PR can be scored without become gaps (``where`` maps an error's path to
         a resource); the rest raise."""
-        page = int(variables.get("page", NEXT_PAGE))
+        sizes = {k: int(v) for k, v in variables.items() if k in FIRST_SIZES and f"${k}" in query}
+        page = sizes.get("page", NEXT_PAGE)
         for attempt in range(TIMEOUT_RETRIES + 1):
             try:
-                return self._once(query, {**variables, "page": page}, where)
+                return self._once(query, {**variables, **sizes}, where)
             except _TimedOut:
                 if attempt == TIMEOUT_RETRIES or page <= MIN_PAGE:
                     break
-                page = max(MIN_PAGE, page // 2)
+                sizes = {k: max(MIN_PAGE if k == "page" else 1, v // 2) for k, v in sizes.items()}
+                page = sizes.get("page", NEXT_PAGE)
         raise GitHubError(
             f"GitHub timed out on the GraphQL query for {self.repository}#{self.number} even at "
             f"{page} items a page; evaluate again later or use --api rest", resource="pull_request")
@@ -335,7 +350,7 @@ class _Session:
         nodes = [n for n in page.get("nodes") or [] if n is not None]
         info = page.get("pageInfo") or {}
         while info.get("hasNextPage") and owner_id and conn.resource not in self.gaps:
-            data = self.send(page_query(conn), {"id": owner_id, "page": NEXT_PAGE,
+            data = self.send(page_query(conn), {"id": owner_id, **NEXT_SIZES,
                                                 "after": info.get("endCursor")}, [conn.resource])
             nxt = (data.get("node") or {}).get(conn.field)
             if not isinstance(nxt, Mapping):
@@ -386,7 +401,7 @@ def read_pull(requester: Requester, repository: str, number: int) -> PullRead:
     owner, name = repository.split("/", 1)
     session = _Session(requester, repository, number)
     data = session.send(pull_query(), {"owner": owner, "name": name, "number": number,
-                                       "page": FIRST_PAGE, "config": f"HEAD:{CONFIG_PATH}"}, [])
+                                       **FIRST_SIZES, "config": f"HEAD:{CONFIG_PATH}"}, [])
     repo = data.get("repository")
     if not isinstance(repo, Mapping) or not isinstance(repo.get("pullRequest"), Mapping):
         raise NotFoundError(f"PR #{number} in {repository} not found, or the token cannot see it",
@@ -536,7 +551,7 @@ def _check_runs(suites: list[Any]) -> tuple[list[RawCheckRun], bool]:
     without_id = False
     for suite in suites:
         slug = (suite.get("app") or {}).get("slug")
-        sha = (suite.get("commit") or {}).get("oid")
+        sha = str((suite.get("commit") or {})["oid"])
         for n in (suite.get("checkRuns") or {}).get("nodes") or []:
             if n.get("databaseId") is None:
                 without_id = True

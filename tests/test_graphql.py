@@ -326,3 +326,45 @@ def test_without_graphql_collection_falls_back_to_rest_once_and_says_so(setup: s
     assert second.notes == ["GraphQL was refused earlier in this run; collected over REST"]
     assert fake.count(route="graphql") == 1  # remembered for the run
     assert build_bundle(first).model_dump_json() == build_bundle(rest).model_dump_json()
+
+
+# ---------------------------------------------------------------------------- adapters
+
+
+def test_an_evaluation_over_graphql_says_its_rest_fallback_in_the_warnings() -> None:
+    from taskeval.pipeline import Options, evaluate_pull_request
+
+    fake = FakeGitHub()
+    fake.add_pr(REPO, 482)
+    fake.graphql_enabled = False
+    with fake.mock():
+        gh = client(fake)
+        fallen = evaluate_pull_request(gh, REPO, 482, Options(ai="off", api="graphql", env={}))
+        rest = evaluate_pull_request(gh, REPO, 482, Options(ai="off", env={}))
+    assert fallen.result.warnings[0].startswith("GraphQL was not available")
+    assert fallen.result.bundle_hash == rest.result.bundle_hash
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["evaluate", "o/r#1"], "rest"), (["evaluate", "o/r#1", "--api", "graphql"], "graphql"),
+    (["backfill", "o/r", "--api", "graphql"], "graphql"),
+])
+def test_commands_that_read_github_take_api(argv: list[str], expected: str) -> None:
+    from taskeval.cli import build_parser
+
+    assert build_parser().parse_args(argv).api == expected
+
+
+def test_the_action_input_and_the_bot_setting_are_named_api() -> None:
+    from action.inputs import ActionInputs, InputError
+    from bot.settings import BotSettings as Settings
+    from bot.settings import SettingsError
+
+    assert ActionInputs.from_env({"INPUT_API": "graphql"}).api == "graphql"
+    assert ActionInputs.from_env({}).api == "rest"
+    with pytest.raises(InputError, match="'api' must be rest or graphql"):
+        ActionInputs.from_env({"INPUT_API": "soap"})
+    env = {"GITHUB_TOKEN": FAKE_TOKEN, "GITHUB_WEBHOOK_SECRET": "s" * 32, "TASKEVAL_API": "graphql"}
+    assert Settings.from_env(env).api == "graphql"
+    with pytest.raises(SettingsError, match="TASKEVAL_API"):
+        Settings.from_env({**env, "TASKEVAL_API": "soap"})

@@ -68,6 +68,7 @@ class ActionInputs:
     openai_base_url: str
     fail_under: int
     result_path: str
+    api: Literal["rest", "graphql"] = "rest"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ActionInputs:
@@ -83,6 +84,9 @@ class ActionInputs:
         if base_url and not base_url.startswith(("https://", "http://")):
             raise InputError(f"input 'openai-base-url' must be an http(s) URL, got {base_url!r}")
         config = raw_input(env, "config-path")
+        api = raw_input(env, "api").lower() or "rest"
+        if api not in ("rest", "graphql"):
+            raise InputError(f"input 'api' must be rest or graphql, got {api!r}")
         return cls(
             github_token=raw_input(env, "github-token"),
             pull_request=parse_pull_number(raw_input(env, "pull-request")),
@@ -94,4 +98,5 @@ class ActionInputs:
             openai_base_url=base_url,
             fail_under=int(fail_text),
             result_path=raw_input(env, "result-path") or DEFAULT_RESULT_PATH,
+            api=api,  # type: ignore[arg-type]
         )

@@ -194,6 +194,7 @@ def evaluate(runner: Runner, ctx: Context, decision: Decision, env: Mapping[str,
         github_token=inputs.github_token,
         # Explicit, because the judge's default cache reads the process environment, not ours.
         cache=FileCache(core_env["TASKEVAL_CACHE_DIR"]),
+        api=inputs.api,
     )
     runner.info(f"taskeval: evaluating {ctx.repository}#{number} ({decision.reason})")
     try:

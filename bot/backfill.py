@@ -73,6 +73,7 @@ class Options:
     parallel: int = DEFAULT_PARALLEL
     ai: Literal["auto", "on", "off"] = "auto"
     config_path: Path | None = None
+    api: Literal["rest", "graphql"] = "rest"
 
 
 @dataclass(frozen=True)
@@ -301,7 +302,8 @@ class Backfill:
         from taskeval.pipeline import evaluate_pull_request, publish_comment
 
         options = PipelineOptions(ai=self.opts.ai, config_path=self.opts.config_path,
-                                  trigger=TRIGGER, env=dict(os.environ), github_token=self.token)
+                                  trigger=TRIGGER, env=dict(os.environ), github_token=self.token,
+                                  api=self.opts.api)
         meter = GateMeter(self.budget)
         try:
             run = self._evaluate or evaluate_pull_request

@@ -130,7 +130,7 @@ def cmd_backfill(args: argparse.Namespace) -> int:
             store_url=args.store or backfill.default_store(),
             enqueue=args.enqueue, comment=args.comment, wait=not args.no_wait,
             reserve=args.reserve, parallel=args.parallel,
-            ai="off" if args.no_ai else "auto",
+            ai="off" if args.no_ai else "auto", api=args.api,
         )
     except ValueError as exc:
         print(f"taskeval backfill: {exc}", file=sys.stderr)
@@ -217,6 +217,9 @@ def add_backfill(subparsers: Any) -> None:
     bf.add_argument("--parallel", type=int, metavar="N", default=4,
                     help="PRs fetched at once (default 4)")
     bf.add_argument("--no-ai", action="store_true", help="deterministic scores only")
+    from taskeval.cli import add_api_argument
+
+    add_api_argument(bf)
     bf.set_defaults(func=cmd_backfill)
 
 

@@ -163,7 +163,7 @@ class PipelineCore:
         from taskeval.pipeline import Options, evaluate_pull_request
 
         options = Options(ai=self.settings.ai, trigger=trigger, env=dict(self.settings.env),
-                          github_token=ctx.token, cache=self.cache)
+                          github_token=ctx.token, cache=self.cache, api=self.settings.api)
         if ctx.budget_key is None:
             evaluation = evaluate_pull_request(ctx.gh, repo, number, options)
             return json.loads(evaluation.result.to_json()), evaluation.markdown

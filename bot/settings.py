@@ -88,6 +88,7 @@ class BotSettings:
     delivery_retention_days: float = 30.0
     rate_reserve: int = DEFAULT_RESERVE
     ai: Literal["auto", "on", "off"] = "auto"
+    api: Literal["rest", "graphql"] = "rest"  # TASKEVAL_API: how collection reads GitHub
     env: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -159,6 +160,9 @@ class BotSettings:
                 "GITHUB_APP_PRIVATE_KEY_PATH is"
             )
         ai = env.get("TASKEVAL_AI", "auto").strip().lower() or "auto"
+        api = env.get("TASKEVAL_API", "rest").strip().lower() or "rest"
+        if api not in ("rest", "graphql"):
+            raise SettingsError(f"TASKEVAL_API must be rest or graphql, got {api!r}")
         if ai not in ("auto", "on", "off"):
             raise SettingsError(f"TASKEVAL_AI must be auto, on or off, got {ai!r}")
         sync = env.get("TASKEVAL_SQLITE_SYNCHRONOUS", "full").strip().lower() or "full"
@@ -188,5 +192,6 @@ class BotSettings:
                                            low=7.0),
             rate_reserve=_int(env, "TASKEVAL_RATE_RESERVE", DEFAULT_RESERVE, low=0),
             ai=ai,  # type: ignore[arg-type]
+            api=api,  # type: ignore[arg-type]
             env=env,
         )

@@ -68,6 +68,13 @@ def _write_output(path: str | None, text: str) -> None:
             raise OutputError(f"--output {path}: cannot write: {exc.strerror or exc}") from exc
 
 
+def add_api_argument(parser: argparse.ArgumentParser) -> None:
+    """``--api rest|graphql``: how a command that reads GitHub collects (docs/collection.md)."""
+    parser.add_argument("--api", choices=("rest", "graphql"), default="rest",
+                        help="collect over REST (default) or GraphQL (fewer requests; REST for "
+                             "what GraphQL lacks, and all of it when the server refuses GraphQL)")
+
+
 def _options(args: argparse.Namespace, trigger: str, token: str | None) -> Options:
     from taskeval.pipeline import Options
 
@@ -78,6 +85,7 @@ def _options(args: argparse.Namespace, trigger: str, token: str | None) -> Optio
         env=dict(os.environ),
         github_token=token,
         keep_signals=not getattr(args, "recompute", False),
+        api=getattr(args, "api", None) or "rest",
     )
 
 
@@ -220,6 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "read GET /user, e.g. my-app[bot] (env TASKEVAL_COMMENT_AS)")
     ev.add_argument("--no-ai", action="store_true", help="deterministic scores only")
     ev.add_argument("--config", metavar="PATH", help="config file instead of the repo's .github/taskeval.yml")
+    add_api_argument(ev)
     ev.set_defaults(func=cmd_evaluate)
 
     sc = sub.add_parser("score", help="re-score stored bundles or results offline (prints JSON)")

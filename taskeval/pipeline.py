@@ -61,6 +61,7 @@ if TYPE_CHECKING:  # PyGithub loads in a quarter of a second; re-scoring offline
     from taskeval.github.client import Meter
 
 AiMode = Literal["auto", "on", "off"]
+Api = Literal["rest", "graphql"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,8 @@ class Options:
 
     ai: AiMode = "auto"
     config_path: Path | None = None
+    # How collection reads GitHub (taskeval.github.collection.collect; docs/collection.md).
+    api: Api = "rest"
     trigger: str = "cli"
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     github_token: str | None = None  # lets `ai: auto` fall back to GitHub Models
@@ -103,10 +106,11 @@ def evaluate_pull_request(
     options = options or Options()
     from taskeval.github import collect
 
-    raw = collect(gh, repository, number, meter=meter)
+    raw = collect(gh, repository, number, meter=meter, api=options.api)
     loaded = load_config(raw.config_text, options.config_path)
     bundle = build_bundle(raw)
-    result = score_bundle(bundle, loaded, options)
+    # How it was collected (a GraphQL -> REST fallback) is said first among the warnings.
+    result = score_bundle(bundle, loaded, options, warnings=list(raw.notes))
     return Evaluation(result, render_comment(result))
 
 

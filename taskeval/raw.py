@@ -1,7 +1,7 @@
 """Raw data collected from GitHub for one pull request, before any bounding or scoring.
 
 This is the seam between collection (``taskeval.github``) and the evidence bundle
-(``taskeval.evidence``): collection fills these models from REST answers and nothing else; the
+(``taskeval.evidence``): collection fills these models from REST or GraphQL answers and nothing else; the
 bundle builder reads them and never calls GitHub. Field names follow GitHub's REST names so that a
 reader can map them back to the documented payloads. Large text (bodies, messages, check output) is
 kept whole here; it is bounded when the bundle is built, and this object is never stored.
@@ -208,6 +208,15 @@ class RawCollection(_Raw):
     timeline: list[RawTimelineEvent] | None = None
     config_text: str | None = None  # .github/taskeval.yml on the default branch, if any
     issues: list[CollectionIssue] = Field(default_factory=list)
-    requests: int = 0  # HTTP requests this collection made
+    requests: int = 0  # HTTP requests this collection made (GraphQL queries included)
+    # How it was collected: "rest", or "graphql" (GraphQL for most evidence, REST for what
+    # GraphQL lacks; see docs/collection.md). Never part of the bundle.
+    transport: str = "rest"
+    graphql_queries: int = 0
+    graphql_points: int = 0  # GraphQL rate-limit points spent (``rateLimit { cost }``, summed)
+    graphql_remaining: int | None = None
+    graphql_limit: int | None = None
+    # What the caller should hear about how it was collected (a GraphQL -> REST fallback).
+    notes: list[str] = Field(default_factory=list)
     rate_limit_remaining: int | None = None
     rate_limit_limit: int | None = None

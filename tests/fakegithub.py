@@ -42,8 +42,11 @@ from typing import Any, Final, Literal
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import responses
+from github.Requester import Requester
 
 from taskeval.corpus.replay import paginate
+from tests import fakegraphql
+from tests.fakegraphql import GRAPHQL_LIMIT
 
 FAKE_TOKEN: Final = "ghp_FakeToken0000000000000000000000000000"
 MOCK_URL: Final = "https://github.fake.test/api/v3"  # GHES-shaped: a host and a path prefix
@@ -272,6 +275,7 @@ _ROUTES: Final[Sequence[tuple[str, str, str]]] = (
     ("GET", rf"{_REPO}/actions/runs", "actions.runs"),
     ("GET", rf"{_REPO}/contents/(?P<path>.+)", "repos.contents"),
     ("GET", rf"{_REPO}/collaborators/(?P<login>{_SEG})/permission", "repos.permission"),
+    ("POST", r"/graphql", "graphql"),
 )
 _COMPILED: Final = [(m, re.compile(p), name) for m, p, name in _ROUTES]
 # Fine-grained permission each route needs from an installation token; (any of, level).
@@ -332,6 +336,13 @@ class FakeGitHub:
         # the reset; off by default, where the count floors at 0 and requests still succeed.
         self.enforce_rate_limit = enforce_rate_limit
         self.rate_limited = 0  # requests refused for the primary limit
+        # The GraphQL API (tests/fakegraphql.py): its own budget of points, in the same window.
+        self.graphql_enabled = True  # False: no GraphQL endpoint (404), as on some GHES setups
+        self.graphql_limit = GRAPHQL_LIMIT
+        self.graphql_remaining = GRAPHQL_LIMIT
+        self.graphql_points = 0  # points charged so far
+        self.graphql_max_page: int | None = None  # a bigger `first`/`last` times out
+        self.graphql_queries: list[tuple[str, dict[str, Any]]] = []  # every executed query
         self.tokens: dict[str, Identity] = {}
         if token is not None:
             self.add_token(token, login, integration=integration, permissions=permissions)
@@ -699,7 +710,7 @@ class FakeGitHub:
         if self.latency:
             time.sleep(self.latency)
         fault = self._take_fault(method, path)
-        if self.enforce_rate_limit and route != "rate_limit":
+        if self.enforce_rate_limit and route not in ("rate_limit", "graphql"):
             with self._lock:
                 self._roll_rate_window()
                 spent = self.rate_remaining <= 0
@@ -735,7 +746,8 @@ class FakeGitHub:
                     raise _Answer(fault.status, fault.body, fault.headers)
         except _Answer as answer:
             status, payload, extra = answer.status, answer.body, answer.headers
-        out = self._headers(extra, charge=route != "rate_limit")  # GitHub does not charge it
+        # GitHub does not charge /rate_limit; GraphQL has a budget of its own (its headers).
+        out = self._headers(extra, charge=route not in ("rate_limit", "graphql"))
         with self._lock:
             self.log.append(LoggedRequest(method, path, flat, status, route,
                                           identity.login if identity else None))
@@ -756,6 +768,7 @@ class FakeGitHub:
         now = time.time()
         if now >= self.rate_reset:
             self.rate_remaining = self.rate_limit
+            self.graphql_remaining = self.graphql_limit
             self.rate_reset = int(now + self.rate_window)
 
     def _headers(self, extra: Mapping[str, str], charge: bool = True) -> dict[str, str]:
@@ -857,6 +870,8 @@ class FakeGitHub:
             return 200, {"resources": {"core": core}, "rate": core}, {}
         if route.startswith("app") or route == "repos.installation":
             return self._app_route(route, match, identity)
+        if route == "graphql":
+            return fakegraphql.answer(self, identity, body)
         with self._lock:
             name, repo = self._repo(match)
             self._require(identity, route, repo)
@@ -1175,7 +1190,11 @@ class FakeGitHub:
                     "Add tests for empty and None input"]
         subject = messages[index] if index < len(messages) and total <= len(messages) \
             else f"Step {index + 1}: refine widget parsing"
-        person = {"name": "Copilot", "email": "198982749+Copilot@users.noreply.github.com",
+        # GitHub's no-reply address names the account REST links the commit to (and the only
+        # way GraphQL, whose git authors link to Users only, can name a bot author).
+        account = self.user(author)
+        person = {"name": "Copilot",
+                  "email": f"{account['id']}+{author}@users.noreply.github.com",
                   "date": _iso(at)}
         return {
             "sha": sha, "node_id": f"C_{sha[:12]}", "url": _api(f"/repos/{repo}/commits/{sha}"),
@@ -1389,9 +1408,13 @@ class FakeGitHub:
         root = urlsplit(self.url)
         prefix = root.path.rstrip("/")
 
+        graphql_path = Requester.get_graphql_prefix(prefix)
+
         def callback(request: Any) -> tuple[int, dict[str, str], bytes]:
             parts = urlsplit(request.url)
             path = parts.path[len(prefix):] if parts.path.startswith(prefix) else parts.path
+            if parts.path == graphql_path:
+                path = "/graphql"
             status, headers, payload = self.handle(
                 request.method, path, parse_qs(parts.query), dict(request.headers), request.body)
             return status, headers, self.encode(payload)
@@ -1404,6 +1427,11 @@ class FakeGitHub:
             for method in ("GET", "POST", "PATCH", "PUT", "DELETE"):
                 rsps.add_callback(method, pattern, callback=callback,
                                   content_type="application/json")
+            if not graphql_path.startswith(prefix + "/"):  # GHES: /api/graphql beside /api/v3
+                rsps.add_callback("POST", re.compile(
+                    f"{re.escape(root.scheme)}://{re.escape(root.hostname or '')}{port}"
+                    f"{re.escape(graphql_path)}$"), callback=callback,
+                    content_type="application/json")
             yield self
 
     @contextmanager
@@ -1412,6 +1440,7 @@ class FakeGitHub:
         ``fake.url`` is the API root to put in ``GITHUB_API_URL``."""
         fake = self
         root = prefix.rstrip("/")
+        graphql_path = Requester.get_graphql_prefix(root)
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -1420,7 +1449,10 @@ class FakeGitHub:
                 parts = urlsplit(self.path)
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
-                if root and not parts.path.startswith(root):
+                if parts.path == graphql_path:
+                    status, headers, payload = fake.handle(
+                        self.command, "/graphql", {}, dict(self.headers.items()), body)
+                elif root and not parts.path.startswith(root):
                     status, headers, payload = 404, fake._headers({}), _error_body(
                         "Not Found", 404)
                 else:

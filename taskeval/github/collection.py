@@ -25,6 +25,7 @@ from taskeval.config import CONFIG_PATH
 from taskeval.github import convert
 from taskeval.github.client import Meter, clone, pages, repo_path
 from taskeval.github.errors import NEEDS, GitHubError, is_rate_limited, message_of, translate
+from taskeval.github.graphql import GraphQLUnavailable, read_pull
 from taskeval.raw import (
     CollectionIssue,
     RawCollection,
@@ -32,6 +33,7 @@ from taskeval.raw import (
     RawFile,
     RawPullRequest,
     RawTimelineEvent,
+    RawUser,
 )
 from taskeval.redact import redact
 
@@ -61,26 +63,43 @@ _LABELS: Final[Mapping[str, str]] = {
     "config": CONFIG_PATH,
 }
 
+# The order the REST path gathers its listings in (and so reports their gaps in).
+_REST_ORDER: Final = ("issue", "commits", "reviews", "review_comments", "issue_comments",
+                      "timeline", "files", "config", "check_runs", "workflow_runs")
+
 T = TypeVar("T")
 # What one listing yields: its items, and the gap that kept it short (if any).
 Listed = tuple[Any, CollectionIssue | None]
 
 
+API_CHOICES: Final = ("rest", "graphql")
+# Servers that answered, in this process, that they have no GraphQL or refuse its token: their
+# later collections go straight to REST (the fallback is said once per collection, every time).
+_REST_ONLY: set[str] = set()
+_REST_ONLY_LOCK = threading.Lock()
+
+
 def collect(gh: Github, repository: str, number: int, *, max_workers: int = 8,
-            meter: Meter | None = None) -> RawCollection:
+            meter: Meter | None = None, api: str = "rest") -> RawCollection:
     """Fetch everything taskeval reads about one PR, concurrently, with no per-item requests.
 
-    Requests: the repository and the PR (together), then the PR's issue object (GitHub reports the
-    App a PR was opened through, ``performed_via_github_app``, on the issue, never on the pull
-    request object; a 403/404/410 or malformed answer there is a recorded gap and no App),
-    commits, reviews, review comments, conversation comments, the issue timeline (a 403/404 there
-    is a recorded gap, never an empty timeline), files and the config (independent of the PR's
-    payload) and, once the PR
-    has answered, the head SHA's check runs (``filter=all``: re-runs stay visible; pick the latest
-    per name when judging the state at merge) and the branch's workflow runs (filtered to the PR's
-    commits). Each resource pages at 100. ``requests`` counts every HTTP request sent for the PR,
-    retries included, by counting in the requester and in the retry policy; an App installation's
-    token exchange (once an hour, PyGithub's own requester) is not counted.
+    ``api`` picks the transport: ``rest`` (below) or ``graphql`` (``_collect_graphql``: one
+    GraphQL query for most of the evidence, REST for what GraphQL lacks); both give the same
+    ``RawCollection``, so the same bundle. When the server has no GraphQL or refuses the token
+    for it, ``graphql`` falls back to REST once, says so in ``notes``, and remembers it for the
+    rest of the process.
+
+    REST requests: the repository and the PR (together), then the PR's issue object (GitHub
+    reports the App a PR was opened through, ``performed_via_github_app``, on the issue, never on
+    the pull request object; a 403/404/410 or malformed answer there is a recorded gap and no
+    App), commits, reviews, review comments, conversation comments, the issue timeline (a 403/404
+    there is a recorded gap, never an empty timeline), files and the config (independent of the
+    PR's payload) and, once the PR has answered, the head SHA's check runs (``filter=all``:
+    re-runs stay visible; pick the latest per name when judging the state at merge) and the
+    branch's workflow runs (filtered to the PR's commits). Each resource pages at 100.
+    ``requests`` counts every HTTP request sent for the PR, retries included, by counting in the
+    requester and in the retry policy; an App installation's token exchange (once an hour,
+    PyGithub's own requester) is not counted.
 
     ``meter`` (optional) is told of every request before it is sent, retries included; a meter
     that blocks or raises there (a shared rate budget) gates the collection.
@@ -91,8 +110,32 @@ def collect(gh: Github, repository: str, number: int, *, max_workers: int = 8,
     """
     if number < 1:
         raise ValueError(f"a pull request number is positive, got {number}")
+    if api not in API_CHOICES:
+        raise ValueError(f"api is one of {', '.join(API_CHOICES)}, got {api!r}")
     reader = _Reader(gh, repository, number, meter)
     _exchange_installation_token(gh, repository)
+    if api == "rest":
+        return _collect_rest(reader, max_workers)
+    server = gh.requester.graphql_url
+    with _REST_ONLY_LOCK:
+        refused_before = server in _REST_ONLY
+    if not refused_before:
+        try:
+            return _collect_graphql(reader, max_workers)
+        except GraphQLUnavailable as exc:
+            with _REST_ONLY_LOCK:
+                _REST_ONLY.add(server)
+            note = (f"GraphQL was not available ({exc}: the server has no GraphQL API or refused "
+                    "the token for it); collected over REST, and this run keeps to REST")
+        reader = _Reader(gh, repository, number, reader.meter)
+    else:
+        note = "GraphQL was refused earlier in this run; collected over REST"
+    raw = _collect_rest(reader, max_workers)
+    raw.notes.append(note)
+    return raw
+
+
+def _collect_rest(reader: _Reader, max_workers: int) -> RawCollection:
     pool = ThreadPoolExecutor(max_workers=max(1, max_workers), thread_name_prefix="taskeval-gh")
     try:
         repo, pull_data = _read_repo_and_pull(pool, reader)
@@ -105,13 +148,71 @@ def collect(gh: Github, repository: str, number: int, *, max_workers: int = 8,
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         reader.close()
+    return _assemble(reader, repo, pull, results, transport="rest")
+
+
+def _collect_graphql(reader: _Reader, max_workers: int) -> RawCollection:
+    """One GraphQL query (and its further pages) for the PR and most of its evidence; REST, in
+    parallel, for the PR's issue object (its App and assignees) and timeline, then for the branch's workflow runs, and
+    for changed files or check runs only when GraphQL lacks what REST has (a renamed file's
+    previous path, a check run without ``databaseId``)."""
+    pool = ThreadPoolExecutor(max_workers=max(1, max_workers), thread_name_prefix="taskeval-gh")
+    base, number = reader.base, reader.number
+    try:
+        read_f = pool.submit(lambda: read_pull(reader.requester(), reader.repository, number))
+        issue_f = pool.submit(reader.issue_side)
+        timeline_f = pool.submit(
+            reader.listing, "timeline", f"{base}/issues/{number}/timeline",
+            convert.timeline_event, limit=MAX_TIMELINE_EVENTS, kept="first",
+        )
+        try:
+            read = read_f.result()
+        except (GitHubError, GraphQLUnavailable):
+            raise
+        except Exception as exc:
+            raise translate(exc, f"PR #{number} in {reader.repository}", "pull_request") from exc
+        pull = read.pull
+        futures: dict[str, Future[Listed]] = {"issue": issue_f, "timeline": timeline_f}
+        futures["workflow_runs"] = pool.submit(
+            reader.listing, "workflow_runs", f"{base}/actions/runs", convert.workflow_run,
+            _run_query(pull), "workflow_runs", MAX_WORKFLOW_RUNS,
+        )
+        if read.renamed and read.listed["files"][1] is None:
+            futures["files"] = pool.submit(reader.listing, "files", f"{base}/pulls/{number}/files",
+                                           convert.changed_file)
+        if read.checks_without_id and read.listed["check_runs"][1] is None:
+            futures.update({k: v for k, v in _start_ci_listings(pool, reader, pull).items()
+                            if k == "check_runs"})
+        rest = _gather(reader, futures)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        reader.close()
+    (app, assignees), issue_gap = rest["issue"]
+    rest["issue"] = (app, issue_gap)
+    update: dict[str, Any] = {"performed_via_github_app": app}
+    if assignees is not None:
+        update["assignees"] = assignees
+    pull = pull.model_copy(update=update)
+    listed = {**read.listed, **{k: v for k, v in rest.items() if k in read.listed}}
+    # The REST path's order, so that gaps are reported in the same order.
+    results = {key: rest[key] if key in rest else listed[key] for key in _REST_ORDER}
+    raw = _assemble(reader, read.repo, pull, results, transport="graphql")
+    raw.graphql_points = read.cost
+    raw.graphql_queries = read.queries
+    raw.graphql_remaining = read.remaining
+    raw.graphql_limit = read.limit
+    return raw
+
+
+def _assemble(reader: _Reader, repo: Mapping[str, Any], pull: RawPullRequest,
+              results: Mapping[str, Listed], *, transport: str) -> RawCollection:
     commits: list[RawCommit] = results["commits"][0]
     shas = _shas(pull, commits)
     remaining, limit = _rate_limit(reader.requesters)
     return RawCollection(
-        repository=repo.get("full_name") or repository,
-        html_base=_html_base(repo, repository),
-        default_branch=default_branch,
+        repository=repo.get("full_name") or reader.repository,
+        html_base=_html_base(repo, reader.repository),
+        default_branch=repo.get("default_branch"),
         pull=pull,
         commits=commits,
         reviews=results["reviews"][0],
@@ -128,6 +229,7 @@ def collect(gh: Github, repository: str, number: int, *, max_workers: int = 8,
         requests=reader.meter.requests,
         rate_limit_remaining=remaining,
         rate_limit_limit=limit,
+        transport=transport,
     )
 
 
@@ -206,6 +308,28 @@ class _Reader:
             return convert.issue_app(data, self.number), None
         except convert.MalformedIssue as exc:
             return None, CollectionIssue(
+                resource="issue",
+                message=redact(f"{_LABELS['issue']} was malformed ({exc}); no App is assumed"),
+            )
+
+    def issue_side(self) -> tuple[tuple[str | None, list[RawUser] | None], CollectionIssue | None]:
+        """The GraphQL path's read of the issue object: the App (as ``issue_app``) and the
+        assignees with their types (GraphQL's ``assignees`` lists Users only, never a Bot such
+        as an assigned coding agent); None for the assignees when the object was unreadable."""
+        try:
+            data = self.get(f"{self.base}/issues/{self.number}")
+        except GithubException as exc:
+            issue = _issue_for("issue", exc)
+            if issue is None:
+                raise self.failure(exc, "issue") from exc
+            return (None, None), issue
+        assignees = None
+        if isinstance(data, Mapping) and isinstance(data.get("assignees"), list):
+            assignees = [u for a in data["assignees"] if isinstance(a, Mapping) and (u := convert.user(a))]
+        try:
+            return (convert.issue_app(data, self.number), assignees), None
+        except convert.MalformedIssue as exc:
+            return (None, None), CollectionIssue(
                 resource="issue",
                 message=redact(f"{_LABELS['issue']} was malformed ({exc}); no App is assumed"),
             )

@@ -1,0 +1,631 @@
+"""Reading one pull request over GitHub's GraphQL API, into the same ``Raw*`` models as REST.
+
+One query reads the repository, the PR and its connections (labels, assignees, review requests,
+commits with their parents, reviews, review threads with their comments, conversation comments,
+changed files), the head commit's check suites with their check runs (``checkType: ALL``, so
+re-runs stay visible, as REST's ``filter=all``) and ``.github/taskeval.yml`` (``HEAD:`` is the
+default branch, the ref REST reads). Every connection is then paged to its end: the next page of
+any connection is read through ``node(id:)`` on the object that owns it, 100 at a time.
+
+The first page is 50 (not 100) on purpose: GitHub charges a query the page requests of its
+connections divided by 100, and a nested connection costs one request per parent node, so 50
+commits with their parents, 50 threads with their comments and 20 check suites with their runs
+stay within one point; a PR larger than that pays for its further pages and no more.
+
+What GraphQL does not carry is read over REST by ``collection`` (see docs/collection.md): the
+timeline (its events have no ``databaseId``, so REST's event ids cannot be kept, and Copilot's
+agent events are REST-only), workflow runs (GraphQL has no run attempt, start time or actor),
+the App a PR was opened through (no ``performed_via_github_app``), and the previous path of a
+renamed or copied file (``PullRequestChangedFile`` has none). IDs are GitHub's REST ids:
+``fullDatabaseId`` where the schema has it, ``databaseId`` elsewhere.
+
+Sent through PyGithub's own ``Requester.graphql_query`` on the caller's metered requester, so
+retries, authentication, ``GITHUB_API_URL`` (GHES: ``/api/graphql``) and request counting are
+the REST path's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from github.GithubException import GithubException
+from github.Requester import Requester
+
+from taskeval.config import CONFIG_PATH
+from taskeval.github.errors import (
+    NEEDS,
+    GitHubError,
+    NotFoundError,
+    RateLimitError,
+    _reset_at,
+    is_rate_limited,
+    translate,
+)
+from taskeval.raw import (
+    CollectionIssue,
+    RawCheckRun,
+    RawCommit,
+    RawFile,
+    RawIssueComment,
+    RawPullRequest,
+    RawReview,
+    RawReviewComment,
+    RawUser,
+)
+from taskeval.redact import redact
+
+FIRST_PAGE: Final = 50
+NEXT_PAGE: Final = 100
+# A page GitHub times out on is asked again at half the size, down to this.
+MIN_PAGE: Final = 6
+TIMEOUT_RETRIES: Final = 3
+# Nested page sizes in the first query (their cost is one request per parent node, whatever
+# their size): a commit has one or two parents; a head commit a handful of check suites.
+PARENTS_PAGE: Final = 5
+SUITES_PAGE: Final = 20
+
+LABELS: Final[Mapping[str, str]] = {
+    "commits": "commits",
+    "reviews": "reviews",
+    "review_comments": "review comments",
+    "issue_comments": "conversation comments",
+    "files": "changed files",
+    "check_runs": "check runs",
+    "config": CONFIG_PATH,
+    "pull_request": "pull request",
+}
+
+
+class GraphQLUnavailable(Exception):
+    """The server has no GraphQL endpoint or refuses the token for it: collect over REST."""
+
+
+class _TimedOut(Exception):
+    """GitHub gave up on the query (a timeout in the ``errors`` array, or a 502/504)."""
+
+
+# ------------------------------------------------------------------------------ the queries
+
+_ACTOR: Final = "__typename login"
+_RATE: Final = "rateLimit { cost limit remaining resetAt used }"
+_PAGE_INFO: Final = "totalCount pageInfo { hasNextPage endCursor }"
+
+
+@dataclass(frozen=True)
+class Conn:
+    """A connection the collector pages to its end: its field, the type that owns it (for the
+    ``node(id:)`` that reads its next page), one node's selection, and the connections nested
+    in that node (``holder`` is the key of the node holding them, "" for the node itself)."""
+
+    field: str
+    owner: str
+    node: str
+    resource: str
+    args: str = ""
+    first: str = "$inner"  # the variable sizing it when nested in another connection's nodes
+    children: tuple[tuple[str, Conn], ...] = ()
+
+    def selection(self, first: str, after: str | None = None) -> str:
+        args = [f"first: {first}"]
+        if after:
+            args.append(f"after: {after}")
+        if self.args:
+            args.append(self.args)
+        nested = " ".join(_child_sel(c) for holder, c in self.children if not holder)
+        node = self.node
+        for holder, child in self.children:
+            if holder:
+                node = node.replace(f"{holder} {{", f"{holder} {{ {_child_sel(child)}", 1)
+        return (f"{self.field}({', '.join(args)}) {{ {_PAGE_INFO} "
+                f"nodes {{ {node} {nested} }} }}").replace("  ", " ")
+
+
+def _child_sel(child: Conn) -> str:
+    return child.selection(child.first)
+
+
+# Page sizes of one query, by variable; all halved while GitHub times out on the query.
+FIRST_SIZES: Final[Mapping[str, int]] = {"page": FIRST_PAGE, "inner": FIRST_PAGE,
+                                         "parents": PARENTS_PAGE, "suites": SUITES_PAGE}
+NEXT_SIZES: Final[Mapping[str, int]] = {"page": NEXT_PAGE, "inner": FIRST_PAGE,
+                                        "parents": PARENTS_PAGE, "suites": SUITES_PAGE}
+
+
+def _declare(text: str) -> str:
+    return "".join(f", ${name}: Int!" for name in FIRST_SIZES if f"${name}" in text
+                   and name != "page")
+
+
+_PARENTS: Final = Conn("parents", "Commit", "oid", "commits", first="$parents")
+_THREAD_COMMENTS: Final = Conn(
+    "comments", "PullRequestReviewThread",
+    f"fullDatabaseId author {{ {_ACTOR} }} body path createdAt replyTo {{ fullDatabaseId }} url",
+    "review_comments",
+)
+_CHECK_RUNS: Final = Conn(
+    "checkRuns", "CheckSuite",
+    "databaseId name status conclusion startedAt completedAt title summary text url",
+    "check_runs", args="filterBy: {checkType: ALL}",
+)
+_SUITES: Final = Conn("checkSuites", "Commit", "id commit { oid } app { slug }", "check_runs",
+                      first="$suites", children=(("", _CHECK_RUNS),))
+_GIT_ACTOR: Final = "name email date user { login }"
+
+# The PR's own connections, in the order the first query asks for them.
+PULL_CONNECTIONS: Final[tuple[Conn, ...]] = (
+    Conn("labels", "PullRequest", "name", "pull_request"),
+    Conn("assignees", "PullRequest", _ACTOR, "pull_request"),
+    Conn("reviewRequests", "PullRequest",
+         "requestedReviewer { __typename ... on Actor { login } }", "pull_request"),
+    Conn("commits", "PullRequest",
+         f"commit {{ id oid message url author {{ {_GIT_ACTOR} }} "
+         f"committer {{ {_GIT_ACTOR} }} signature {{ state }} }}",
+         "commits", children=(("commit", _PARENTS),)),
+    Conn("reviews", "PullRequest",
+         f"fullDatabaseId author {{ {_ACTOR} }} state body submittedAt commit {{ oid }} "
+         "authorAssociation url", "reviews"),
+    Conn("reviewThreads", "PullRequest", "id", "review_comments",
+         children=(("", _THREAD_COMMENTS),)),
+    Conn("comments", "PullRequest",
+         f"fullDatabaseId author {{ {_ACTOR} }} body createdAt authorAssociation url",
+         "issue_comments"),
+    Conn("files", "PullRequest", "path additions deletions changeType", "files"),
+)
+
+_PULL_FIELDS: Final = (
+    f"id number title body state isDraft merged author {{ {_ACTOR} }} authorAssociation "
+    f"createdAt updatedAt closedAt mergedAt mergedBy {{ {_ACTOR} }} mergeCommit {{ oid }} "
+    "potentialMergeCommit { oid } headRefOid headRefName headRepository { nameWithOwner } "
+    "baseRefName additions deletions changedFiles url"
+)
+
+
+def pull_query() -> str:
+    """The first query: repository, PR, every connection's first page, head checks, config."""
+    conns = " ".join(c.selection("$page") for c in PULL_CONNECTIONS)
+    return (
+        "query TaskevalPullRequest($owner: String!, $name: String!, $number: Int!, "
+        "$page: Int!, $inner: Int!, $parents: Int!, $suites: Int!, $config: String!) { "
+        f"{_RATE} repository(owner: $owner, name: $name) {{ nameWithOwner url "
+        "defaultBranchRef { name } "
+        "config: object(expression: $config) { __typename ... on Blob { text isBinary "
+        "isTruncated byteSize } } "
+        f"pullRequest(number: $number) {{ {_PULL_FIELDS} {conns} "
+        f"headCommit: commits(last: 1) {{ nodes {{ commit {{ id oid {_child_sel(_SUITES)} }} }} }} "
+        "} } }"
+    )
+
+
+def page_query(conn: Conn) -> str:
+    """The query for the next page of ``conn`` on the object ``$id``."""
+    body = conn.selection("$page", "$after")
+    return (
+        f"query TaskevalPage($id: ID!, $page: Int!{_declare(body)}, $after: String!) {{ {_RATE} "
+        f"node(id: $id) {{ ... on {conn.owner} {{ {body} }} }} }}"
+    )
+
+
+def every_connection() -> Iterator[Conn]:
+    """Every connection the collector may page (the tests validate each one's query)."""
+    stack = [*PULL_CONNECTIONS, _SUITES]
+    while stack:
+        conn = stack.pop(0)
+        yield conn
+        stack.extend(child for _, child in conn.children)
+
+
+def every_query() -> list[str]:
+    """Every query text this module can send."""
+    return [pull_query(), *(page_query(c) for c in every_connection())]
+
+
+# --------------------------------------------------------------------------------- the reader
+
+
+@dataclass
+class PullRead:
+    """What the GraphQL reading yields for ``collection`` to assemble."""
+
+    repo: dict[str, Any]
+    pull: RawPullRequest
+    listed: dict[str, tuple[Any, CollectionIssue | None]]
+    renamed: bool  # a file was renamed or copied: its previous path is REST-only
+    checks_without_id: bool  # a check run GraphQL gave no databaseId: REST lists them instead
+    cost: int = 0
+    remaining: int | None = None
+    limit: int | None = None
+    queries: int = 0
+
+
+@dataclass
+class _Session:
+    requester: Requester
+    repository: str
+    number: int
+    cost: int = 0
+    queries: int = 0
+    remaining: int | None = None
+    limit: int | None = None
+    gaps: dict[str, CollectionIssue] = field(default_factory=dict)
+
+    def send(self, query: str, variables: dict[str, Any], where: list[str]) -> dict[str, Any]:
+        """``data`` of one query, its page size halved while GitHub times out on it. Errors
+        on evidence the PR can be scored without become gaps (``where`` maps an error's path to
+        a resource); the rest raise."""
+        sizes = {k: int(v) for k, v in variables.items() if k in FIRST_SIZES and f"${k}" in query}
+        page = sizes.get("page", NEXT_PAGE)
+        for attempt in range(TIMEOUT_RETRIES + 1):
+            try:
+                return self._once(query, {**variables, **sizes}, where)
+            except _TimedOut:
+                if attempt == TIMEOUT_RETRIES or page <= MIN_PAGE:
+                    break
+                sizes = {k: max(MIN_PAGE if k == "page" else 1, v // 2) for k, v in sizes.items()}
+                page = sizes.get("page", NEXT_PAGE)
+        raise GitHubError(
+            f"GitHub timed out on the GraphQL query for {self.repository}#{self.number} even at "
+            f"{page} items a page; evaluate again later or use --api rest", resource="pull_request")
+
+    def _once(self, query: str, variables: dict[str, Any], where: list[str]) -> dict[str, Any]:
+        self.queries += 1
+        try:
+            headers, body = self.requester.graphql_query(query, variables)
+        except GithubException as exc:
+            body = exc.data if isinstance(exc.data, dict) else {}
+            headers = exc.headers or {}
+            if "errors" not in body or exc.status not in (400, 404):
+                raise self._http_failure(exc) from exc
+        self._meter(body)
+        errors = [e for e in body.get("errors") or [] if isinstance(e, Mapping)]
+        for error in errors:
+            self._error(error, headers, where)
+        data = body.get("data")
+        if not isinstance(data, dict):
+            if errors:
+                raise GitHubError(redact(
+                    f"GitHub's GraphQL API answered {self.repository}#{self.number} with errors "
+                    f"and no data ({_message(errors[0])})"), resource="pull_request")
+            raise GitHubError(f"GitHub's GraphQL answer for {self.repository}#{self.number} "
+                              "has no data", resource="pull_request")
+        return data
+
+    def _http_failure(self, exc: GithubException) -> Exception:
+        if exc.status in (502, 504):
+            return _TimedOut()
+        if exc.status == 404 or (exc.status in (401, 403) and not is_rate_limited(exc)):
+            return GraphQLUnavailable(f"{exc.status}")
+        return translate(exc, f"PR #{self.number} in {self.repository} (GraphQL)", "pull_request")
+
+    def _meter(self, body: Mapping[str, Any]) -> None:
+        data = body.get("data")
+        rate = data.get("rateLimit") if isinstance(data, Mapping) else None
+        if isinstance(rate, Mapping):
+            self.cost += int(rate.get("cost") or 0)
+            self.remaining = rate.get("remaining")
+            self.limit = rate.get("limit")
+
+    def _error(self, error: Mapping[str, Any], headers: Mapping[str, Any],
+               where: list[str]) -> None:
+        kind = str(error.get("type") or "")
+        message = _message(error)
+        path = [str(p) for p in error.get("path") or []]
+        if kind == "RATE_LIMITED":
+            reset = _reset_at(headers)
+            when = f"; it resets at {reset:%Y-%m-%d %H:%M:%S} UTC" if reset else ""
+            raise RateLimitError(
+                redact(f"GitHub's GraphQL rate limit reached while reading PR #{self.number} in "
+                       f"{self.repository} ({message}){when}; try again later"),
+                status=403, resource="pull_request", reset_at=reset)
+        if "timeout" in message.lower() or "timed out" in message.lower():
+            raise _TimedOut()  # GitHub: "... This may be the result of a timeout ..."
+        resource = _resource_of(path, where)
+        if kind == "NOT_FOUND" and resource in ("repository", "pull_request"):
+            what = (f"repository {self.repository} or PR #{self.number}" if resource == "repository"
+                    else f"PR #{self.number} in {self.repository}")
+            raise NotFoundError(f"{what} not found, or the token cannot see it",
+                                status=404, resource=resource)
+        if kind == "FORBIDDEN" and resource not in ("repository", "pull_request"):
+            self.gaps.setdefault(resource, CollectionIssue(
+                resource=resource, status=403,
+                message=redact(f"{LABELS[resource]} could not be read (403: {message}); the token "
+                               f"probably lacks {NEEDS[resource]}"),
+            ))
+            return
+        if kind == "FORBIDDEN":
+            raise translate(GithubException(403, {"message": message}, None),
+                            f"PR #{self.number} in {self.repository}", resource)
+        raise GitHubError(redact(f"GitHub's GraphQL API failed on {'.'.join(path) or 'the query'} "
+                                 f"for {self.repository}#{self.number} ({message})"),
+                          resource=resource)
+
+    # ------------------------------------------------------------------------------ paging
+
+    def complete(self, conn: Conn, page: Mapping[str, Any] | None, owner_id: str | None) -> list[Any]:
+        """Every node of a connection, its next pages read through ``node(id: owner_id)``, and
+        every connection nested in its nodes completed the same way."""
+        if page is None:
+            return []
+        nodes = [n for n in page.get("nodes") or [] if n is not None]
+        info = page.get("pageInfo") or {}
+        while info.get("hasNextPage") and owner_id and conn.resource not in self.gaps:
+            data = self.send(page_query(conn), {"id": owner_id, **NEXT_SIZES,
+                                                "after": info.get("endCursor")}, [conn.resource])
+            nxt = (data.get("node") or {}).get(conn.field)
+            if not isinstance(nxt, Mapping):
+                break
+            nodes.extend(n for n in nxt.get("nodes") or [] if n is not None)
+            info = nxt.get("pageInfo") or {}
+        for node in nodes:
+            for holder, child in conn.children:
+                owner = node.get(holder) if holder else node
+                if isinstance(owner, dict) and child.field in owner:
+                    owner[child.field] = {"nodes": self.complete(child, owner[child.field],
+                                                                 owner.get("id"))}
+        return nodes
+
+
+def _message(error: Mapping[str, Any]) -> str:
+    return " ".join(str(error.get("message") or "no message").split())
+
+
+# Where an error's path points, from the first field naming a resource.
+_PATH_RESOURCES: Final[Mapping[str, str]] = {
+    "config": "config", "headCommit": "check_runs", "checkSuites": "check_runs",
+    "checkRuns": "check_runs", "commits": "commits", "parents": "commits", "reviews": "reviews",
+    "reviewThreads": "review_comments", "comments": "issue_comments", "files": "files",
+    "pullRequest": "pull_request", "repository": "repository",
+}
+
+
+def _resource_of(path: list[str], where: list[str]) -> str:
+    for part in reversed(path):
+        if part in _PATH_RESOURCES and part not in ("pullRequest", "repository"):
+            if part == "comments" and "reviewThreads" in path:
+                return "review_comments"
+            if part == "commits" and "headCommit" in path:
+                return "check_runs"
+            return _PATH_RESOURCES[part]
+    if where:
+        return where[0]
+    return "pull_request" if "pullRequest" in path else "repository"
+
+
+def read_pull(requester: Requester, repository: str, number: int) -> PullRead:
+    """Read the PR over GraphQL, every connection to its end (see the module docstring).
+
+    Raises ``GraphQLUnavailable`` when the server has no GraphQL or refuses the token for it,
+    ``NotFoundError`` for a missing repository or PR, ``RateLimitError`` for ``RATE_LIMITED``,
+    ``GitHubError`` otherwise; a ``FORBIDDEN`` on one resource is a gap in ``listed``."""
+    owner, name = repository.split("/", 1)
+    session = _Session(requester, repository, number)
+    data = session.send(pull_query(), {"owner": owner, "name": name, "number": number,
+                                       **FIRST_SIZES, "config": f"HEAD:{CONFIG_PATH}"}, [])
+    repo = data.get("repository")
+    if not isinstance(repo, Mapping) or not isinstance(repo.get("pullRequest"), Mapping):
+        raise NotFoundError(f"PR #{number} in {repository} not found, or the token cannot see it",
+                            status=404, resource="pull_request")
+    pr: dict[str, Any] = dict(repo["pullRequest"])
+    pr_id = pr.get("id")
+    nodes: dict[str, list[Any]] = {}
+    for conn in PULL_CONNECTIONS:
+        nodes[conn.field] = session.complete(conn, pr.get(conn.field), pr_id)
+    suites, head_oid = _head_suites(session, pr)
+    try:
+        converted = _convert(repo, pr, nodes, suites, head_oid)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise translate(exc if not isinstance(exc, ValueError) else TypeError(str(exc)),
+                        f"PR #{number} in {repository} (GraphQL)", "pull_request") from exc
+    pull, listed, renamed, without_id = converted
+    for resource, gap in session.gaps.items():
+        if resource in listed:
+            listed[resource] = ([] if resource != "config" else None, gap)
+    return PullRead(
+        repo={"full_name": repo.get("nameWithOwner"), "html_url": repo.get("url"),
+              "default_branch": (repo.get("defaultBranchRef") or {}).get("name")},
+        pull=pull, listed=listed, renamed=renamed, checks_without_id=without_id,
+        cost=session.cost, remaining=session.remaining, limit=session.limit,
+        queries=session.queries,
+    )
+
+
+def _head_suites(session: _Session, pr: Mapping[str, Any]) -> tuple[list[Any], str | None]:
+    """The check suites of the PR's head commit (the last listed commit is the head; if a push
+    raced the query, the suites are those of the commit the listing ended at, and collection
+    reports the race from the commit count)."""
+    head = ((pr.get("headCommit") or {}).get("nodes") or [None])[-1]
+    commit = (head or {}).get("commit") if isinstance(head, Mapping) else None
+    if not isinstance(commit, Mapping):
+        return [], None
+    return session.complete(_SUITES, commit.get("checkSuites"), commit.get("id")), commit.get("oid")
+
+
+# -------------------------------------------------------------------------------- converting
+
+
+def user(actor: Mapping[str, Any] | None) -> RawUser | None:
+    """An ``Actor`` as REST names it: a Bot's GraphQL login lacks REST's ``[bot]`` suffix."""
+    if not isinstance(actor, Mapping) or not actor.get("login"):
+        return None
+    kind = str(actor.get("__typename") or "User")
+    login = str(actor["login"])
+    if kind == "Bot" and not login.endswith("[bot]"):
+        login += "[bot]"
+    return RawUser(login=login, type=kind)
+
+
+_NOREPLY: Final = "@users.noreply.github.com"
+
+
+def _git_account(actor: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
+    """The account REST links a git author to. GraphQL's ``GitActor.user`` is a ``User`` only,
+    so a bot's commit has none; REST links by e-mail, and GitHub's no-reply address
+    ``<id>+<login>@users.noreply.github.com`` names the account, which (not being a User) is a
+    Bot."""
+    if not isinstance(actor, Mapping):
+        return None, None
+    linked = actor.get("user")
+    if isinstance(linked, Mapping) and linked.get("login"):
+        return str(linked["login"]), "User"
+    email = str(actor.get("email") or "")
+    if email.lower().endswith(_NOREPLY):
+        local = email[: -len(_NOREPLY)]
+        ident, plus, login = local.partition("+")
+        if plus and ident.isdigit() and login:
+            return login, "Bot"
+    return None, None
+
+
+# GraphQL's GitSignatureState names two REST verification reasons differently.
+_REASONS: Final[Mapping[str, str]] = {
+    "MALFORMED_SIG": "malformed_signature", "UNKNOWN_SIG_TYPE": "unknown_signature_type",
+}
+_CHANGE_TYPES: Final[Mapping[str, str]] = {
+    "ADDED": "added", "DELETED": "removed", "MODIFIED": "modified", "RENAMED": "renamed",
+    "COPIED": "copied", "CHANGED": "changed",
+}
+
+
+def _id(value: Any) -> int:
+    if value is None:
+        raise KeyError("fullDatabaseId")
+    return int(value)
+
+
+def _commit(node: Mapping[str, Any]) -> RawCommit:
+    c = node["commit"]
+    author = c.get("author") or {}
+    committer = c.get("committer") or {}
+    author_login, author_type = _git_account(author)
+    committer_login, _ = _git_account(committer)
+    state = (c.get("signature") or {}).get("state")
+    return RawCommit(
+        sha=c["oid"], message=c.get("message") or "",
+        author_login=author_login, author_type=author_type, author_name=author.get("name"),
+        authored_at=author.get("date"),
+        committer_login=committer_login, committer_name=committer.get("name"),
+        committed_at=committer.get("date"),
+        verified=state == "VALID",
+        verification_reason=_REASONS.get(state, str(state).lower()) if state else "unsigned",
+        parents=[p["oid"] for p in (c.get("parents") or {}).get("nodes") or [] if p.get("oid")],
+        html_url=c.get("url"),
+    )
+
+
+def _review(n: Mapping[str, Any]) -> RawReview:
+    return RawReview(
+        id=_id(n.get("fullDatabaseId")), user=user(n.get("author")), state=n["state"],
+        body=n.get("body") or "", submitted_at=n.get("submittedAt"),
+        commit_id=(n.get("commit") or {}).get("oid"),
+        author_association=n.get("authorAssociation") or "NONE", html_url=n.get("url"),
+    )
+
+
+def _review_comment(n: Mapping[str, Any]) -> RawReviewComment:
+    reply = n.get("replyTo") or {}
+    return RawReviewComment(
+        id=_id(n.get("fullDatabaseId")), user=user(n.get("author")), body=n.get("body") or "",
+        path=n.get("path"), created_at=n.get("createdAt"),
+        in_reply_to_id=int(reply["fullDatabaseId"]) if reply.get("fullDatabaseId") else None,
+        html_url=n.get("url"),
+    )
+
+
+def _issue_comment(n: Mapping[str, Any]) -> RawIssueComment:
+    return RawIssueComment(
+        id=_id(n.get("fullDatabaseId")), user=user(n.get("author")), body=n.get("body") or "",
+        created_at=n.get("createdAt"), author_association=n.get("authorAssociation") or "NONE",
+        html_url=n.get("url"),
+    )
+
+
+def _file(n: Mapping[str, Any]) -> RawFile:
+    adds, dels = int(n.get("additions") or 0), int(n.get("deletions") or 0)
+    return RawFile(filename=n["path"], status=_CHANGE_TYPES.get(str(n.get("changeType")), "modified"),
+                   additions=adds, deletions=dels, changes=adds + dels)
+
+
+def _check_runs(suites: list[Any]) -> tuple[list[RawCheckRun], bool]:
+    runs: list[RawCheckRun] = []
+    without_id = False
+    for suite in suites:
+        slug = (suite.get("app") or {}).get("slug")
+        sha = str((suite.get("commit") or {})["oid"])
+        for n in (suite.get("checkRuns") or {}).get("nodes") or []:
+            if n.get("databaseId") is None:
+                without_id = True
+                continue
+            runs.append(RawCheckRun(
+                id=n["databaseId"], name=n["name"], status=str(n.get("status") or "COMPLETED").lower(),
+                conclusion=str(n["conclusion"]).lower() if n.get("conclusion") else None,
+                head_sha=sha, started_at=n.get("startedAt"), completed_at=n.get("completedAt"),
+                app_slug=slug, output_title=n.get("title"), output_summary=n.get("summary"),
+                output_text=n.get("text"), html_url=n.get("url"),
+            ))
+    return runs, without_id
+
+
+def _config(repo: Mapping[str, Any]) -> tuple[str | None, CollectionIssue | None]:
+    """The config text, with the REST path's messages for what is not a readable text file."""
+    blob = repo.get("config")
+    if blob is None:
+        return None, None
+    problem = None
+    if blob.get("__typename") != "Blob":
+        problem = f"{CONFIG_PATH} is not a file"
+    elif blob.get("isTruncated"):
+        problem = f"{CONFIG_PATH} is too large for the contents API"
+    elif blob.get("isBinary") or blob.get("text") is None:
+        problem = f"{CONFIG_PATH} is not UTF-8 text"
+    if problem:
+        return None, CollectionIssue(resource="config", message=problem)
+    return str(blob["text"]), None
+
+
+def _convert(
+    repo: Mapping[str, Any], pr: Mapping[str, Any], nodes: Mapping[str, list[Any]],
+    suites: list[Any], head_oid: str | None,
+) -> tuple[RawPullRequest, dict[str, tuple[Any, CollectionIssue | None]], bool, bool]:
+    review_comments = sorted(
+        (_review_comment(c) for t in nodes["reviewThreads"]
+         for c in (t.get("comments") or {}).get("nodes") or []),
+        key=lambda c: c.id,
+    )
+    commits_page = pr.get("commits") or {}
+    merge = pr.get("mergeCommit") or pr.get("potentialMergeCommit") or {}
+    pull = RawPullRequest(
+        number=pr["number"], title=pr.get("title") or "", body=pr.get("body") or "",
+        state="open" if pr["state"] == "OPEN" else "closed", draft=bool(pr.get("isDraft")),
+        merged=bool(pr.get("merged") or pr.get("mergedAt")),
+        user=user(pr.get("author")) or RawUser(login="ghost"),
+        author_association=pr.get("authorAssociation") or "NONE",
+        labels=[n["name"] for n in nodes["labels"] if n.get("name")],
+        created_at=pr["createdAt"], updated_at=pr.get("updatedAt"), closed_at=pr.get("closedAt"),
+        merged_at=pr.get("mergedAt"), merged_by=user(pr.get("mergedBy")),
+        merge_commit_sha=merge.get("oid"), head_sha=pr["headRefOid"], head_ref=pr["headRefName"],
+        head_repo=(pr.get("headRepository") or {}).get("nameWithOwner"),
+        base_ref=pr["baseRefName"], additions=pr.get("additions") or 0,
+        deletions=pr.get("deletions") or 0, changed_files=pr.get("changedFiles") or 0,
+        commits=commits_page.get("totalCount") or 0,
+        comments=(pr.get("comments") or {}).get("totalCount") or 0,
+        # GraphQL has no count of review comments; the threads were read to their end.
+        review_comments=len(review_comments),
+        html_url=pr["url"],
+        assignees=[u for a in nodes["assignees"] if (u := user(a))],
+        requested_reviewers=[u for r in nodes["reviewRequests"]
+                             if (u := user(r.get("requestedReviewer")))],
+    )
+    files = [_file(n) for n in nodes["files"]]
+    runs, without_id = _check_runs(suites)
+    listed: dict[str, tuple[Any, CollectionIssue | None]] = {
+        "commits": ([_commit(n) for n in nodes["commits"]], None),
+        "reviews": ([_review(n) for n in nodes["reviews"]], None),
+        "review_comments": (review_comments, None),
+        "issue_comments": ([_issue_comment(n) for n in nodes["comments"]], None),
+        "files": (files, None),
+        "config": _config(repo),
+        "check_runs": (runs if head_oid is None or head_oid == pull.head_sha else [], None),
+    }
+    renamed = any(f.status in ("renamed", "copied") for f in files)
+    return pull, listed, renamed, without_id or (head_oid is not None and head_oid != pull.head_sha)

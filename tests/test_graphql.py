@@ -1,0 +1,370 @@
+"""GraphQL collection: the same bundle as REST, byte for byte, against GitHub's own schema.
+
+The fake GitHub answers GraphQL by executing each query against the vendored schema
+(tests/fakegraphql.py) over the fixture data its REST routes serve, so a query GitHub would
+reject fails here, and both transports read one set of facts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+
+import pytest
+from github import Github
+
+from taskeval.evidence import build_bundle
+from taskeval.github import NotFoundError, RateLimitError, collect, make_client
+from taskeval.github import collection as collection_module
+from taskeval.github.graphql import FIRST_PAGE, FIRST_SIZES, every_query
+from taskeval.raw import RawCollection
+from tests.fakegithub import ACTIONS_PERMISSIONS, BASE_TIME, FAKE_TOKEN, FakeGitHub, Fault
+from tests.fakegraphql import query_cost, schema, validation_errors
+
+REPO = "octo-org/widgets"
+# Fields that say how a collection was made, not what it found.
+_HOW = {"requests", "transport", "graphql_queries", "graphql_points", "graphql_remaining",
+        "graphql_limit", "notes", "rate_limit_remaining", "rate_limit_limit"}
+
+
+def client(fake: FakeGitHub, token: str | None = FAKE_TOKEN) -> Github:
+    return make_client(token, base_url=fake.url, retries=2, backoff_factor=0, max_wait=5)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_run() -> Iterator[None]:
+    """Each test is its own run: no server remembered as refusing GraphQL."""
+    collection_module._REST_ONLY.clear()
+    yield
+    collection_module._REST_ONLY.clear()
+
+
+# ------------------------------------------------------------------------- fixture PRs
+
+
+def _many_conversation(fake: FakeGitHub) -> int:
+    reviews = [{"user": f"rev{i}", "state": ["COMMENTED", "CHANGES_REQUESTED", "APPROVED"][i % 3],
+                "body": f"review {i}"} for i in range(110)]
+    fake.add_pr(REPO, 7, reviews=reviews, review_comments=[
+        {"user": "octocat", "body": f"note {i}", "path": f"src/m{i % 7}.py"} for i in range(130)
+    ], issue_comments=[{"user": f"user{i}", "body": f"comment {i}"} for i in range(120)])
+    pull = fake.repos[REPO].pulls[7]
+    root = pull.review_comments[0]["id"]
+    for comment in pull.review_comments[1:70]:  # one thread of 70 (pages inside it), 60 others
+        comment["in_reply_to_id"] = root
+    return 7
+
+
+def _renamed_files(fake: FakeGitHub) -> int:
+    files = [{"filename": f"src/pkg/mod_{i:03}.py", "additions": i % 9, "deletions": i % 4}
+             for i in range(150)]
+    files.append({"filename": "src/pkg/new_name.py", "status": "renamed",
+                  "previous_filename": "src/pkg/old_name.py", "additions": 1, "deletions": 1})
+    files.append({"filename": "docs/gone.md", "status": "removed", "additions": 0, "deletions": 9})
+    files.append({"filename": "docs/new.md", "status": "added", "additions": 9, "deletions": 0})
+    fake.add_pr(REPO, 8, files=files)
+    return 8
+
+
+def _timeline_events(fake: FakeGitHub) -> int:
+    pr = fake.add_pr(REPO, 9, merged=False, state="closed")
+    fake.add_timeline_event(REPO, 9, "copilot_work_finished_failure", actor="octocat")
+    fake.add_timeline_event(REPO, 9, "head_ref_force_pushed", actor="copilot-swe-agent[bot]",
+                            commit_id=pr.head_sha)
+    fake.add_timeline_event(REPO, 9, "cross-referenced", actor="octocat", id=None, source={
+        "type": "issue", "issue": {
+            "number": 490, "state": "open", "title": "Retry the parser fix",
+            "user": fake.user("copilot-swe-agent[bot]"), "created_at": "2025-03-05T10:00:00Z",
+            "pull_request": {"url": "x"}, "repository": {"full_name": REPO}}})
+    return 9
+
+
+def _many_checks(fake: FakeGitHub) -> int:
+    pr = fake.add_pr(REPO, 10, commits=4)
+    for i in range(130):
+        fake.add_check_run(REPO, pr.head_sha, f"matrix ({i})", "success" if i % 11 else "failure",
+                           started_at=BASE_TIME + timedelta(minutes=i), summary=f"job {i}")
+    return 10
+
+
+def _labelled_and_assigned(fake: FakeGitHub) -> int:
+    pr = fake.add_pr(REPO, 11, labels=[f"area/{i}" for i in range(105)], merged=False, draft=True)
+    pr.data["assignees"] = [fake.user("octocat"), fake.user("copilot-swe-agent[bot]")]
+    pr.data["requested_reviewers"] = [fake.user("hubot"), fake.user("reviewer-bot[bot]")]
+    pr.data["merge_commit_sha"] = "f" * 40  # GitHub's test merge of an open PR
+    return 11
+
+
+Scenario = Callable[[FakeGitHub], int]
+SCENARIOS: dict[str, Scenario] = {
+    "merged agent PR, green CI": lambda f: f.add_pr(REPO, 482).number,
+    "red CI at merge": lambda f: f.add_pr(REPO, 483, ci="red").number,
+    "fail then fix, re-run": lambda f: f.add_pr(REPO, 484, ci="fail-then-fix", rerun=True).number,
+    "no CI": lambda f: f.add_pr(REPO, 485, ci="none").number,
+    "fork PR": lambda f: f.add_pr(REPO, 486, fork="someone", author="someone").number,
+    "open draft, human author, unsigned": lambda f: f.add_pr(
+        REPO, 487, merged=False, draft=True, author="alice", verified=False).number,
+    "closed unmerged, timeline events": _timeline_events,
+    "opened through an App": lambda f: f.add_pr(REPO, 488, via_app="chatgpt-codex-connector").number,
+    "repository config": lambda f: f.add_pr(REPO, 489, config_text="ai: false\n").number,
+    "pending and dismissed reviews": lambda f: f.add_pr(REPO, 490, reviews=[
+        {"user": "octocat", "state": "CHANGES_REQUESTED", "body": "Please add tests."},
+        {"user": "hubot", "state": "DISMISSED", "body": ""},
+        {"user": "octocat", "state": "PENDING", "body": "draft"},
+        {"user": "copilot-pull-request-reviewer[bot]", "state": "COMMENTED", "body": "Summary"},
+    ]).number,
+    "120 commits (pages)": lambda f: f.add_pr(REPO, 491, commits=120).number,
+    "260 commits (GitHub's 250 cap)": lambda f: f.add_pr(REPO, 492, commits=260).number,
+    "110 reviews, 130 review comments, 120 comments": _many_conversation,
+    "153 files, one renamed": _renamed_files,
+    "130 check runs on the head": _many_checks,
+    "105 labels, assignees, requested reviewers": _labelled_and_assigned,
+}
+
+
+def _both(fake: FakeGitHub, number: int) -> tuple[RawCollection, RawCollection]:
+    gh = client(fake)
+    return collect(gh, REPO, number), collect(gh, REPO, number, api="graphql")
+
+
+def _assert_same(rest: RawCollection, graphql: RawCollection) -> None:
+    assert graphql.transport == "graphql" and rest.transport == "rest"
+    assert graphql.notes == []
+    mine, theirs = rest.model_dump(exclude=_HOW), graphql.model_dump(exclude=_HOW)
+    for key in mine:  # the field that differs, before the bundle bytes say only "differs"
+        assert theirs[key] == mine[key], key
+    assert build_bundle(graphql).model_dump_json().encode() == \
+        build_bundle(rest).model_dump_json().encode()
+
+
+@pytest.mark.parametrize("build", SCENARIOS.values(), ids=SCENARIOS.keys())
+def test_every_fixture_pr_gives_the_same_bundle_through_both_transports(build: Scenario) -> None:
+    fake = FakeGitHub()
+    number = build(fake)
+    with fake.mock():
+        rest, graphql = _both(fake, number)
+    _assert_same(rest, graphql)
+    assert graphql.requests < rest.requests or rest.requests <= 4
+
+
+@pytest.mark.parametrize("build", [SCENARIOS["merged agent PR, green CI"],
+                                   SCENARIOS["110 reviews, 130 review comments, 120 comments"]],
+                         ids=["typical", "long conversation"])
+def test_same_bundle_over_http_from_the_served_fake(build: Scenario) -> None:
+    fake = FakeGitHub()
+    number = build(fake)
+    with fake.serve(prefix="/api/v3"):  # GHES: REST under /api/v3, GraphQL at /api/graphql
+        rest, graphql = _both(fake, number)
+    _assert_same(rest, graphql)
+
+
+def test_a_typical_pr_costs_one_query_one_point_and_three_rest_reads() -> None:
+    fake = FakeGitHub()
+    fake.add_pr(REPO, 482)
+    with fake.mock():
+        raw = collect(client(fake), REPO, 482, api="graphql")
+    assert (raw.graphql_queries, raw.graphql_points, raw.requests) == (1, 1, 4)
+    assert fake.graphql_points == 1 and raw.graphql_remaining == fake.graphql_remaining
+    # REST for what GraphQL lacks: the issue object's App, the timeline, the workflow runs.
+    assert fake.counts() == {"graphql": 1, "issues.get": 1, "issues.timeline": 1, "actions.runs": 1}
+
+
+def test_every_connection_is_paged_to_its_end() -> None:
+    fake = FakeGitHub()
+    number = _many_conversation(fake)
+    with fake.mock():
+        raw = collect(client(fake), REPO, number, api="graphql")
+    assert (len(raw.reviews), len(raw.review_comments), len(raw.issue_comments)) == (110, 130, 120)
+    # Pages after the first are read by node(id:), 100 at a time.
+    assert raw.graphql_queries == 1 + 1 + 1 + 1 + 1  # first, reviews, threads, comments, a thread
+
+
+# ----------------------------------------------------------------------- the schema
+
+
+def test_every_query_the_collector_can_send_is_valid_against_githubs_schema() -> None:
+    queries = every_query()
+    assert len(queries) >= 10
+    for query in queries:
+        assert validation_errors(query) == [], query
+
+
+def test_the_fake_rejects_what_github_would() -> None:
+    assert validation_errors("{ repository(owner: \"o\", name: \"r\") { pullRequest(number: 1) "
+                             "{ runAttempt } } }")
+    fake = FakeGitHub()
+    fake.add_pr(REPO, 482)
+    with fake.mock():
+        gh = client(fake)
+        _, body = gh.requester.requestJsonAndCheck("POST", gh.requester.graphql_url, input={
+            "query": "{ repository(owner: \"octo-org\", name: \"widgets\") { pullRequest(number: "
+                     "482) { commits { totalCount } } } }"})
+    assert body["data"]["repository"]["pullRequest"] is None
+    assert "first" in body["errors"][0]["message"]
+
+
+def _fields(type_name: str) -> set[str]:
+    kind = schema().get_type(type_name)
+    return set(getattr(kind, "fields", {}))
+
+
+@pytest.mark.parametrize(("type_name", "missing", "read_over_rest"), [
+    # Timeline events have no databaseId: REST's event ids (the bundle's event:<id>) are REST-only.
+    ("MergedEvent", "databaseId", "timeline"), ("ClosedEvent", "databaseId", "timeline"),
+    ("HeadRefForcePushedEvent", "databaseId", "timeline"),
+    ("CrossReferencedEvent", "databaseId", "timeline"),
+    # A workflow run's attempt, start time and actors.
+    ("WorkflowRun", "runAttempt", "workflow runs"), ("WorkflowRun", "runStartedAt", "workflow runs"),
+    ("WorkflowRun", "actor", "workflow runs"),
+    # The App a PR was opened through (REST: the issue object's performed_via_github_app).
+    ("PullRequest", "performedViaGithubApp", "issue object"),
+    ("PullRequest", "viaApp", "issue object"),
+    # A renamed file's previous path.
+    ("PullRequestChangedFile", "previousPath", "changed files"),
+    ("PullRequestChangedFile", "previousFilename", "changed files"),
+])
+def test_what_graphql_lacks_is_read_over_rest(type_name: str, missing: str,
+                                              read_over_rest: str) -> None:
+    """If GitHub adds one of these, that read can move to GraphQL (docs/collection.md)."""
+    assert _fields(type_name), type_name
+    assert missing not in _fields(type_name), f"{type_name}.{missing} exists now: {read_over_rest}"
+
+
+def test_the_rest_only_agent_events_are_not_in_graphqls_timeline() -> None:
+    kinds = schema().get_type("PullRequestTimelineItemsItemType")
+    assert kinds is not None
+    values = set(getattr(kinds, "values", {}))
+    assert "MERGED_EVENT" in values
+    assert not {v for v in values if "COPILOT" in v}
+
+
+def test_a_typical_first_query_costs_one_point_by_githubs_formula() -> None:
+    first = every_query()[0]
+    assert query_cost(first, FIRST_SIZES)[0] == 1
+    assert query_cost(first, {**FIRST_SIZES, "page": 100})[0] == 2  # why the first page is 50
+
+
+# ------------------------------------------------------------------- faults and fallback
+
+
+def test_a_page_github_times_out_on_is_asked_again_at_half_the_size() -> None:
+    fake = FakeGitHub()
+    fake.add_pr(REPO, 491, commits=120)
+    fake.graphql_max_page = 30
+    with fake.mock():
+        rest, graphql = _both(fake, 491)
+    _assert_same(rest, graphql)
+    sizes = [v.get("page") for _, v in fake.graphql_queries]
+    assert sizes[:2] == [FIRST_PAGE, FIRST_PAGE // 2]
+
+
+def test_a_timeout_that_persists_is_a_clear_error() -> None:
+    fake = FakeGitHub()
+    fake.add_pr(REPO, 482)
+    fake.graphql_max_page = 1
+    with fake.mock(), pytest.raises(Exception, match="timed out on the GraphQL query"):
+        collect(client(fake), REPO, 482, api="graphql")
+
+
+def test_a_502_on_graphql_is_retried_at_half_the_size() -> None:
+    fake = FakeGitHub()
+    fake.add_pr(REPO, 482)
+    fake.inject("/graphql", Fault.server_error(502))
+    with fake.mock():
+        raw = collect(client(fake), REPO, 482, api="graphql")
+    assert raw.transport == "graphql" and len(raw.commits) == 3
+
+
+def test_rate_limited_is_a_rate_limit_error_with_the_reset() -> None:
+    fake = FakeGitHub()
+    fake.add_pr(REPO, 482)
+    fake.graphql_remaining = 0
+    with fake.mock(), pytest.raises(RateLimitError, match="GraphQL rate limit") as caught:
+        collect(client(fake), REPO, 482, api="graphql")
+    assert caught.value.reset_at is not None
+
+
+def test_missing_pr_is_not_found_through_either_transport() -> None:
+    fake = FakeGitHub()
+    fake.add_pr(REPO, 482)
+    with fake.mock():
+        for api in ("rest", "graphql"):
+            with pytest.raises(NotFoundError, match="not found"):
+                collect(client(fake), REPO, 999, api=api)
+            with pytest.raises(NotFoundError, match="not found"):
+                collect(client(fake), "octo-org/nothing", 1, api=api)
+
+
+@pytest.mark.parametrize("missing", ["checks", "contents", "actions"])
+def test_a_permission_the_token_lacks_is_the_same_gap_through_both(missing: str) -> None:
+    """GraphQL answers FORBIDDEN beside partial data; the gap, its message and the bundle match
+    REST's 403."""
+    permissions = {k: v for k, v in ACTIONS_PERMISSIONS.items() if k != missing}
+    fake = FakeGitHub(integration=True, permissions=permissions)
+    fake.add_pr(REPO, 482, config_text="ai: false\n")
+    with fake.mock():
+        rest, graphql = _both(fake, 482)
+    assert rest.issues and [i.resource for i in graphql.issues] == [i.resource for i in rest.issues]
+    _assert_same(rest, graphql)
+
+
+@pytest.mark.parametrize("setup", ["no graphql endpoint", "token refused"])
+def test_without_graphql_collection_falls_back_to_rest_once_and_says_so(setup: str) -> None:
+    fake = FakeGitHub()
+    fake.add_pr(REPO, 482)
+    if setup == "no graphql endpoint":
+        fake.graphql_enabled = False
+    else:
+        fake.inject("/graphql", Fault.forbidden("Resource not accessible by personal access token"))
+    with fake.mock():
+        gh = client(fake)
+        first = collect(gh, REPO, 482, api="graphql")
+        second = collect(gh, REPO, 482, api="graphql")
+        rest = collect(gh, REPO, 482)
+    assert first.transport == second.transport == "rest"
+    assert "GraphQL was not available" in first.notes[0] and "keeps to REST" in first.notes[0]
+    assert second.notes == ["GraphQL was refused earlier in this run; collected over REST"]
+    assert fake.count(route="graphql") == 1  # remembered for the run
+    assert build_bundle(first).model_dump_json() == build_bundle(rest).model_dump_json()
+
+
+# ---------------------------------------------------------------------------- adapters
+
+
+def test_an_evaluation_over_graphql_says_its_rest_fallback_in_the_warnings() -> None:
+    from taskeval.pipeline import Options, evaluate_pull_request
+
+    fake = FakeGitHub()
+    fake.add_pr(REPO, 482)
+    fake.graphql_enabled = False
+    with fake.mock():
+        gh = client(fake)
+        fallen = evaluate_pull_request(gh, REPO, 482, Options(ai="off", api="graphql", env={}))
+        rest = evaluate_pull_request(gh, REPO, 482, Options(ai="off", env={}))
+    assert fallen.result.warnings[0].startswith("GraphQL was not available")
+    assert fallen.result.bundle_hash == rest.result.bundle_hash
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["evaluate", "o/r#1"], "rest"), (["evaluate", "o/r#1", "--api", "graphql"], "graphql"),
+    (["backfill", "o/r", "--api", "graphql"], "graphql"),
+])
+def test_commands_that_read_github_take_api(argv: list[str], expected: str) -> None:
+    from taskeval.cli import build_parser
+
+    assert build_parser().parse_args(argv).api == expected
+
+
+def test_the_action_input_and_the_bot_setting_are_named_api() -> None:
+    from action.inputs import ActionInputs, InputError
+    from bot.settings import BotSettings as Settings
+    from bot.settings import SettingsError
+
+    assert ActionInputs.from_env({"INPUT_API": "graphql"}).api == "graphql"
+    assert ActionInputs.from_env({}).api == "rest"
+    with pytest.raises(InputError, match="'api' must be rest or graphql"):
+        ActionInputs.from_env({"INPUT_API": "soap"})
+    env = {"GITHUB_TOKEN": FAKE_TOKEN, "GITHUB_WEBHOOK_SECRET": "s" * 32, "TASKEVAL_API": "graphql"}
+    assert Settings.from_env(env).api == "graphql"
+    with pytest.raises(SettingsError, match="TASKEVAL_API"):
+        Settings.from_env({**env, "TASKEVAL_API": "soap"})

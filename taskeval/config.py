@@ -248,13 +248,13 @@ class Thresholds(_Section):
     )
     idle_grace_hours: float = Field(
         default=48.0, ge=0,
-        description="[agent.idle_gaps] Hours of silence between two pieces of PR activity that "
-        "cost nothing (a weekend, a reviewer's day off).",
+        description="[agent.idle_gaps] Hours of an agent turn (its move, after a request, red CI or "
+        "an assignment) that cost nothing: an agent that answers within two days, weekend included.",
     )
     idle_half_life_hours: float = Field(
         default=120.0, gt=0,
-        description="[agent.idle_gaps] Hours of silence beyond the grace per halving: a week idle "
-        "scores about 64, three weeks about 11.",
+        description="[agent.idle_gaps] Hours of an agent turn beyond the grace per halving: a week "
+        "on its move scores about 64, three weeks about 11. Waiting for people is never charged.",
     )
     restart_half_life: float = Field(
         default=1.0, gt=0,

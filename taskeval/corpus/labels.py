@@ -139,6 +139,7 @@ def report(labels: list[Label], results: Path, second: list[Label], split: bool 
     own: list[tuple[float, bool]] = []  # agentPerformance; bad = closed for the agent's failure
     every: list[tuple[float, bool]] = []  # the same, with the PRs people could not read either
     rescued: list[tuple[float, bool]] = []
+    merged: list[tuple[float, str]] = []
     by_agent: dict[str, list[tuple[str, str]]] = {}
     missing = []
     for lab in labels:
@@ -159,6 +160,7 @@ def report(labels: list[Label], results: Path, second: list[Label], split: bool 
             got = (result.get("rescue") or {}).get("class", "none")
             rescues.append((lab.label, got))
             rescued.append((score, lab.label != "clean"))
+            merged.append((score, lab.label))
     first = {lab.pr_id: lab.label for lab in labels}
     pairs = [(first[s.pr_id], s.label) for s in second if s.pr_id in first]
     return {
@@ -172,6 +174,8 @@ def report(labels: list[Label], results: Path, second: list[Label], split: bool 
             [(s, b) for (s, b), (lab, _) in zip(own, [c for c in closures if c[0] != "unknown"], strict=True)
              if b or lab in PROJECT_REASONS]),
         "aucRescued": _auc(rescued),
+        "aucFeedbackLoop": _auc([(s, k == "feedback_loop") for s, k in merged if k != "taken_over"]),
+        "aucTakenOver": _auc([(s, k == "taken_over") for s, k in merged if k != "feedback_loop"]),
         "kappa": {"n": len(pairs), "kappa": cohen_kappa(pairs),
                   "agreement": sum(a == b for a, b in pairs) / len(pairs) if pairs else None},
         "halves": {name: _brief(report(part, results, [], split=False))

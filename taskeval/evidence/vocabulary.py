@@ -29,6 +29,10 @@ FAILING_CONCLUSIONS: Final = frozenset(
     {"failure", "timed_out", "action_required", "startup_failure"}
 )
 CANCELLED_CONCLUSIONS: Final = frozenset({"cancelled"})
+# Workflow-run events that are not the PR's CI even when they ran on its head commit: a nightly
+# schedule that happened to find the branch, and "dynamic" runs, which are GitHub's own agent
+# sessions (Copilot's "Running Copilot coding agent"), read as the agent's sessions, not as CI.
+NOT_PR_CI_EVENTS: Final = frozenset({"schedule", "dynamic"})
 
 Outcome = Literal["pass", "fail", "cancelled", "neutral", "pending"]
 

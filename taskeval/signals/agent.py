@@ -198,22 +198,38 @@ def human_intervention(ctx: Ctx) -> Measure:
     return ok(value, linear(value, 0.0, zero), reason, cited)
 
 
-@signal("agent.review_rounds", CAT, "Few change-request rounds", 1.5, ["facts.reviews"])
+@signal("agent.review_rounds", CAT, "Few rounds of sending the work back", 1.5,
+        ["facts.reviews", "facts.comments", "facts.timeline", "facts.commits", "facts.pull.createdAt",
+         "facts.pull.closedAt", "facts.pull.mergedAt"])
 def review_rounds(ctx: Ctx) -> Measure:
-    """How often human reviewers sent the work back: each round is a miss the author made."""
+    """How often people sent the work back: change requests, and the turns in which a person's
+    request handed the work back to the agent after it had handed it over (docs/turns.md). Each
+    round is a miss the author made; a "thanks" or an approval is none."""
     human = [r for r in ctx.human_reviews if r.state != "PENDING"]
-    if not human:
-        return inconclusive("No one other than the author reviewed the PR.", [ctx.pr])
-    rounds = [r for r in human if r.state == "CHANGES_REQUESTED"]
+    turns = ctx.turns
+    sent = [s for s in turns.spans if s.whose == "agent" and s.rule in _SENT_BACK and s.by != "agent"]
+    if not human and not turns.rounds:
+        return inconclusive("No one other than the author reviewed the PR or sent it back.", [ctx.pr])
+    requested = [r for r in human if r.state == "CHANGES_REQUESTED"]
+    rounds = max(len(requested), turns.rounds)
     half = ctx.settings.thresholds.review_rounds_half_life
     if rounds:
-        asked = sorted({r.author or "" for r in rounds})
-        reason = (f"{agree(len(asked), 'A reviewer', 'Reviewers')} requested changes "
-                  f"{times(len(rounds))} ({names(asked)}) in {plural(len(human), 'human review')}.")
+        asked = sorted({r.author or "" for r in requested})
+        parts = []
+        if requested:
+            parts.append(f"{agree(len(asked), 'a reviewer', 'reviewers')} ({names(asked)}) requested "
+                         f"changes {times(len(requested))}")
+        if turns.rounds > len(requested):
+            parts.append(f"people sent the work back {times(turns.rounds)} in all")
+        reason = f"{'; '.join(parts)}."
+        reason = reason[:1].upper() + reason[1:]
     else:
-        reason = f"No change requests in {plural(len(human), 'human review')}."
-    cited = [f"review:{r.id}" for r in (rounds or human)]
-    return ok(len(rounds), decay(len(rounds), half), reason, cited)
+        reason = f"No one sent the work back in {plural(len(human), 'human review')}."
+    cited = [f"review:{r.id}" for r in requested] + [s.evidence for s in sent]
+    return ok(rounds, decay(rounds, half), reason, cited or [f"review:{r.id}" for r in human])
+
+
+_SENT_BACK: Final = frozenset({"change-request", "request", "assigned-agent", "to-draft"})
 
 
 @signal("agent.feedback_addressed", CAT, "Review feedback followed up", 1.0,

@@ -453,6 +453,8 @@ class Ctx:
                 checks[key] = [attempt]
         runs: dict[tuple[str, str], list[Attempt]] = {}
         for r in self.facts.runs:
+            if r.event in ev.NOT_PR_CI_EVENTS:
+                continue
             started = r.started_at or r.created_at
             attempt = _new(Attempt, (started or "", r.id, started,
                                      r.updated_at if r.status == "completed" else None,
@@ -589,7 +591,8 @@ class CIView:
         runs: dict[str, dict[str, Verdict]] = defaultdict(dict)
         by_run: dict[tuple[str, str], list[RunEntry]] = defaultdict(list)
         for r in ctx.facts.runs:
-            by_run[(r.head_sha, str(r.workflow_id or r.name))].append(r)
+            if r.event not in ev.NOT_PR_CI_EVENTS:
+                by_run[(r.head_sha, str(r.workflow_id or r.name))].append(r)
         for (sha, key), run_series in by_run.items():
             run_verdict = _latest(
                 [(r.started_at or r.created_at or "", r.id, r) for r in run_series], as_of,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from taskeval.agents import is_person
-from taskeval.evidence.vocabulary import agent_run_event
+from taskeval.evidence.vocabulary import NOT_PR_CI_EVENTS, agent_run_event
 from taskeval.models import CommitEntry, Role, Turns, TurnSpan, Whose
 
 from .words import asks, thumbs_down, verdicts
@@ -229,6 +229,8 @@ def _ci_red(ctx: Ctx, owner_shas: set[str]) -> list[Event]:
             if c.head_sha not in first or c.completed_at < first[c.head_sha][0]:
                 first[c.head_sha] = (c.completed_at, ctx.check_ids.get(c.id, f"check:{c.name}"))
     for r in ctx.facts.runs:
+        if r.event in NOT_PR_CI_EVENTS:
+            continue
         when = r.updated_at if r.status == "completed" else None
         if r.head_sha in owner_shas and when and r.conclusion in _FAILING:
             if r.head_sha not in first or when < first[r.head_sha][0]:

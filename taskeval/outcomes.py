@@ -206,7 +206,12 @@ def read_jsonl(path: Path) -> list[OutcomeRecord]:
         if line.strip():
             try:
                 out.append(OutcomeRecord.from_json(json.loads(line)))
-            except (ValueError, KeyError, TypeError) as exc:
+            except KeyError as exc:
+                raise ValueError(f"{path}:{n}: not an outcome record (missing {exc})") from exc
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{n}: not an outcome record (not JSON: {exc.msg} at "
+                                 f"column {exc.colno})") from exc
+            except (ValueError, TypeError, AttributeError) as exc:
                 raise ValueError(f"{path}:{n}: not an outcome record ({exc})") from exc
     return out
 

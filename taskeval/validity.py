@@ -431,15 +431,30 @@ def plots(report: Mapping[str, Any], out_dir: Path) -> list[Path]:
 
 def write_report(report: Mapping[str, Any], out_dir: Path, *, baseline: Mapping[str, Any] | None
                  = None, command: str | None = None, with_plots: bool = True) -> list[Path]:
+    """Write validity.json, validity.md and the plots into ``out_dir``, all or nothing: they are
+    made in a staging folder inside it and moved in only once every one is written."""
+    import os
+    import tempfile
+
+    created = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
     data = dict(report)
     if baseline is not None:
         data["baseline"] = baseline
-    (out_dir / "validity.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n",
-                                           encoding="utf-8")
-    (out_dir / "validity.md").write_text(markdown(report, baseline=baseline, command=command),
-                                         encoding="utf-8")
-    written = [out_dir / "validity.json", out_dir / "validity.md"]
-    if with_plots:
-        written += plots(report, out_dir)
-    return written
+    try:
+        with tempfile.TemporaryDirectory(dir=out_dir, prefix=".validity-") as tmp:
+            staging = Path(tmp)
+            (staging / "validity.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n",
+                                                   encoding="utf-8")
+            (staging / "validity.md").write_text(markdown(report, baseline=baseline, command=command),
+                                                 encoding="utf-8")
+            staged = [staging / "validity.json", staging / "validity.md"]
+            if with_plots:
+                staged += plots(report, staging)
+            for path in staged:
+                os.replace(path, out_dir / path.name)
+    except BaseException:
+        if created and not any(out_dir.iterdir()):
+            out_dir.rmdir()
+        raise
+    return [out_dir / path.name for path in staged]

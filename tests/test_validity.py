@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -169,9 +170,29 @@ def test_outcome_records_round_trip_as_json_lines(tmp_path: Path) -> None:
     path = tmp_path / "o.jsonl"
     assert oc.write_jsonl(path, records) == len(records)
     assert oc.read_jsonl(path) == records
-    path.write_text('{"repository": "a/b", "pullRequest": 1, "outcome": "nope", "value": true}\n')
-    with pytest.raises(ValueError, match=r"o\.jsonl:1"):
+    path.write_text('{"repository": "a/b", "pullRequest": 1, "outcome": "rejected", "value": "no"}\n')
+    with pytest.raises(ValueError, match=r'o\.jsonl:1: .*value must be true or false, got "no"'):
         oc.read_jsonl(path)
+
+
+@pytest.mark.parametrize(("label", "problem"), [
+    ("wrong approach", None),  # a team's own label, as its triage writes it
+    ("Rejected", None),  # compared as written: not the built-in `rejected`
+    ("flaky-tests/ci", None),
+    ("", "is empty"),
+    (" padded", "starts or ends with space"),
+    ("x" * 33, "at most 32 printable characters"),
+    ("two\nlines", "at most 32 printable characters"),
+    (7, "an outcome label is text, got 7"),
+])
+def test_outcome_labels_may_be_the_teams_own(label: object, problem: str | None, tmp_path: Path) -> None:
+    path = tmp_path / "o.jsonl"
+    path.write_text(json.dumps({"repository": "a/b", "pullRequest": 1, "outcome": label, "value": True}) + "\n")
+    if problem is None:
+        assert [r.outcome for r in oc.read_jsonl(path)] == [label]
+    else:
+        with pytest.raises(ValueError, match=re.escape(problem)):
+            oc.read_jsonl(path)
 
 
 # --------------------------------------------------------------------------- end to end
@@ -218,7 +239,7 @@ def test_rows_read_back_and_the_report_separates_what_it_should(results_dir: Pat
     assert len(rows) == 60 and isinstance(rows[0], Row)
     records = oc.with_composite([r for raw in raws for r in oc.from_result(raw)])
     report = analyse(rows, records, rounds=200)
-    assert report["outcomes"]["rejected"] == {"meaning": "closed without merging",
+    assert report["outcomes"]["rejected"] == {"meaning": "closed without merging", "builtIn": True,
                                               "applicable": 60, "positives": 20}
     agent = report["categories"]["agentPerformance"]
     assert agent["auc"]["rejected"]["auc"] == 1.0
@@ -354,3 +375,65 @@ def test_corpus_folder_labels_every_pr_and_records_post_pr_issues(tmp_path: Path
     assert [(r.repository, r.number, r.outcome, r.value, r.evidence) for r in records] == [
         ("acme/Tool", 5, "post_pr_issue", True, ["https://github.com/acme/tool/issues/9"]),
         ("acme/tool", 7, "post_pr_issue", False, ["pr:7"])]
+
+
+def _own_labels(results_dir: Path, tmp_path: Path) -> Path:
+    """A team's triage file: its own labels, one of them a good thing and one a coin toss."""
+    rows, _ = read_results([results_dir])
+    lines = []
+    for r in rows:
+        bad = (r.number - 1000) % 3 == 0  # what corpus_of_results rejects
+        for label, value in (("wrong approach", bad), ("Praised", not bad), ("coin", r.number % 2 == 0),
+                             ("rare", r.number == 1000)):
+            lines.append(json.dumps({"repository": r.repository, "pullRequest": r.number,
+                                     "outcome": label, "value": value}))
+    path = tmp_path / "triage.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_validate_names_a_teams_own_labels_and_gives_a_verdict_at_the_top(
+        results_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "validity"
+    assert cli.main(["validate", "--results", str(results_dir), "--outcomes",
+                     str(_own_labels(results_dir, tmp_path)), "--output-dir", str(out),
+                     "--bootstrap", "200"]) == 0
+    report = json.loads((out / "validity.json").read_text())
+    assert {"wrong approach", "Praised", "coin", "rare"} <= set(report["outcomes"])  # named as given
+    assert report["outcomes"]["Praised"] == {"meaning": "your own label (from the outcome files)",
+                                             "builtIn": False, "applicable": 60, "positives": 40}
+    verdicts = report["verdicts"]
+    assert verdicts["wrong approach"]["agentPerformance"] == "predicts"
+    assert verdicts["wrong approach"]["overall"] == "predicts"
+    # A category wholly below 0.5 is named, not left out of every list.
+    assert verdicts["Praised"]["agentPerformance"] == "points the wrong way"
+    assert verdicts["Praised"]["overall"] == "points the wrong way"
+    assert verdicts["coin"]["agentPerformance"] == "no evidence either way"
+    assert set(verdicts["rare"].values()) == {"too few cases"}
+    assert verdicts["rejected"]["overall"] == "predicts"  # built-in kinds still there
+    md = (out / "validity.md").read_text()
+    assert md.index("## Verdict") < md.index("## Outcomes") < md.index("## Categories")
+    top = md[md.index("## Verdict"):md.index("## Outcomes")]
+    assert "| score | `rejected` |" in top and "`wrong approach` | `Praised` | `coin` | `rare` |" in top
+    ap = next(line for line in top.splitlines() if line.startswith("| `agentPerformance` |"))
+    cells = [c.strip() for c in ap.strip("|").split("|")]
+    assert cells[-4].startswith("**predicts**: 1.000") and cells[-3].startswith("**points the wrong way**: 0.000")
+    assert cells[-2].startswith("no evidence either way: 0.") and cells[-1] == "too few cases (n=60, 1 with it)"
+    assert "Pointing the wrong way: overall against `Praised`; `agentPerformance` against `Praised`" in top
+    assert "| `wrong approach` | your own label (from the outcome files) | 60 | 20 |" in md
+    assert (out / "auc-wrong-approach.png").read_bytes()[:4] == b"\x89PNG"
+    assert (out / "auc-Praised.png").is_file()
+
+
+@pytest.mark.parametrize(("low", "high", "verdict"), [
+    (0.55, 0.70, "predicts"),
+    (0.45, 0.60, "no evidence either way"),
+    (0.50, 0.60, "no evidence either way"),  # touching 0.5 is not wholly above it
+    (0.30, 0.45, "points the wrong way"),
+    (None, None, "no evidence either way"),  # a point estimate alone decides nothing
+])
+def test_the_interval_alone_decides_the_verdict(low: float | None, high: float | None, verdict: str) -> None:
+    from taskeval.validity import Figure
+
+    assert Figure(0.6, low, high, 100, 30).verdict == verdict
+    assert Figure(None, None, None, 12, 3).verdict == "too few cases"

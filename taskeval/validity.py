@@ -148,19 +148,13 @@ def auc(scores: Sequence[float], bad: Sequence[bool]) -> float | None:
     return float(u_good / (n_good * n_bad))
 
 
-def bootstrap_auc(scores: Sequence[float], bad: Sequence[bool], rounds: int = 1000,
-                  seed: int = 7) -> tuple[float, float] | None:
-    """Percentile 95 % interval of :func:`auc` over ``rounds`` resamples of the PRs (integer
-    scores 0..100, so each resample's AUC is counted from histograms: fast at any size)."""
+def _resampled_aucs(s: Any, y: Any, idx: Any) -> Any:
+    """The AUC of each resample (one row of indexes into ``s``/``y`` each; NaN where a resample
+    holds one side only). Integer scores 0..100, so each is counted from histograms: fast at any
+    size."""
     import numpy as np
 
-    s = np.clip(np.rint(np.asarray(scores, dtype=float)), 0, 100).astype(np.int64)
-    y = np.asarray(bad, dtype=bool)
-    n = len(s)
-    if n == 0 or y.all() or not y.any():
-        return None
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(rounds, n))
+    rounds = idx.shape[0]
     offs = (np.arange(rounds) * 101)[:, None]
     cells = (s[idx] + offs).ravel()
     bad_hist = np.bincount(cells, weights=y[idx].ravel().astype(float),
@@ -170,11 +164,52 @@ def bootstrap_auc(scores: Sequence[float], bad: Sequence[bool], rounds: int = 10
     below_bad = np.cumsum(bad_hist, axis=1) - bad_hist  # bad PRs strictly below each score
     wins = (good_hist * (below_bad + 0.5 * bad_hist)).sum(axis=1)
     pairs = good_hist.sum(axis=1) * bad_hist.sum(axis=1)
-    ok = pairs > 0
-    values = wins[ok] / pairs[ok]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(pairs > 0, wins / np.where(pairs > 0, pairs, 1), np.nan)
+
+
+def _as_scores(scores: Sequence[float]) -> Any:
+    import numpy as np
+
+    return np.clip(np.rint(np.asarray(scores, dtype=float)), 0, 100).astype(np.int64)
+
+
+def bootstrap_auc(scores: Sequence[float], bad: Sequence[bool], rounds: int = 1000,
+                  seed: int = 7) -> tuple[float, float] | None:
+    """Percentile 95 % interval of :func:`auc` over ``rounds`` resamples of the PRs."""
+    import numpy as np
+
+    s = _as_scores(scores)
+    y = np.asarray(bad, dtype=bool)
+    n = len(s)
+    if n == 0 or y.all() or not y.any():
+        return None
+    idx = np.random.default_rng(seed).integers(0, n, size=(rounds, n))
+    values = _resampled_aucs(s, y, idx)
+    values = values[~np.isnan(values)]
     if not len(values):
         return None
     low, high = np.percentile(values, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def bootstrap_auc_gain(before: Sequence[float], after: Sequence[float], bad: Sequence[bool],
+                       rounds: int = 1000, seed: int = 7) -> tuple[float, float] | None:
+    """Percentile 95 % interval of AUC(after) - AUC(before) over ``rounds`` resamples of the
+    PRs, both scores of a PR drawn together (paired: the same PRs, scored two ways)."""
+    import numpy as np
+
+    b, a = _as_scores(before), _as_scores(after)
+    y = np.asarray(bad, dtype=bool)
+    n = len(y)
+    if n == 0 or y.all() or not y.any():
+        return None
+    idx = np.random.default_rng(seed).integers(0, n, size=(rounds, n))
+    gains = _resampled_aucs(a, y, idx) - _resampled_aucs(b, y, idx)
+    gains = gains[~np.isnan(gains)]
+    if not len(gains):
+        return None
+    low, high = np.percentile(gains, [2.5, 97.5])
     return float(low), float(high)
 
 

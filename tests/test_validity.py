@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from taskeval import cli
 from taskeval import outcomes as oc
@@ -272,8 +273,10 @@ def test_validate_outcomes_and_calibrate_commands_on_a_results_directory(
     assert cli.main(["calibrate", "--results", str(results_dir), "--outcome", "rejected",
                      "--folds", "3"]) == 0
     snippet = capsys.readouterr().out
-    assert snippet.splitlines()[-1].startswith("  ") and "signal_weights:" in snippet
+    # agentPerformance already separates `rejected` perfectly here: no gain, so no change.
     assert "Cross-validated AUC (3 folds" in snippet and "agent.restarts" in snippet
+    assert "# No change proposed: the gain is not clear" in snippet
+    assert yaml.safe_load(snippet) is None  # comments only: nothing to paste by mistake
 
 
 def test_commands_against_a_bot_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -300,7 +303,7 @@ def test_commands_against_a_bot_store(tmp_path: Path, capsys: pytest.CaptureFixt
     assert report["prs"] == 30 and report["outcomes"]["rejected"]["positives"] == 10
     capsys.readouterr()
     assert cli.main(["calibrate", "--store", url, "--outcome", "rejected", "--folds", "2"]) == 0
-    assert "signal_weights:" in capsys.readouterr().out
+    assert "against 'rejected' on 30 PRs (10 with the outcome)" in capsys.readouterr().out
 
 
 def test_bot_records_outcomes_from_pull_request_and_push_deliveries(tmp_path: Path) -> None:
@@ -437,3 +440,64 @@ def test_the_interval_alone_decides_the_verdict(low: float | None, high: float |
 
     assert Figure(0.6, low, high, 100, 30).verdict == verdict
     assert Figure(None, None, None, 12, 3).verdict == "too few cases"
+
+
+# --------------------------------------------------------------------------- calibrate
+
+
+def _calibration_rows(n: int, separates: bool, seed: int = 11) -> tuple[list[Row], list[oc.OutcomeRecord]]:
+    """agentPerformance as the weights leave it: a heavy signal that is noise, a light one that
+    tells the outcome apart (or is noise too), a CI signal never conclusive (no CI here) and one
+    that is 100 on every PR."""
+    rng = random.Random(seed)
+    rows, records = [], []
+    for i in range(n):
+        bad = rng.random() < 0.4
+        telling = (rng.randint(10, 40) if bad else rng.randint(70, 100)) if separates else rng.randint(0, 100)
+        signals = {"agent.idle_gaps": ("agentPerformance", True, telling, 0.5),
+                   "agent.text_hygiene": ("agentPerformance", True, rng.randint(0, 100), 2.0),
+                   "agent.ci_recovery": ("agentPerformance", False, None, 2.0),
+                   "agent.force_pushes": ("agentPerformance", True, 100, 1.0)}
+        rows.append(Row("acme/widgets", i + 1, None, {"agentPerformance": (50, True)}, signals))
+        records.append(oc.OutcomeRecord("acme/widgets", i + 1, "wrong approach", bad))
+    return rows, records
+
+
+def test_calibrate_proposes_weights_only_when_the_held_out_gain_is_clear() -> None:
+    from taskeval.calibration import calibrate, snippet
+
+    rows, records = _calibration_rows(240, separates=True)
+    clear = calibrate(rows, records, "wrong approach", "agentPerformance", folds=4)
+    assert clear.clear and clear.gain_interval is not None and clear.gain_interval[0] > 0
+    assert clear.auc_after is not None and clear.auc_before is not None and clear.auc_after > clear.auc_before + 0.2
+    text = snippet(clear)
+    assert "The gain is clear (its interval lies wholly above 0)" in text
+    block = yaml.safe_load(text)["signal_weights"]
+    assert block["agent.idle_gaps"] > 0.5 > block["agent.text_hygiene"]
+    # What the data never showed keeps its weight: neither set to 0 nor proposed at all.
+    assert set(block) == {"agent.idle_gaps", "agent.text_hygiene"}
+    assert "# Never conclusive on these PRs, so never seen (weights kept): agent.ci_recovery." in text
+    assert "# The same score on every PR, so nothing to weigh (weights kept): agent.force_pushes." in text
+
+    rows, records = _calibration_rows(240, separates=False)
+    unclear = calibrate(rows, records, "wrong approach", "agentPerformance", folds=4)
+    assert not unclear.clear and unclear.gain_interval is not None
+    assert unclear.gain_interval[0] <= 0 <= unclear.gain_interval[1]
+    text = snippet(unclear)
+    assert "# No change proposed: the gain is not clear" in text and yaml.safe_load(text) is None
+    assert f"Held-out gain {unclear.gain:+.3f} [{unclear.gain_interval[0]:+.3f}," in text
+
+
+@pytest.mark.parametrize(("kwargs", "says"), [
+    ({"folds": 1}, "at least 2 folds, got 1"),
+    ({"folds": 500}, "500 folds for 40 PRs"),
+    ({"strength": -1.0}, "finite number >= 0, got -1.0"),
+    ({"strength": float("nan")}, "finite number >= 0, got nan"),
+    ({"outcome": "never recorded"}, "no 'never recorded' outcome among the records"),
+])
+def test_calibrate_refuses_what_it_cannot_fit(kwargs: dict[str, Any], says: str) -> None:
+    from taskeval.calibration import calibrate
+
+    rows, records = _calibration_rows(40, separates=True)
+    with pytest.raises(ValueError, match=re.escape(says)):
+        calibrate(rows, records, **{"outcome": "wrong approach", **kwargs})

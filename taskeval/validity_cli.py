@@ -4,7 +4,9 @@ Sources, the same for all three: a directory (or files) of stored results (``--r
 store (``--store URL``, default ``DATABASE_URL``), or the AIDev corpus folder (``--corpus DIR``,
 which adds the corpus-only ``post_pr_issue`` outcome to results replayed from it). Outcomes are
 derived from the results themselves and merged with any ``--outcomes FILE`` (JSON lines, as
-``taskeval outcomes`` writes them) or the store's outcomes table.
+``taskeval outcomes`` writes them, with built-in kinds or a team's own labels) or the store's
+outcomes table. The store is only read: never created, written or migrated by these commands.
+Every source is checked before anything is computed; one that cannot be read is one line, exit 2.
 """
 
 from __future__ import annotations
@@ -36,10 +38,12 @@ def _fail(message: str, code: int = EXIT_INPUT) -> int:
 def _add_sources(p: argparse.ArgumentParser) -> None:
     p.add_argument("--results", nargs="*", default=[], metavar="PATH",
                    help="result JSON files or directories of them")
-    p.add_argument("--store", metavar="URL", help="the bot's database (default: DATABASE_URL)")
+    p.add_argument("--store", metavar="URL", help="the bot's database, read only (default: "
+                   "DATABASE_URL when no --results are given)")
     p.add_argument("--corpus", metavar="DIR", help="the AIDev corpus folder: adds post_pr_issue")
     p.add_argument("--outcomes", nargs="*", default=[], metavar="FILE",
-                   help="outcome JSON lines files to merge in")
+                   help="outcome JSON lines files to merge in; their labels may be your own "
+                        "(up to 32 characters, e.g. the reasons your triage records)")
 
 
 def _corpus(folder: Path) -> tuple[dict[tuple[str, int], str], list[oc.OutcomeRecord]]:

@@ -43,6 +43,7 @@ from bot.budget import Budget, BudgetExhausted, GateMeter, budget_key, rate_limi
 from bot.db import evaluations, init_schema, make_engine, write
 from bot.results import record_from_result, store_evaluation
 from bot.settings import DEFAULT_RESERVE
+from taskeval.github.errors import GitHubError, translate
 
 State = Literal["merged", "closed", "all"]
 DEFAULT_STORE_FILE = "taskeval.db"  # in the working directory; `taskeval dashboard` reads it
@@ -275,8 +276,14 @@ class Backfill:
 
     def _refresh(self) -> tuple[int, int, float] | None:
         """The quota now (first use, after a wait), from ``GET /rate_limit``, which GitHub does
-        not charge for."""
-        return rate_limit_now(self.gh)
+        not charge for. GitHub out of reach ends the run here (a GitHubError), rather than after
+        the listing has spent its own retries on the same dead address."""
+        import requests
+
+        try:
+            return rate_limit_now(self.gh, unreachable_raises=True)
+        except requests.RequestException as exc:
+            raise translate(exc, f"repository {self.opts.repository}", "repository") from exc
 
     def _list(self) -> list[Candidate]:
         from taskeval.github.client import clone, pages, repo_path
@@ -288,6 +295,10 @@ class Backfill:
         try:
             items = pages(requester, f"{repo_path(self.opts.repository)}/pulls", params)
             found = list(select_pulls(items, self.opts))
+        except GitHubError:  # already one plain line (the budget, the first rate-limit call)
+            raise
+        except Exception as exc:  # a 404 is a repository that does not exist: bad input, not a crash
+            raise translate(exc, f"repository {self.opts.repository}", "repository") from exc
         finally:
             meter.close()
             requester.close()

@@ -71,9 +71,12 @@ def rate_headers(headers: Mapping[str, Any]) -> tuple[int, int, float] | None:
         return None
 
 
-def rate_limit_now(gh: Any) -> Seen | None:
+def rate_limit_now(gh: Any, *, unreachable_raises: bool = False) -> Seen | None:
     """The credential's quota now, from ``GET /rate_limit`` (free of charge), for a PyGithub
-    client ``gh``; None when GitHub does not say."""
+    client ``gh``; None when GitHub does not say. With ``unreachable_raises``, a network failure
+    (requests' exception, after the client's retries) is raised instead of answered with None."""
+    import requests
+
     headers: dict[str, Any] = {}
     try:
         status, headers, output = gh.requester.requestJson("GET", "/rate_limit")
@@ -81,6 +84,10 @@ def rate_limit_now(gh: Any) -> Seen | None:
             return None
         core = json.loads(output)["resources"]["core"]
         return int(core["remaining"]), int(core["limit"]), float(core["reset"])
+    except requests.RequestException:
+        if unreachable_raises:
+            raise
+        return rate_headers(headers)
     except Exception:  # no body to read: the headers, or the next answers', will tell
         return rate_headers(headers)
 

@@ -198,7 +198,7 @@ def add_backfill(subparsers: Any) -> None:
                     "token's rate budget, keeping --reserve requests for its other users. "
                     "Needs the bot extra.",
     )
-    bf.add_argument("repository", metavar="OWNER/REPO")
+    bf.add_argument("repository", metavar="OWNER/REPO", help="the repository whose PRs to evaluate")
     bf.add_argument("--since", metavar="DATE", help="PRs merged/closed on or after (YYYY-MM-DD)")
     bf.add_argument("--until", metavar="DATE", help="PRs merged/closed on or before")
     bf.add_argument("--state", choices=["merged", "closed", "all"], default="merged",
@@ -235,8 +235,8 @@ def add_commands(subparsers: Any) -> None:
                        help="listen address (default: $TASKEVAL_BIND or 127.0.0.1:8000)")
     serve.add_argument("--no-workers", action="store_true",
                        help="receiver only (web nodes); run 'taskeval worker' elsewhere")
-    serve.add_argument("--log-level", choices=LOG_LEVELS,
-                       default=_default_level())
+    serve.add_argument("--log-level", choices=LOG_LEVELS, default=_default_level(),
+                       help="log detail (default: $TASKEVAL_LOG_LEVEL or info)")
     serve.set_defaults(func=cmd_serve)
 
     worker = subparsers.add_parser(
@@ -245,8 +245,8 @@ def add_commands(subparsers: Any) -> None:
                     "processes). Needs GitHub App or token credentials and DATABASE_URL; not "
                     "GITHUB_WEBHOOK_SECRET, which only the web server uses.",
     )
-    worker.add_argument("--log-level", choices=LOG_LEVELS,
-                        default=_default_level())
+    worker.add_argument("--log-level", choices=LOG_LEVELS, default=_default_level(),
+                        help="log detail (default: $TASKEVAL_LOG_LEVEL or info)")
     worker.set_defaults(func=cmd_worker)
     add_backfill(subparsers)
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import not_, or_, select
+from sqlalchemy import inspect, not_, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
@@ -88,8 +88,25 @@ def write_outcomes(url_or_engine: str | Engine, records: Iterable[OutcomeRecord]
         return upsert(conn, records)
 
 
-def read_outcomes(url_or_engine: str | Engine) -> list[OutcomeRecord]:
+def read_outcomes(url_or_engine: str | Engine, *, migrate: bool = True) -> list[OutcomeRecord]:
+    """Every stored outcome. ``migrate=False`` reads as the store is, writing nothing (``taskeval
+    validate`` over a read-only store): a store without the outcomes table has none."""
+    if not migrate:
+        engine = make_engine(url_or_engine) if isinstance(url_or_engine, str) else url_or_engine
+        try:
+            if not inspect(engine).has_table("outcomes"):
+                return []
+            with engine.connect() as conn:
+                rows = conn.execute(select(outcomes).order_by(outcomes.c.id)).all()
+        finally:
+            if isinstance(url_or_engine, str):
+                engine.dispose()
+        return _records(rows)
     with _store(url_or_engine) as engine, engine.connect() as conn:
         rows = conn.execute(select(outcomes).order_by(outcomes.c.id)).all()
+    return _records(rows)
+
+
+def _records(rows: Iterable[Any]) -> list[OutcomeRecord]:
     return [OutcomeRecord(r.repo, r.number, r.outcome, bool(r.value), json.loads(r.evidence),
                           r.detail, r.source, r.observed_at) for r in rows]

@@ -1,9 +1,11 @@
 """The ``taskeval`` command: argument parsing, exit codes and printing only.
 
-Exit codes: 0 done; 1 the evaluation ran but a requested side effect failed (e.g. the comment
-could not be posted); 2 bad input (unknown repo/PR, bad reference, unreadable file, credentials);
-3 GitHub could not answer (outage, rate limit, network, malformed answer): try again later.
-Expected failures print one line to stderr, never a traceback.
+Exit codes, shared by every command (the bot's and the statistics commands follow them): 0 done;
+1 the work ran but a requested side effect failed (e.g. the comment could not be posted); 2 bad
+input (a flag value argparse refuses, unknown repo/PR, bad reference, unreadable file or store,
+credentials, a missing extra); 3 GitHub could not answer (outage, rate limit, network, malformed
+answer): try again later; 130 interrupted. Expected failures print one line to stderr, never a
+traceback, before any work is done.
 """
 
 from __future__ import annotations
@@ -11,11 +13,13 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
+from urllib.parse import urlsplit
 
 from taskeval import SCORER_VERSION, __version__
 
@@ -25,11 +29,63 @@ if TYPE_CHECKING:  # the CLI imports the pipeline lazily, to start fast
 EXIT_OK, EXIT_SIDE_EFFECT, EXIT_INPUT, EXIT_RETRY_LATER = 0, 1, 2, 3
 # What `pip install 'taskeval[bot]'` adds; without them `serve`/`worker` explain instead of vanishing.
 BOT_EXTRA_MODULES = frozenset({"bot", "flask", "gunicorn", "sqlalchemy", "psycopg", "werkzeug"})
+# The modules each command imports from an extra (pyproject.toml's optional dependencies): looked
+# for before the command runs, so a core-only install names the extra in one line instead of
+# failing halfway (validate used to write half its report first).
+_STORE = ("sqlalchemy", "alembic")
+COMMAND_NEEDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "serve": ("bot", ("flask", "gunicorn", *_STORE)),
+    "worker": ("bot", _STORE),
+    "backfill": ("bot", _STORE),
+    "dashboard": ("bot", ("flask", "cmarkgfm", *_STORE)),
+    "validate": ("validate", ("numpy", "scipy", "matplotlib")),
+    "calibrate": ("validate", ("numpy", "scipy")),
+}
 
 
 def _fail(message: str, code: int = EXIT_INPUT) -> int:
     print(f"taskeval: {message}", file=sys.stderr)
     return code
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (``taskeval: argument --jobs: must be ...``), exit 2,
+    as every other bad input is; ``--help`` shows the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_INPUT, f"taskeval: {message} (see {self.prog} --help)\n")
+
+
+def int_at_least(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an integer in ``low..high`` (no upper bound when ``high`` is None)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            bounds = f"at least {low}" if high is None else f"between {low} and {high}"
+            raise argparse.ArgumentTypeError(f"must be {bounds}, got {value}")
+        return value
+
+    parse.__name__ = "whole number"  # what argparse names in "invalid <type> value"
+    return parse
+
+
+def float_at_least(low: float, *, above: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite number >= ``low`` (> ``low`` with ``above``)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not math.isfinite(value) or value < low or (above and value == low):
+            raise argparse.ArgumentTypeError(
+                f"must be {'more than' if above else 'at least'} {low:g}, got {text}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
 
 
 class OutputError(Exception):
@@ -75,6 +131,54 @@ def add_api_argument(parser: argparse.ArgumentParser) -> None:
                              "what GraphQL lacks, and all of it when the server refuses GraphQL)")
 
 
+def web_host(api: str) -> str:
+    """The host of GitHub's web pages for an API root: github.com for api.github.com (and
+    SUBDOMAIN.ghe.com for api.SUBDOMAIN.ghe.com), the server itself for GHES (HOST/api/v3)."""
+    host = urlsplit(api).netloc.lower()
+    if host == "api.github.com" or (host.startswith("api.") and host.endswith(".ghe.com")):
+        return host[len("api."):]
+    return host
+
+
+def check_pr_host(ref: str, api: str) -> None:
+    """Refuse a pull request URL on another host than the configured GitHub's: a GitLab or
+    another server's URL must not be read from GitHub as OWNER/REPO#N."""
+    if "://" not in ref:
+        return
+    host = urlsplit(ref.strip()).netloc.lower()
+    expected = web_host(api)
+    if host not in (expected, f"www.{expected}"):
+        hint = ("; for GitHub Enterprise Server set GITHUB_API_URL=https://HOST/api/v3"
+                if expected == "github.com" else f" (GITHUB_API_URL is {api})")
+        raise ValueError(f"{ref.strip()} is not a pull request on {expected}{hint}")
+
+
+def config_problem(path: str | None) -> str | None:
+    """Why a ``--config`` path cannot be read as a file, or None (it may still hold bad YAML or
+    bad keys, which the result reports as evaluate always has)."""
+    if not path:
+        return None
+    target = Path(path)
+    if target.is_dir():
+        return (f"--config {path} is a directory; give the config file itself, e.g. "
+                f"{target / '.github' / 'taskeval.yml'}")
+    if not target.exists():
+        return f"config file {path} does not exist"
+    if not os.access(target, os.R_OK):
+        return f"--config {path}: permission denied"
+    return None
+
+
+def _config_warnings(path: str | None, what: str) -> list[str]:
+    """The problems of a readable ``--config`` file, as evaluate states them (the run goes on
+    with the defaults, and the result records them)."""
+    if not path:
+        return []
+    from taskeval.config import load_config
+
+    return [f"Config problem, {what} with defaults: {err}" for err in load_config(None, Path(path)).errors]
+
+
 def _options(args: argparse.Namespace, trigger: str, token: str | None) -> Options:
     from taskeval.pipeline import Options
 
@@ -115,12 +219,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     try:
         repository, number = parse_pr_ref(args.pr)
+        check_pr_host(args.pr, api_url(os.environ))
         own_login = _comment_as(args)
         check_output(args.output)
     except (ValueError, OutputError) as exc:
         return _fail(str(exc))
-    if args.config and not Path(args.config).is_file():
-        return _fail(f"config file {args.config} does not exist")
+    problem = config_problem(args.config)
+    if problem:
+        return _fail(problem)
     token = env_token()
     if args.comment and not token:
         return _fail("--comment needs a token that may write to the PR: set GITHUB_TOKEN")
@@ -167,11 +273,21 @@ def cmd_score(args: argparse.Namespace) -> int:
     from taskeval.pipeline import BundleFileError, rescore
     from taskeval.report import render_comment
 
-    if args.config and not Path(args.config).is_file():
-        return _fail(f"config file {args.config} does not exist")
+    problem = config_problem(args.config)
+    if problem:
+        return _fail(problem)
+    # A broken --config is said before the work, as evaluate says it, and the run goes on with
+    # the defaults (each result records the problem too).
+    warnings = _config_warnings(args.config, "re-scored")
+    for warning in warnings:
+        print(f"taskeval: warning: {warning}", file=sys.stderr)
     token = env_token()  # as `evaluate` reads it: blank is absent, GH_TOKEN as fallback
     if len(args.file) > 1 or args.output_dir or Path(args.file[0]).is_dir():
-        return _score_many(args, token)
+        code = _score_many(args, token)
+        if warnings:  # after the summary too: a long batch scrolls the first warning away
+            print(f"taskeval: warning: every result above was re-scored with the defaults: "
+                  f"--config {args.config} has {len(warnings)} problem(s)", file=sys.stderr)
+        return code
     try:
         check_output(args.output)
         rescored = rescore(Path(args.file[0]), _options(args, "rescore", token))
@@ -190,8 +306,6 @@ def _score_many(args: argparse.Namespace, token: str | None) -> int:
 
     if args.output or args.markdown:
         return _fail("--output and --markdown take a single file; use --output-dir DIR for many")
-    if args.jobs < 1:
-        return _fail("--jobs must be at least 1")
     output_dir = Path(args.output_dir) if args.output_dir else None
     return batch.run(args.file, _options(args, "rescore", token), output_dir, workers=args.jobs)
 
@@ -210,7 +324,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="taskeval",
         description="Grade a finished pull request from the evidence GitHub holds.",
     )
@@ -237,7 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "directories (their *.json files, recursively) re-score in a batch")
     sc.add_argument("--output-dir", metavar="DIR",
                     help="write one result per input here, under the input's file name")
-    sc.add_argument("--jobs", type=int, default=1, metavar="N",
+    sc.add_argument("--jobs", type=int_at_least(1), default=1, metavar="N",
                     help="re-score a batch in N processes (default 1; results are the same)")
     sc.add_argument("--output", metavar="PATH", help="also write the JSON result here")
     sc.add_argument("--no-ai", action="store_true", help="deterministic scores only")
@@ -252,8 +366,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     sh = sub.add_parser("schema", help="print a JSON Schema: the result (default), the bundle, or "
                         "the config file .github/taskeval.yml (for editors)")
-    sh.add_argument("what", nargs="?", choices=["result", "bundle", "config"], default="result")
-    sh.add_argument("--output", metavar="PATH")
+    sh.add_argument("what", nargs="?", choices=["result", "bundle", "config"], default="result",
+                    help="result: the JSON result (default); bundle: the evidence bundle; config: "
+                         ".github/taskeval.yml")
+    sh.add_argument("--output", metavar="PATH", help="also write the schema here")
     sh.set_defaults(func=cmd_schema)
 
     from taskeval.validity_cli import add_commands as add_validity_commands
@@ -286,9 +402,31 @@ def quiet_libraries(verbose: bool) -> None:
     logging.getLogger("taskeval").setLevel(logging.DEBUG if verbose else logging.ERROR)
 
 
+def missing_extra(args: argparse.Namespace) -> str | None:
+    """What to install for this command, or None when its extras are there. The statistics
+    commands need the store's modules only when they read or write a store."""
+    from importlib.util import find_spec
+
+    extra, modules = COMMAND_NEEDS.get(args.command, ("", ()))
+    if args.command in ("outcomes", "validate", "calibrate"):
+        uses_store = bool(getattr(args, "store", None) or getattr(args, "write_store", None)
+                          or (os.environ.get("DATABASE_URL") and not getattr(args, "results", None)
+                              and args.command != "outcomes"))
+        if uses_store and all(find_spec(m) is not None for m in modules):
+            extra, modules = "bot", _STORE
+    for module in modules:
+        if find_spec(module) is None:
+            return (f"{args.command} needs the {extra} extra ({module} is not installed): "
+                    f"pip install 'taskeval[{extra}]'")
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    problem = missing_extra(args)
+    if problem:
+        return _fail(problem)
     if args.command in ("evaluate", "score", "schema"):  # the bot's commands configure their own logs
         quiet_libraries(args.verbose)
     try:

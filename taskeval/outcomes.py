@@ -37,8 +37,8 @@ from taskeval.agents import is_other_person, machine_accounts
 from taskeval.config import Settings, stored_config
 from taskeval.evidence.vocabulary import agent_run_event, linked_issues, reverted_sha
 
-# Every outcome kind, with what it means. All are "bad" events: the score should be lower when
-# one happened (an AUC above 0.5 means it is).
+# Every built-in outcome kind, with what it means. All are "bad" events: the score should be lower
+# when one happened (an AUC above 0.5 means it is); a team's own labels are read the same way.
 OUTCOMES: Final[dict[str, str]] = {
     "rejected": "closed without merging",
     "reverted": "merged, then reverted on the base branch",
@@ -51,6 +51,30 @@ OUTCOMES: Final[dict[str, str]] = {
     "post_pr_issue": "an issue cross-linked to the PR after it closed (corpus only)",
     "agent_failed": "any of: rejected, changes requested, agent failure, reverted, follow-up fix",
 }
+# A team's own outcome labels (the reasons its triage records, say) are welcome beside the built-in
+# kinds: any name a person reads, kept as given, short enough for the store's column.
+MAX_LABEL: Final = 32
+
+
+def label_problem(name: object) -> str | None:
+    """Why ``name`` cannot be an outcome label, or None. A label is any text of 1 to
+    :data:`MAX_LABEL` printable characters without leading or trailing space; built-in kinds and
+    a team's own labels alike, compared exactly as written."""
+    if not isinstance(name, str):
+        return f"an outcome label is text, got {json.dumps(name)}"
+    if not name or name != name.strip():
+        return f"outcome label {name!r} is empty or starts or ends with space"
+    if len(name) > MAX_LABEL or not name.isprintable():
+        return (f"outcome label {name[:40]!r} must be at most {MAX_LABEL} printable characters "
+                "on one line")
+    return None
+
+
+def meaning(outcome: str) -> str:
+    """What an outcome means: the built-in kinds say; a team's own label is its own."""
+    return OUTCOMES.get(outcome, "your own label (from the outcome files)")
+
+
 COMPOSITE: Final = ("rejected", "changes_requested", "agent_failure", "reverted", "follow_up_fix")
 FIX_WORDS: Final = re.compile(
     r"(?i)\b(?:fix(?:es|ed|ing)?|bug|regression|broke(?:n)?|hotfix|follow[- ]?up|repair|"
@@ -81,11 +105,14 @@ class OutcomeRecord:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> OutcomeRecord:
-        outcome = str(data["outcome"])
-        if outcome not in OUTCOMES:
-            raise ValueError(f"unknown outcome {outcome!r} (known: {', '.join(OUTCOMES)})")
+        outcome = data["outcome"]
+        problem = label_problem(outcome)
+        if problem:
+            raise ValueError(problem)
+        if not isinstance(data["value"], bool):  # "false" would otherwise read as true
+            raise ValueError(f"value must be true or false, got {json.dumps(data['value'])}")
         return cls(repository=str(data["repository"]), number=int(data["pullRequest"]),
-                   outcome=outcome, value=bool(data["value"]),
+                   outcome=outcome, value=data["value"],
                    evidence=[str(e) for e in data.get("evidence") or []],
                    detail=str(data.get("detail") or ""), source=str(data.get("source") or ""),
                    observed_at=data.get("observedAt"))
@@ -206,7 +233,12 @@ def read_jsonl(path: Path) -> list[OutcomeRecord]:
         if line.strip():
             try:
                 out.append(OutcomeRecord.from_json(json.loads(line)))
-            except (ValueError, KeyError, TypeError) as exc:
+            except KeyError as exc:
+                raise ValueError(f"{path}:{n}: not an outcome record (missing {exc})") from exc
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{n}: not an outcome record (not JSON: {exc.msg} at "
+                                 f"column {exc.colno})") from exc
+            except (ValueError, TypeError, AttributeError) as exc:
                 raise ValueError(f"{path}:{n}: not an outcome record ({exc})") from exc
     return out
 

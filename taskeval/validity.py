@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from taskeval.contract import BAND_NAMES, CATEGORIES, band
-from taskeval.outcomes import OUTCOMES, OutcomeRecord, key_of
+from taskeval.contract import BAND_NAMES, CATEGORIES, band, overall
+from taskeval.outcomes import OUTCOMES, OutcomeRecord, key_of, meaning
 
 # Signal -> outcomes it encodes by construction (it reads the same fact the outcome records).
 TRIVIAL: Final[dict[str, frozenset[str]]] = {
@@ -45,6 +45,13 @@ TRIVIAL: Final[dict[str, frozenset[str]]] = {
 CI_SIGNALS: Final = frozenset({"agent.ci_recovery", "agent.red_pushes", "outcome.ci_head",
                                "process.ci_at_merge"})
 MIN_CASES: Final = 10  # fewer PRs with (or without) an outcome than this: no AUC is reported
+NEUTRAL: Final = 50  # the score of a category with no conclusive signal (taskeval.scoring)
+OVERALL: Final = "overall"  # the overall score's row in the verdicts
+# What a figure says, decided by its 95 % interval alone (the point estimate never decides).
+PREDICTS: Final = "predicts"  # interval wholly above 0.5: lower scores where the outcome happened
+NO_EVIDENCE: Final = "no evidence either way"  # the interval contains 0.5
+WRONG_WAY: Final = "points the wrong way"  # wholly below 0.5: higher scores where it happened
+TOO_FEW: Final = "too few cases"  # fewer than MIN_CASES PRs on one side: no figure at all
 
 
 @dataclass
@@ -87,6 +94,23 @@ class Row:
         return int(sum(w * sc for w, sc in parts) / total + 0.5)
 
 
+    def overall_without(self, leave_out: frozenset[str]) -> int | None:
+        """The deterministic overall score (the contract's weighted sum of the three categories)
+        with the signals that encode an outcome left out of their categories; a category left
+        with no conclusive signal counts the scorer's neutral 50, as it does when scoring. None
+        when the result lacks a category."""
+        finals: dict[str, int] = {}
+        for cat in CATEGORIES:
+            if cat not in self.categories:
+                return None
+            if any(self.signals[s][0] == cat for s in leave_out if s in self.signals):
+                score = self.category_without(cat, leave_out)
+                finals[cat] = NEUTRAL if score is None else score
+            else:
+                finals[cat] = self.categories[cat][0]
+        return overall(finals)
+
+
 def read_results(paths: Iterable[Path]) -> tuple[list[Row], list[dict[str, Any]]]:
     """Rows from result files (one result per ``.json``; ``*.bundle.json`` and non-results are
     skipped), and the raw results for outcome derivation."""
@@ -124,19 +148,13 @@ def auc(scores: Sequence[float], bad: Sequence[bool]) -> float | None:
     return float(u_good / (n_good * n_bad))
 
 
-def bootstrap_auc(scores: Sequence[float], bad: Sequence[bool], rounds: int = 1000,
-                  seed: int = 7) -> tuple[float, float] | None:
-    """Percentile 95 % interval of :func:`auc` over ``rounds`` resamples of the PRs (integer
-    scores 0..100, so each resample's AUC is counted from histograms: fast at any size)."""
+def _resampled_aucs(s: Any, y: Any, idx: Any) -> Any:
+    """The AUC of each resample (one row of indexes into ``s``/``y`` each; NaN where a resample
+    holds one side only). Integer scores 0..100, so each is counted from histograms: fast at any
+    size."""
     import numpy as np
 
-    s = np.clip(np.rint(np.asarray(scores, dtype=float)), 0, 100).astype(np.int64)
-    y = np.asarray(bad, dtype=bool)
-    n = len(s)
-    if n == 0 or y.all() or not y.any():
-        return None
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(rounds, n))
+    rounds = idx.shape[0]
     offs = (np.arange(rounds) * 101)[:, None]
     cells = (s[idx] + offs).ravel()
     bad_hist = np.bincount(cells, weights=y[idx].ravel().astype(float),
@@ -146,11 +164,52 @@ def bootstrap_auc(scores: Sequence[float], bad: Sequence[bool], rounds: int = 10
     below_bad = np.cumsum(bad_hist, axis=1) - bad_hist  # bad PRs strictly below each score
     wins = (good_hist * (below_bad + 0.5 * bad_hist)).sum(axis=1)
     pairs = good_hist.sum(axis=1) * bad_hist.sum(axis=1)
-    ok = pairs > 0
-    values = wins[ok] / pairs[ok]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(pairs > 0, wins / np.where(pairs > 0, pairs, 1), np.nan)
+
+
+def _as_scores(scores: Sequence[float]) -> Any:
+    import numpy as np
+
+    return np.clip(np.rint(np.asarray(scores, dtype=float)), 0, 100).astype(np.int64)
+
+
+def bootstrap_auc(scores: Sequence[float], bad: Sequence[bool], rounds: int = 1000,
+                  seed: int = 7) -> tuple[float, float] | None:
+    """Percentile 95 % interval of :func:`auc` over ``rounds`` resamples of the PRs."""
+    import numpy as np
+
+    s = _as_scores(scores)
+    y = np.asarray(bad, dtype=bool)
+    n = len(s)
+    if n == 0 or y.all() or not y.any():
+        return None
+    idx = np.random.default_rng(seed).integers(0, n, size=(rounds, n))
+    values = _resampled_aucs(s, y, idx)
+    values = values[~np.isnan(values)]
     if not len(values):
         return None
     low, high = np.percentile(values, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def bootstrap_auc_gain(before: Sequence[float], after: Sequence[float], bad: Sequence[bool],
+                       rounds: int = 1000, seed: int = 7) -> tuple[float, float] | None:
+    """Percentile 95 % interval of AUC(after) - AUC(before) over ``rounds`` resamples of the
+    PRs, both scores of a PR drawn together (paired: the same PRs, scored two ways)."""
+    import numpy as np
+
+    b, a = _as_scores(before), _as_scores(after)
+    y = np.asarray(bad, dtype=bool)
+    n = len(y)
+    if n == 0 or y.all() or not y.any():
+        return None
+    idx = np.random.default_rng(seed).integers(0, n, size=(rounds, n))
+    gains = _resampled_aucs(a, y, idx) - _resampled_aucs(b, y, idx)
+    gains = gains[~np.isnan(gains)]
+    if not len(gains):
+        return None
+    low, high = np.percentile(gains, [2.5, 97.5])
     return float(low), float(high)
 
 
@@ -170,7 +229,19 @@ class Figure:
             return None if v is None else round(v, 4)
 
         return {"auc": r(self.auc), "low": r(self.low), "high": r(self.high), "n": self.n,
-                "positives": self.positives, "leftOut": self.left_out}
+                "positives": self.positives, "leftOut": self.left_out, "verdict": self.verdict}
+
+    @property
+    def verdict(self) -> str:
+        """:data:`PREDICTS`, :data:`NO_EVIDENCE`, :data:`WRONG_WAY` or :data:`TOO_FEW`: the
+        interval decides (an AUC without an interval, all resamples degenerate, decides nothing)."""
+        if self.auc is None:
+            return TOO_FEW
+        if self.low is not None and self.low > 0.5:
+            return PREDICTS
+        if self.high is not None and self.high < 0.5:
+            return WRONG_WAY
+        return NO_EVIDENCE
 
 
 def figure(pairs: list[tuple[float, bool]], rounds: int, left_out: Iterable[str] = ()) -> Figure:
@@ -201,7 +272,8 @@ def analyse(rows: Sequence[Row], records: Iterable[OutcomeRecord], rounds: int =
             ) -> dict[str, Any]:
     """Every figure of the report as plain data (what validity.json holds)."""
     outcomes = outcome_table(records)
-    present = [o for o in OUTCOMES if o in outcomes]
+    # The built-in kinds in their order, then a team's own labels as first seen, named as given.
+    present = [o for o in OUTCOMES if o in outcomes] + [o for o in outcomes if o not in OUTCOMES]
     # Per outcome: the signals that encode it, left out of its figures.
     trivial_for = {o: frozenset(s for s, v in TRIVIAL.items() if o in v) for o in present}
     cat_of = {sid: sig[0] for r in reversed(rows) for sid, sig in r.signals.items()}
@@ -209,7 +281,7 @@ def analyse(rows: Sequence[Row], records: Iterable[OutcomeRecord], rounds: int =
     report: dict[str, Any] = {
         "prs": len(rows),
         "bootstrapRounds": rounds,
-        "outcomes": {o: {"meaning": OUTCOMES[o], "applicable": sum(
+        "outcomes": {o: {"meaning": meaning(o), "builtIn": o in OUTCOMES, "applicable": sum(
             1 for r in rows if r.key in outcomes[o]), "positives": sum(
             1 for r in rows if outcomes[o].get(r.key))} for o in present},
         "categories": {},
@@ -244,6 +316,15 @@ def analyse(rows: Sequence[Row], records: Iterable[OutcomeRecord], rounds: int =
                                "rate": round(sum(hits) / len(hits), 4) if hits else None}
             entry["bands"][o] = per_band
         report["categories"][cat] = entry
+    report["overall"] = {"auc": {}}
+    for o in present:
+        pairs = [(float(sc), outcomes[o][r.key]) for r in rows if r.key in outcomes[o]
+                 and (sc := r.overall_without(trivial_for[o])) is not None]
+        report["overall"]["auc"][o] = figure(pairs, rounds, sorted(trivial_for[o] & set(cat_of))).as_dict()
+    # Per outcome, what the overall score and each category say (the report's first table).
+    report["verdicts"] = {o: {OVERALL: report["overall"]["auc"][o]["verdict"],
+                              **{cat: report["categories"][cat]["auc"][o]["verdict"]
+                                 for cat in CATEGORIES}} for o in present}
     for sid in signal_ids:
         have = [r for r in rows if sid in r.signals]
         ok = [r for r in have if r.signals[sid][1]]
@@ -275,15 +356,66 @@ def analyse(rows: Sequence[Row], records: Iterable[OutcomeRecord], rounds: int =
             report["agents"][agent] = per
     report["separatesNothing"] = [
         sid for sid, e in report["signals"].items()
-        if not any(f.get("low") is not None and (f["low"] > 0.5 or f["high"] < 0.5)
-                   for f in e["auc"].values() if not f.get("trivial"))
+        if not any(f["verdict"] in (PREDICTS, WRONG_WAY) for f in e["auc"].values()
+                   if not f.get("trivial"))
     ]
     report["pointsTheWrongWay"] = sorted(
         f"{sid} vs {o}" for sid, e in report["signals"].items() for o, f in e["auc"].items()
-        if not f.get("trivial") and f.get("high") is not None and f["high"] < 0.5)
+        if not f.get("trivial") and f["verdict"] == WRONG_WAY)
     report["ciInconclusive"] = sorted(s for s in CI_SIGNALS if s in report["signals"]
                                       and report["signals"][s]["coverage"] == 0)
     return report
+
+
+def code(name: str) -> str:
+    """``name`` as inline code in a markdown table cell, exactly as given (a team's label may
+    hold a backtick or a pipe)."""
+    text = name.replace("|", "\\|")
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
+
+
+def file_part(name: str, taken: set[str]) -> str:
+    """A file-name-safe form of an outcome label, unique among ``taken`` (which it joins)."""
+    import re
+
+    base = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.") or "outcome"
+    part, n = base, 2
+    while part.lower() in taken:
+        part, n = f"{base}-{n}", n + 1
+    taken.add(part.lower())
+    return part
+
+
+def _verdict_cell(f: Mapping[str, Any]) -> str:
+    if f["verdict"] == TOO_FEW:
+        return f"{TOO_FEW} (n={f['n']}, {f['positives']} with it)"
+    interval = f" [{f['low']:.2f}, {f['high']:.2f}]" if f.get("low") is not None else ""
+    word = f["verdict"] if f["verdict"] == NO_EVIDENCE else f"**{f['verdict']}**"
+    return f"{word}: {f['auc']:.3f}{interval}"
+
+
+def verdict_lines(report: Mapping[str, Any]) -> list[str]:
+    """The report's first section: for each outcome, does the overall score, and does each
+    category, predict it? The 95 % interval decides."""
+    outs = list(report["outcomes"])
+    lines = ["## Verdict", "",
+             "Does a lower score mean the outcome happened more often? The 95 % interval of the AUC "
+             f"decides: wholly above 0.5 **{PREDICTS}**, containing 0.5 {NO_EVIDENCE}, wholly "
+             f"below 0.5 **{WRONG_WAY}** (higher scores where it happened); {TOO_FEW}: under "
+             f"{MIN_CASES} PRs with or without it. Overall is the deterministic overall score.", ""]
+    if not outs:
+        return [*lines, "No outcome is recorded for these PRs: nothing to judge.", ""]
+    lines += ["| score | " + " | ".join(code(o) for o in outs) + " |",
+              "|---|" + "---|" * len(outs)]
+    figures = [(OVERALL, report["overall"]["auc"])]
+    figures += [(f"`{cat}`", e["auc"]) for cat, e in report["categories"].items()]
+    for name, per in figures:
+        lines.append(f"| {name} | " + " | ".join(_verdict_cell(per[o]) for o in outs) + " |")
+    wrong = [f"{name} against {code(o)}" for name, per in figures for o in outs
+             if per[o]["verdict"] == WRONG_WAY]
+    if wrong:
+        lines += ["", "Pointing the wrong way: " + "; ".join(wrong) + "."]
+    return [*lines, ""]
 
 
 def _fmt(f: Mapping[str, Any]) -> str:
@@ -308,13 +440,14 @@ def markdown(report: Mapping[str, Any], title: str = "Validity report",
         f"the bad thing happened. Intervals: percentile bootstrap, {report['bootstrapRounds']} "
         "resamples, 95 %. n/a: fewer than "
         f"{MIN_CASES} PRs on one side.", "",
+        *verdict_lines(report),
         "## Outcomes", "", "| outcome | meaning | PRs it applies to | with the outcome |",
         "|---|---|---:|---:|",
     ]
     for o, v in report["outcomes"].items():
-        lines.append(f"| `{o}` | {v['meaning']} | {v['applicable']} | {v['positives']} |")
+        lines.append(f"| {code(o)} | {v['meaning']} | {v['applicable']} | {v['positives']} |")
     lines += ["", "## Categories (deterministic score)", "",
-              "| category | coverage | " + " | ".join(f"AUC `{o}`" for o in outs) + " |",
+              "| category | coverage | " + " | ".join(f"AUC {code(o)}" for o in outs) + " |",
               "|---|---:|" + "---:|" * len(outs)]
     for cat, e in report["categories"].items():
         lines.append(f"| `{cat}` | {e['coverage']:.1%} | "
@@ -328,7 +461,7 @@ def markdown(report: Mapping[str, Any], title: str = "Validity report",
                 before = (baseline.get("categories", {}).get(cat, {}).get("auc", {}).get(o))
                 if before is None:
                     continue
-                lines.append(f"| `{cat}` | `{o}` | {_fmt(before)} | "
+                lines.append(f"| `{cat}` | {code(o)} | {_fmt(before)} | "
                              f"{_fmt(report['categories'][cat]['auc'][o])} |")
     left = {cat: {o: e["auc"][o]["leftOut"] for o in outs if e["auc"][o]["leftOut"]}
             for cat, e in report["categories"].items()}
@@ -339,7 +472,7 @@ def markdown(report: Mapping[str, Any], title: str = "Validity report",
         lines.append(f"- `{sid}`: {', '.join(f'`{o}`' for o in os_)}")
     for cat, per in left.items():
         for o, sids in per.items():
-            lines.append(f"- `{cat}` against `{o}` is scored without {', '.join(sids)}")
+            lines.append(f"- `{cat}` against {code(o)} is scored without {', '.join(sids)}")
     lines += ["", "## Outcome rate per band", "",
               "Bands of the same scores as the AUC figures (signals encoding the outcome left out).",
               ""]
@@ -351,20 +484,20 @@ def markdown(report: Mapping[str, Any], title: str = "Validity report",
             for b in BAND_NAMES:
                 v = e["bands"][o][b]
                 cells.append("—" if v["rate"] is None else f"{v['rate']:.1%} (n={v['n']})")
-            lines.append(f"| `{o}` | " + " | ".join(cells) + " |")
+            lines.append(f"| {code(o)} | " + " | ".join(cells) + " |")
         lines.append("")
     if report.get("agents"):
         lines += ["## Per agent", "",
                   "The same category figures within each agent's PRs (an agent's own habits, e.g. "
                   "long descriptions, cannot make a score look predictive here).", ""]
         for cat in report["categories"]:
-            lines += [f"### `{cat}`", "", "| agent | PRs | " + " | ".join(f"`{o}`" for o in outs)
+            lines += [f"### `{cat}`", "", "| agent | PRs | " + " | ".join(code(o) for o in outs)
                       + " |", "|---|---:|" + "---:|" * len(outs)]
             for agent, per in report["agents"].items():
                 lines.append(f"| {agent} | {per['prs']} | "
                              + " | ".join(_fmt(per[cat][o]) for o in outs) + " |")
             lines.append("")
-    lines += ["## Signals", "", "| signal | coverage | " + " | ".join(f"`{o}`" for o in outs) + " |",
+    lines += ["## Signals", "", "| signal | coverage | " + " | ".join(code(o) for o in outs) + " |",
               "|---|---:|" + "---:|" * len(outs)]
     for sid, e in report["signals"].items():
         lines.append(f"| `{sid}` | {e['coverage']:.1%} | "
@@ -390,8 +523,10 @@ def plots(report: Mapping[str, Any], out_dir: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     written = []
+    taken: set[str] = set()
     for o in report["outcomes"]:
-        rows = [(f"[{c}]", e["auc"][o]) for c, e in report["categories"].items()]
+        rows = [(f"[{OVERALL}]", report["overall"]["auc"][o])]
+        rows += [(f"[{c}]", e["auc"][o]) for c, e in report["categories"].items()]
         rows += [(s, e["auc"][o]) for s, e in report["signals"].items()]
         rows = [(name, f) for name, f in rows if f.get("auc") is not None]
         if not rows:
@@ -407,7 +542,7 @@ def plots(report: Mapping[str, Any], out_dir: Path) -> list[Path]:
         ax.set_xlim(0, 1)
         ax.set_xlabel(f"AUC against {o} (95 % bootstrap interval)")
         fig.tight_layout()
-        path = out_dir / f"auc-{o}.png"
+        path = out_dir / f"auc-{file_part(o, taken)}.png"
         fig.savefig(path, dpi=110)
         plt.close(fig)
         written.append(path)
@@ -431,15 +566,30 @@ def plots(report: Mapping[str, Any], out_dir: Path) -> list[Path]:
 
 def write_report(report: Mapping[str, Any], out_dir: Path, *, baseline: Mapping[str, Any] | None
                  = None, command: str | None = None, with_plots: bool = True) -> list[Path]:
+    """Write validity.json, validity.md and the plots into ``out_dir``, all or nothing: they are
+    made in a staging folder inside it and moved in only once every one is written."""
+    import os
+    import tempfile
+
+    created = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
     data = dict(report)
     if baseline is not None:
         data["baseline"] = baseline
-    (out_dir / "validity.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n",
-                                           encoding="utf-8")
-    (out_dir / "validity.md").write_text(markdown(report, baseline=baseline, command=command),
-                                         encoding="utf-8")
-    written = [out_dir / "validity.json", out_dir / "validity.md"]
-    if with_plots:
-        written += plots(report, out_dir)
-    return written
+    try:
+        with tempfile.TemporaryDirectory(dir=out_dir, prefix=".validity-") as tmp:
+            staging = Path(tmp)
+            (staging / "validity.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n",
+                                                   encoding="utf-8")
+            (staging / "validity.md").write_text(markdown(report, baseline=baseline, command=command),
+                                                 encoding="utf-8")
+            staged = [staging / "validity.json", staging / "validity.md"]
+            if with_plots:
+                staged += plots(report, staging)
+            for path in staged:
+                os.replace(path, out_dir / path.name)
+    except BaseException:
+        if created and not any(out_dir.iterdir()):
+            out_dir.rmdir()
+        raise
+    return [out_dir / path.name for path in staged]

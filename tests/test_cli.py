@@ -63,7 +63,7 @@ def test_evaluate_prints_comment_and_writes_a_valid_result(
 
 def test_comment_is_created_once_then_updated(fake: FakeGitHub, env: dict[str, str]) -> None:
     fake.add_pr(REPO, 7, commits=2)
-    first = run_cli("evaluate", f"https://github.com/{REPO}/pull/7", "--comment", env=env)
+    first = run_cli("evaluate", f"{fake.url}/{REPO}/pull/7", "--comment", env=env)  # its web URL
     assert first.returncode == 0, first.stderr
     assert "comment created" in first.stderr
     second = run_cli("evaluate", f"{REPO}#7", "--comment", "--no-ai", env=env)

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from taskeval import cli
 from taskeval import outcomes as oc
@@ -169,9 +171,29 @@ def test_outcome_records_round_trip_as_json_lines(tmp_path: Path) -> None:
     path = tmp_path / "o.jsonl"
     assert oc.write_jsonl(path, records) == len(records)
     assert oc.read_jsonl(path) == records
-    path.write_text('{"repository": "a/b", "pullRequest": 1, "outcome": "nope", "value": true}\n')
-    with pytest.raises(ValueError, match=r"o\.jsonl:1"):
+    path.write_text('{"repository": "a/b", "pullRequest": 1, "outcome": "rejected", "value": "no"}\n')
+    with pytest.raises(ValueError, match=r'o\.jsonl:1: .*value must be true or false, got "no"'):
         oc.read_jsonl(path)
+
+
+@pytest.mark.parametrize(("label", "problem"), [
+    ("wrong approach", None),  # a team's own label, as its triage writes it
+    ("Rejected", None),  # compared as written: not the built-in `rejected`
+    ("flaky-tests/ci", None),
+    ("", "is empty"),
+    (" padded", "starts or ends with space"),
+    ("x" * 33, "at most 32 printable characters"),
+    ("two\nlines", "at most 32 printable characters"),
+    (7, "an outcome label is text, got 7"),
+])
+def test_outcome_labels_may_be_the_teams_own(label: object, problem: str | None, tmp_path: Path) -> None:
+    path = tmp_path / "o.jsonl"
+    path.write_text(json.dumps({"repository": "a/b", "pullRequest": 1, "outcome": label, "value": True}) + "\n")
+    if problem is None:
+        assert [r.outcome for r in oc.read_jsonl(path)] == [label]
+    else:
+        with pytest.raises(ValueError, match=re.escape(problem)):
+            oc.read_jsonl(path)
 
 
 # --------------------------------------------------------------------------- end to end
@@ -218,7 +240,7 @@ def test_rows_read_back_and_the_report_separates_what_it_should(results_dir: Pat
     assert len(rows) == 60 and isinstance(rows[0], Row)
     records = oc.with_composite([r for raw in raws for r in oc.from_result(raw)])
     report = analyse(rows, records, rounds=200)
-    assert report["outcomes"]["rejected"] == {"meaning": "closed without merging",
+    assert report["outcomes"]["rejected"] == {"meaning": "closed without merging", "builtIn": True,
                                               "applicable": 60, "positives": 20}
     agent = report["categories"]["agentPerformance"]
     assert agent["auc"]["rejected"]["auc"] == 1.0
@@ -251,8 +273,10 @@ def test_validate_outcomes_and_calibrate_commands_on_a_results_directory(
     assert cli.main(["calibrate", "--results", str(results_dir), "--outcome", "rejected",
                      "--folds", "3"]) == 0
     snippet = capsys.readouterr().out
-    assert snippet.splitlines()[-1].startswith("  ") and "signal_weights:" in snippet
+    # agentPerformance already separates `rejected` perfectly here: no gain, so no change.
     assert "Cross-validated AUC (3 folds" in snippet and "agent.restarts" in snippet
+    assert "# No change proposed: the gain is not clear" in snippet
+    assert yaml.safe_load(snippet) is None  # comments only: nothing to paste by mistake
 
 
 def test_commands_against_a_bot_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -279,7 +303,7 @@ def test_commands_against_a_bot_store(tmp_path: Path, capsys: pytest.CaptureFixt
     assert report["prs"] == 30 and report["outcomes"]["rejected"]["positives"] == 10
     capsys.readouterr()
     assert cli.main(["calibrate", "--store", url, "--outcome", "rejected", "--folds", "2"]) == 0
-    assert "signal_weights:" in capsys.readouterr().out
+    assert "against 'rejected' on 30 PRs (10 with the outcome)" in capsys.readouterr().out
 
 
 def test_bot_records_outcomes_from_pull_request_and_push_deliveries(tmp_path: Path) -> None:
@@ -354,3 +378,126 @@ def test_corpus_folder_labels_every_pr_and_records_post_pr_issues(tmp_path: Path
     assert [(r.repository, r.number, r.outcome, r.value, r.evidence) for r in records] == [
         ("acme/Tool", 5, "post_pr_issue", True, ["https://github.com/acme/tool/issues/9"]),
         ("acme/tool", 7, "post_pr_issue", False, ["pr:7"])]
+
+
+def _own_labels(results_dir: Path, tmp_path: Path) -> Path:
+    """A team's triage file: its own labels, one of them a good thing and one a coin toss."""
+    rows, _ = read_results([results_dir])
+    lines = []
+    for r in rows:
+        bad = (r.number - 1000) % 3 == 0  # what corpus_of_results rejects
+        for label, value in (("wrong approach", bad), ("Praised", not bad), ("coin", r.number % 2 == 0),
+                             ("rare", r.number == 1000)):
+            lines.append(json.dumps({"repository": r.repository, "pullRequest": r.number,
+                                     "outcome": label, "value": value}))
+    path = tmp_path / "triage.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_validate_names_a_teams_own_labels_and_gives_a_verdict_at_the_top(
+        results_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "validity"
+    assert cli.main(["validate", "--results", str(results_dir), "--outcomes",
+                     str(_own_labels(results_dir, tmp_path)), "--output-dir", str(out),
+                     "--bootstrap", "200"]) == 0
+    report = json.loads((out / "validity.json").read_text())
+    assert {"wrong approach", "Praised", "coin", "rare"} <= set(report["outcomes"])  # named as given
+    assert report["outcomes"]["Praised"] == {"meaning": "your own label (from the outcome files)",
+                                             "builtIn": False, "applicable": 60, "positives": 40}
+    verdicts = report["verdicts"]
+    assert verdicts["wrong approach"]["agentPerformance"] == "predicts"
+    assert verdicts["wrong approach"]["overall"] == "predicts"
+    # A category wholly below 0.5 is named, not left out of every list.
+    assert verdicts["Praised"]["agentPerformance"] == "points the wrong way"
+    assert verdicts["Praised"]["overall"] == "points the wrong way"
+    assert verdicts["coin"]["agentPerformance"] == "no evidence either way"
+    assert set(verdicts["rare"].values()) == {"too few cases"}
+    assert verdicts["rejected"]["overall"] == "predicts"  # built-in kinds still there
+    md = (out / "validity.md").read_text()
+    assert md.index("## Verdict") < md.index("## Outcomes") < md.index("## Categories")
+    top = md[md.index("## Verdict"):md.index("## Outcomes")]
+    assert "| score | `rejected` |" in top and "`wrong approach` | `Praised` | `coin` | `rare` |" in top
+    ap = next(line for line in top.splitlines() if line.startswith("| `agentPerformance` |"))
+    cells = [c.strip() for c in ap.strip("|").split("|")]
+    assert cells[-4].startswith("**predicts**: 1.000") and cells[-3].startswith("**points the wrong way**: 0.000")
+    assert cells[-2].startswith("no evidence either way: 0.") and cells[-1] == "too few cases (n=60, 1 with it)"
+    assert "Pointing the wrong way: overall against `Praised`; `agentPerformance` against `Praised`" in top
+    assert "| `wrong approach` | your own label (from the outcome files) | 60 | 20 |" in md
+    assert (out / "auc-wrong-approach.png").read_bytes()[:4] == b"\x89PNG"
+    assert (out / "auc-Praised.png").is_file()
+
+
+@pytest.mark.parametrize(("low", "high", "verdict"), [
+    (0.55, 0.70, "predicts"),
+    (0.45, 0.60, "no evidence either way"),
+    (0.50, 0.60, "no evidence either way"),  # touching 0.5 is not wholly above it
+    (0.30, 0.45, "points the wrong way"),
+    (None, None, "no evidence either way"),  # a point estimate alone decides nothing
+])
+def test_the_interval_alone_decides_the_verdict(low: float | None, high: float | None, verdict: str) -> None:
+    from taskeval.validity import Figure
+
+    assert Figure(0.6, low, high, 100, 30).verdict == verdict
+    assert Figure(None, None, None, 12, 3).verdict == "too few cases"
+
+
+# --------------------------------------------------------------------------- calibrate
+
+
+def _calibration_rows(n: int, separates: bool, seed: int = 11) -> tuple[list[Row], list[oc.OutcomeRecord]]:
+    """agentPerformance as the weights leave it: a heavy signal that is noise, a light one that
+    tells the outcome apart (or is noise too), a CI signal never conclusive (no CI here) and one
+    that is 100 on every PR."""
+    rng = random.Random(seed)
+    rows, records = [], []
+    for i in range(n):
+        bad = rng.random() < 0.4
+        telling = (rng.randint(10, 40) if bad else rng.randint(70, 100)) if separates else rng.randint(0, 100)
+        signals = {"agent.idle_gaps": ("agentPerformance", True, telling, 0.5),
+                   "agent.text_hygiene": ("agentPerformance", True, rng.randint(0, 100), 2.0),
+                   "agent.ci_recovery": ("agentPerformance", False, None, 2.0),
+                   "agent.force_pushes": ("agentPerformance", True, 100, 1.0)}
+        rows.append(Row("acme/widgets", i + 1, None, {"agentPerformance": (50, True)}, signals))
+        records.append(oc.OutcomeRecord("acme/widgets", i + 1, "wrong approach", bad))
+    return rows, records
+
+
+def test_calibrate_proposes_weights_only_when_the_held_out_gain_is_clear() -> None:
+    from taskeval.calibration import calibrate, snippet
+
+    rows, records = _calibration_rows(240, separates=True)
+    clear = calibrate(rows, records, "wrong approach", "agentPerformance", folds=4)
+    assert clear.clear and clear.gain_interval is not None and clear.gain_interval[0] > 0
+    assert clear.auc_after is not None and clear.auc_before is not None and clear.auc_after > clear.auc_before + 0.2
+    text = snippet(clear)
+    assert "The gain is clear (its interval lies wholly above 0)" in text
+    block = yaml.safe_load(text)["signal_weights"]
+    assert block["agent.idle_gaps"] > 0.5 > block["agent.text_hygiene"]
+    # What the data never showed keeps its weight: neither set to 0 nor proposed at all.
+    assert set(block) == {"agent.idle_gaps", "agent.text_hygiene"}
+    assert "# Never conclusive on these PRs, so never seen (weights kept): agent.ci_recovery." in text
+    assert "# The same score on every PR, so nothing to weigh (weights kept): agent.force_pushes." in text
+
+    rows, records = _calibration_rows(240, separates=False)
+    unclear = calibrate(rows, records, "wrong approach", "agentPerformance", folds=4)
+    assert not unclear.clear and unclear.gain_interval is not None
+    assert unclear.gain_interval[0] <= 0 <= unclear.gain_interval[1]
+    text = snippet(unclear)
+    assert "# No change proposed: the gain is not clear" in text and yaml.safe_load(text) is None
+    assert f"Held-out gain {unclear.gain:+.3f} [{unclear.gain_interval[0]:+.3f}," in text
+
+
+@pytest.mark.parametrize(("kwargs", "says"), [
+    ({"folds": 1}, "at least 2 folds, got 1"),
+    ({"folds": 500}, "500 folds for 40 PRs"),
+    ({"strength": -1.0}, "finite number >= 0, got -1.0"),
+    ({"strength": float("nan")}, "finite number >= 0, got nan"),
+    ({"outcome": "never recorded"}, "no 'never recorded' outcome among the records"),
+])
+def test_calibrate_refuses_what_it_cannot_fit(kwargs: dict[str, Any], says: str) -> None:
+    from taskeval.calibration import calibrate
+
+    rows, records = _calibration_rows(40, separates=True)
+    with pytest.raises(ValueError, match=re.escape(says)):
+        calibrate(rows, records, **{"outcome": "wrong approach", **kwargs})

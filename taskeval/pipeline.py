@@ -263,6 +263,7 @@ def _category_score(
             "AI judge did not score this category"
         )
     final = contract.blend(outcome.score, ai)
+    share = coverage(name, signals)
     return CategoryScore(
         category=name,
         deterministic_score=outcome.score,
@@ -276,7 +277,9 @@ def _category_score(
         ai_rationale=verdict.rationale if verdict and ai is not None else None,
         ai_evidence=verdict.evidence if verdict and ai is not None else [],
         ai_note=note,
-        **coverage(name, signals),
+        coverage=share.share,
+        signals_conclusive=share.conclusive,
+        signals_total=share.total,
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
+from typing import NamedTuple
 
 from taskeval.config import Settings
 from taskeval.contract import CATEGORIES, Category, round_half_up
@@ -137,13 +138,19 @@ def deterministic_scores(
     return out
 
 
-def coverage(category: Category, signals: list[Signal]) -> dict[str, float | int]:
-    """How sure a category's score is: the share of its enabled signals' weight that was
-    conclusive (0..1, four decimals), and how many of its signals were. A score from 1 of 6
-    signals says less than one from 6 of 6, whatever the number (contract.PROVISIONAL_BELOW)."""
+class Coverage(NamedTuple):
+    """How sure a category's score is (contract.PROVISIONAL_BELOW)."""
+
+    share: float  # of its enabled signals' weight that was conclusive, 0..1, four decimals
+    conclusive: int
+    total: int
+
+
+def coverage(category: Category, signals: list[Signal]) -> Coverage:
+    """The share of a category's enabled signals' weight that was conclusive, and how many of
+    its signals were: a score from 1 of 6 signals says less than one from 6 of 6."""
     mine = [s for s in signals if s.category == category and s.weight > 0]
     total = _total(tuple(s.weight for s in mine)) if mine else Decimal(0)
     conclusive = [s for s in mine if _counted(s)]
     share = (_total(tuple(s.weight for s in conclusive)) / total) if total and conclusive else Decimal(0)
-    return {"coverage": float(share.quantize(Decimal("0.0001"), ROUND_HALF_UP)),
-            "signals_conclusive": len(conclusive), "signals_total": len(mine)}
+    return Coverage(float(share.quantize(Decimal("0.0001"), ROUND_HALF_UP)), len(conclusive), len(mine))

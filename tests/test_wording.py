@@ -64,3 +64,16 @@ def test_no_signal_reason_in_the_test_scenarios_has_the_old_agreement_errors() -
         for s in compute_signals(build_bundle(make()), Settings()):
             for bad in BAD_WORDING:
                 assert bad not in s.reason, (s.id, s.reason)
+
+
+@pytest.mark.parametrize(("text", "limit", "shown"), [
+    ('Add Retry button to the "Couldn\'t load tokens" callout', 80,
+     '“Add Retry button to the "Couldn\'t load tokens" callout”'),
+    ("Add detection for when sh is actually bash to enable shell integration", 40,
+     "“Add detection for when sh is actually…”"),
+    ("short", 60, "“short”"),
+])
+def test_quoted_words_are_shown_as_written_and_cut_at_a_word(text: str, limit: int, shown: str) -> None:
+    from taskeval.signals.wording import quoted
+
+    assert quoted(text, limit) == shown

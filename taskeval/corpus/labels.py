@@ -96,11 +96,12 @@ def collect(labels: Iterable[Label], out: Path, workers: int = 4) -> int:
 
 
 def _score(path: Path) -> dict[str, Any]:
-    return json.loads(rescore(path, Options(ai="off", env={}, keep_signals=False)).json())
+    data: dict[str, Any] = json.loads(rescore(path, Options(ai="off", env={}, keep_signals=False)).json())
+    return data
 
 
 def _category(result: dict[str, Any], name: str) -> int:
-    return next(c["deterministicScore"] for c in result["categoryScores"] if c["category"] == name)
+    return int(next(c["deterministicScore"] for c in result["categoryScores"] if c["category"] == name))
 
 
 def _auc(pairs: list[tuple[float, bool]]) -> dict[str, Any]:

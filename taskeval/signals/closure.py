@@ -14,7 +14,7 @@ import re
 from typing import TYPE_CHECKING, Final
 
 from taskeval.evidence.vocabulary import agent_run_event
-from taskeval.models import Closure, ClosureClass, Rescue, Role
+from taskeval.models import Closure, ClosureClass, Rescue, RescueClass, Role
 
 from .turns import _hours
 from .words import CLOSING_LABELS, TRIAL_TITLE, admissions, closing_reasons
@@ -76,10 +76,11 @@ def closure(ctx: Ctx) -> Closure | None:
     texts = _texts(ctx, end)
 
     def made(cls: ClosureClass, reason: str, evidence: list[str]) -> Closure:
-        return Closure(class_=cls, closed_by=closer, closed_by_role=closer_role, closed_at=end,
-                       hours_since_last_activity=silence, turn_at_close=turns.at_end,
-                       counts_against_agent=cls in AGAINST_AGENT,
-                       evidence=list(dict.fromkeys(evidence)) or [ctx.pr], reason=reason)
+        return Closure.model_validate({
+            "class": cls, "closedBy": closer, "closedByRole": closer_role, "closedAt": end,
+            "hoursSinceLastActivity": silence, "turnAtClose": turns.at_end,
+            "countsAgainstAgent": cls in AGAINST_AGENT,
+            "evidence": list(dict.fromkeys(evidence)) or [ctx.pr], "reason": reason})
 
     who = f" by {closer} ({closer_role})" if closer else ""
     # 1. A verdict on the work.
@@ -131,7 +132,7 @@ def closure(ctx: Ctx) -> Closure | None:
             said.setdefault(cls, "label")
     if closer_role == "bot" and closer is not None:
         said.setdefault("stale", "closer")
-    for cls in ("superseded", "duplicate", "stale", "declined"):
+    for cls in _PROJECT_ORDER:
         if cls in said:
             eid = said[cls]
             where = {"label": "a label", "closer": f"the bot {closer}"}.get(eid, eid)
@@ -195,6 +196,7 @@ def _plus(stamp: str, seconds: int) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+_PROJECT_ORDER: Final[tuple[ClosureClass, ...]] = ("superseded", "duplicate", "stale", "declined")
 _READ: Final = {"superseded": "carried on elsewhere", "duplicate": "a duplicate or already done",
                 "stale": "stale", "declined": "not wanted"}
 
@@ -229,19 +231,24 @@ def rescue(ctx: Ctx) -> Rescue | None:
                and (r.submitted_at or "") <= (pull.merged_at or "~")]
     if people_commits:
         who = sorted({c.author_login or "" for c in people_commits})
-        return Rescue(class_="taken_over", rounds=rounds, commits_by_people=len(people_commits),
-                      evidence=[ctx.commit_id(c.sha) for c in people_commits],
-                      reason=f"{len(people_commits)} of the PR's commits came from "
-                             f"{', '.join(who)}: people finished part of the work before the merge.")
+        return _rescue("taken_over", rounds, len(people_commits),
+                       [ctx.commit_id(c.sha) for c in people_commits],
+                       f"{len(people_commits)} of the PR's commits came from "
+                       f"{', '.join(who)}: people finished part of the work before the merge.")
     if rounds or changes or addressed:
         n = max(rounds, len(changes), 1 if addressed else 0)
         cited = [f"review:{r.id}" for r in changes] + [ctx.commit_id(c.sha) for c in addressed]
         cited += [s.evidence for s in ctx.turns.spans if s.rule in ("change-request", "request",
                                                                     "assigned-agent", "to-draft")
                   and s.by != "agent"]
-        return Rescue(class_="feedback_loop", rounds=n, commits_by_people=0,
-                      evidence=list(dict.fromkeys(cited)) or [ctx.pr],
-                      reason=f"People sent the work back {n} time{'s' if n != 1 else ''} and the "
-                             "agent made the changes; no person pushed the PR's work.")
-    return Rescue(class_="clean", rounds=0, commits_by_people=0, evidence=[ctx.pr],
-                  reason="Merged without people sending the work back or pushing its work.")
+        return _rescue("feedback_loop", n, 0,
+                       list(dict.fromkeys(cited)) or [ctx.pr],
+                       f"People sent the work back {n} time{'s' if n != 1 else ''} and the "
+                       "agent made the changes; no person pushed the PR's work.")
+    return _rescue("clean", 0, 0, [ctx.pr],
+                   "Merged without people sending the work back or pushing its work.")
+
+
+def _rescue(cls: RescueClass, rounds: int, people: int, evidence: list[str], reason: str) -> Rescue:
+    return Rescue.model_validate({"class": cls, "rounds": rounds, "commitsByPeople": people,
+                                  "evidence": evidence, "reason": reason})

@@ -14,7 +14,7 @@ from taskeval.models import ReviewEntry
 from .base import CITally, Ctx, Measure, before_merge, inconclusive, ok, signal
 from .curves import coverage, decay, eased_drop, linear, saturating
 from .hygiene import FindingKind, blank_quotes, detect_text_issues, prose_length, visible_text
-from .wording import agree, all_of, names, plural, sentence, share
+from .wording import agree, all_of, names, none_of, plural, quoted, sentence, share
 
 CAT: Category = "processCompliance"
 
@@ -120,6 +120,9 @@ def change_requests(ctx: Ctx) -> Measure:
         ["facts.files"])
 def docs_with_surface(ctx: Ctx) -> Measure:
     """Doc lines against changed public-surface lines (APIs, CLIs, manifests)."""
+    if "files" in ctx.facts.unavailable:
+        return inconclusive("The changed files could not be read, so whether the public surface "
+                            "changed is unknown.", ["audit:unavailable-files"])
     surface = [f for f in ctx.facts.files if ctx.classify(f.path) == "source"
                and ctx.is_surface(f.path)]
     if not surface:
@@ -158,8 +161,10 @@ def conventional_commits(ctx: Ctx) -> Measure:
     value = (len(commits) - len(bad)) / len(commits)
     if bad:
         good = len(commits) - len(bad)
-        reason = (f"{share(good, len(commits), 'commit subject')} {agree(good, 'follows', 'follow')} "
-                  f"the convention; not: {names([repr(c.subject[:60]) for c in bad], 2)}.")
+        n = len(commits)
+        head = (sentence(none_of(n, "commit subject")) + agree(n, " does not follow", " follows")
+                if not good else f"{share(good, n, 'commit subject')} {agree(good, 'follows', 'follow')}")
+        reason = f"{head} the convention; not: {names([quoted(c.subject) for c in bad], 2)}."
     else:
         n = len(commits)
         reason = (f"{sentence(all_of(n, 'commit subject'))} {agree(n, 'follows', 'follow')} the "

@@ -173,10 +173,10 @@ def events(ctx: Ctx, people: People) -> tuple[list[Event], int]:
         if not when:
             undated += 1
             continue
-        rule = "push" if owner else ("bot" if people.role(c.author_login, c.author_is_bot) == "bot"
+        kind = "push" if owner else ("bot" if people.role(c.author_login, c.author_is_bot) == "bot"
                                      else "people-push")
-        out.append(Event(when, rule, people.role(c.author_login, c.author_is_bot), c.author_login,
-                         ctx.commit_id(c.sha), rule == "people-push"))
+        out.append(Event(when, kind, people.role(c.author_login, c.author_is_bot), c.author_login,
+                         ctx.commit_id(c.sha), kind == "people-push"))
     for r in facts.reviews:
         if not r.submitted_at or r.state == "PENDING":
             continue
@@ -225,16 +225,17 @@ def _ci_red(ctx: Ctx, owner_shas: set[str]) -> list[Event]:
     """The first CI failure on each of the owner's commits."""
     first: dict[str, tuple[str, str]] = {}
     for c in ctx.facts.checks:
-        if c.head_sha in owner_shas and c.completed_at and c.conclusion in _FAILING:
-            if c.head_sha not in first or c.completed_at < first[c.head_sha][0]:
-                first[c.head_sha] = (c.completed_at, ctx.check_ids.get(c.id, f"check:{c.name}"))
+        done = c.completed_at
+        if c.head_sha in owner_shas and done and c.conclusion in _FAILING and \
+                (c.head_sha not in first or done < first[c.head_sha][0]):
+            first[c.head_sha] = (done, ctx.check_ids.get(c.id, f"check:{c.name}"))
     for r in ctx.facts.runs:
         if r.event in NOT_PR_CI_EVENTS:
             continue
         when = r.updated_at if r.status == "completed" else None
-        if r.head_sha in owner_shas and when and r.conclusion in _FAILING:
-            if r.head_sha not in first or when < first[r.head_sha][0]:
-                first[r.head_sha] = (when, f"run:{r.id}")
+        if r.head_sha in owner_shas and when and r.conclusion in _FAILING and \
+                (r.head_sha not in first or when < first[r.head_sha][0]):
+            first[r.head_sha] = (when, f"run:{r.id}")
     return [Event(at, "ci-red", "ci", None, eid, False) for at, eid in first.values()]
 
 

@@ -77,3 +77,14 @@ def names(items: Iterable[str], most: int = 3) -> str:
 def sentence(text: str) -> str:
     """Capitalise the first letter (and only it)."""
     return text[:1].upper() + text[1:]
+
+
+def quoted(text: str, limit: int = 60) -> str:
+    """Someone's words in a reason: in typographic quotes (no Python ``repr`` escapes), cut at a
+    word boundary with an ellipsis when longer than ``limit``."""
+    flat = " ".join(text.split())
+    if len(flat) > limit:
+        cut = flat[:limit - 1]
+        space = cut.rfind(" ")
+        flat = (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:.-") + "…"
+    return f"“{flat}”"

@@ -134,6 +134,11 @@ def test_merged_pr_gets_outputs_summary_result_and_one_comment_updated_on_rerun(
         "process-compliance-score": str(scores["processCompliance"]),
         "agent": result["agent"]["id"],
         "agent-operator": result["agent"]["operator"] or "",
+        "closure": "",  # merged: no closure, and its rescue class instead
+        "rescue": result["rescue"]["class"],
+        **{f"{name}-coverage": f"{c['coverage']:g}" for name, c in zip(
+            ("agent-performance", "task-outcome-quality", "process-compliance"), result["categoryScores"],
+            strict=True)},
         "result-path": "taskeval-result.json",
         "comment-url": first.outputs["comment-url"],
     }

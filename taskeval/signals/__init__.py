@@ -162,8 +162,9 @@ def _validated(kept: Mapping[str, Mapping[str, Any]]) -> dict[str, Signal]:
 # attribution what the PR's agent writes by design; file globs decide what is a test, a doc or
 # ignored. tests/test_rescore_keep.py records what every signal and attribution read against it.
 _ACCOUNTS = frozenset({
-    "agent.feedback_addressed", "agent.force_pushes", "agent.human_intervention", "agent.objections",
-    "agent.review_rounds", "agent.text_hygiene", "outcome.post_approval_changes",
+    "agent.admitted_failures", "agent.feedback_addressed", "agent.force_pushes",
+    "agent.human_intervention", "agent.idle_gaps", "agent.objections", "agent.rejection",
+    "agent.restarts", "agent.review_rounds", "agent.text_hygiene", "outcome.post_approval_changes",
     "process.change_requests", "process.conventional_commits", "process.human_approval",
     "process.template_filled",
 })

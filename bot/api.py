@@ -34,7 +34,9 @@ def _error(code: int, message: str, **headers: str) -> tuple[Response, int, dict
 
 
 @api.before_request
-def _authorise() -> Any:
+def authorise() -> Any:
+    """The API's bearer-token check (also guards /metrics): 404 while no token is configured,
+    401 for a missing or wrong one."""
     token = state().settings.api_token
     if token is None:
         return _error(404, "API disabled: set TASKEVAL_API_TOKEN to enable it")
@@ -93,6 +95,32 @@ def leaderboard() -> Any:
         return _error(400, "by must be agent or author")
     entries = results.leaderboard(state().engine, repo, by=cast(results.LeaderboardBy, by))
     return jsonify(repository=repo, by=by, entries=entries)
+
+
+@api.get("/export")
+@_json_errors
+def export_rows() -> Any:
+    """The store as CSV or NDJSON, one row per PR (bot/export.py; what ``taskeval export``
+    writes), streamed as it is read."""
+    from bot import export
+
+    fmt = request.args.get("format") or "csv"
+    if fmt not in export.FORMATS:
+        return _error(400, "format must be csv or ndjson")
+    repo = request.args.get("repo") or None
+    if repo is not None and not _REPO_RE.match(repo):
+        return _error(400, "repo must be OWNER/NAME")
+    chunks = export.chunks(state().engine, fmt, repo)
+    first = next(chunks, "")  # a database fault answers 503 here, before the 200 is sent
+    name = f"taskeval-export.{fmt}"
+
+    def body() -> Any:
+        yield first
+        yield from chunks
+
+    return Response(body(), content_type=export.MEDIA_TYPES[fmt],
+                    headers={"Content-Disposition": f'attachment; filename="{name}"',
+                             "Cache-Control": "no-store"})
 
 
 @api.get("/jobs/<int:job_id>")

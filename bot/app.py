@@ -48,6 +48,9 @@ def create_app(settings: BotSettings | None = None, *, engine: Engine | None = N
     app.register_blueprint(webhook)
     app.register_blueprint(health)
     app.register_blueprint(api, url_prefix="/api")
+    from bot.metrics import metrics
+
+    app.register_blueprint(metrics)
     from bot.dashboard.core import DashboardConfig, install
 
     install(app, DashboardConfig.from_env(settings.env, engine, fallback_secret=settings.webhook_secret))

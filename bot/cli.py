@@ -188,6 +188,91 @@ def _quiet(verbose: bool) -> None:
     logging.getLogger("alembic").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    """``taskeval export``: the store as CSV or NDJSON, one row per PR (bot/export.py). Exit 0
+    done, 2 bad input or an unreadable store (nothing half-written at --output)."""
+    try:
+        import sqlalchemy  # noqa: F401
+    except ImportError as exc:
+        print(f"taskeval export: the store is the bot's database, which needs the 'bot' extra "
+              f"({exc.name} is missing): pip install 'taskeval[bot]'", file=sys.stderr)
+        return 2
+    import tempfile
+    from pathlib import Path
+
+    from bot import export
+    from bot.dashboard.cli import store_url
+    from bot.db import describe_url, init_schema, make_engine
+    from taskeval.cli import OutputError, check_output
+    from taskeval.redact import redact
+
+    if args.repo is not None and args.repo.count("/") != 1:
+        print(f"taskeval export: --repo must be OWNER/REPO, got {args.repo!r}", file=sys.stderr)
+        return 2
+    try:
+        check_output(args.output)
+    except OutputError as exc:
+        print(f"taskeval export: {exc}", file=sys.stderr)
+        return 2
+    url = store_url(args.store)
+    if url.startswith("sqlite"):
+        from sqlalchemy.engine import make_url
+
+        database = make_url(url).database
+        if database and database != ":memory:" and not Path(database).exists():
+            print(f"taskeval export: no store at {database}: run 'taskeval backfill OWNER/REPO' first, "
+                  "or pass --store", file=sys.stderr)
+            return 2
+    target = Path(args.output) if args.output else None
+    tmp = None
+    try:
+        engine = make_engine(url)
+        try:
+            init_schema(engine)  # an older store is migrated as the bot migrates it
+            if target is None:
+                for chunk in export.chunks(engine, args.format, args.repo):
+                    sys.stdout.write(chunk)
+                sys.stdout.flush()
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                fd, name = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+                tmp = Path(name)
+                with open(fd, "w", encoding="utf-8", newline="") as out:
+                    for chunk in export.chunks(engine, args.format, args.repo):
+                        out.write(chunk)
+                tmp.replace(target)  # whole or not at all
+                tmp = None
+        finally:
+            engine.dispose()
+    except OSError as exc:
+        print(f"taskeval export: --output {args.output}: cannot write: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # an unreachable or broken store: say which, never a traceback
+        print(f"taskeval export: cannot read the store {describe_url(url)}: {type(exc).__name__}: "
+              f"{redact(str(exc).splitlines()[0]) if str(exc) else ''}", file=sys.stderr)
+        return 2
+    finally:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+    return 0
+
+
+def add_export(subparsers: Any) -> None:
+    ex = subparsers.add_parser(
+        "export", help="write the store as CSV or NDJSON, one row per PR",
+        description="One row per evaluated PR (its latest evaluation): scores (overall; per "
+                    "category final, deterministic, AI and coverage), agent and operator, task "
+                    "type, turns, closure and rescue classes and recorded outcomes. The store is "
+                    "--store, else $DATABASE_URL, else ./taskeval.db. Columns: docs/bot.md.",
+    )
+    ex.add_argument("--store", metavar="URL", default=None,
+                    help="database URL (default: $DATABASE_URL, else sqlite:///./taskeval.db)")
+    ex.add_argument("--format", choices=["csv", "ndjson"], default="csv", help="csv (default) or ndjson")
+    ex.add_argument("--output", metavar="PATH", help="write here instead of standard output")
+    ex.add_argument("--repo", metavar="OWNER/REPO", help="only this repository's PRs")
+    ex.set_defaults(func=cmd_export)
+
+
 def add_backfill(subparsers: Any) -> None:
     bf = subparsers.add_parser(
         "backfill", help="evaluate a repository's past pull requests into the store",
@@ -249,6 +334,7 @@ def add_commands(subparsers: Any) -> None:
                         help="log detail (default: $TASKEVAL_LOG_LEVEL or info)")
     worker.set_defaults(func=cmd_worker)
     add_backfill(subparsers)
+    add_export(subparsers)
 
     from bot.dashboard.cli import add_command as add_dashboard
 

@@ -381,7 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in BOT_EXTRA_MODULES:
             raise  # a bug in the bot, not a missing extra
-        for name in ("serve", "worker", "backfill", "dashboard"):
+        for name in ("serve", "worker", "backfill", "dashboard", "export"):
             missing = sub.add_parser(name, help="run the webhook bot (needs: pip install 'taskeval[bot]')")
             missing.set_defaults(func=lambda _args, why=exc.name: _fail(
                 f"the webhook bot needs the bot extra ({why} is not installed): pip install 'taskeval[bot]'"))

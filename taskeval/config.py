@@ -340,6 +340,35 @@ class AgentRuleConfig(_Section):
         return value
 
 
+TaskTypeTarget = Literal["feature", "fix", "docs", "refactor", "test", "chore", "ci", "deps", "none"]
+
+
+class TaskTypesConfig(_Section):
+    """``task_types:``: entries added to or overriding the built-in tables of taskeval/tasktypes.py
+    (listed in the task types section below); ``none`` removes a built-in entry."""
+
+    prefixes: dict[str, TaskTypeTarget] = Field(
+        default_factory=dict,
+        description="Title prefixes -> task type: a Conventional Commits type (feat in 'feat(ui)!: ...'), "
+        "a bracketed word ([Docs]) or a gitmoji (🐛 or :bug:). Compared in lower case.")
+    scopes: dict[str, TaskTypeTarget] = Field(
+        default_factory=dict,
+        description="Conventional Commits scopes that decide the type whatever the prefix says "
+        "(deps in 'chore(deps): ...').")
+    labels: dict[str, TaskTypeTarget] = Field(
+        default_factory=dict,
+        description="PR and linked-issue labels -> task type. Compared in lower case without emoji, "
+        "surrounding punctuation or a 'type:'/'kind/' prefix ('Type: Bug' is 'bug').")
+
+    @field_validator("prefixes", "scopes", "labels")
+    @classmethod
+    def _keys(cls, value: dict[str, TaskTypeTarget]) -> dict[str, TaskTypeTarget]:
+        for key in value:
+            if not key.strip() or len(key) > 60:
+                raise ValueError(f"{key!r}: a key must be 1 to 60 characters")
+        return value
+
+
 class Settings(_Section):
     """The whole config file."""
 
@@ -358,6 +387,13 @@ class Settings(_Section):
         default_factory=list,
         description="Agent attribution rules added to or overriding the built-in table "
         "(entry keys in the agents section below).",
+    )
+    # Left out of the stored settings (and the config hash) while empty, so a result stored
+    # before task types keeps its config hash when it is re-scored.
+    task_types: TaskTypesConfig = Field(
+        default_factory=TaskTypesConfig, exclude_if=lambda v: not (v.prefixes or v.scopes or v.labels),
+        description="Task type rules (title prefixes, scopes, labels) added to or overriding the built-in "
+        "tables (Built-in task types below).",
     )
     max_prompt_chars: int = Field(
         default=60_000, ge=12_000,

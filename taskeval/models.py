@@ -519,6 +519,21 @@ class Rescue(Model):
     reason: str
 
 
+TaskTypeName = Literal["feature", "fix", "docs", "refactor", "test", "chore", "ci", "deps"]
+TaskTypeSource = Literal["title", "label", "issue-label", "none"]
+
+
+class TaskType(Model):
+    """What kind of task the PR is (taskeval.tasktypes): from its title's Conventional Commits
+    prefix, else its labels, else its linked issues' labels; ``unknown`` when none says."""
+
+    type: TaskTypeName | Literal["unknown"]
+    source: TaskTypeSource
+    matched: list[str] = Field(default_factory=list)  # the prefix or the labels that decided it
+    evidence: list[str] = Field(default_factory=list)  # the evidence items they come from
+    reason: str
+
+
 class EvaluationResult(Model):
     schema_version: str = SCHEMA_VERSION
     scorer_version: str
@@ -542,6 +557,9 @@ class EvaluationResult(Model):
     turns: Turns | None = None
     closure: Closure | None = None  # closed without merging
     rescue: Rescue | None = None  # merged
+    # Computed from the PR's title and labels at every scoring (never kept); results stored
+    # before task types have none.
+    task_type: TaskType | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> EvaluationResult:

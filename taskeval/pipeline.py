@@ -40,6 +40,7 @@ from taskeval.models import (
     PullRequestRef,
     Rescue,
     Signal,
+    TaskType,
     Turns,
     in_field_order,
 )
@@ -54,6 +55,7 @@ from taskeval.signals import (
     stale_signals,
     unknown_signal_ids,
 )
+from taskeval.tasktypes import classify
 
 if TYPE_CHECKING:  # PyGithub loads in a quarter of a second; re-scoring offline never needs it
     from github import Github
@@ -293,6 +295,7 @@ class _Scored:
     warnings: list[str]
     agent: AgentAttribution
     account: Account
+    task_type: TaskType
 
 
 def _scored(
@@ -300,9 +303,11 @@ def _scored(
     agent: AgentAttribution, audit: EvidenceGroup, pull: PullFacts, loaded: LoadedConfig,
     warnings: list[str], account: Account,
 ) -> _Scored:
-    """The blend and the warnings, the same for a bundle and for what a stored result stores."""
+    """The blend, the warnings and the task type, the same for a bundle and for what a stored
+    result stores (the task type reads only the PR's facts and the config, so it is never kept)."""
     notes = [*warnings, *_input_warnings(audit, pull, loaded), *_judge_warnings(judged.info)]
-    return _Scored(signals, _blend(outcomes, judged, signals), judged.info, notes, agent, account)
+    return _Scored(signals, _blend(outcomes, judged, signals), judged.info, notes, agent, account,
+                   classify(pull, loaded.settings))
 
 
 def _result(
@@ -346,6 +351,7 @@ def _fields(
         turns=scored.account.turns,
         closure=scored.account.closure,
         rescue=scored.account.rescue,
+        task_type=scored.task_type,
     )
 
 

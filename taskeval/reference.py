@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -78,7 +79,34 @@ def config_reference() -> str:
 
     section("Top level", defaults, "")
     lines.extend(agents_reference())
+    lines.extend(task_types_reference())
     return "\n".join(lines)
+
+
+def task_types_reference() -> list[str]:
+    """The built-in task type tables (taskeval/tasktypes.py), by type."""
+    from taskeval.tasktypes import BUILTIN_LABELS, BUILTIN_PREFIXES, BUILTIN_SCOPES, PRECEDENCE, TYPES
+
+    lines = [
+        "## Built-in task types",
+        "",
+        "A PR's task type comes from its title's prefix, else its labels, else its linked issues' "
+        "labels, else it is `unknown` (taskeval/tasktypes.py). Entries under `task_types:` are added "
+        "to these tables or replace an entry; `none` removes one. When labels name several types, "
+        f"the first of {', '.join(f'`{t}`' for t in PRECEDENCE)} wins.",
+        "",
+        "| type | title prefixes | scopes | labels |",
+        "|---|---|---|---|",
+    ]
+
+    def keys(table: Mapping[str, str], kind: str) -> str:
+        return _cell(", ".join(f"`{k}`" for k, v in table.items() if v == kind)) or "—"
+
+    for kind in TYPES:
+        lines.append(f"| `{kind}` | {keys(BUILTIN_PREFIXES, kind)} | {keys(BUILTIN_SCOPES, kind)} | "
+                     f"{keys(BUILTIN_LABELS, kind)} |")
+    lines.append("")
+    return lines
 
 
 def agents_reference() -> list[str]:

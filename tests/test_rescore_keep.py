@@ -153,7 +153,8 @@ _SIGNAL_INPUTS = frozenset({"patterns", "agents", "thresholds"})
 def test_every_setting_is_known_to_be_read_by_signals_or_not() -> None:
     """A new setting must be classified: if a signal can read it, keeping stored signals must
     depend on it too."""
-    not_read = {"version", "signal_weights", "disabled_signals", "ai", "max_prompt_chars"}
+    # task_types: read by the task type, which every scoring computes again (never kept).
+    not_read = {"version", "signal_weights", "disabled_signals", "ai", "max_prompt_chars", "task_types"}
     assert set(Settings.model_fields) == set(_SIGNAL_INPUTS) | not_read
 
 

@@ -41,6 +41,8 @@ TRIVIAL: Final[dict[str, frozenset[str]]] = {
     "process.change_requests": frozenset({"changes_requested", "agent_failed"}),
     "agent.force_pushes": frozenset({"force_pushed"}),
     "agent.own_failures": frozenset({"agent_failure", "agent_failed"}),
+    # Conclusive only on closed PRs, and its closure class reads the agent's failed sessions.
+    "agent.rejection": frozenset({"rejected", "agent_failure", "agent_failed"}),
 }
 CI_SIGNALS: Final = frozenset({"agent.ci_recovery", "agent.red_pushes", "outcome.ci_head",
                                "process.ci_at_merge"})

@@ -12,6 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.fakegithub import FakeGitHub
+
 _LOGGERS = ("github", "urllib3", "openai", "httpx", "taskeval")
 
 
@@ -21,3 +23,13 @@ def _restore_logger_levels() -> Iterator[None]:
     yield
     for name, level in levels.items():
         logging.getLogger(name).setLevel(level)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    """The fake GitHub served over real HTTP, with no PRs yet: tests that run the CLI or the bot as
+    processes point ``GITHUB_API_URL`` at ``fake.url``. A module that needs it set up differently
+    (in process through ``responses``, with PRs or a token of another kind) defines its own."""
+    gh = FakeGitHub()
+    with gh.serve():
+        yield gh

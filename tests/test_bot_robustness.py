@@ -91,12 +91,6 @@ def short_timeouts(settings: BotSettings) -> Clients:
         make_client, timeout=1, retries=1, backoff_factor=0.01, max_wait=2))
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    fake = FakeGitHub()
-    with fake.serve():
-        yield fake
-
 
 def make_worker(url: str, fake: FakeGitHub, *,
                 core: Callable[[BotSettings, Engine], Any] | None = None,

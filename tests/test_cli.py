@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,12 +29,6 @@ def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = No
         cwd=cwd,
     )
 
-
-@pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    gh = FakeGitHub()
-    with gh.serve():
-        yield gh
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,12 +23,6 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "agent-pr-482.result.json"
 EXAMPLES = ROOT / "examples"
 
-
-@pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    gh = FakeGitHub()
-    with gh.serve():
-        yield gh
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,12 +18,6 @@ from tests.test_cli import REPO, run_cli
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "agent-pr-482.result.json"
 APP_TOKEN = "ghs_InstallationTokenForTheCli0000000000000"
 
-
-@pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    gh = FakeGitHub()
-    with gh.serve():
-        yield gh
 
 
 @pytest.fixture

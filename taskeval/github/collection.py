@@ -297,20 +297,8 @@ class _Reader:
         """The slug of the App the PR was opened through, from the PR's issue object
         (``GET /repos/{o}/{r}/issues/{n}``); None when there is none or it could not be read, and
         then the gap says why (an App is never assumed)."""
-        try:
-            data = self.get(f"{self.base}/issues/{self.number}")
-        except GithubException as exc:
-            issue = _issue_for("issue", exc)
-            if issue is None:
-                raise self.failure(exc, "issue") from exc
-            return None, issue
-        try:
-            return convert.issue_app(data, self.number), None
-        except convert.MalformedIssue as exc:
-            return None, CollectionIssue(
-                resource="issue",
-                message=redact(f"{_LABELS['issue']} was malformed ({exc}); no App is assumed"),
-            )
+        (app, _), issue = self.issue_side()
+        return app, issue
 
     def issue_side(self) -> tuple[tuple[str | None, list[RawUser] | None], CollectionIssue | None]:
         """The GraphQL path's read of the issue object: the App (as ``issue_app``) and the

@@ -372,22 +372,39 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("--output", metavar="PATH", help="also write the schema here")
     sh.set_defaults(func=cmd_schema)
 
-    from taskeval.validity_cli import add_commands as add_validity_commands
-
-    add_validity_commands(sub)  # outcomes, validate, calibrate
-
-    try:
-        from bot.cli import add_commands
-    except ModuleNotFoundError as exc:
-        if (exc.name or "").split(".")[0] not in BOT_EXTRA_MODULES:
-            raise  # a bug in the bot, not a missing extra
-        for name in ("serve", "worker", "backfill", "dashboard", "export"):
-            missing = sub.add_parser(name, help="run the webhook bot (needs: pip install 'taskeval[bot]')")
-            missing.set_defaults(func=lambda _args, why=exc.name: _fail(
-                f"the webhook bot needs the bot extra ({why} is not installed): pip install 'taskeval[bot]'"))
-    else:
-        add_commands(sub)
+    add_registered_commands(sub)  # outcomes, validate, calibrate; serve, worker, backfill, export, dashboard
     return parser
+
+
+def add_registered_commands(sub: argparse._SubParsersAction[Parser]) -> None:
+    """Add the commands registered in the ``taskeval.commands`` entry-point group (pyproject.toml):
+    each entry is an ``add_commands(subparsers)`` function, called in the order of the entries'
+    names (installers do not keep the order written), so ``--help`` lists them the same way.
+
+    Why an entry-point group and not a composing module: the core names no adapter (``bot.cli``
+    imports this module's helpers, so importing it back made a circle), while ``taskeval.cli:main``
+    stays the console script and the one ``main`` every caller and test runs, with every command;
+    a composing module would have had to take over both. The group is written at install time,
+    so an older (editable) install lists only evaluate, score and schema until it is reinstalled.
+
+    When the bot's entry cannot load for want of the ``bot`` extra (or of ``bot/`` itself: the
+    Action image ships without it), its commands are still listed, and running one names the
+    extra in one line.
+    """
+    from importlib.metadata import entry_points
+
+    for entry in sorted(entry_points(group="taskeval.commands"), key=lambda e: e.name):
+        try:
+            add_commands = entry.load()
+        except ModuleNotFoundError as exc:
+            if entry.module != "bot.cli" or (exc.name or "").split(".")[0] not in BOT_EXTRA_MODULES:
+                raise  # a bug in the command's module, not a missing extra
+            for name in ("serve", "worker", "backfill", "dashboard", "export"):
+                missing = sub.add_parser(name, help="run the webhook bot (needs: pip install 'taskeval[bot]')")
+                missing.set_defaults(func=lambda _args, why=exc.name: _fail(
+                    f"the webhook bot needs the bot extra ({why} is not installed): pip install 'taskeval[bot]'"))
+        else:
+            add_commands(sub)
 
 
 def quiet_libraries(verbose: bool) -> None:

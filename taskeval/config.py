@@ -291,7 +291,8 @@ OperatorSourceName = Literal["author", "assignee", "reviewer", "requested-by", "
 
 class AgentRuleConfig(_Section):
     """One ``agents:`` entry: adds an agent, or overrides the fields it names of a built-in one
-    (see taskeval/agents.py for the built-in table and how attribution uses each field)."""
+    (see taskeval/agent_table.py for the built-in table, taskeval/agents.py for how attribution uses
+    each field)."""
 
     id: str = Field(pattern=AGENT_ID_PATTERN,
                     description="Agent id (lower case, digits, '-'); a built-in id overrides that agent.")
@@ -404,7 +405,7 @@ class Settings(_Section):
     @field_validator("agents")
     @classmethod
     def _agents(cls, value: list[AgentRuleConfig]) -> list[AgentRuleConfig]:
-        from taskeval.agents import BUILTIN_RULES
+        from taskeval.agent_table import BUILTIN_RULES
 
         builtin = {r.id for r in BUILTIN_RULES}
         seen: set[str] = set()

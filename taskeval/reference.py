@@ -110,8 +110,8 @@ def task_types_reference() -> list[str]:
 
 
 def agents_reference() -> list[str]:
-    """The ``agents:`` entry keys and the built-in attribution table (taskeval/agents.py)."""
-    from taskeval.agents import BUILTIN_RULES
+    """The ``agents:`` entry keys and the built-in attribution table (taskeval/agent_table.py)."""
+    from taskeval.agent_table import BUILTIN_RULES
     from taskeval.config import AgentRuleConfig
 
     lines = [

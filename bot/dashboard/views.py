@@ -49,9 +49,9 @@ from bot.dashboard.auth import (
     token_matches,
     user_login,
 )
-from bot.dashboard.core import config
 from bot.dashboard.queries import BANDS, CATEGORY_TITLES, Filters
 from bot.dashboard.render import comment_html
+from bot.dashboard.settings import config
 
 log = logging.getLogger("bot.dashboard")
 dashboard = Blueprint("dashboard", __name__, template_folder="templates", static_folder="static",

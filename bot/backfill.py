@@ -104,7 +104,7 @@ class Summary:
         out = [f"backfill: {self.listed} PRs in the window; evaluated {self.evaluated}, "
                f"skipped {self.skipped} (already stored at this head and scorer version)"
                + (f", enqueued {self.enqueued}" if self.enqueued else "")
-               + f", failed {len(self.failed)}; {self.requests} GitHub requests"
+               + f", failed {len(self.failed)}; {self.requests} GitHub request{'' if self.requests == 1 else 's'}"
                f" in {self.seconds:.1f} s"]
         reasons = Counter(self.failed.values())
         for reason, count in reasons.most_common():

@@ -461,6 +461,10 @@ Whose = Literal["agent", "people"]
 ClosureClass = Literal["superseded", "duplicate", "stale", "declined", "agent_failure", "withdrawn",
                        "unknown"]
 RescueClass = Literal["clean", "feedback_loop", "taken_over"]
+# Which closures count a rejection against the agent, and which are the project's own reasons
+# (docs/turns.md#closure); withdrawn and unknown are neither.
+AGAINST_AGENT: frozenset[ClosureClass] = frozenset({"agent_failure"})
+PROJECT_REASONS: frozenset[ClosureClass] = frozenset({"superseded", "duplicate", "stale", "declined"})
 Hours = Annotated[float, Field(ge=0)]
 
 

@@ -25,7 +25,7 @@ from taskeval.config import LoadedConfig, Settings, load_config
 from taskeval.evidence import blank_code, vocabulary
 from taskeval.models import EvidenceBundle
 from taskeval.pipeline import Options, rescore, rescore_file, score_bundle
-from taskeval.signals import base, hygiene, outcome, rework, signal_specs
+from taskeval.signals import base, hygiene, outcome, signal_specs, words
 from taskeval.signals.agent import _texts
 from tests import spread
 
@@ -57,7 +57,7 @@ def old_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(vocabulary, "_FAST_ANCHORS", False)
     monkeypatch.setattr(vocabulary, "_FAST_FENCES", False)
     monkeypatch.setattr(outcome, "_CLAIM_NEEDLES", {})
-    monkeypatch.setattr(rework, "_OBJECTION_NEEDLES", {})
+    monkeypatch.setattr(words, "_OBJECTION_NEEDLES", {})
     monkeypatch.setattr(hygiene, "_blank_code", blank_code)
     monkeypatch.setattr(hygiene, "_blank_comments", hygiene.blank_comments)
     monkeypatch.setattr(base, "_globs", _AnyGlob)
@@ -333,7 +333,7 @@ def test_blank_code_shortcut_blanks_what_the_line_scan_blanks() -> None:
 def test_timestamp_shortcut_parses_as_strptime_does() -> None:
     from datetime import datetime
 
-    from taskeval.signals.rework import _parse
+    from taskeval.signals.turns import _parse
 
     rng = random.Random(5)
     cases = ["2026-01-02T03:04:05Z", "2026-1-2T3:4:5Z", "", "2024-02-29T23:59:59Z", "2026-01-02T03:04:60Z",
@@ -592,10 +592,10 @@ def test_objection_needles_skip_only_objections_that_cannot_be_made(
         "```\nbuild fails\n```\nthe build fails", "re\r\nd", "it doesn`t` work", "fa<!-- -->il",
     ]
     texts = _variants(examples + _texts_to_scan())
-    assert set(rework._OBJECTION_NEEDLES) == {kind for kind, _ in rework.OBJECTION_PATTERNS}
-    fast = [rework.objections(t) for t in texts]
-    monkeypatch.setattr(rework, "_OBJECTION_NEEDLES", {})
-    assert [rework.objections(t) for t in texts] == fast
+    assert set(words._OBJECTION_NEEDLES) == {kind for kind, _ in words.OBJECTION_PATTERNS}
+    fast = [words.objections(t) for t in texts]
+    monkeypatch.setattr(words, "_OBJECTION_NEEDLES", {})
+    assert [words.objections(t) for t in texts] == fast
     assert sum(map(len, fast)) > 50
 
 

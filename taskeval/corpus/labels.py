@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from taskeval import models
 from taskeval.corpus import aidev
 from taskeval.corpus.evaluate import as_json, client, evaluate
 from taskeval.corpus.replay import serving
@@ -33,7 +34,7 @@ LABELS = ROOT / "docs" / "labels" / "aidev-pop-v1.csv"
 SECOND = ROOT / "docs" / "labels" / "aidev-pop-v1.second.csv"
 CLOSURES = ("agent_failure", "superseded", "duplicate", "stale", "declined", "withdrawn", "unknown")
 RESCUES = ("clean", "feedback_loop", "taken_over")
-PROJECT_REASONS = frozenset({"superseded", "duplicate", "stale", "declined"})
+PROJECT_REASONS: frozenset[str] = frozenset(models.PROJECT_REASONS)
 
 
 @dataclass(frozen=True)

@@ -311,7 +311,7 @@ class Ctx:
 
     @cached
     def standard_texts(self) -> tuple[re.Pattern[str], ...]:
-        """What the PR's agent writes by design (its ``standard_texts`` in taskeval/agents.py): not
+        """What the PR's agent writes by design (its ``standard_texts`` in taskeval/agent_table.py): not
         leakage, boilerplate or template. Only that agent's: another agent's shapes in a PR prove
         nothing and must not hide what sits in them."""
         return standard_text_patterns(self.agent_rule)
@@ -344,7 +344,7 @@ class Ctx:
 
     @cached
     def _agent_logins(self) -> frozenset[str]:
-        # The configured accounts and every account in the agent table (taskeval/agents.py).
+        # The configured accounts and every account in the agent table (taskeval/agent_table.py).
         configured = _lowered(tuple(self.settings.patterns.agent_logins))
         return configured | agent_logins(self.agent_rules)  # cached by the table's identity
 

@@ -14,17 +14,14 @@ import re
 from typing import TYPE_CHECKING, Final
 
 from taskeval.evidence.vocabulary import agent_run_event
-from taskeval.models import Closure, ClosureClass, Rescue, RescueClass, Role
+from taskeval.models import AGAINST_AGENT, Closure, ClosureClass, Rescue, RescueClass, Role
 
 from .turns import _hours
-from .words import CLOSING_LABELS, TRIAL_TITLE, admissions, closing_reasons
+from .words import CLOSING_LABELS, TRIAL_TITLE, admissions, closing_reasons, objections
 
 if TYPE_CHECKING:
     from .base import Ctx
 
-AGAINST_AGENT: Final[frozenset[ClosureClass]] = frozenset({"agent_failure"})
-PROJECT_REASONS: Final[frozenset[ClosureClass]] = frozenset({"superseded", "duplicate", "stale",
-                                                             "declined"})
 # Days of silence on the people's move before a close reads as "stale": GitHub's own stale action
 # marks after 60 days by default and many projects use 14 to 30; 14 is the short end of that.
 STALE_DAYS: Final = 14.0
@@ -181,8 +178,6 @@ _JUDGING: Final = frozenset(_VERB)
 def judgement(text: str) -> list[str]:
     """The verdicts on the work a person's comment passes: the objections that judge the work
     rather than ask for a change (taskeval/signals/words.py and agent.objections' table)."""
-    from .rework import objections
-
     return [k for k in objections(text) if k in _JUDGING]
 
 

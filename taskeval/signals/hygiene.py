@@ -513,7 +513,7 @@ def detect_text_issues(
     """Every leakage, boilerplate and template finding in ``text``: by line, one per rule a line.
 
     ``standard``: texts an agent writes by design (its session link, footer, firewall notice,
-    the issue it quotes; see ``standard_texts`` in taskeval/agents.py). They are blanked first, so
+    the issue it quotes; see ``standard_texts`` in taskeval/agent_table.py). They are blanked first, so
     what an agent is expected to write never counts as leakage, boilerplate or template text.
     ``kinds``: only findings of these kinds, exactly those the full scan gives for them.
     """

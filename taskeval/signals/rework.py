@@ -9,81 +9,18 @@ and each is inconclusive when the part it reads was not collected or could not b
 
 from __future__ import annotations
 
-import re
-from datetime import datetime
 from typing import Final
 
 from taskeval.contract import Category
-from taskeval.evidence.vocabulary import agent_run_event, fold
-from taskeval.models import TimelineEntry
+from taskeval.evidence.vocabulary import agent_run_event
+from taskeval.models import PROJECT_REASONS, TimelineEntry
 
 from .base import Ctx, Measure, inconclusive, ok, signal
-from .closure import PROJECT_REASONS
 from .curves import decay
-from .hygiene import visible_text
 from .wording import agree, all_of, names, none_of, plural, sentence
-from .words import admissions, thumbs_down, verdicts
+from .words import admissions, objections
 
 CAT: Category = "agentPerformance"
-
-# --------------------------------------------------------------------------- words
-
-# Phrases with which a person says the work is wrong or sends it back for a fix. Matched on the
-# rendered prose only (no code, no quoted lines), case-insensitively. Kept narrow on purpose: a
-# false "objection" costs the agent points it did not lose.
-OBJECTION_PATTERNS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
-    ("asks for a fix", re.compile(
-        r"(?i)\b(?:please|pls|plz|can you|could you|you need to|you should)\s+(?:also\s+)?"
-        r"(?:fix|correct|revert|undo|redo|address|resolve|repair)\b")),
-    ("says it does not work", re.compile(
-        r"(?i)\b(?:does\s*n[o']?t|doesn't|do\s+not|don't|did\s*n[o']?t|didn't|is\s*n[o']?t|isn't|"
-        r"still\s+not|not)\s+(?:work(?:s|ing)?|compile|build|run|pass|fix(?:ed)?\s+(?:it|the|this)|"
-        r"solve|address|what\s+(?:i|we)\s+(?:asked|wanted|meant))\b")),
-    ("says it is wrong", re.compile(
-        r"(?i)\b(?:this|that|it|these|the\s+(?:change|code|fix|implementation|approach|test|tests|"
-        r"logic))\s+(?:is|are|was|were|looks|seems|still)\s+(?:still\s+)?(?:wrong|incorrect|broken|"
-        r"buggy|invalid|not\s+(?:right|correct))\b|\bthat'?s\s+(?:wrong|incorrect|not\s+right)\b")),
-    ("says it breaks something", re.compile(
-        r"(?i)\b(?:this|that|it|the\s+change)\s+(?:breaks|broke|has\s+broken|will\s+break)\b")),
-    ("reports failures", re.compile(
-        r"(?i)\b(?:the\s+)?(?:tests?|build|ci|checks?|pipeline|lint(?:er)?)\s+(?:are\s+|is\s+)?"
-        r"(?:still\s+)?(?:fail(?:s|ing|ed)?|broken|red)\b|\b(?:compil(?:e|ation)|syntax|type)\s+"
-        r"errors?\b|\bstill\s+(?:fail(?:s|ing)?|broken|wrong)\b|\b(?:failing|broken)\s+(?:tests?|build|ci|"
-        r"checks?)\b")),
-)
-
-# Words every match of each kind holds (one of each pattern's required word groups above): a
-# comment whose case fold has none of them cannot make that objection, and its pattern is not
-# searched (tests/test_rescore_fast_paths.py checks them on every example).
-_OBJECTION_NEEDLES: Final[dict[str, tuple[str, ...]]] = {
-    "asks for a fix": ("fix", "correct", "revert", "undo", "redo", "address", "resolve", "repair"),
-    "says it does not work": ("work", "compile", "build", "run", "pass", "fix", "solve", "address",
-                              "what"),
-    "says it is wrong": ("wrong", "correct", "broken", "buggy", "invalid", "right"),
-    "says it breaks something": ("break", "broke"),
-    "reports failures": ("fail", "broken", "red", "error", "still"),
-}
-
-_QUOTE_LINE: Final = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
-
-
-def objections(text: str) -> list[str]:
-    """The kinds of objection a person's comment makes ("asks for a fix", ...), in table order."""
-    # The needles are plain words, and hiding code, comments and quoted lines only blanks or
-    # drops text without joining any, so a word of the prose is one of the comment as written:
-    # the kinds whose words the comment lacks are left out before the prose is made.
-    low = fold(text or "")
-    kinds = [(kind, pattern) for kind, pattern in OBJECTION_PATTERNS
-             if not (needles := _OBJECTION_NEEDLES.get(kind)) or any(n in low for n in needles)]
-    if not kinds:
-        return verdicts(text) + (["gives a thumbs-down"] if thumbs_down(text) else [])
-    prose = visible_text(text or "")
-    if ">" in prose:
-        prose = _QUOTE_LINE.sub("", prose)
-    found = [kind for kind, pattern in kinds if pattern.search(prose)]
-    return found + [k for k in verdicts(text) if k not in found] + (
-        ["gives a thumbs-down"] if thumbs_down(text) else [])
-
 
 @signal("agent.objections", CAT, "Reviewers did not call the work wrong", 1.5,
         ["facts.reviews", "facts.comments", "facts.pull.closedAt", "facts.pull.mergedAt"])
@@ -203,29 +140,6 @@ def own_failures(ctx: Ctx) -> Measure:
                                 f"{'merged' if pull.merged else 'closed'} not counted.")
     cited = [e.id for e in failed] or [e.id for e, _ in runs[-1:]]
     return ok(len(failed), decay(len(failed), half), reason, cited)
-
-
-def _parse(value: str) -> datetime | None:
-    """A stored timestamp (``2026-01-02T03:04:05Z``) as ``strptime`` reads it; None otherwise."""
-    try:
-        if _STAMP.fullmatch(value):  # the one spelling taskeval stores: no format parsing needed
-            return datetime.fromisoformat(value[:-1])
-        return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
-    except ValueError:
-        return None
-
-
-_STAMP: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
-
-
-def _seconds(value: str) -> int | None:
-    """:func:`_parse` as whole seconds since year 1 (a stamp has no fraction of a second), so a
-    gap is one integer subtraction: ``(b - a) / 3600`` is the very float that
-    ``(parse(b) - parse(a)).total_seconds() / 3600`` is (both divide the exact count of seconds)."""
-    moment = _parse(value)
-    if moment is None:
-        return None
-    return moment.toordinal() * 86400 + moment.hour * 3600 + moment.minute * 60 + moment.second
 
 
 @signal("agent.idle_gaps", CAT, "No long stalls on the agent's turns", 0.5,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Final
 
 from taskeval.agents import is_person
@@ -242,9 +243,30 @@ def _ci_red(ctx: Ctx, owner_shas: set[str]) -> list[Event]:
 _FAILING: Final = frozenset({"failure", "timed_out", "startup_failure", "action_required"})
 
 
-def _hours(a: str, b: str) -> float:
-    from .rework import _seconds  # one parser of stored stamps
+def _parse(value: str) -> datetime | None:
+    """A stored timestamp (``2026-01-02T03:04:05Z``) as ``strptime`` reads it; None otherwise."""
+    try:
+        if _STAMP.fullmatch(value):  # the one spelling taskeval stores: no format parsing needed
+            return datetime.fromisoformat(value[:-1])
+        return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return None
 
+
+_STAMP: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
+
+
+def _seconds(value: str) -> int | None:
+    """:func:`_parse` as whole seconds since year 1 (a stamp has no fraction of a second), so a
+    gap is one integer subtraction: ``(b - a) / 3600`` is the very float that
+    ``(parse(b) - parse(a)).total_seconds() / 3600`` is (both divide the exact count of seconds)."""
+    moment = _parse(value)
+    if moment is None:
+        return None
+    return moment.toordinal() * 86400 + moment.hour * 3600 + moment.minute * 60 + moment.second
+
+
+def _hours(a: str, b: str) -> float:
     x, y = _seconds(a), _seconds(b)
     return 0.0 if x is None or y is None or y < x else round((y - x) / 3600, 2)
 

@@ -13,6 +13,8 @@ import functools
 import re
 from typing import Final
 
+from taskeval.evidence.vocabulary import fold
+
 from .hygiene import visible_text
 
 _QUOTE_LINE: Final = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
@@ -94,6 +96,63 @@ _THUMBS_DOWN: Final = re.compile(r"^\s*(?:👎|:-1:|:thumbsdown:|-1)\s*$")
 def thumbs_down(text: str) -> bool:
     """A reply that is only a 👎 (GitHub's reactions themselves are not collected)."""
     return bool(_THUMBS_DOWN.match(prose(text)))
+
+
+# --------------------------------------------------------------------------- objections
+
+# Phrases with which a person says the work is wrong or sends it back for a fix. Matched on the
+# rendered prose only (no code, no quoted lines), case-insensitively. Kept narrow on purpose: a
+# false "objection" costs the agent points it did not lose.
+OBJECTION_PATTERNS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
+    ("asks for a fix", re.compile(
+        r"(?i)\b(?:please|pls|plz|can you|could you|you need to|you should)\s+(?:also\s+)?"
+        r"(?:fix|correct|revert|undo|redo|address|resolve|repair)\b")),
+    ("says it does not work", re.compile(
+        r"(?i)\b(?:does\s*n[o']?t|doesn't|do\s+not|don't|did\s*n[o']?t|didn't|is\s*n[o']?t|isn't|"
+        r"still\s+not|not)\s+(?:work(?:s|ing)?|compile|build|run|pass|fix(?:ed)?\s+(?:it|the|this)|"
+        r"solve|address|what\s+(?:i|we)\s+(?:asked|wanted|meant))\b")),
+    ("says it is wrong", re.compile(
+        r"(?i)\b(?:this|that|it|these|the\s+(?:change|code|fix|implementation|approach|test|tests|"
+        r"logic))\s+(?:is|are|was|were|looks|seems|still)\s+(?:still\s+)?(?:wrong|incorrect|broken|"
+        r"buggy|invalid|not\s+(?:right|correct))\b|\bthat'?s\s+(?:wrong|incorrect|not\s+right)\b")),
+    ("says it breaks something", re.compile(
+        r"(?i)\b(?:this|that|it|the\s+change)\s+(?:breaks|broke|has\s+broken|will\s+break)\b")),
+    ("reports failures", re.compile(
+        r"(?i)\b(?:the\s+)?(?:tests?|build|ci|checks?|pipeline|lint(?:er)?)\s+(?:are\s+|is\s+)?"
+        r"(?:still\s+)?(?:fail(?:s|ing|ed)?|broken|red)\b|\b(?:compil(?:e|ation)|syntax|type)\s+"
+        r"errors?\b|\bstill\s+(?:fail(?:s|ing)?|broken|wrong)\b|\b(?:failing|broken)\s+(?:tests?|build|ci|"
+        r"checks?)\b")),
+)
+
+# Words every match of each kind holds (one of each pattern's required word groups above): a
+# comment whose case fold has none of them cannot make that objection, and its pattern is not
+# searched (tests/test_rescore_fast_paths.py checks them on every example).
+_OBJECTION_NEEDLES: Final[dict[str, tuple[str, ...]]] = {
+    "asks for a fix": ("fix", "correct", "revert", "undo", "redo", "address", "resolve", "repair"),
+    "says it does not work": ("work", "compile", "build", "run", "pass", "fix", "solve", "address",
+                              "what"),
+    "says it is wrong": ("wrong", "correct", "broken", "buggy", "invalid", "right"),
+    "says it breaks something": ("break", "broke"),
+    "reports failures": ("fail", "broken", "red", "error", "still"),
+}
+
+
+def objections(text: str) -> list[str]:
+    """The kinds of objection a person's comment makes ("asks for a fix", ...), in table order."""
+    # The needles are plain words, and hiding code, comments and quoted lines only blanks or
+    # drops text without joining any, so a word of the prose is one of the comment as written:
+    # the kinds whose words the comment lacks are left out before the prose is made.
+    low = fold(text or "")
+    kinds = [(kind, pattern) for kind, pattern in OBJECTION_PATTERNS
+             if not (needles := _OBJECTION_NEEDLES.get(kind)) or any(n in low for n in needles)]
+    if not kinds:
+        return verdicts(text) + (["gives a thumbs-down"] if thumbs_down(text) else [])
+    prose = visible_text(text or "")
+    if ">" in prose:
+        prose = _QUOTE_LINE.sub("", prose)
+    found = [kind for kind, pattern in kinds if pattern.search(prose)]
+    return found + [k for k in verdicts(text) if k not in found] + (
+        ["gives a thumbs-down"] if thumbs_down(text) else [])
 
 
 # --------------------------------------------------------------------------- requests

@@ -244,7 +244,7 @@ def test_rows_read_back_and_the_report_separates_what_it_should(results_dir: Pat
                                               "applicable": 60, "positives": 20}
     agent = report["categories"]["agentPerformance"]
     assert agent["auc"]["rejected"]["auc"] == 1.0
-    assert agent["auc"]["rejected"]["leftOut"] == ["agent.restarts"]
+    assert agent["auc"]["rejected"]["leftOut"] == ["agent.rejection", "agent.restarts"]
     assert report["signals"]["outcome.delivery"]["auc"]["rejected"] == {"trivial": True}
     assert report["signals"]["agent.objections"]["auc"]["rejected"]["auc"] == 1.0
     assert "agent.objections" not in report["separatesNothing"]

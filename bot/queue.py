@@ -34,13 +34,19 @@ MAX_ERROR_CHARS = 2000
 _RETRIES = 5  # unique-constraint races are resolved by re-reading; a few rounds always suffice
 
 
-def presence_interval(lease_seconds: float) -> float:
-    """Seconds between a worker's presence heartbeats: a third of the lease, at most 10 s."""
-    return min(10.0, max(0.05, lease_seconds / 3))
+def presence_interval(lease_seconds: float, stale_seconds: float | None = None) -> float:
+    """Seconds between a worker's presence heartbeats: a third of the lease, at most 5 s, and at
+    most a quarter of the stale window, so a live worker always beats several times within it."""
+    interval = min(5.0, max(0.05, lease_seconds / 3))
+    return interval if stale_seconds is None else max(0.05, min(interval, stale_seconds / 4))
 
 
-def alive_window(lease_seconds: float) -> float:
-    """A worker whose last heartbeat is older than this is not counted alive: three missed beats."""
+def alive_window(lease_seconds: float, stale_seconds: float | None = None) -> float:
+    """A worker whose last heartbeat is older than this is not alive: ``stale_seconds``
+    (``TASKEVAL_WORKER_STALE_SECONDS``) when set, else three missed beats plus a second (16 s at
+    the default 120 s lease). The running jobs of a worker that is not alive are requeued."""
+    if stale_seconds is not None:
+        return stale_seconds
     return round(3 * presence_interval(lease_seconds) + 1.0, 2)
 
 
@@ -136,9 +142,11 @@ class Queue:
         backoff_max_seconds: float = 3600.0,
         clock: Callable[[], float] = time.time,
         jitter: Callable[[], float] = random.random,
+        worker_stale_seconds: float | None = None,
     ) -> None:
         self.engine = engine
         self.lease_seconds = lease_seconds
+        self.worker_stale_seconds = alive_window(lease_seconds, worker_stale_seconds)
         self.max_attempts = max_attempts
         self.backoff_seconds = backoff_seconds
         self.backoff_max_seconds = backoff_max_seconds
@@ -322,28 +330,44 @@ class Queue:
         return None
 
     def _reap(self, conn: Connection, now: float) -> None:
-        """Jobs whose lease ran out belong to a worker that died: requeue them, or dead-letter
-        them when they have used all their attempts (a job that kills its worker every time)."""
-        expired = and_(jobs.c.status == "running", jobs.c.lease_until < now)
-        conn.execute(
-            update(jobs)
-            .where(expired, jobs.c.attempts >= jobs.c.max_attempts)
-            .values(status="dead", lease_until=None, leased_by=None, finished_at=now,
-                    updated_at=now,
-                    last_error="lease expired on the last attempt: the worker stopped mid-job "
-                               "(killed, crashed or stalled)")
+        """Requeue the running jobs whose worker is gone, or dead-letter them when they have used
+        all their attempts (a job that kills its worker every time).
+
+        A worker is gone when its presence row (:meth:`beat`) is older than the stale window,
+        seconds after a kill, or when the job's lease ran out (a worker without a presence row,
+        or one that stopped renewing). A job whose lease runs and whose worker beats is never
+        taken, so one job never runs twice at once.
+        """
+        holder_stale = (
+            select(workers.c.id)
+            .where(workers.c.id == jobs.c.leased_by,
+                   workers.c.heartbeat_at < now - self.worker_stale_seconds)
+            .exists()
         )
-        conn.execute(
-            update(jobs)
-            .where(expired)
-            .values(status="queued", lease_until=None, leased_by=None, run_after=now,
-                    updated_at=now,
-                    last_error="lease expired: the worker stopped mid-job (killed, crashed or "
-                               "stalled); requeued")
-        )
+        window = f"{self.worker_stale_seconds:g} s"
+        for gone, why in (
+            (holder_stale, f"its worker stopped heartbeating (silent for over {window}: killed, "
+                           "crashed or cut off)"),
+            (jobs.c.lease_until < now, "lease expired: the worker stopped mid-job (killed, "
+                                       "crashed or stalled)"),
+        ):
+            running = and_(jobs.c.status == "running", gone)
+            conn.execute(
+                update(jobs)
+                .where(running, jobs.c.attempts >= jobs.c.max_attempts)
+                .values(status="dead", lease_until=None, leased_by=None, finished_at=now,
+                        updated_at=now, last_error=f"{why}, on the last attempt")
+            )
+            conn.execute(
+                update(jobs)
+                .where(running)
+                .values(status="queued", lease_until=None, leased_by=None, run_after=now,
+                        updated_at=now, last_error=f"{why}; requeued")
+            )
 
     def heartbeat(self, job_id: int, worker_id: str) -> bool:
-        """Extend the lease; False when the job is no longer ours."""
+        """Extend the lease; False when the job is no longer ours. A worker renewing a lease is
+        alive, so its presence row is refreshed in the same transaction."""
         now = self.clock()
         with write(self.engine) as conn:
             result = conn.execute(
@@ -352,6 +376,9 @@ class Queue:
                        jobs.c.status == "running")
                 .values(lease_until=now + self.lease_seconds, updated_at=now)
             )
+            if result.rowcount == 1:
+                conn.execute(update(workers).where(workers.c.id == worker_id)
+                             .values(heartbeat_at=now))
         return result.rowcount == 1
 
     def complete(

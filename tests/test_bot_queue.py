@@ -156,6 +156,56 @@ def test_an_expired_lease_hands_the_job_to_another_worker(engine: Engine) -> Non
     assert q.job(job_id)["status"] == "done"  # type: ignore[index]
 
 
+def test_a_dead_workers_job_is_requeued_once_its_heartbeat_is_stale_not_at_lease_end(
+    engine: Engine,
+) -> None:
+    clock = Clock()
+    q = make_queue(engine, clock, lease_seconds=120, worker_stale_seconds=15)
+    job_id = q.accept("d1", "pull_request", "closed", evaluate()).job_id
+    q.beat("killed", host="h", pid=1, started_at=clock.now)
+    q.beat("alive", host="h", pid=2, started_at=clock.now)
+    assert q.claim("killed") is not None
+    # The killed worker never beats again; its lease (120 s) still runs for minutes.
+    clock.now += 14
+    q.beat("alive", host="h", pid=2, started_at=clock.now)
+    assert q.claim("alive") is None  # within the window the holder may be alive: never taken
+    clock.now += 2
+    taken = q.claim("alive")
+    assert taken is not None and taken.id == job_id and taken.attempts == 2
+    row = q.job(job_id)
+    assert row is not None and row["leased_by"] == "alive" and row["lease_until"] > clock.now
+    assert "stopped heartbeating" in row["last_error"]
+    with pytest.raises(LeaseLost):  # should the old one wake up, it can record nothing
+        q.complete(job_id, "killed", note="late")
+    assert not q.heartbeat(job_id, "killed")
+    q.complete(job_id, "alive", note="ok")
+    assert q.job(job_id)["status"] == "done"  # type: ignore[index]
+
+
+def test_a_worker_renewing_its_lease_counts_as_alive_and_keeps_its_job(engine: Engine) -> None:
+    clock = Clock()
+    q = make_queue(engine, clock, lease_seconds=120, worker_stale_seconds=15)
+    job_id = q.accept("d1", "pull_request", "closed", evaluate()).job_id
+    q.beat("busy", host="h", pid=1, started_at=clock.now)
+    assert q.claim("busy") is not None
+    for _ in range(6):  # its presence thread is starved, but the lease heartbeat gets through
+        clock.now += 10
+        assert q.heartbeat(job_id, "busy")
+        assert q.claim("other") is None
+    assert q.job(job_id)["leased_by"] == "busy"  # type: ignore[index]
+
+
+def test_a_job_without_a_presence_row_still_waits_for_its_lease(engine: Engine) -> None:
+    clock = Clock()
+    q = make_queue(engine, clock, lease_seconds=60, worker_stale_seconds=15)
+    q.accept("d1", "pull_request", "closed", evaluate())
+    assert q.claim("no-row") is not None  # e.g. a worker from before presence rows
+    clock.now += 30
+    assert q.claim("other") is None
+    clock.now += 31
+    assert q.claim("other") is not None
+
+
 def test_a_job_that_keeps_killing_its_worker_is_dead_lettered(engine: Engine) -> None:
     clock = Clock()
     q = make_queue(engine, clock)

@@ -20,11 +20,31 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import Connection, Engine, and_, bindparam, delete, func, insert, select, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    and_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    literal_column,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 
 from bot import events, logs
-from bot.db import PENDING, deliveries, evaluations, installation_events, jobs, workers, write
+from bot.db import (
+    PENDING,
+    Prepared,
+    deliveries,
+    evaluations,
+    installation_events,
+    jobs,
+    workers,
+    write,
+)
 from bot.results import store_evaluation
 
 log = logging.getLogger("bot.queue")
@@ -74,33 +94,38 @@ class Job:
     max_attempts: int
 
 
-# The receiver's statements, built once: building and cache-keying a Core statement per request
-# cost more CPU than running it (profiled), and a webhook acknowledgement is on GitHub's clock.
-_SEEN = select(deliveries.c.status, deliveries.c.outcome, deliveries.c.job_id).where(
-    deliveries.c.id == bindparam("b_id"))
-_INSERT_DELIVERY = insert(deliveries)
-_INSERT_JOB = insert(jobs)
+# The receiver's statements, built and compiled once (bot.db.Prepared): building, cache-keying and
+# executing a Core statement per request cost more CPU than running it (profiled), and a webhook
+# acknowledgement is on GitHub's clock.
+_SEEN = Prepared(select(deliveries.c.status, deliveries.c.outcome, deliveries.c.job_id).where(
+    deliveries.c.id == bindparam("b_id")))
+_DELIVERY_KEYS = ("id", "event", "action", "status", "outcome", "job_id", "repo", "pr",
+                  "received_at")
+_INSERT_DELIVERY = Prepared(insert(deliveries), _DELIVERY_KEYS)
 _JOB_DEFAULTS: dict[str, Any] = {
     "status": "queued", "attempts": 0, "triggers": 1, "head_sha": None, "installation_id": None,
     "comment_id": None, "commenter": None, "delivery_id": None, "parent_id": None,
 }
-_PENDING_EVALUATION = select(jobs.c.id).where(
+_JOB_KEYS = (*_JOB_DEFAULTS, "kind", "repo", "number", "trigger", "max_attempts", "run_after",
+             "created_at", "updated_at")
+_INSERT_JOB = Prepared(insert(jobs).returning(jobs.c.id), _JOB_KEYS)
+_PENDING_EVALUATION = Prepared(select(jobs.c.id).where(
     jobs.c.kind == "evaluate", jobs.c.repo == bindparam("b_repo"),
     jobs.c.number == bindparam("b_number"), jobs.c.head_sha == bindparam("b_sha"),
-    jobs.c.status.in_(PENDING),
-)
-_ADD_TRIGGER = update(jobs).where(jobs.c.id == bindparam("b_id")).values(
-    triggers=jobs.c.triggers + 1, updated_at=bindparam("b_now"))
-_COMMAND_JOB = select(jobs.c.id).where(
+    jobs.c.status.in_([literal_column(f"'{status}'") for status in PENDING]),  # fixed SQL
+))
+_ADD_TRIGGER = Prepared(update(jobs).where(jobs.c.id == bindparam("b_id")).values(
+    triggers=jobs.c.triggers + 1, updated_at=bindparam("b_now")))
+_COMMAND_JOB = Prepared(select(jobs.c.id).where(
     jobs.c.repo == bindparam("b_repo"), jobs.c.number == bindparam("b_number"),
     jobs.c.kind == "command", jobs.c.comment_id == bindparam("b_comment"),
-).limit(1)
+).limit(1))
 # A merged PR closes once; another delivery of that event with a new id (a second hook, a
 # repository webhook beside the App) after its evaluation is stored is the same trigger again.
-_EVALUATED = select(evaluations.c.job_id).where(
+_EVALUATED = Prepared(select(evaluations.c.job_id).where(
     evaluations.c.repo == bindparam("b_repo"), evaluations.c.number == bindparam("b_number"),
     evaluations.c.head_sha == bindparam("b_sha"), evaluations.c.trigger == "pull_request",
-).order_by(evaluations.c.id).limit(1)
+).order_by(evaluations.c.id).limit(1))
 
 
 class LeaseLost(RuntimeError):
@@ -156,27 +181,29 @@ class Queue:
     # ------------------------------------------------------------------ receiving
 
     def accept(self, delivery_id: str, event: str, action: str | None,
-               decision: events.Decision) -> Ack:
+               decision: events.Decision,
+               also: Callable[[Connection], None] | None = None) -> Ack:
         """Store the delivery and whatever it asks for in one transaction, then say what happened.
 
         A delivery id seen before is a redelivery: it is acknowledged with the original outcome
-        and nothing is queued again. Unique-constraint races with concurrent requests are settled
-        by retrying, which then reads the winner's committed row.
+        and nothing is queued again. ``also`` runs in the same transaction for a new delivery
+        only (the outcomes it shows), so acknowledging costs one commit. Unique-constraint races
+        with concurrent requests are settled by retrying, which then reads the winner's
+        committed row.
         """
         for _ in range(_RETRIES):
             try:
                 with write(self.engine) as conn:
-                    return self._accept(conn, delivery_id, event, action, decision)
+                    return self._accept(conn, delivery_id, event, action, decision, also)
             except IntegrityError:
                 continue
         raise RuntimeError(f"delivery {delivery_id}: could not settle a concurrent insert")
 
     def _accept(self, conn: Connection, delivery_id: str, event: str, action: str | None,
-                decision: events.Decision) -> Ack:
-        seen = conn.execute(_SEEN, {"b_id": delivery_id}).first()
-        if seen is not None:
-            return Ack("duplicate", seen.job_id,
-                       f"duplicate delivery, already stored: {seen.outcome}")
+                decision: events.Decision, also: Callable[[Connection], None] | None) -> Ack:
+        seen = _SEEN(conn, {"b_id": delivery_id}).fetchone()
+        if seen is not None:  # (status, outcome, job id)
+            return Ack("duplicate", seen[2], f"duplicate delivery, already stored: {seen[1]}")
         now = self.clock()
         repo: str | None = None
         pr: int | None = None
@@ -204,10 +231,10 @@ class Queue:
                        f"coalesced with job {job_id} (same pull request and head SHA)")
         elif isinstance(decision, events.Command):
             repo, pr = decision.repo, decision.number
-            asked = conn.execute(_COMMAND_JOB, {"b_repo": repo, "b_number": pr,
-                                                "b_comment": decision.comment_id}).first()
+            asked = _COMMAND_JOB(conn, {"b_repo": repo, "b_number": pr,
+                                        "b_comment": decision.comment_id}).fetchone()
             if asked is not None:  # the same comment under a new delivery id: a replay
-                job_id, status = int(asked.id), "duplicate"
+                job_id, status = int(asked[0]), "duplicate"
                 message = (f"duplicate: comment {decision.comment_id} already asked for "
                            f"{events.COMMAND} (job {job_id})")
             else:
@@ -220,7 +247,9 @@ class Queue:
                 message = f"queued: {events.COMMAND} by {decision.commenter} on {repo}#{pr}"
         else:  # pragma: no cover - Decision is a closed union
             raise TypeError(f"unknown decision {decision!r}")
-        conn.execute(_INSERT_DELIVERY, {
+        if also is not None:
+            also(conn)
+        _INSERT_DELIVERY(conn, {
             "id": delivery_id, "event": event, "action": _text(action, 64), "status": status,
             "outcome": _text(message, 500), "job_id": job_id, "repo": repo, "pr": pr,
             "received_at": now,
@@ -260,8 +289,7 @@ class Queue:
     def _insert_job(self, conn: Connection, now: float, **values: Any) -> int:
         row = {**_JOB_DEFAULTS, **values, "max_attempts": self.max_attempts, "run_after": now,
                "created_at": now, "updated_at": now}
-        result = conn.execute(_INSERT_JOB, row)
-        key = result.inserted_primary_key
+        key = _INSERT_JOB(conn, row).fetchone()
         if key is None:
             raise RuntimeError("the database returned no id for the new job")
         return int(key[0])
@@ -271,15 +299,15 @@ class Queue:
         """(job id, created): join a queued or running evaluation of the same PR and head SHA,
         or, for a merged-PR event, the job that already evaluated it."""
         key = {"b_repo": ev.repo, "b_number": ev.number, "b_sha": ev.head_sha}
-        existing = conn.execute(_PENDING_EVALUATION, key).first()
+        existing = _PENDING_EVALUATION(conn, key).fetchone()
         if existing is not None:
-            conn.execute(_ADD_TRIGGER, {"b_id": existing.id, "b_now": now})
-            return int(existing.id), False
+            _ADD_TRIGGER(conn, {"b_id": existing[0], "b_now": now})
+            return int(existing[0]), False
         if ev.trigger == "pull_request":
-            evaluated = conn.execute(_EVALUATED, key).first()
-            if evaluated is not None and evaluated.job_id is not None:
-                conn.execute(_ADD_TRIGGER, {"b_id": evaluated.job_id, "b_now": now})
-                return int(evaluated.job_id), False
+            evaluated = _EVALUATED(conn, key).fetchone()
+            if evaluated is not None and evaluated[0] is not None:
+                _ADD_TRIGGER(conn, {"b_id": evaluated[0], "b_now": now})
+                return int(evaluated[0]), False
         job_id = self._insert_job(
             conn, now, kind="evaluate", repo=ev.repo, number=ev.number, head_sha=ev.head_sha,
             installation_id=ev.installation_id, trigger=ev.trigger, delivery_id=delivery_id,

@@ -336,7 +336,8 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
 
         @event.listens_for(engine, "begin")
         def _begin(conn: Any) -> None:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            # On the driver's connection: this runs inside the write lock, on every commit.
+            conn.connection.dbapi_connection.execute("BEGIN IMMEDIATE")
 
         return engine
     kwargs.setdefault("pool_pre_ping", True)
@@ -360,14 +361,16 @@ class Prepared:
     def __init__(self, statement: Any, keys: Sequence[str] | None = None) -> None:
         self.statement = statement
         self.keys = list(keys) if keys is not None else None
-        self._compiled: dict[str, tuple[str, Any, Any, dict[str, Any]] | None] = {}
+        self._compiled: dict[str, tuple[str, Any, dict[str, Any], dict[str, Any]] | None] = {}
 
-    def _compile(self, dialect: Any) -> tuple[str, Any, Any, dict[str, Any]] | None:
+    def _compile(self, dialect: Any) -> tuple[str, Any, dict[str, Any], dict[str, Any]] | None:
         compiled = self.statement.compile(dialect=dialect, column_keys=self.keys)
         if "POSTCOMPILE" in str(compiled):
             return None  # expanding IN lists are rendered per call: leave those to SQLAlchemy
         processors = {k: v for k, v in compiled._bind_processors.items() if v}  # e.g. to_float
-        return str(compiled), compiled.positiontup, compiled, processors
+        defaults = {name: bind.effective_value for name, bind in compiled.binds.items()
+                    if not bind.required}  # literals such as kind = 'evaluate'
+        return str(compiled), compiled.positiontup, defaults, processors
 
     def __call__(self, conn: Connection, params: dict[str, Any]) -> Any:
         """Run it; returns the DBAPI cursor (rows are plain tuples in select order)."""
@@ -377,12 +380,12 @@ class Prepared:
         found = self._compiled[name]
         if found is None:
             return _Rows(conn.execute(self.statement, params))
-        sql, order, compiled, processors = found
-        values = compiled.construct_params(params, _check=False)
+        sql, order, defaults, processors = found
+        values = {**defaults, **params}
         for key, process in processors.items():
             if values.get(key) is not None:
                 values[key] = process(values[key])
-        args = tuple(values[k] for k in order) if order is not None else values
+        args = tuple(values.get(k) for k in order) if order is not None else values
         dbapi = conn.dialect.dbapi
         cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
         try:

@@ -112,8 +112,7 @@ def logconfig_dict(level: str = "info", *, access_log: bool | None = None) -> di
             "stderr": {
                 "class": "logging.StreamHandler",
                 "stream": "ext://sys.stderr",
-                "formatter": "json",
-                "filters": ["redact"],
+                "formatter": "json",  # redacts the whole line: no RedactFilter pass first
             }
         },
         "root": {"level": level, "handlers": ["stderr"]},

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -109,11 +110,12 @@ _JOB_DEFAULTS: dict[str, Any] = {
 _JOB_KEYS = (*_JOB_DEFAULTS, "kind", "repo", "number", "trigger", "max_attempts", "run_after",
              "created_at", "updated_at")
 _INSERT_JOB = Prepared(insert(jobs).returning(jobs.c.id), _JOB_KEYS)
-_PENDING_EVALUATION = Prepared(select(jobs.c.id).where(
+_PENDING = select(jobs.c.id).where(
     jobs.c.kind == "evaluate", jobs.c.repo == bindparam("b_repo"),
     jobs.c.number == bindparam("b_number"), jobs.c.head_sha == bindparam("b_sha"),
     jobs.c.status.in_([literal_column(f"'{status}'") for status in PENDING]),  # fixed SQL
-))
+)
+_PENDING_EVALUATION = Prepared(_PENDING)
 _ADD_TRIGGER = Prepared(update(jobs).where(jobs.c.id == bindparam("b_id")).values(
     triggers=jobs.c.triggers + 1, updated_at=bindparam("b_now")))
 _COMMAND_JOB = Prepared(select(jobs.c.id).where(
@@ -122,10 +124,29 @@ _COMMAND_JOB = Prepared(select(jobs.c.id).where(
 ).limit(1))
 # A merged PR closes once; another delivery of that event with a new id (a second hook, a
 # repository webhook beside the App) after its evaluation is stored is the same trigger again.
-_EVALUATED = Prepared(select(evaluations.c.job_id).where(
+_DONE = select(evaluations.c.job_id).where(
     evaluations.c.repo == bindparam("b_repo"), evaluations.c.number == bindparam("b_number"),
     evaluations.c.head_sha == bindparam("b_sha"), evaluations.c.trigger == "pull_request",
-).order_by(evaluations.c.id).limit(1))
+).order_by(evaluations.c.id).limit(1)
+_EVALUATED = Prepared(_DONE)
+# What an evaluation delivery needs to know, in one statement: was it seen (status, outcome, job),
+# is an evaluation of this PR and head pending, has a merged-PR trigger evaluated it already.
+_EVALUATION_LOOKUP = Prepared(select(
+    *(select(column).where(deliveries.c.id == bindparam("b_id")).scalar_subquery()
+      for column in (deliveries.c.status, deliveries.c.outcome, deliveries.c.job_id)),
+    _PENDING.limit(1).scalar_subquery(),
+    _DONE.scalar_subquery(),
+))
+
+
+@dataclass
+class _Arrival:
+    """A delivery waiting for the group commit (:meth:`Queue.accept`)."""
+
+    args: tuple[Any, ...]
+    ack: Ack | None = None
+    error: BaseException | None = None
+    done: bool = False
 
 
 class LeaseLost(RuntimeError):
@@ -177,6 +198,9 @@ class Queue:
         self.backoff_max_seconds = backoff_max_seconds
         self.clock = clock
         self.jitter = jitter
+        self._arrivals: list[_Arrival] = []
+        self._arrivals_lock = threading.Lock()
+        self._committer = threading.Lock()
 
     # ------------------------------------------------------------------ receiving
 
@@ -187,10 +211,55 @@ class Queue:
 
         A delivery id seen before is a redelivery: it is acknowledged with the original outcome
         and nothing is queued again. ``also`` runs in the same transaction for a new delivery
-        only (the outcomes it shows), so acknowledging costs one commit. Unique-constraint races
-        with concurrent requests are settled by retrying, which then reads the winner's
-        committed row.
+        only (the outcomes it shows), so acknowledging costs one commit.
+
+        Group commit: deliveries that arrive in this process while another thread is committing
+        wait for it, then go in one transaction together, each answered only after that commit.
+        One commit (an fsync, and the SQLite write lock that every writer on the machine queues
+        on) then serves several deliveries, which is what bounds acknowledgements per second.
         """
+        item = _Arrival((delivery_id, event, action, decision, also))
+        with self._arrivals_lock:
+            self._arrivals.append(item)
+        with self._committer:
+            if not item.done:  # no committer took it while we waited: commit what has arrived
+                with self._arrivals_lock:
+                    batch, self._arrivals = self._arrivals, []
+                self._commit_arrivals(batch)
+        if item.error is not None:
+            raise item.error
+        assert item.ack is not None
+        return item.ack
+
+    def _commit_arrivals(self, batch: list[_Arrival]) -> None:
+        """All of ``batch`` in one transaction; should that fail (a unique-constraint race, a
+        database fault), each delivery in its own, so one delivery never costs another its 202."""
+        try:
+            if len(batch) > 1:
+                try:
+                    with write(self.engine) as conn:
+                        acks = [self._accept(conn, *item.args) for item in batch]
+                except Exception as exc:  # retried one by one below
+                    log.info("group commit of %d deliveries failed, storing them one by one: %s",
+                             len(batch), type(exc).__name__)
+                else:
+                    for item, ack in zip(batch, acks, strict=True):
+                        item.ack = ack
+                    return
+            for item in batch:
+                try:
+                    item.ack = self._accept_alone(*item.args)
+                except Exception as exc:  # the request answers 503: not stored, not acknowledged
+                    item.error = exc
+        finally:
+            for item in batch:
+                item.done = True
+
+    def _accept_alone(self, delivery_id: str, event: str, action: str | None,
+                      decision: events.Decision,
+                      also: Callable[[Connection], None] | None) -> Ack:
+        """One delivery in one transaction. Unique-constraint races with concurrent requests are
+        settled by retrying, which then reads the winner's committed row."""
         for _ in range(_RETRIES):
             try:
                 with write(self.engine) as conn:
@@ -201,7 +270,15 @@ class Queue:
 
     def _accept(self, conn: Connection, delivery_id: str, event: str, action: str | None,
                 decision: events.Decision, also: Callable[[Connection], None] | None) -> Ack:
-        seen = _SEEN(conn, {"b_id": delivery_id}).fetchone()
+        known: tuple[Any, Any] | None = None
+        if isinstance(decision, events.Evaluate):
+            row = _EVALUATION_LOOKUP(conn, {
+                "b_id": delivery_id, "b_repo": decision.repo, "b_number": decision.number,
+                "b_sha": decision.head_sha}).fetchone()
+            seen = row[:3] if row[0] is not None else None
+            known = (row[3], row[4])  # pending job, evaluated job
+        else:
+            seen = _SEEN(conn, {"b_id": delivery_id}).fetchone()
         if seen is not None:  # (status, outcome, job id)
             return Ack("duplicate", seen[2], f"duplicate delivery, already stored: {seen[1]}")
         now = self.clock()
@@ -225,7 +302,8 @@ class Queue:
             message = f"recorded: {decision.action} (installation {decision.installation_id})"
         elif isinstance(decision, events.Evaluate):
             repo, pr = decision.repo, decision.number
-            job_id, created = self._enqueue_evaluation(conn, decision, delivery_id, now)
+            job_id, created = self._enqueue_evaluation(conn, decision, delivery_id, now,
+                                                       known=known)
             status = "queued" if created else "coalesced"
             message = (f"queued: evaluate {repo}#{pr} at {decision.head_sha[:7]}" if created else
                        f"coalesced with job {job_id} (same pull request and head SHA)")
@@ -295,19 +373,29 @@ class Queue:
         return int(key[0])
 
     def _enqueue_evaluation(self, conn: Connection, ev: events.Evaluate, delivery_id: str | None,
-                            now: float, parent_id: int | None = None) -> tuple[int, bool]:
+                            now: float, parent_id: int | None = None,
+                            known: tuple[Any, Any] | None = None) -> tuple[int, bool]:
         """(job id, created): join a queued or running evaluation of the same PR and head SHA,
-        or, for a merged-PR event, the job that already evaluated it."""
+        or, for a merged-PR event, the job that already evaluated it. ``known``: those two job
+        ids (or None), already read in this transaction."""
         key = {"b_repo": ev.repo, "b_number": ev.number, "b_sha": ev.head_sha}
-        existing = _PENDING_EVALUATION(conn, key).fetchone()
-        if existing is not None:
-            _ADD_TRIGGER(conn, {"b_id": existing[0], "b_now": now})
-            return int(existing[0]), False
+        if known is None:
+            found = _PENDING_EVALUATION(conn, key).fetchone()
+            pending = found[0] if found is not None else None
+        else:
+            pending = known[0]
+        if pending is not None:
+            _ADD_TRIGGER(conn, {"b_id": pending, "b_now": now})
+            return int(pending), False
         if ev.trigger == "pull_request":
-            evaluated = _EVALUATED(conn, key).fetchone()
-            if evaluated is not None and evaluated[0] is not None:
-                _ADD_TRIGGER(conn, {"b_id": evaluated[0], "b_now": now})
-                return int(evaluated[0]), False
+            if known is None:
+                found = _EVALUATED(conn, key).fetchone()
+                evaluated = found[0] if found is not None else None
+            else:
+                evaluated = known[1]
+            if evaluated is not None:
+                _ADD_TRIGGER(conn, {"b_id": evaluated, "b_now": now})
+                return int(evaluated), False
         job_id = self._insert_job(
             conn, now, kind="evaluate", repo=ev.repo, number=ev.number, head_sha=ev.head_sha,
             installation_id=ev.installation_id, trigger=ev.trigger, delivery_id=delivery_id,

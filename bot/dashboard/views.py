@@ -393,9 +393,10 @@ def group_table(groups: list[queries.Group], by: str, outcome_cols: list[str], v
     columns.append(Column("Merged", lambda gr: _round(gr.merged_share, 4), lambda gr: _pct(gr.merged_share),
                           numeric=True, key="mergedShare",
                           help="Merged: share of all PRs in view that were merged (open ones count)."))
-    for col in outcome_cols:
-        columns.append(Column(col.replace("_", " ").capitalize(), _outcome(col), _outcome_cell(col),
-                              numeric=True, key=f"outcome.{col}", help=queries.outcome_definition(col)))
+    for col in outcome_cols:  # on the page: Rejected here, the others in the outcomes table
+        columns.append(Column(_outcome_title(col), _outcome(col), _outcome_cell(col),
+                              numeric=True, key=f"outcome.{col}", help=queries.outcome_definition(col),
+                              csv_only=col != "rejected"))
     columns.append(Column("Weekly trend", lambda gr: None, lambda gr: charts.trend(gr.trend), key="_trend",
                           help="Weekly mean overall score, last 26 weeks with PRs (dashed line at 60)."))
     table = Table("groups", "Agents" if by == "agent" else "Authors", columns, groups,
@@ -405,6 +406,33 @@ def group_table(groups: list[queries.Group], by: str, outcome_cols: list[str], v
                        f"not ranked. Hover a column's title for its definition.",
                   row_class=lambda gr: "no-agent" if gr.no_agent else ("small" if gr.small else ""))
     return table
+
+
+def _outcome_title(key: str) -> str:
+    return re.sub(r"\bpr\b", "PR", key.replace("_", " ").capitalize())
+
+
+def outcome_table(groups: list[queries.Group], by: str, outcome_cols: list[str], view: View) -> Table:
+    """The outcomes recorded after evaluation beyond Rejected, one column each, for the rows of
+    the main table in its order: beside the scores they would push the trend off a laptop screen."""
+    detail = "dashboard.agent" if by == "agent" else "dashboard.author"
+    keep: dict[str, Any] = {k: v for k, v in view.args.items() if k not in ("agent",)}
+    columns = [
+        Column("Agent" if by == "agent" else "Author", lambda gr: gr.key,
+               lambda gr: Markup('<a href="{}">{}</a>').format(
+                   url_for(detail, key=gr.key, **keep), gr.name if by == "agent" else gr.key), key=by),
+        Column("PRs", lambda gr: gr.count, numeric=True, key="prs"),
+    ]
+    for col in outcome_cols:
+        if col != "rejected":
+            columns.append(Column(_outcome_title(col), _outcome(col), _outcome_cell(col),
+                                  numeric=True, key=f"outcome.{col}",
+                                  help=queries.outcome_definition(col)))
+    return Table("outcomes", "What happened after evaluation", columns, groups,
+                 note="Share of each row's PRs with the outcome, among those where it was recorded "
+                      "(hover a cell for its 95 % interval, a title for its definition); — where "
+                      "none was.",
+                 row_class=lambda gr: "no-agent" if gr.no_agent else ("small" if gr.small else ""))
 
 
 @dashboard.get("/")
@@ -419,9 +447,11 @@ def overview() -> Any:
         for gr in groups:
             gr.outcomes = rates.get(gr.key, {})
         choices = queries.choices(conn, view.filters)
-    table = group_table(groups, view.by, outcome_cols, view)
+    tables = [group_table(groups, view.by, outcome_cols, view)]
+    if any(col != "rejected" for col in outcome_cols):
+        tables.append(outcome_table(groups, view.by, outcome_cols, view))
     total = sum(gr.count for gr in groups)
-    return _tables_or_page([table], f"taskeval-{view.by}s", "dashboard/overview.html",
+    return _tables_or_page(tables, f"taskeval-{view.by}s", "dashboard/overview.html",
                            view=view, choices=choices, total=total,
                            title="Overview")
 

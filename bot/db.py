@@ -303,7 +303,7 @@ _SCHEMA_LOCK = 0x7461736B  # "task"
 def sqlite_synchronous() -> str:
     """``FULL`` (default): a commit survives power loss. ``NORMAL`` (``TASKEVAL_SQLITE_SYNCHRONOUS=
     normal``) survives a crashed or killed process but may lose the last commits on power loss,
-    for about 17 % more acknowledgements per second under load (BENCHMARKS.md)."""
+    for more acknowledgements per second under load (BENCHMARKS.md, "Webhook bot")."""
     value = os.environ.get("TASKEVAL_SQLITE_SYNCHRONOUS", "full").strip().upper() or "FULL"
     return value if value in ("FULL", "NORMAL") else "FULL"
 

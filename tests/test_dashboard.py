@@ -135,6 +135,20 @@ def test_overview_numbers_match_the_store(local: FlaskClient, stored: Stored) ->
     assert table["jules"]["rank"] == "" and table["jules"]["smallSample"] == "true"
 
 
+def test_no_agent_found_is_one_choice_one_row_and_one_page(local: FlaskClient, stored: Stored) -> None:
+    nobody = [r for r in stored.latest() if row_of(r["agent_id"]) == queries.NO_AGENT]
+    assert nobody
+    page = local.get("/dashboard/").get_data(as_text=True)
+    assert '<option value="no-agent">No agent found</option>' in page
+    assert '<option value="human"' not in page
+    rows = rows_of(local.get("/dashboard/?agent=no-agent&format=csv"))
+    assert [(r["agent"], int(r["prs"]), r["rank"]) for r in rows] == [(queries.NO_AGENT, len(nobody), "")]
+    detail = local.get("/dashboard/agent/no-agent")
+    assert detail.status_code == 200 and "No agent found" in detail.get_data(as_text=True)
+    listed = rows_of(local.get("/dashboard/agent/no-agent?format=csv&table=prs"))
+    assert sorted(p["pr"] for p in listed) == sorted(f"{r['repo']}#{r['number']}" for r in nobody)
+
+
 def test_each_pr_counts_once_with_its_latest_evaluation(local: FlaskClient, stored: Stored) -> None:
     assert len(stored.rows) > len(stored.latest())  # the store holds re-evaluations
     total = sum(int(r["prs"]) for r in rows_of(local.get("/dashboard/?format=csv")))

@@ -623,8 +623,11 @@ def agents(conn: Connection, f: Filters) -> list[tuple[str, str]]:
     agent = case((R.agent_id == "", None), else_=R.agent_id)
     name = func.max(case((R.agent_name == "", None), else_=R.agent_name))
     query = select(agent, name).where(R.n > 0, *conds).group_by(R.agent_id)
-    found = [(_key(k), str(n or _key(k))) for k, n in conn.execute(query).all()]
-    return sorted(found)
+    found: dict[str, str] = {}
+    for k, n in conn.execute(query).all():
+        key = group_key(k, "agent")  # the no-agent ids are one choice, as they are one row
+        found[key] = NO_AGENT_NAME if key == NO_AGENT else str(n or _key(k))
+    return sorted(found.items())
 
 
 def choices(conn: Connection, f: Filters) -> dict[str, Any]:

@@ -44,6 +44,8 @@ def local(engine: Engine, stored: Stored) -> FlaskClient:
      ['markdown-alert-note', '<p class="markdown-alert-title">Note</p>', "<p>Second paragraph.</p>"],
      ["[!NOTE]"]),
     ("> [!TIP] not alone on its line", ["<blockquote>", "[!TIP] not alone"], ["markdown-alert"]),
+    ("> [!CAUTION]\n> first\n> second", ['markdown-alert-caution', "<p>first<br>\nsecond</p>"], []),
+    ("a line\nthe next line", ["<p>a line<br>\nthe next line</p>"], []),  # GitHub's comment breaks
     ("> plain quote", ["<blockquote>\n<p>plain quote</p>"], ["markdown-alert"]),
     ("<details><summary>All signals</summary>\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n</details>",
      ["<details><summary>All signals</summary>", "<table>", "<td>1</td>"], ["raw HTML omitted"]),

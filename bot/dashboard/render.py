@@ -1,9 +1,10 @@
 """The stored PR comment as HTML, the way GitHub shows it, safely.
 
 The comment is rendered with ``cmarkgfm`` (GitHub's own cmark-gfm) with raw HTML kept, as GitHub
-keeps it, then cleaned with ``nh3`` (the Rust ``ammonia`` sanitiser) against an allow-list close to
-GitHub's: ``<details>``/``<summary>``, ``<sub>``/``<sup>``, tables, task-list boxes, links with
-``http``/``https``/``mailto`` (or relative) targets. Everything else goes: ``<script>``,
+keeps it, and newlines as line breaks, as GitHub's comments show them, then cleaned with ``nh3``
+(the Rust ``ammonia`` sanitiser) against an allow-list close to GitHub's: ``<details>``/
+``<summary>``, ``<sub>``/``<sup>``, tables, task-list boxes, links with ``http``/``https``/
+``mailto`` (or relative) targets. Everything else goes: ``<script>``,
 ``<style>``, ``<iframe>``, forms, every ``on…`` handler, ``style`` and ``class`` attributes,
 ``javascript:``/``data:``/``vbscript:`` URLs. GitHub's alerts (``> [!NOTE]``, ``[!TIP]``,
 ``[!IMPORTANT]``, ``[!WARNING]``, ``[!CAUTION]`` as the first line of a quote) are then marked up
@@ -73,5 +74,7 @@ def comment_html(markdown: str) -> tuple[Markup, str]:
         from cmarkgfm.cmark import Options  # type: ignore[import-untyped]
     except ImportError:
         return Markup('<pre class="comment-raw">{}</pre>').format(escape(markdown)), "plain text"
-    raw = str(cmarkgfm.github_flavored_markdown_to_html(markdown, options=Options.CMARK_OPT_UNSAFE))
+    # Raw HTML kept (then allow-listed); a newline is a line break, as in GitHub's comments.
+    options = Options.CMARK_OPT_UNSAFE | Options.CMARK_OPT_HARDBREAKS
+    raw = str(cmarkgfm.github_flavored_markdown_to_html(markdown, options=options))
     return Markup(alerts(sanitise(raw))), "cmark-gfm, sanitised as GitHub does (nh3)"

@@ -238,7 +238,10 @@ class Queue:
             if len(batch) > 1:
                 try:
                     with write(self.engine) as conn:
-                        acks = [self._accept(conn, *item.args) for item in batch]
+                        acks = []
+                        for item in batch:  # a line logged for one is logged under its id
+                            with logs.context(delivery=item.args[0]):
+                                acks.append(self._accept(conn, *item.args))
                 except Exception as exc:  # retried one by one below
                     log.info("group commit of %d deliveries failed, storing them one by one: %s",
                              len(batch), type(exc).__name__)
@@ -248,7 +251,8 @@ class Queue:
                     return
             for item in batch:
                 try:
-                    item.ack = self._accept_alone(*item.args)
+                    with logs.context(delivery=item.args[0]):
+                        item.ack = self._accept_alone(*item.args)
                 except Exception as exc:  # the request answers 503: not stored, not acknowledged
                     item.error = exc
         finally:

@@ -336,8 +336,7 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
 
         @event.listens_for(engine, "begin")
         def _begin(conn: Any) -> None:
-            # On the driver's connection: this runs inside the write lock, on every commit.
-            conn.connection.dbapi_connection.execute("BEGIN IMMEDIATE")
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
     kwargs.setdefault("pool_pre_ping", True)

@@ -112,7 +112,8 @@ def logconfig_dict(level: str = "info", *, access_log: bool | None = None) -> di
             "stderr": {
                 "class": "logging.StreamHandler",
                 "stream": "ext://sys.stderr",
-                "formatter": "json",  # redacts the whole line: no RedactFilter pass first
+                "formatter": "json",
+                "filters": ["redact"],
             }
         },
         "root": {"level": level, "handlers": ["stderr"]},

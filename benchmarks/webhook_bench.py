@@ -1,10 +1,13 @@
 """Webhook acknowledgement: throughput, p50/p99 latency and lost deliveries under concurrent load.
 
-Starts real gunicorn twice with the same settings (``bot/gunicorn_conf.py``): once serving the bot
+Starts real gunicorn three times with the same settings (``bot/gunicorn_conf.py``): once serving the bot
 (signature check, event rules, delivery + job committed to the database before the 202) and once
-serving a bare Flask endpoint that reads the body and answers 202. Concurrent keep-alive clients
+serving a bare Flask endpoint that reads the body and answers 202, and once serving a durable bare
+endpoint that checks the signature and commits each delivery to SQLite (WAL, ``synchronous=FULL``)
+before its 202, as the bot's default store does. Concurrent keep-alive clients
 send signed ``pull_request`` ``closed`` (merged) deliveries, each with its own delivery id and PR,
-so every one is a new job. The bot/bare ratio is the cost of durability and checking.
+so every one is a new job. The bot/bare ratio is the cost of durability and checking; bot/durable
+is what the bot costs beyond storing the delivery at all.
 
 Afterwards every delivery that was answered 202 is looked up in the database: one missing is a
 lost delivery (must be 0). Everything binds to 127.0.0.1 and is bounded by ``--requests`` and
@@ -49,6 +52,54 @@ def bare_app() -> Any:
     def webhook() -> Any:
         request.get_data(cache=False)
         return jsonify(message="accepted"), 202
+
+    return app
+
+
+def durable_app() -> Any:
+    """The durable baseline: check the signature, then commit the delivery (its id, event and
+    arrival time, as the bot's row holds; not the body) to SQLite (WAL, ``synchronous=FULL``, as
+    the bot's default store; also when the bot runs on PostgreSQL) before answering 202. What the bot adds on
+    top of this is its own cost: event rules, the job, coalescing, the ORM."""
+    import sqlite3
+
+    from flask import Flask, jsonify, request
+
+    from bot.webhook import signature_ok
+
+    path = os.environ["BENCH_DURABLE_DB"]
+    secret = os.environ["GITHUB_WEBHOOK_SECRET"]
+    local = threading.local()
+
+    def conn() -> sqlite3.Connection:
+        found = getattr(local, "conn", None)
+        if found is None:
+            found = local.conn = sqlite3.connect(path, timeout=5.0, isolation_level=None)
+            found.execute("PRAGMA journal_mode=WAL")
+            found.execute("PRAGMA synchronous=FULL")
+            found.execute("CREATE TABLE IF NOT EXISTS deliveries (id TEXT PRIMARY KEY, "
+                          "event TEXT NOT NULL, received_at REAL NOT NULL)")
+        return found
+
+    app = Flask("durable")
+
+    @app.get("/healthz")
+    def healthz() -> Any:
+        conn()
+        return jsonify(ok=True)
+
+    @app.post("/webhook")
+    def webhook() -> Any:
+        body = request.get_data(cache=False)
+        if not signature_ok(secret, body, request.headers.get("X-Hub-Signature-256")):
+            return jsonify(error="bad signature"), 401
+        db = conn()
+        db.execute("BEGIN IMMEDIATE")
+        db.execute("INSERT INTO deliveries VALUES (?, ?, ?)",  # what the bot's row holds
+                   (request.headers.get("X-GitHub-Delivery"), request.headers.get("X-GitHub-Event"),
+                    time.time()))
+        db.execute("COMMIT")
+        return jsonify(message="stored"), 202
 
     return app
 
@@ -200,6 +251,15 @@ def lost(database_url: str, acked: list[str]) -> int:
     return sum(1 for d in acked if d not in stored)
 
 
+def durable_lost(path: Path, acked: list[str]) -> int:
+    """Deliveries the durable baseline acknowledged but did not store."""
+    import sqlite3
+
+    with sqlite3.connect(path) as conn:
+        stored = {row[0] for row in conn.execute("SELECT id FROM deliveries")}
+    return sum(1 for d in acked if d not in stored)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -225,12 +285,14 @@ def main(argv: list[str] | None = None) -> int:
     engine.dispose()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "TASKEVAL_"))}
     env.update(GITHUB_WEBHOOK_SECRET=SECRET, DATABASE_URL=url, PYTHONPATH=str(ROOT),
-               TASKEVAL_SQLITE_SYNCHRONOUS=args.sqlite_synchronous)
+               TASKEVAL_SQLITE_SYNCHRONOUS=args.sqlite_synchronous,
+               BENCH_DURABLE_DB=str(tmp / "durable.sqlite3"))
     database = url.split(":")[0] + (f" synchronous={args.sqlite_synchronous}"
                                      if url.startswith("sqlite") else "")
     report: dict[str, Any] = {"cpus": os.cpu_count(), "database": database,
                               "requests": args.requests, "concurrency": args.concurrency}
     for name, app in (("bare", "benchmarks.webhook_bench:bare_app()"),
+                      ("durable", "benchmarks.webhook_bench:durable_app()"),
                       ("bot", "bot.app:create_app()")):
         port = _free_port()
         proc = start_gunicorn(app, port, env, tmp / f"{name}.log")
@@ -242,10 +304,13 @@ def main(argv: list[str] | None = None) -> int:
             stop(proc)
     report["bot"]["lost"] = lost(url, report["bot"].pop("acked_ids"))
     report["bare"].pop("acked_ids")
-    report["ratio_throughput"] = round(report["bot"]["throughput_rps"]
-                                       / report["bare"]["throughput_rps"], 2)
-    report["ratio_p50"] = round(report["bot"]["p50_ms"] / report["bare"]["p50_ms"], 2)
-    report["ratio_p99"] = round(report["bot"]["p99_ms"] / report["bare"]["p99_ms"], 2)
+    report["durable"]["lost"] = durable_lost(tmp / "durable.sqlite3",
+                                             report["durable"].pop("acked_ids"))
+    for base in ("bare", "durable"):
+        report[f"ratio_throughput_{base}"] = round(report["bot"]["throughput_rps"]
+                                                   / report[base]["throughput_rps"], 2)
+        report[f"ratio_p50_{base}"] = round(report["bot"]["p50_ms"] / report[base]["p50_ms"], 2)
+        report[f"ratio_p99_{base}"] = round(report["bot"]["p99_ms"] / report[base]["p99_ms"], 2)
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -253,12 +318,13 @@ def main(argv: list[str] | None = None) -> int:
               f"{args.concurrency} connections, {report['cpus']} CPUs")
         print("| endpoint | req/s | p50 ms | p99 ms | errors | lost |")
         print("|---|---:|---:|---:|---:|---:|")
-        for name in ("bare", "bot"):
+        for name in ("bare", "durable", "bot"):
             r = report[name]
             print(f"| {name} | {r['throughput_rps']} | {r['p50_ms']} | {r['p99_ms']} | "
                   f"{r['errors']} | {r.get('lost', '-')} |")
-        print(f"bot/bare: throughput {report['ratio_throughput']}, p50 {report['ratio_p50']}x, "
-              f"p99 {report['ratio_p99']}x")
+        for base in ("bare", "durable"):
+            print(f"bot/{base}: throughput {report[f'ratio_throughput_{base}']}, "
+                  f"p50 {report[f'ratio_p50_{base}']}x, p99 {report[f'ratio_p99_{base}']}x")
     return 1 if report["bot"]["lost"] or report["bot"]["errors"] else 0
 
 

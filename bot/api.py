@@ -17,7 +17,6 @@ from flask import Blueprint, Response, jsonify, request
 from sqlalchemy import text
 
 from bot import logs, results
-from bot.queue import alive_window
 from bot.state import state
 
 log = logging.getLogger("bot.api")
@@ -151,7 +150,7 @@ def healthz() -> Any:
         with bot.engine.connect() as conn:
             conn.execute(text("SELECT 1"))
         depth = bot.queue.depth()
-        presence = bot.queue.presence(alive_window(bot.settings.lease_seconds))
+        presence = bot.queue.presence(bot.queue.worker_stale_seconds)
     except Exception as exc:  # health reports, it does not raise
         return _database_down(exc)
     return jsonify(status="ok", database="ok", dialect=bot.engine.dialect.name, queue=depth,
@@ -164,7 +163,7 @@ def healthz_workers() -> Any:
     none did (deliveries are still stored, but nothing runs them)."""
     bot = state()
     try:
-        presence = bot.queue.presence(alive_window(bot.settings.lease_seconds))
+        presence = bot.queue.presence(bot.queue.worker_stale_seconds)
     except Exception as exc:  # health reports, it does not raise
         return _database_down(exc)
     if presence["alive"] == 0:

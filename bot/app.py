@@ -17,7 +17,6 @@ from werkzeug.exceptions import HTTPException
 from bot import logs
 from bot.api import api, health
 from bot.db import init_schema, make_engine
-from bot.queue import Queue
 from bot.settings import BotSettings
 from bot.state import BotState
 from bot.webhook import webhook
@@ -37,13 +36,7 @@ def create_app(settings: BotSettings | None = None, *, engine: Engine | None = N
     BotState(
         settings=settings,
         engine=engine,
-        queue=Queue(
-            engine,
-            lease_seconds=settings.lease_seconds,
-            max_attempts=settings.max_attempts,
-            backoff_seconds=settings.backoff_seconds,
-            backoff_max_seconds=settings.backoff_max_seconds,
-        ),
+        queue=settings.queue(engine),
     ).install(app)
     app.register_blueprint(webhook)
     app.register_blueprint(health)

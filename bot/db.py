@@ -21,7 +21,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import (
@@ -44,6 +45,7 @@ from sqlalchemy import (
     false,
     text,
 )
+from sqlalchemy.exc import DBAPIError
 
 metadata = MetaData()
 
@@ -301,7 +303,7 @@ _SCHEMA_LOCK = 0x7461736B  # "task"
 def sqlite_synchronous() -> str:
     """``FULL`` (default): a commit survives power loss. ``NORMAL`` (``TASKEVAL_SQLITE_SYNCHRONOUS=
     normal``) survives a crashed or killed process but may lose the last commits on power loss,
-    for about 17 % more acknowledgements per second under load (BENCHMARKS.md)."""
+    for more acknowledgements per second under load (BENCHMARKS.md, "Webhook bot")."""
     value = os.environ.get("TASKEVAL_SQLITE_SYNCHRONOUS", "full").strip().upper() or "FULL"
     return value if value in ("FULL", "NORMAL") else "FULL"
 
@@ -344,6 +346,69 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     return create_engine(url, **kwargs)
 
 
+class Prepared:
+    """A Core statement compiled once per dialect and run on the transaction's DBAPI cursor.
+
+    For the few statements on the webhook's path: SQLAlchemy's execution machinery (execution
+    context, events, result wrapping) cost about 0.12 ms a statement, three times the statement
+    itself on SQLite (profiled, BENCHMARKS.md), while every delivery runs five. Same SQL, same
+    transaction, the types' bind processors applied; driver errors are re-raised as SQLAlchemy's
+    (``IntegrityError`` etc.). A statement with an expanding ``IN`` falls back to
+    ``Connection.execute``.
+    """
+
+    def __init__(self, statement: Any, keys: Sequence[str] | None = None) -> None:
+        self.statement = statement
+        self.keys = list(keys) if keys is not None else None
+        self._compiled: dict[str, tuple[str, Any, dict[str, Any], dict[str, Any]] | None] = {}
+
+    def _compile(self, dialect: Any) -> tuple[str, Any, dict[str, Any], dict[str, Any]] | None:
+        compiled = self.statement.compile(dialect=dialect, column_keys=self.keys)
+        if "POSTCOMPILE" in str(compiled):
+            return None  # expanding IN lists are rendered per call: leave those to SQLAlchemy
+        processors = {k: v for k, v in compiled._bind_processors.items() if v}  # e.g. to_float
+        defaults = {name: bind.effective_value for name, bind in compiled.binds.items()
+                    if not bind.required}  # literals such as kind = 'evaluate'
+        return str(compiled), compiled.positiontup, defaults, processors
+
+    def __call__(self, conn: Connection, params: dict[str, Any]) -> Any:
+        """Run it; returns the DBAPI cursor (rows are plain tuples in select order)."""
+        name = conn.dialect.name
+        if name not in self._compiled:
+            self._compiled[name] = self._compile(conn.dialect)
+        found = self._compiled[name]
+        if found is None:
+            return _Rows(conn.execute(self.statement, params))
+        sql, order, defaults, processors = found
+        values = {**defaults, **params}
+        for key, process in processors.items():
+            if values.get(key) is not None:
+                values[key] = process(values[key])
+        args = tuple(values.get(k) for k in order) if order is not None else values
+        dbapi = conn.dialect.dbapi
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        try:
+            cursor.execute(sql, args)
+        except dbapi.Error as exc:  # type: ignore[union-attr]
+            raise DBAPIError.instance(sql, args, exc, dbapi.Error) from exc  # type: ignore[union-attr]
+        return cursor
+
+
+class _Rows:
+    """A SQLAlchemy result answering like a DBAPI cursor (the fallback of :class:`Prepared`)."""
+
+    def __init__(self, result: Any) -> None:
+        self.result = result
+
+    def fetchone(self) -> Any:
+        row = self.result.first()
+        return None if row is None else tuple(row)
+
+    @property
+    def rowcount(self) -> int:
+        return int(self.result.rowcount)
+
+
 @contextlib.contextmanager
 def write(engine: Engine) -> Iterator[Connection]:
     """A write transaction. On SQLite, writers first queue on an ``flock`` beside the database.
@@ -352,19 +417,51 @@ def write(engine: Engine) -> Iterator[Connection]:
     handler), which under load turned a 4 ms commit into a 650 ms p99 for the receiver. The
     kernel wakes an ``flock`` waiter the moment the lock is released, so writers from every
     gunicorn process and thread queue instead of polling. PostgreSQL has row locks and needs none.
+
+    The lock is held for the transaction only: the connection is checked out of the pool before
+    it is taken and returned after, and each thread keeps its lock file open, so the critical
+    section has as few Python steps and system calls as it can. Each is a point where a thread
+    in the same process can take the GIL while every writer on the machine waits (profiled:
+    BENCHMARKS.md, "Webhook bot").
     """
     path = _lock_path(engine)
     if path is None:
         with engine.begin() as conn:
             yield conn
         return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
+    with engine.connect() as conn:
+        fd = _lock_fd(path)
         fcntl.flock(fd, fcntl.LOCK_EX)
-        with engine.begin() as conn:
-            yield conn
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
+        try:
+            with conn.begin():
+                yield conn
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+class _LockFiles(dict[tuple[int, str], int]):
+    """One thread's open lock files, closed when the thread ends (its locals are dropped)."""
+
+    def __del__(self) -> None:
+        for fd in self.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+_LOCKS = threading.local()
+
+
+def _lock_fd(path: str) -> int:
+    """This thread's descriptor of the lock file (``flock`` locks belong to an open file, so
+    threads must not share one; a forked child opens its own)."""
+    opened: _LockFiles | None = getattr(_LOCKS, "files", None)
+    if opened is None:
+        opened = _LOCKS.files = _LockFiles()
+    key = (os.getpid(), path)
+    fd = opened.get(key)
+    if fd is None:
+        fd = opened[key] = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    return fd
 
 
 def _lock_path(engine: Engine) -> str | None:

@@ -3,14 +3,18 @@ a merged revert PR (``Reverts o/r#N``) and a pushed ``This reverts commit <sha>`
 reverted PR's ``reverted``. The rules are :mod:`taskeval.outcomes`'; this module only looks up the
 merged PR a SHA belongs to in the stored results and writes the rows. Never raises into the
 delivery path: a failure is logged and the delivery is still acknowledged as usual.
+
+The receiver writes them in the delivery's own transaction (:func:`writer`): a second commit per
+delivery, each an fsync on SQLite, was a third of what acknowledging a merged PR cost.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 from sqlalchemy.engine import Engine
 
 from bot.db import evaluations, write
@@ -52,3 +56,31 @@ def record(engine: Engine, event: str, payload: dict[str, Any]) -> list[OutcomeR
     except Exception as exc:  # outcomes are a by-product: never fail the delivery for them
         log.warning("could not record outcomes from a %s delivery: %s", event, exc)
         return []
+
+
+def writer(engine: Engine, event: str,
+           payload: dict[str, Any]) -> Callable[[Connection], None] | None:
+    """What a delivery shows, as a step to run inside the delivery's transaction (None when it
+    shows nothing). The reads happen now, outside the write lock; a failure of the step loses the
+    outcomes, never the delivery."""
+    if event not in ("pull_request", "push"):
+        return None
+    try:
+        found = outcomes_of(engine, event, payload)
+    except Exception as exc:  # outcomes are a by-product: never fail the delivery for them
+        log.warning("could not read outcomes from a %s delivery: %s", event, exc)
+        return None
+    if not found:
+        return None
+
+    def step(conn: Connection) -> None:
+        try:
+            if conn.dialect.name == "sqlite":  # a failed statement leaves the transaction usable
+                upsert(conn, found)
+                return
+            with conn.begin_nested():  # PostgreSQL aborts the transaction: a savepoint guards it
+                upsert(conn, found)
+        except Exception as exc:
+            log.warning("could not record outcomes from a %s delivery: %s", event, exc)
+
+    return step

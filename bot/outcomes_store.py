@@ -16,7 +16,7 @@ from sqlalchemy import inspect, not_, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
-from bot.db import init_schema, make_engine, outcomes, write
+from bot.db import Prepared, init_schema, make_engine, outcomes, write
 from taskeval.outcomes import OutcomeRecord
 
 
@@ -36,8 +36,8 @@ def _store(url_or_engine: str | Engine) -> Iterator[Engine]:
 
 def upsert(conn: Connection, records: Iterable[OutcomeRecord]) -> int:
     """Write ``records`` with one atomic ``INSERT ... ON CONFLICT DO UPDATE`` on the unique
-    (repo, number, outcome) index, built once and executed once for all the rows (executemany: a
-    statement per row, sent together): workers writing the same outcome at once never fail on it,
+    (repo, number, outcome) index, compiled once per dialect and run once per row on the driver's
+    cursor (:class:`bot.db.Prepared`): workers writing the same outcome at once never fail on it,
     and the update applies only when the new value is true or the stored one false (a recorded
     true is never overwritten by a false). Records are written in key order, so two transactions
     writing overlapping sets take their row locks in the same order and cannot deadlock.
@@ -45,17 +45,21 @@ def upsert(conn: Connection, records: Iterable[OutcomeRecord]) -> int:
     Not one multi-row ``VALUES``: PostgreSQL refuses a statement that updates the same row twice,
     and a batch may hold a key more than once (each applies in turn). SQLAlchemy's
     ``insertmanyvalues`` would fold the rows into one for a driver it does that for (psycopg2;
-    not psycopg, the bot's), hence pages of one row."""
+    not psycopg, the bot's), hence one statement per row."""
     stmt = _UPSERTS.get(conn.dialect.name)
     if stmt is None:
         raise ValueError(f"outcomes: no atomic upsert for the {conn.dialect.name} dialect")
     rows = [row for _, row in sorted((_row(r) for r in records), key=lambda keyed: keyed[0])]
-    if rows:
-        conn.execute(stmt, rows, execution_options={"insertmanyvalues_page_size": 1})
+    for row in rows:  # compiled once, run on the driver's cursor: the receiver's path
+        stmt(conn, row)
     return len(rows)
 
 
 _UPDATED = ("value", "evidence", "detail", "source", "observed_at", "recorded_at")
+
+
+_ROW_KEYS = ("repo", "number", "outcome", "value", "evidence", "detail", "source", "observed_at",
+             "recorded_at")
 
 
 def _upsert_statement(insert: Callable[..., Any]) -> Any:
@@ -71,8 +75,10 @@ def _upsert_statement(insert: Callable[..., Any]) -> Any:
 
 
 # Built once per dialect: each upsert only binds its rows.
-_UPSERTS: dict[str, Any] = {"postgresql": _upsert_statement(postgresql.insert),
-                            "sqlite": _upsert_statement(sqlite.insert)}
+_UPSERTS: dict[str, Prepared] = {
+    name: Prepared(_upsert_statement(insert), _ROW_KEYS)
+    for name, insert in (("postgresql", postgresql.insert), ("sqlite", sqlite.insert))
+}
 
 
 def _row(r: OutcomeRecord) -> tuple[tuple[str, int, str], dict[str, Any]]:

@@ -15,16 +15,37 @@ from __future__ import annotations
 import json
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import Connection, Engine, and_, bindparam, delete, func, insert, select, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    and_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    literal_column,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 
 from bot import events, logs
-from bot.db import PENDING, deliveries, evaluations, installation_events, jobs, workers, write
+from bot.db import (
+    PENDING,
+    Prepared,
+    deliveries,
+    evaluations,
+    installation_events,
+    jobs,
+    workers,
+    write,
+)
 from bot.results import store_evaluation
 
 log = logging.getLogger("bot.queue")
@@ -34,13 +55,19 @@ MAX_ERROR_CHARS = 2000
 _RETRIES = 5  # unique-constraint races are resolved by re-reading; a few rounds always suffice
 
 
-def presence_interval(lease_seconds: float) -> float:
-    """Seconds between a worker's presence heartbeats: a third of the lease, at most 10 s."""
-    return min(10.0, max(0.05, lease_seconds / 3))
+def presence_interval(lease_seconds: float, stale_seconds: float | None = None) -> float:
+    """Seconds between a worker's presence heartbeats: a third of the lease, at most 5 s, and at
+    most a quarter of the stale window, so a live worker always beats several times within it."""
+    interval = min(5.0, max(0.05, lease_seconds / 3))
+    return interval if stale_seconds is None else max(0.05, min(interval, stale_seconds / 4))
 
 
-def alive_window(lease_seconds: float) -> float:
-    """A worker whose last heartbeat is older than this is not counted alive: three missed beats."""
+def alive_window(lease_seconds: float, stale_seconds: float | None = None) -> float:
+    """A worker whose last heartbeat is older than this is not alive: ``stale_seconds``
+    (``TASKEVAL_WORKER_STALE_SECONDS``) when set, else three missed beats plus a second (16 s at
+    the default 120 s lease). The running jobs of a worker that is not alive are requeued."""
+    if stale_seconds is not None:
+        return stale_seconds
     return round(3 * presence_interval(lease_seconds) + 1.0, 2)
 
 
@@ -68,33 +95,58 @@ class Job:
     max_attempts: int
 
 
-# The receiver's statements, built once: building and cache-keying a Core statement per request
-# cost more CPU than running it (profiled), and a webhook acknowledgement is on GitHub's clock.
-_SEEN = select(deliveries.c.status, deliveries.c.outcome, deliveries.c.job_id).where(
-    deliveries.c.id == bindparam("b_id"))
-_INSERT_DELIVERY = insert(deliveries)
-_INSERT_JOB = insert(jobs)
+# The receiver's statements, built and compiled once (bot.db.Prepared): building, cache-keying and
+# executing a Core statement per request cost more CPU than running it (profiled), and a webhook
+# acknowledgement is on GitHub's clock.
+_SEEN = Prepared(select(deliveries.c.status, deliveries.c.outcome, deliveries.c.job_id).where(
+    deliveries.c.id == bindparam("b_id")))
+_DELIVERY_KEYS = ("id", "event", "action", "status", "outcome", "job_id", "repo", "pr",
+                  "received_at")
+_INSERT_DELIVERY = Prepared(insert(deliveries), _DELIVERY_KEYS)
 _JOB_DEFAULTS: dict[str, Any] = {
     "status": "queued", "attempts": 0, "triggers": 1, "head_sha": None, "installation_id": None,
     "comment_id": None, "commenter": None, "delivery_id": None, "parent_id": None,
 }
-_PENDING_EVALUATION = select(jobs.c.id).where(
+_JOB_KEYS = (*_JOB_DEFAULTS, "kind", "repo", "number", "trigger", "max_attempts", "run_after",
+             "created_at", "updated_at")
+_INSERT_JOB = Prepared(insert(jobs).returning(jobs.c.id), _JOB_KEYS)
+_PENDING = select(jobs.c.id).where(
     jobs.c.kind == "evaluate", jobs.c.repo == bindparam("b_repo"),
     jobs.c.number == bindparam("b_number"), jobs.c.head_sha == bindparam("b_sha"),
-    jobs.c.status.in_(PENDING),
+    jobs.c.status.in_([literal_column(f"'{status}'") for status in PENDING]),  # fixed SQL
 )
-_ADD_TRIGGER = update(jobs).where(jobs.c.id == bindparam("b_id")).values(
-    triggers=jobs.c.triggers + 1, updated_at=bindparam("b_now"))
-_COMMAND_JOB = select(jobs.c.id).where(
+_PENDING_EVALUATION = Prepared(_PENDING)
+_ADD_TRIGGER = Prepared(update(jobs).where(jobs.c.id == bindparam("b_id")).values(
+    triggers=jobs.c.triggers + 1, updated_at=bindparam("b_now")))
+_COMMAND_JOB = Prepared(select(jobs.c.id).where(
     jobs.c.repo == bindparam("b_repo"), jobs.c.number == bindparam("b_number"),
     jobs.c.kind == "command", jobs.c.comment_id == bindparam("b_comment"),
-).limit(1)
+).limit(1))
 # A merged PR closes once; another delivery of that event with a new id (a second hook, a
 # repository webhook beside the App) after its evaluation is stored is the same trigger again.
-_EVALUATED = select(evaluations.c.job_id).where(
+_DONE = select(evaluations.c.job_id).where(
     evaluations.c.repo == bindparam("b_repo"), evaluations.c.number == bindparam("b_number"),
     evaluations.c.head_sha == bindparam("b_sha"), evaluations.c.trigger == "pull_request",
 ).order_by(evaluations.c.id).limit(1)
+_EVALUATED = Prepared(_DONE)
+# What an evaluation delivery needs to know, in one statement: was it seen (status, outcome, job),
+# is an evaluation of this PR and head pending, has a merged-PR trigger evaluated it already.
+_EVALUATION_LOOKUP = Prepared(select(
+    *(select(column).where(deliveries.c.id == bindparam("b_id")).scalar_subquery()
+      for column in (deliveries.c.status, deliveries.c.outcome, deliveries.c.job_id)),
+    _PENDING.limit(1).scalar_subquery(),
+    _DONE.scalar_subquery(),
+))
+
+
+@dataclass
+class _Arrival:
+    """A delivery waiting for the group commit (:meth:`Queue.accept`)."""
+
+    args: tuple[Any, ...]
+    ack: Ack | None = None
+    error: BaseException | None = None
+    done: bool = False
 
 
 class LeaseLost(RuntimeError):
@@ -136,39 +188,103 @@ class Queue:
         backoff_max_seconds: float = 3600.0,
         clock: Callable[[], float] = time.time,
         jitter: Callable[[], float] = random.random,
+        worker_stale_seconds: float | None = None,
     ) -> None:
         self.engine = engine
         self.lease_seconds = lease_seconds
+        self.worker_stale_seconds = alive_window(lease_seconds, worker_stale_seconds)
         self.max_attempts = max_attempts
         self.backoff_seconds = backoff_seconds
         self.backoff_max_seconds = backoff_max_seconds
         self.clock = clock
         self.jitter = jitter
+        self._arrivals: list[_Arrival] = []
+        self._arrivals_lock = threading.Lock()
+        self._committer = threading.Lock()
 
     # ------------------------------------------------------------------ receiving
 
     def accept(self, delivery_id: str, event: str, action: str | None,
-               decision: events.Decision) -> Ack:
+               decision: events.Decision,
+               also: Callable[[Connection], None] | None = None) -> Ack:
         """Store the delivery and whatever it asks for in one transaction, then say what happened.
 
         A delivery id seen before is a redelivery: it is acknowledged with the original outcome
-        and nothing is queued again. Unique-constraint races with concurrent requests are settled
-        by retrying, which then reads the winner's committed row.
+        and nothing is queued again. ``also`` runs in the same transaction for a new delivery
+        only (the outcomes it shows), so acknowledging costs one commit.
+
+        Group commit: deliveries that arrive in this process while another thread is committing
+        wait for it, then go in one transaction together, each answered only after that commit.
+        One commit (an fsync, and the SQLite write lock that every writer on the machine queues
+        on) then serves several deliveries, which is what bounds acknowledgements per second.
         """
+        item = _Arrival((delivery_id, event, action, decision, also))
+        with self._arrivals_lock:
+            self._arrivals.append(item)
+        with self._committer:
+            if not item.done:  # no committer took it while we waited: commit what has arrived
+                with self._arrivals_lock:
+                    batch, self._arrivals = self._arrivals, []
+                self._commit_arrivals(batch)
+        if item.error is not None:
+            raise item.error
+        assert item.ack is not None
+        return item.ack
+
+    def _commit_arrivals(self, batch: list[_Arrival]) -> None:
+        """All of ``batch`` in one transaction; should that fail (a unique-constraint race, a
+        database fault), each delivery in its own, so one delivery never costs another its 202."""
+        try:
+            if len(batch) > 1:
+                try:
+                    with write(self.engine) as conn:
+                        acks = []
+                        for item in batch:  # a line logged for one is logged under its id
+                            with logs.context(delivery=item.args[0]):
+                                acks.append(self._accept(conn, *item.args))
+                except Exception as exc:  # retried one by one below
+                    log.info("group commit of %d deliveries failed, storing them one by one: %s",
+                             len(batch), type(exc).__name__)
+                else:
+                    for item, ack in zip(batch, acks, strict=True):
+                        item.ack = ack
+                    return
+            for item in batch:
+                try:
+                    with logs.context(delivery=item.args[0]):
+                        item.ack = self._accept_alone(*item.args)
+                except Exception as exc:  # the request answers 503: not stored, not acknowledged
+                    item.error = exc
+        finally:
+            for item in batch:
+                item.done = True
+
+    def _accept_alone(self, delivery_id: str, event: str, action: str | None,
+                      decision: events.Decision,
+                      also: Callable[[Connection], None] | None) -> Ack:
+        """One delivery in one transaction. Unique-constraint races with concurrent requests are
+        settled by retrying, which then reads the winner's committed row."""
         for _ in range(_RETRIES):
             try:
                 with write(self.engine) as conn:
-                    return self._accept(conn, delivery_id, event, action, decision)
+                    return self._accept(conn, delivery_id, event, action, decision, also)
             except IntegrityError:
                 continue
         raise RuntimeError(f"delivery {delivery_id}: could not settle a concurrent insert")
 
     def _accept(self, conn: Connection, delivery_id: str, event: str, action: str | None,
-                decision: events.Decision) -> Ack:
-        seen = conn.execute(_SEEN, {"b_id": delivery_id}).first()
-        if seen is not None:
-            return Ack("duplicate", seen.job_id,
-                       f"duplicate delivery, already stored: {seen.outcome}")
+                decision: events.Decision, also: Callable[[Connection], None] | None) -> Ack:
+        known: tuple[Any, Any] | None = None
+        if isinstance(decision, events.Evaluate):
+            row = _EVALUATION_LOOKUP(conn, {
+                "b_id": delivery_id, "b_repo": decision.repo, "b_number": decision.number,
+                "b_sha": decision.head_sha}).fetchone()
+            seen = row[:3] if row[0] is not None else None
+            known = (row[3], row[4])  # pending job, evaluated job
+        else:
+            seen = _SEEN(conn, {"b_id": delivery_id}).fetchone()
+        if seen is not None:  # (status, outcome, job id)
+            return Ack("duplicate", seen[2], f"duplicate delivery, already stored: {seen[1]}")
         now = self.clock()
         repo: str | None = None
         pr: int | None = None
@@ -190,16 +306,17 @@ class Queue:
             message = f"recorded: {decision.action} (installation {decision.installation_id})"
         elif isinstance(decision, events.Evaluate):
             repo, pr = decision.repo, decision.number
-            job_id, created = self._enqueue_evaluation(conn, decision, delivery_id, now)
+            job_id, created = self._enqueue_evaluation(conn, decision, delivery_id, now,
+                                                       known=known)
             status = "queued" if created else "coalesced"
             message = (f"queued: evaluate {repo}#{pr} at {decision.head_sha[:7]}" if created else
                        f"coalesced with job {job_id} (same pull request and head SHA)")
         elif isinstance(decision, events.Command):
             repo, pr = decision.repo, decision.number
-            asked = conn.execute(_COMMAND_JOB, {"b_repo": repo, "b_number": pr,
-                                                "b_comment": decision.comment_id}).first()
+            asked = _COMMAND_JOB(conn, {"b_repo": repo, "b_number": pr,
+                                        "b_comment": decision.comment_id}).fetchone()
             if asked is not None:  # the same comment under a new delivery id: a replay
-                job_id, status = int(asked.id), "duplicate"
+                job_id, status = int(asked[0]), "duplicate"
                 message = (f"duplicate: comment {decision.comment_id} already asked for "
                            f"{events.COMMAND} (job {job_id})")
             else:
@@ -212,7 +329,9 @@ class Queue:
                 message = f"queued: {events.COMMAND} by {decision.commenter} on {repo}#{pr}"
         else:  # pragma: no cover - Decision is a closed union
             raise TypeError(f"unknown decision {decision!r}")
-        conn.execute(_INSERT_DELIVERY, {
+        if also is not None:
+            also(conn)
+        _INSERT_DELIVERY(conn, {
             "id": delivery_id, "event": event, "action": _text(action, 64), "status": status,
             "outcome": _text(message, 500), "job_id": job_id, "repo": repo, "pr": pr,
             "received_at": now,
@@ -252,26 +371,35 @@ class Queue:
     def _insert_job(self, conn: Connection, now: float, **values: Any) -> int:
         row = {**_JOB_DEFAULTS, **values, "max_attempts": self.max_attempts, "run_after": now,
                "created_at": now, "updated_at": now}
-        result = conn.execute(_INSERT_JOB, row)
-        key = result.inserted_primary_key
+        key = _INSERT_JOB(conn, row).fetchone()
         if key is None:
             raise RuntimeError("the database returned no id for the new job")
         return int(key[0])
 
     def _enqueue_evaluation(self, conn: Connection, ev: events.Evaluate, delivery_id: str | None,
-                            now: float, parent_id: int | None = None) -> tuple[int, bool]:
+                            now: float, parent_id: int | None = None,
+                            known: tuple[Any, Any] | None = None) -> tuple[int, bool]:
         """(job id, created): join a queued or running evaluation of the same PR and head SHA,
-        or, for a merged-PR event, the job that already evaluated it."""
+        or, for a merged-PR event, the job that already evaluated it. ``known``: those two job
+        ids (or None), already read in this transaction."""
         key = {"b_repo": ev.repo, "b_number": ev.number, "b_sha": ev.head_sha}
-        existing = conn.execute(_PENDING_EVALUATION, key).first()
-        if existing is not None:
-            conn.execute(_ADD_TRIGGER, {"b_id": existing.id, "b_now": now})
-            return int(existing.id), False
+        if known is None:
+            found = _PENDING_EVALUATION(conn, key).fetchone()
+            pending = found[0] if found is not None else None
+        else:
+            pending = known[0]
+        if pending is not None:
+            _ADD_TRIGGER(conn, {"b_id": pending, "b_now": now})
+            return int(pending), False
         if ev.trigger == "pull_request":
-            evaluated = conn.execute(_EVALUATED, key).first()
-            if evaluated is not None and evaluated.job_id is not None:
-                conn.execute(_ADD_TRIGGER, {"b_id": evaluated.job_id, "b_now": now})
-                return int(evaluated.job_id), False
+            if known is None:
+                found = _EVALUATED(conn, key).fetchone()
+                evaluated = found[0] if found is not None else None
+            else:
+                evaluated = known[1]
+            if evaluated is not None:
+                _ADD_TRIGGER(conn, {"b_id": evaluated, "b_now": now})
+                return int(evaluated), False
         job_id = self._insert_job(
             conn, now, kind="evaluate", repo=ev.repo, number=ev.number, head_sha=ev.head_sha,
             installation_id=ev.installation_id, trigger=ev.trigger, delivery_id=delivery_id,
@@ -322,28 +450,44 @@ class Queue:
         return None
 
     def _reap(self, conn: Connection, now: float) -> None:
-        """Jobs whose lease ran out belong to a worker that died: requeue them, or dead-letter
-        them when they have used all their attempts (a job that kills its worker every time)."""
-        expired = and_(jobs.c.status == "running", jobs.c.lease_until < now)
-        conn.execute(
-            update(jobs)
-            .where(expired, jobs.c.attempts >= jobs.c.max_attempts)
-            .values(status="dead", lease_until=None, leased_by=None, finished_at=now,
-                    updated_at=now,
-                    last_error="lease expired on the last attempt: the worker stopped mid-job "
-                               "(killed, crashed or stalled)")
+        """Requeue the running jobs whose worker is gone, or dead-letter them when they have used
+        all their attempts (a job that kills its worker every time).
+
+        A worker is gone when its presence row (:meth:`beat`) is older than the stale window,
+        seconds after a kill, or when the job's lease ran out (a worker without a presence row,
+        or one that stopped renewing). A job whose lease runs and whose worker beats is never
+        taken, so one job never runs twice at once.
+        """
+        holder_stale = (
+            select(workers.c.id)
+            .where(workers.c.id == jobs.c.leased_by,
+                   workers.c.heartbeat_at < now - self.worker_stale_seconds)
+            .exists()
         )
-        conn.execute(
-            update(jobs)
-            .where(expired)
-            .values(status="queued", lease_until=None, leased_by=None, run_after=now,
-                    updated_at=now,
-                    last_error="lease expired: the worker stopped mid-job (killed, crashed or "
-                               "stalled); requeued")
-        )
+        window = f"{self.worker_stale_seconds:g} s"
+        for gone, why in (
+            (holder_stale, f"its worker stopped heartbeating (silent for over {window}: killed, "
+                           "crashed or cut off)"),
+            (jobs.c.lease_until < now, "lease expired: the worker stopped mid-job (killed, "
+                                       "crashed or stalled)"),
+        ):
+            running = and_(jobs.c.status == "running", gone)
+            conn.execute(
+                update(jobs)
+                .where(running, jobs.c.attempts >= jobs.c.max_attempts)
+                .values(status="dead", lease_until=None, leased_by=None, finished_at=now,
+                        updated_at=now, last_error=f"{why}, on the last attempt")
+            )
+            conn.execute(
+                update(jobs)
+                .where(running)
+                .values(status="queued", lease_until=None, leased_by=None, run_after=now,
+                        updated_at=now, last_error=f"{why}; requeued")
+            )
 
     def heartbeat(self, job_id: int, worker_id: str) -> bool:
-        """Extend the lease; False when the job is no longer ours."""
+        """Extend the lease; False when the job is no longer ours. A worker renewing a lease is
+        alive, so its presence row is refreshed in the same transaction."""
         now = self.clock()
         with write(self.engine) as conn:
             result = conn.execute(
@@ -352,6 +496,9 @@ class Queue:
                        jobs.c.status == "running")
                 .values(lease_until=now + self.lease_seconds, updated_at=now)
             )
+            if result.rowcount == 1:
+                conn.execute(update(workers).where(workers.c.id == worker_id)
+                             .values(heartbeat_at=now))
         return result.rowcount == 1
 
     def complete(

@@ -11,8 +11,13 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from bot.queue import Queue
 
 DEFAULT_DATABASE_URL = "sqlite:///taskeval-bot.sqlite3"
 # GitHub caps webhook payloads at 25 MB and drops larger ones; anything bigger is not from GitHub.
@@ -79,6 +84,9 @@ class BotSettings:
     github_token: str | None = field(default=None, repr=False)
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     lease_seconds: float = 120.0
+    # A worker silent this long is gone and its running jobs are requeued (None: derived from
+    # the lease, 16 s at the default; see bot.queue.alive_window).
+    worker_stale_seconds: float | None = None
     max_attempts: int = 5
     backoff_seconds: float = 30.0
     backoff_max_seconds: float = 3600.0
@@ -111,6 +119,16 @@ class BotSettings:
                   self.env.get("OPENAI_API_KEY"), str(db_password) if db_password else None,
                   self.env.get("GITHUB_CLIENT_SECRET"), self.env.get("TASKEVAL_SESSION_SECRET")]
         return [v for v in values if v and len(v) >= 4]
+
+    def queue(self, engine: Engine) -> Queue:
+        """The job queue on ``engine`` with these settings (lease, attempts, backoff, stale
+        window): the receiver, the workers and the API build it one way."""
+        from bot.queue import Queue
+
+        return Queue(engine, lease_seconds=self.lease_seconds, max_attempts=self.max_attempts,
+                     backoff_seconds=self.backoff_seconds,
+                     backoff_max_seconds=self.backoff_max_seconds,
+                     worker_stale_seconds=self.worker_stale_seconds)
 
     def require_github_auth(self) -> None:
         """Workers call GitHub; refuse to start them without credentials."""
@@ -169,6 +187,11 @@ class BotSettings:
         if sync not in ("full", "normal"):
             raise SettingsError(f"TASKEVAL_SQLITE_SYNCHRONOUS must be full or normal, got {sync!r}")
         lease = _float(env, "TASKEVAL_LEASE_SECONDS", 120.0, low=1.0)
+        stale: float | None = None
+        if env.get("TASKEVAL_WORKER_STALE_SECONDS", "").strip():
+            # Floor: a worker beats every quarter of the window, at most every 5 s, and a
+            # database blip of a second or two must not make a live worker look dead.
+            stale = _float(env, "TASKEVAL_WORKER_STALE_SECONDS", 0.0, low=2.0)
         return cls(
             webhook_secret=secret,
             database_url=normalise_database_url(
@@ -182,6 +205,7 @@ class BotSettings:
             github_token=(env.get("GITHUB_TOKEN", "").strip() or None),
             max_body_bytes=_int(env, "TASKEVAL_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, low=1024),
             lease_seconds=lease,
+            worker_stale_seconds=stale,
             max_attempts=_int(env, "TASKEVAL_MAX_ATTEMPTS", 5),
             backoff_seconds=_float(env, "TASKEVAL_BACKOFF_SECONDS", 30.0),
             backoff_max_seconds=_float(env, "TASKEVAL_BACKOFF_MAX_SECONDS", 3600.0),

@@ -107,8 +107,9 @@ def _receive(delivery: str, event: str) -> tuple[Response, int, dict[str, Any]]:
         decision = events.decide(event, payload)
     except events.PayloadError as exc:
         return *_answer(400, error=f"malformed payload: {exc}"), {"outcome": str(exc)}
+    outcomes = outcome_events.writer(bot.queue.engine, event, payload)
     try:
-        ack = bot.queue.accept(delivery, event, action, decision)
+        ack = bot.queue.accept(delivery, event, action, decision, also=outcomes)
     except Exception as exc:  # never acknowledge what was not stored
         cause = storage_fault(exc)
         expected = isinstance(exc, OperationalError | InterfaceError)
@@ -117,8 +118,6 @@ def _receive(delivery: str, event: str) -> tuple[Response, int, dict[str, Any]]:
         reason = (f"could not store the delivery ({cause}); it was not accepted and can be "
                   "redelivered")
         return *_answer(503, error=reason), {"outcome": reason}
-    if event in ("pull_request", "push") and ack.status != "duplicate":
-        outcome_events.record(bot.queue.engine, event, payload)
     if ack.job_id is not None:
         logs.bind(job=ack.job_id)
     fields = {"outcome": ack.message, "ack": ack.status, "action": action}

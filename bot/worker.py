@@ -183,11 +183,7 @@ class Worker:
         self.engine = engine
         self.core = core or PipelineCore(settings, engine)
         self.clients = clients or Clients(settings)
-        self.queue = queue or Queue(
-            engine, lease_seconds=settings.lease_seconds, max_attempts=settings.max_attempts,
-            backoff_seconds=settings.backoff_seconds,
-            backoff_max_seconds=settings.backoff_max_seconds,
-        )
+        self.queue = queue or settings.queue(engine)
         self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
         self.current_job: int | None = None
 
@@ -326,7 +322,8 @@ class Worker:
     def _presence(self, gone: threading.Event) -> None:
         """Heartbeat the worker's row while it runs, idle or busy; remove it on a clean stop."""
         started, host = time.time(), socket.gethostname()
-        interval = presence_interval(self.settings.lease_seconds)
+        interval = presence_interval(self.settings.lease_seconds,
+                                     self.settings.worker_stale_seconds)
         while True:
             try:
                 self.queue.beat(self.id, host=host, pid=os.getpid(), started_at=started,

@@ -156,6 +156,56 @@ def test_an_expired_lease_hands_the_job_to_another_worker(engine: Engine) -> Non
     assert q.job(job_id)["status"] == "done"  # type: ignore[index]
 
 
+def test_a_dead_workers_job_is_requeued_once_its_heartbeat_is_stale_not_at_lease_end(
+    engine: Engine,
+) -> None:
+    clock = Clock()
+    q = make_queue(engine, clock, lease_seconds=120, worker_stale_seconds=15)
+    job_id = q.accept("d1", "pull_request", "closed", evaluate()).job_id
+    q.beat("killed", host="h", pid=1, started_at=clock.now)
+    q.beat("alive", host="h", pid=2, started_at=clock.now)
+    assert q.claim("killed") is not None
+    # The killed worker never beats again; its lease (120 s) still runs for minutes.
+    clock.now += 14
+    q.beat("alive", host="h", pid=2, started_at=clock.now)
+    assert q.claim("alive") is None  # within the window the holder may be alive: never taken
+    clock.now += 2
+    taken = q.claim("alive")
+    assert taken is not None and taken.id == job_id and taken.attempts == 2
+    row = q.job(job_id)
+    assert row is not None and row["leased_by"] == "alive" and row["lease_until"] > clock.now
+    assert "stopped heartbeating" in row["last_error"]
+    with pytest.raises(LeaseLost):  # should the old one wake up, it can record nothing
+        q.complete(job_id, "killed", note="late")
+    assert not q.heartbeat(job_id, "killed")
+    q.complete(job_id, "alive", note="ok")
+    assert q.job(job_id)["status"] == "done"  # type: ignore[index]
+
+
+def test_a_worker_renewing_its_lease_counts_as_alive_and_keeps_its_job(engine: Engine) -> None:
+    clock = Clock()
+    q = make_queue(engine, clock, lease_seconds=120, worker_stale_seconds=15)
+    job_id = q.accept("d1", "pull_request", "closed", evaluate()).job_id
+    q.beat("busy", host="h", pid=1, started_at=clock.now)
+    assert q.claim("busy") is not None
+    for _ in range(6):  # its presence thread is starved, but the lease heartbeat gets through
+        clock.now += 10
+        assert q.heartbeat(job_id, "busy")
+        assert q.claim("other") is None
+    assert q.job(job_id)["leased_by"] == "busy"  # type: ignore[index]
+
+
+def test_a_job_without_a_presence_row_still_waits_for_its_lease(engine: Engine) -> None:
+    clock = Clock()
+    q = make_queue(engine, clock, lease_seconds=60, worker_stale_seconds=15)
+    q.accept("d1", "pull_request", "closed", evaluate())
+    assert q.claim("no-row") is not None  # e.g. a worker from before presence rows
+    clock.now += 30
+    assert q.claim("other") is None
+    clock.now += 31
+    assert q.claim("other") is not None
+
+
 def test_a_job_that_keeps_killing_its_worker_is_dead_lettered(engine: Engine) -> None:
     clock = Clock()
     q = make_queue(engine, clock)
@@ -311,3 +361,83 @@ def test_old_delivery_ids_are_pruned_but_jobs_stay(engine: Engine) -> None:
     assert q.prune(5 * 86400) == 1
     assert q.accept("new", "pull_request", "closed", evaluate(2)).status == "duplicate"
     assert row_count(engine, jobs) == 2
+
+
+def _held_first_commit(engine: Engine) -> tuple[threading.Event, list[int]]:
+    """Make the first commit wait until released, so the deliveries arriving meanwhile queue up
+    behind it; returns (release, commit log)."""
+    from sqlalchemy import event
+
+    release, commits = threading.Event(), []
+
+    def on_commit(_conn: object) -> None:
+        if not commits:
+            release.wait(10)
+        commits.append(1)
+
+    event.listen(engine, "commit", on_commit)
+    return release, commits
+
+
+def test_deliveries_arriving_during_a_commit_are_stored_together_and_each_answered(
+    engine: Engine,
+) -> None:
+    q = make_queue(engine)
+    release, commits = _held_first_commit(engine)
+    sends = [(f"d{i}", evaluate(100 + i)) for i in range(6)] + [("d0", evaluate(100))]
+    answers: dict[int, object] = {}
+
+    def send(i: int) -> None:
+        delivery, decision = sends[i]
+        answers[i] = q.accept(delivery, "pull_request", "closed", decision)
+
+    first = threading.Thread(target=send, args=(0,))
+    first.start()
+    while not q._committer.locked():  # the first delivery is committing, held
+        threading.Event().wait(0.01)
+    others = [threading.Thread(target=send, args=(i,)) for i in range(1, len(sends))]
+    for t in others:
+        t.start()
+    while len(q._arrivals) < len(others):  # all waiting behind the held commit
+        threading.Event().wait(0.01)
+    release.set()
+    for t in [first, *others]:
+        t.join(10)
+    assert len(commits) == 2  # the first alone, then the six that waited, together
+    statuses = Counter(a.status for a in answers.values())  # type: ignore[attr-defined]
+    assert statuses == {"queued": 6, "duplicate": 1}
+    assert row_count(engine, deliveries) == 6 and row_count(engine, jobs) == 6
+
+
+def test_one_failing_delivery_in_a_group_costs_the_others_nothing(engine: Engine) -> None:
+    q = make_queue(engine)
+    release, _commits = _held_first_commit(engine)
+    errors: list[BaseException] = []
+
+    def bad_step(_conn: object) -> None:
+        raise RuntimeError("this delivery cannot be stored")
+
+    def send(delivery: str, number: int, also: object = None) -> None:
+        try:
+            q.accept(delivery, "pull_request", "closed", evaluate(number), also=also)  # type: ignore[arg-type]
+        except RuntimeError as exc:
+            errors.append(exc)
+
+    first = threading.Thread(target=send, args=("first", 1))
+    first.start()
+    while not q._committer.locked():
+        threading.Event().wait(0.01)
+    group = [threading.Thread(target=send, args=("ok-1", 2)),
+             threading.Thread(target=send, args=("bad", 3, bad_step)),
+             threading.Thread(target=send, args=("ok-2", 4))]
+    for t in group:
+        t.start()
+    while len(q._arrivals) < len(group):
+        threading.Event().wait(0.01)
+    release.set()
+    for t in [first, *group]:
+        t.join(10)
+    assert [str(e) for e in errors] == ["this delivery cannot be stored"]
+    with engine.connect() as conn:
+        stored = set(conn.execute(select(deliveries.c.id)).scalars())
+    assert stored == {"first", "ok-1", "ok-2"}  # the failed one is not acknowledged either

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import create_engine
 
 from bot import logs
 from bot.settings import BotSettings, SettingsError, normalise_database_url
@@ -58,6 +59,8 @@ def test_private_key_is_read_from_a_path(tmp_path: Path) -> None:
         ({"TASKEVAL_MAX_ATTEMPTS": "0"}, "TASKEVAL_MAX_ATTEMPTS must be at least 1"),
         ({"TASKEVAL_LEASE_SECONDS": "soon"}, "TASKEVAL_LEASE_SECONDS must be a number"),
         ({"TASKEVAL_SQLITE_SYNCHRONOUS": "off"}, "TASKEVAL_SQLITE_SYNCHRONOUS"),
+        ({"TASKEVAL_WORKER_STALE_SECONDS": "1"}, "TASKEVAL_WORKER_STALE_SECONDS must be at least 2"),
+        ({"TASKEVAL_WORKER_STALE_SECONDS": "soon"}, "TASKEVAL_WORKER_STALE_SECONDS must be a number"),
         ({"TASKEVAL_RATE_RESERVE": "10%"}, "TASKEVAL_RATE_RESERVE must be an integer"),
         ({"TASKEVAL_RATE_RESERVE": "-5"}, "TASKEVAL_RATE_RESERVE must be at least 0"),
     ],
@@ -147,3 +150,19 @@ def test_supervisor_restarts_a_crashed_worker_and_stops_with_the_web_server(
     sup.add("queue-worker-1", [sys.executable, "-c", worker])
     assert sup.run() == 7
     assert len(starts.read_text().splitlines()) >= 2
+
+
+@pytest.mark.parametrize(("env", "stale", "beat"), [
+    ({}, 16.0, 5.0),  # default lease 120 s: 3 missed 5 s beats and a second, well under a minute
+    ({"TASKEVAL_WORKER_STALE_SECONDS": "8"}, 8.0, 2.0),  # beats at a quarter of the window
+    ({"TASKEVAL_LEASE_SECONDS": "3"}, 4.0, 1.0),
+])
+def test_a_silent_workers_jobs_are_requeued_after_the_stale_window(
+    env: dict[str, str], stale: float, beat: float
+) -> None:
+    from bot.queue import presence_interval
+
+    settings = BotSettings.from_env({**BASE, **env})
+    queue = settings.queue(create_engine("sqlite://"))
+    assert queue.worker_stale_seconds == stale
+    assert presence_interval(settings.lease_seconds, settings.worker_stale_seconds) == beat

@@ -204,3 +204,44 @@ def test_signature_check_uses_the_raw_body_bytes(client: FlaskClient) -> None:
     response = client.post("/webhook", data=body, headers=delivery_headers("ping", body, "raw"))
     assert response.status_code == 200
     assert SECRET not in response.get_data(as_text=True)
+
+
+@pytest.fixture
+def any_app(engine: Any, db_url: str) -> Flask:
+    """The receiver on SQLite and on PostgreSQL (``engine`` runs each test on both)."""
+    return create_app(settings_for(db_url), engine=engine)
+
+
+def test_the_outcome_a_delivery_shows_is_stored_with_it_in_one_commit(
+    any_app: Flask, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sqlalchemy import event
+
+    from bot.db import outcomes
+
+    engine = any_app.extensions["taskeval"].engine
+    commits: list[int] = []
+    event.listen(engine, "commit", lambda conn: commits.append(1))
+    client = any_app.test_client()
+    answer = deliver(client, "pull_request", payload("pull_request.closed.merged"), "one-commit")
+    assert answer.status_code == 202 and answer.get_json()["status"] == "queued"
+    assert len(commits) == 1  # delivery, job and outcome: one durable commit, not two
+    with engine.connect() as conn:
+        rows = conn.execute(select(outcomes.c.outcome, outcomes.c.value)).all()
+        stored = conn.execute(select(deliveries.c.id)).scalars().all()
+    assert [tuple(r) for r in rows] == [("rejected", False)] and stored == ["one-commit"]
+
+    again = deliver(client, "pull_request", payload("pull_request.closed.merged"), "one-commit")
+    assert again.get_json()["status"] == "duplicate"
+
+    def broken(*_args: Any) -> int:
+        raise RuntimeError("outcomes table unreadable")
+
+    monkeypatch.setattr("bot.outcome_events.upsert", broken)
+    closed = payload("pull_request.closed.merged")
+    closed["number"] = closed["pull_request"]["number"] = 77
+    answer = deliver(client, "pull_request", closed, "outcome-fails")
+    assert answer.status_code == 202  # the by-product failed; the delivery is stored all the same
+    with engine.connect() as conn:
+        assert "outcome-fails" in conn.execute(select(deliveries.c.id)).scalars().all()
+    assert count(any_app, jobs) == 2

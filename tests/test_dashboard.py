@@ -93,11 +93,16 @@ def rows_of(resp: Any) -> list[dict[str, str]]:
 
 # --- numbers --------------------------------------------------------------------------------------
 
+def row_of(agent_id: str | None) -> str:
+    """The overview row a stored agent id counts in: no agent found is one row of its own."""
+    return queries.NO_AGENT if agent_id in (None, "human", "unknown-bot") else str(agent_id)
+
+
 def test_overview_numbers_match_the_store(local: FlaskClient, stored: Stored) -> None:
     table = {r["agent"]: r for r in rows_of(local.get("/dashboard/?format=csv"))}
     by_agent: dict[str, list[dict[str, Any]]] = {}
     for r in stored.latest():
-        by_agent.setdefault(r["agent_id"], []).append(r)
+        by_agent.setdefault(row_of(r["agent_id"]), []).append(r)
     assert set(table) == set(by_agent)
     for agent, rows in by_agent.items():
         got = table[agent]
@@ -113,15 +118,35 @@ def test_overview_numbers_match_the_store(local: FlaskClient, stored: Stored) ->
             assert int(got[band]) == bands.get(band, 0)
         merged = sum(r["pr_state"] == "merged" for r in rows) / len(rows)
         assert float(got["mergedShare"]) == pytest.approx(merged, abs=1e-4)
-        closed = sum(r["pr_state"] == "closed" for r in rows) / len(rows)
-        assert float(got["rejectedShare"]) == pytest.approx(closed, abs=1e-4)
+        decided = [r for r in rows if r["pr_state"] in ("merged", "closed")]
+        closed = sum(r["pr_state"] == "closed" for r in decided) / len(decided)
+        assert float(got["outcome.rejected"]) == pytest.approx(closed, abs=1e-4)
         assert got["smallSample"] == ("true" if len(rows) < queries.SMALL_SAMPLE else "false")
-    # ranks: large samples by mean, descending; small samples unranked and last
+    # ranks: 1 + the rows whose whole interval lies above; small samples and no agent unranked
     ranked = [r for r in table.values() if r["rank"]]
-    assert [int(r["rank"]) for r in ranked] == list(range(1, len(ranked) + 1))
-    means = [float(r["overallMean"]) for r in sorted(ranked, key=lambda r: int(r["rank"]))]
-    assert means == sorted(means, reverse=True)
+    assert ranked
+    for r in ranked:
+        above = [o for o in ranked if float(o["overallLow"]) > float(r["overallHigh"])]
+        assert int(r["rank"]) == 1 + len(above)
+        assert r["rankShared"] == ("true" if sum(o["rank"] == r["rank"] for o in ranked) > 1 else "false")
+    order = [r["agent"] for r in rows_of(local.get("/dashboard/?format=csv"))]
+    assert order[-1] == queries.NO_AGENT  # its own row, after the ranked and the small samples
+    assert table[queries.NO_AGENT]["rank"] == "" and table[queries.NO_AGENT]["agentName"] == "No agent found"
     assert table["jules"]["rank"] == "" and table["jules"]["smallSample"] == "true"
+
+
+def test_no_agent_found_is_one_choice_one_row_and_one_page(local: FlaskClient, stored: Stored) -> None:
+    nobody = [r for r in stored.latest() if row_of(r["agent_id"]) == queries.NO_AGENT]
+    assert nobody
+    page = local.get("/dashboard/").get_data(as_text=True)
+    assert '<option value="no-agent">No agent found</option>' in page
+    assert '<option value="human"' not in page
+    rows = rows_of(local.get("/dashboard/?agent=no-agent&format=csv"))
+    assert [(r["agent"], int(r["prs"]), r["rank"]) for r in rows] == [(queries.NO_AGENT, len(nobody), "")]
+    detail = local.get("/dashboard/agent/no-agent")
+    assert detail.status_code == 200 and "No agent found" in detail.get_data(as_text=True)
+    listed = rows_of(local.get("/dashboard/agent/no-agent?format=csv&table=prs"))
+    assert sorted(p["pr"] for p in listed) == sorted(f"{r['repo']}#{r['number']}" for r in nobody)
 
 
 def test_each_pr_counts_once_with_its_latest_evaluation(local: FlaskClient, stored: Stored) -> None:
@@ -146,7 +171,7 @@ def test_filters_repo_band_and_time(local: FlaskClient, stored: Stored) -> None:
     hi = datetime(2025, 6, 1, tzinfo=UTC).timestamp()
     url = f"/dashboard/?repo=octo-org/widgets&band=strong&since={since}&until={until}&format=csv"
     got = {r["agent"]: int(r["prs"]) for r in rows_of(local.get(url))}
-    want = Counter(r["agent_id"] for r in stored.latest()
+    want = Counter(row_of(r["agent_id"]) for r in stored.latest()
                    if r["repo"] == "octo-org/widgets" and r["overall_band"] == "strong"
                    and lo <= r["activity_at"] < hi)
     assert got == dict(want)
@@ -314,7 +339,7 @@ def test_outcome_rates_appear_once_outcomes_are_recorded(local: FlaskClient, eng
                                                          stored: Stored) -> None:
     from bot.db import outcomes
 
-    assert "outcome." not in local.get("/dashboard/?format=csv").get_data(as_text=True)
+    assert "outcome.reverted" not in local.get("/dashboard/?format=csv").get_data(as_text=True)
     rows = latest(stored, agent_id="codex")
     with engine.begin() as conn:
         conn.execute(insert(outcomes), [
@@ -328,6 +353,43 @@ def test_outcome_rates_appear_once_outcomes_are_recorded(local: FlaskClient, eng
     assert "reverted" in local.get("/dashboard/").get_data(as_text=True)
     m = queries.wilson(1, 4)
     assert m.low is not None and m.high is not None and m.low < 0.25 < m.high
+
+
+def test_one_column_per_outcome_however_its_label_was_written(local: FlaskClient, engine: Engine,
+                                                                stored: Stored) -> None:
+    """``outcomes --write-store`` and a team's file wrote "Rejected" and "rejected" (and "follow-up
+    fix" beside "Follow_up_fix"): the overview shows one column each, each PR counted once, a
+    record taking precedence over the PR's state, and a definition on the column's title."""
+    from bot.db import outcomes
+
+    rows = latest(stored, agent_id="codex")
+    decided = [r for r in rows if r["pr_state"] in ("merged", "closed")]
+    merged = [r for r in decided if r["pr_state"] == "merged"]
+    flipped = merged[:2]  # merged when evaluated, recorded rejected later (a revert-and-close)
+
+    def rec(r: dict[str, Any], label: str, value: bool) -> dict[str, Any]:
+        return {"repo": r["repo"], "number": r["number"], "outcome": label, "value": value,
+                "evidence": "[]", "detail": "", "source": "derived", "observed_at": None,
+                "recorded_at": 0.0}
+
+    with engine.begin() as conn:
+        conn.execute(insert(outcomes), [rec(r, "Rejected", True) for r in flipped]
+                     + [rec(r, "rejected", True) for r in flipped[:1]]  # the same PR, both spellings
+                     + [rec(rows[0], "follow-up fix", True), rec(rows[1], "Follow_up_fix", False)])
+    text = local.get("/dashboard/?format=csv").get_data(as_text=True)
+    header = text.splitlines()[0].split(",")
+    assert [h for h in header if h.lower().endswith("rejected")] == ["outcome.rejected"]
+    assert [h for h in header if "follow" in h.lower()] == ["outcome.follow_up_fix"]
+    codex = {r["agent"]: r for r in rows_of(local.get("/dashboard/?format=csv"))}["codex"]
+    closed = sum(r["pr_state"] == "closed" for r in decided) + len(flipped)
+    assert float(codex["outcome.rejected"]) == pytest.approx(closed / len(decided), abs=1e-4)
+    assert float(codex["outcome.follow_up_fix"]) == pytest.approx(0.5, abs=1e-4)
+    page = local.get("/dashboard/").get_data(as_text=True)
+    titles = re.findall(r'<th[^>]*data-col="outcome\.(\w+)"[^>]*>([^<]+)</th>', page)
+    assert [t for _k, t in titles] == ["Rejected", "Follow up fix"]
+    rejected_th = re.search(r'<th[^>]*title="([^"]+)"[^>]*data-col="outcome\.rejected"', page)
+    assert rejected_th and "closed without merging" in rejected_th.group(1)
+    assert ">Rejected<" in page and ">rejected<" not in page
 
 
 # --- sign-in and visibility ------------------------------------------------------------------------

@@ -10,6 +10,7 @@ it). Without Chromium the tests skip and say so; with ``TASKEVAL_REQUIRE_BROWSER
 from __future__ import annotations
 
 import os
+import re
 import statistics
 import threading
 from collections import Counter
@@ -88,8 +89,25 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Stored]:
     engine = make_engine(url)
     init_schema(engine)
     stored = fill(engine, 120, full_results=True, seed=5)
+    record_every_outcome(engine, stored)
     engine.dispose()
     return url, stored
+
+
+def record_every_outcome(engine: Any, stored: Stored) -> None:
+    """Outcomes as ``taskeval outcomes --write-store`` and a team's own file leave them: every
+    kind, spelled "Rejected" by one source and "rejected" by the other."""
+    from sqlalchemy import insert
+
+    from bot.db import outcomes
+    from taskeval.outcomes import OUTCOMES
+
+    rows = [{"repo": r["repo"], "number": r["number"], "outcome": kind.capitalize() if (i + j) % 2 else kind,
+             "value": (i + j) % 5 == 0, "evidence": "[]", "detail": "", "source": "derived",
+             "observed_at": None, "recorded_at": 0.0}
+            for i, r in enumerate(stored.latest()) for j, kind in enumerate(OUTCOMES)]
+    with engine.begin() as conn:
+        conn.execute(insert(outcomes), rows)
 
 
 @pytest.fixture(scope="module")
@@ -133,19 +151,21 @@ def test_overview_shows_the_stores_numbers(driver: Any, site: str, store: tuple[
     assert driver.title.startswith("Overview")
     names = cells(driver, "groups", "agent")
     prs = cells(driver, "groups", "prs")
-    means = [t.split(" ")[0] for t in cells(driver, "groups", "overallMean")]
+    means = [t.split()[0] for t in cells(driver, "groups", "overallMean")]
     by_name: dict[str, list[int]] = {}
     for r in stored.latest():
-        by_name.setdefault(r["agent_name"], []).append(r["overall_score"])
-    shown = {n.replace(" small sample", "").strip(): (int(p), m) for n, p, m in zip(names, prs, means, strict=True)}
+        name = "No agent found" if r["agent_id"] in ("human", "unknown-bot") else r["agent_name"]
+        by_name.setdefault(name, []).append(r["overall_score"])
+    shown = {re.sub(r"\s+(small sample|not ranked)$", "", n.strip()): (int(p), m)
+             for n, p, m in zip(names, prs, means, strict=True)}
     assert set(shown) == set(by_name)
     for name, scores in by_name.items():
         assert shown[name] == (len(scores), f"{statistics.fmean(scores):.1f}")
     assert driver.find_element(By.ID, "total-prs").text == str(len(stored.latest()))
-    small = driver.find_elements(By.CSS_SELECTOR, "tr.small")
+    small = driver.find_elements(By.CSS_SELECTOR, "table[data-table='groups'] tr.small")
     from bot.dashboard.queries import SMALL_SAMPLE
 
-    assert len(small) == sum(len(v) < SMALL_SAMPLE for v in by_name.values()) >= 1
+    assert len(small) == sum(len(v) < SMALL_SAMPLE for k, v in by_name.items() if k != "No agent found") >= 1
     assert all("small sample" in row.text and row.text.startswith("—") for row in small)  # not ranked
     assert driver.find_elements(By.CSS_SELECTOR, "td[data-col='_trend'] svg polyline")
     assert driver.find_elements(By.CSS_SELECTOR, "td[data-col='_bands'] svg rect")
@@ -260,3 +280,115 @@ def test_sign_in_with_github_in_the_browser(driver: Any, store: tuple[str, Store
         finally:
             served.close()
             app.extensions["taskeval"].engine.dispose()
+
+
+def _overflow(driver: Any) -> dict[str, Any]:
+    """What sticks out of the window horizontally: the page, any table's scroll box, any chart."""
+    return dict(driver.execute_script("""
+        const right = window.innerWidth;
+        const out = {page: Math.max(0, document.documentElement.scrollWidth - right), tables: [], charts: []};
+        for (const box of document.querySelectorAll('.scroll')) {
+            if (box.scrollWidth > box.clientWidth) out.tables.push(box.parentElement.id);
+        }
+        for (const svg of document.querySelectorAll('main svg')) {
+            const r = svg.getBoundingClientRect();
+            if (r.right > right || r.left < 0) out.charts.push(svg.getAttribute('class'));
+        }
+        return out;"""))
+
+
+@pytest.mark.parametrize("width", [1400, 1600])
+def test_nothing_overflows_a_laptop_window(driver: Any, site: str, store: tuple[str, Stored],
+                                           width: int) -> None:
+    from selenium.webdriver.common.by import By
+
+    stored = store[1]
+    twice = stored.latest()[0]
+    owner, name = twice["repo"].split("/")
+    driver.set_window_size(width, 1000)
+    try:
+        assert driver.execute_script("return window.innerWidth") <= width
+        for path in ("/dashboard/", "/dashboard/?by=author", "/dashboard/agent/codex",
+                     "/dashboard/agent/no-agent", f"/dashboard/pr/{owner}/{name}/{twice['number']}"):
+            driver.get(f"{site}{path}")
+            assert _overflow(driver) == {"page": 0, "tables": [], "charts": []}, path
+        driver.get(f"{site}/dashboard/")
+        trend = driver.find_elements(By.CSS_SELECTOR, "table[data-table='groups'] td[data-col='_trend'] svg")
+        assert trend and all(t.rect["x"] + t.rect["width"] <= width for t in trend)
+        shot(driver, f"overview-{width}")
+    finally:
+        driver.set_window_size(1440, 1000)
+
+
+def test_one_column_per_outcome_with_its_definition(driver: Any, site: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    from taskeval.outcomes import OUTCOMES
+
+    driver.get(f"{site}/dashboard/")
+    headers = driver.find_elements(By.CSS_SELECTOR, "th[data-col^='outcome.']")
+    keys = [h.get_attribute("data-col").removeprefix("outcome.") for h in headers]
+    assert sorted(keys) == sorted(OUTCOMES)  # each once, "Rejected" and "rejected" folded
+    titles = [h.text for h in headers]
+    assert titles.count("Rejected") == 1 and "rejected" not in titles
+    for header, key in zip(headers, keys, strict=True):
+        assert OUTCOMES[key].split(" (")[0] in header.get_attribute("title")
+    rejected = driver.find_element(By.CSS_SELECTOR, "table[data-table='groups'] th[data-col='outcome.rejected']")
+    assert "closed without merging" in rejected.get_attribute("title")
+
+
+def test_intervals_stay_on_the_scale_and_no_agent_is_not_ranked(driver: Any, site: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver.get(f"{site}/dashboard/")
+    assert "±" not in driver.find_element(By.TAG_NAME, "main").text
+    for ci in driver.find_elements(By.CSS_SELECTOR, "table[data-table='groups'] .ci"):
+        low, high = (float(x) for x in ci.text.split("–"))
+        assert 0 <= low <= high <= 100
+    rows = driver.find_elements(By.CSS_SELECTOR, "table[data-table='groups'] tbody tr")
+    last = rows[-1]
+    assert "No agent found" in last.text and "no-agent" in last.get_attribute("class")
+    assert last.find_element(By.CSS_SELECTOR, "td[data-col='rank']").text == "—"
+    ranks = [r.find_element(By.CSS_SELECTOR, "td[data-col='rank']").text for r in rows]
+    shown = [int(x.lstrip("=")) for x in ranks if x != "—"]
+    assert shown == sorted(shown) and shown[0] == 1
+    for x in ranks:  # a shared rank is marked on every row that shares it
+        if x != "—":
+            assert x.startswith("=") == (sum(y.lstrip("=") == x.lstrip("=") for y in ranks) > 1)
+
+
+def test_pr_page_shows_the_comment_as_github_does(driver: Any, site: str, store: tuple[str, Stored]) -> None:
+    import json
+
+    from selenium.webdriver.common.by import By
+    from sqlalchemy import update
+
+    from bot.dashboard import queries
+    from bot.db import evaluations, make_engine
+
+    url, stored = store
+    row = stored.latest()[-1]
+    data = json.loads(row["result_json"])
+    data["warnings"] = ["GitHub answered 403 for the check runs; CI signals are inconclusive"]
+    engine = make_engine(url)
+    with engine.begin() as conn:
+        conn.execute(update(evaluations).where(evaluations.c.id == row["id"])
+                     .values(result_json=json.dumps(data)))
+    engine.dispose()
+    queries.clear_cache()
+    owner, name = row["repo"].split("/")
+    driver.get(f"{site}/dashboard/pr/{owner}/{name}/{row['number']}")
+    comment = driver.find_element(By.CSS_SELECTOR, "#comment .markdown")
+    alert = comment.find_element(By.CSS_SELECTOR, "blockquote.markdown-alert-warning")
+    assert alert.find_element(By.CSS_SELECTOR, ".markdown-alert-title").text == "Warning"
+    assert "GitHub answered 403" in alert.text and "[!WARNING]" not in comment.text
+    details = comment.find_element(By.TAG_NAME, "details")
+    summary = details.find_element(By.TAG_NAME, "summary")
+    assert summary.text == "All signals"
+    inner = details.find_element(By.TAG_NAME, "table")
+    assert not inner.is_displayed()  # collapsed, as on GitHub
+    summary.click()
+    assert inner.is_displayed()
+    assert "taskeval scorer" in comment.find_element(By.TAG_NAME, "sub").text
+    assert "raw HTML omitted" not in driver.page_source
+    shot(driver, "pr-comment")

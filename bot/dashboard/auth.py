@@ -60,7 +60,14 @@ def is_loopback(host: str) -> bool:
 
 
 class DashboardSessions(SecureCookieSessionInterface):
-    """Flask's signed cookie, marked Secure whenever the page was not served to a loopback host."""
+    """Flask's signed cookie, marked Secure whenever the page was not served to a loopback host.
+    Only the dashboard's pages have a session: the webhook and the API never read or set the
+    cookie (and a delivery does not pay for opening one)."""
+
+    def open_session(self, app: Flask, request: Request) -> Any:
+        if not request.path.startswith(app.config.get("SESSION_COOKIE_PATH") or "/"):
+            return self.make_null_session(app)
+        return super().open_session(app, request)
 
     def get_cookie_secure(self, app: Flask) -> bool:
         try:

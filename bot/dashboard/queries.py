@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 import weakref
 from collections.abc import Iterable
@@ -36,6 +37,7 @@ from sqlalchemy import (
 
 from bot.db import PULLS_DOWN, evaluations, rollup_agent, rollup_author, signals
 from bot.results import week_of
+from taskeval.config import HUMAN_ID, UNKNOWN_BOT_ID
 from taskeval.contract import BAND_NAMES
 
 E = evaluations.c
@@ -51,6 +53,12 @@ CATEGORY_TITLES = {
 }
 BANDS = BAND_NAMES  # failing .. excellent
 UNATTRIBUTED = "unattributed"  # the agent filter value for results stored before attribution
+# PRs where attribution found no agent's mark: "Human" (a person's account), "Unknown bot" (a bot
+# account no rule names) and results stored before attribution. Many are agent PRs whose marks the
+# evidence lacks, so they are one row of their own in the overview, never ranked among the agents.
+NO_AGENT = "no-agent"
+NO_AGENT_NAME = "No agent found"
+NO_AGENT_IDS = (HUMAN_ID, UNKNOWN_BOT_ID)
 SMALL_SAMPLE = 10  # groups with fewer PRs are shown, marked, and not ranked
 PULL_DOWN_BELOW = 60  # a conclusive, weighted signal scoring under this "pulled the score down"
 # bot.db.PULLS_DOWN with qualified names, verbatim, so SQLite proves the partial index applies.
@@ -118,10 +126,20 @@ class Group:
     trend: list[tuple[str, float, int]] = field(default_factory=list)
     outcomes: dict[str, Mean] = field(default_factory=dict)
     rank: int | None = None
+    tied: bool = False  # shares its rank: the intervals do not separate it from another group
 
     @property
     def small(self) -> bool:
         return self.count < SMALL_SAMPLE
+
+    @property
+    def no_agent(self) -> bool:
+        """The PRs where no agent was found (:data:`NO_AGENT`): shown, never ranked."""
+        return self.key == NO_AGENT
+
+    @property
+    def rankable(self) -> bool:
+        return not self.small and not self.no_agent and self.overall.low is not None
 
     @property
     def merged_share(self) -> float:
@@ -152,7 +170,9 @@ def where(f: Filters, *, latest: bool = True) -> list[ColumnElement[bool]]:
         conds.append(E.repo.in_(sorted(f.repos)) if f.repos else false())
     if f.repo:
         conds.append(E.repo == f.repo)
-    if f.agent:
+    if f.agent == NO_AGENT:
+        conds.append(E.agent_id.is_(None) | E.agent_id.in_(NO_AGENT_IDS))
+    elif f.agent:
         conds.append(E.agent_id.is_(None) if f.agent == UNATTRIBUTED else E.agent_id == f.agent)
     if f.author:
         conds.append(E.author == f.author)
@@ -205,7 +225,10 @@ def rollup_where(f: Filters, by: str = "agent") -> list[ColumnElement[bool]] | N
     if f.agent:
         if by == "author":
             return None
-        conds.append(R.agent_id == ("" if f.agent == UNATTRIBUTED else f.agent))
+        if f.agent == NO_AGENT:
+            conds.append(R.agent_id.in_(("", *NO_AGENT_IDS)))
+        else:
+            conds.append(R.agent_id == ("" if f.agent == UNATTRIBUTED else f.agent))
     if f.author:
         if by != "author":
             return None
@@ -239,12 +262,38 @@ def _key(value: Any) -> str:
     return UNATTRIBUTED if value is None else str(value)
 
 
+def group_key(value: Any, by: str) -> str:
+    """The overview row a stored key belongs to: PRs without a found agent share one."""
+    key = _key(value)
+    if by == "agent" and (key == UNATTRIBUTED or key in NO_AGENT_IDS):
+        return NO_AGENT
+    return key
+
+
+def rank(groups: list[Group]) -> list[Group]:
+    """Rank where the intervals separate: a group's rank is one more than the number of groups
+    whose whole 95 % interval of the mean overall lies above its own, so groups that the data
+    cannot tell apart share a rank (shown as "=2"). Small samples and the no-agent row get none.
+    Returns the groups in display order: ranked by rank then mean, then small samples, then the
+    no-agent row."""
+    ranked = [g for g in groups if g.rankable]
+    for g in ranked:
+        above = [o for o in ranked if o is not g and (o.overall.low or 0.0) > (g.overall.high or 0.0)]
+        g.rank = 1 + len(above)
+    for g in ranked:
+        g.tied = sum(o.rank == g.rank for o in ranked) > 1
+    return sorted(groups, key=lambda g: (g.no_agent, not g.rankable, g.rank or 0,
+                                         -(g.overall.mean or 0.0), -g.count, g.key))
+
+
 def groups(conn: Connection, f: Filters, by: str = "agent", *, use_rollup: bool = True) -> list[Group]:
-    """One row per agent (``by="agent"``) or author, ranked by mean overall score.
+    """One row per agent (``by="agent"``) or author, ranked where the intervals separate
+    (:func:`rank`).
 
     One scan: the query groups by (key, week) with counts, sums and sums of squares, which add up;
     Python merges the weeks of each key (a few hundred aggregated rows) into the totals and the
-    weekly trend. Groups below :data:`SMALL_SAMPLE` PRs come last and get no rank.
+    weekly trend, and the keys without a found agent into one row (:data:`NO_AGENT`). Groups
+    below :data:`SMALL_SAMPLE` PRs and the no-agent row come last and get no rank.
 
     When the filters are made of rollup columns and whole weeks (:func:`rollup_where`), the same
     sums come from ``dashboard_rollup`` (a few thousand rows, whatever the number of PRs); the
@@ -267,19 +316,24 @@ def groups(conn: Connection, f: Filters, by: str = "agent", *, use_rollup: bool 
                  .group_by(key, E.week).order_by(key, E.week))
     merged: dict[str, dict[str, Any]] = {}
     for row in conn.execute(query).mappings():
-        acc = merged.setdefault(_key(row["key"]), {"name": None, "weeks": []})
+        key_value = group_key(row["key"], by)
+        acc = merged.setdefault(key_value, {"name": None, "weeks": {}})
         n = int(row["n"])
-        if row["name"] and not acc["name"]:
+        if key_value == NO_AGENT:
+            acc["name"] = NO_AGENT_NAME
+        elif row["name"] and not acc["name"]:
             acc["name"] = row["name"]
         for column, value in row.items():
             if column == "n" or column[:2] in ("s_", "q_", "b_", "p_"):
                 acc[column] = acc.get(column, 0) + (float(value) if value is not None else 0)
         if row["week"] is not None:
-            acc["weeks"].append((str(row["week"]), float(row["s_overall"]) / n, n))
+            week = acc["weeks"].setdefault(str(row["week"]), [0.0, 0])
+            week[0] += float(row["s_overall"])
+            week[1] += n
     out: list[Group] = []
     for key_value, acc in merged.items():
         n = int(acc["n"])
-        weeks = sorted(acc["weeks"])[-TREND_WEEKS:]
+        weeks = [(w, total / count, count) for w, (total, count) in sorted(acc["weeks"].items())]
         out.append(Group(
             key=key_value,
             name=str(acc["name"] or key_value) if by == "agent" else key_value,
@@ -288,48 +342,82 @@ def groups(conn: Connection, f: Filters, by: str = "agent", *, use_rollup: bool 
             categories={c: mean_ci(n, acc[f"s_{c}"], acc[f"q_{c}"]) for c in CATEGORY_COLUMNS},
             bands={b: int(acc[f"b_{b}"]) for b in BANDS},
             merged=int(acc["p_merged"]), closed=int(acc["p_closed"]), open=int(acc["p_open"]),
-            trend=weeks,
+            trend=weeks[-TREND_WEEKS:],
         ))
-    out.sort(key=lambda g: (g.small, -(g.overall.mean or 0.0), -g.count, g.key))
-    rank = 0
-    for g in out:
-        if not g.small:
-            rank += 1
-            g.rank = rank
-    return out
+    return rank(out)
 
 
-# --- outcomes (what happened after evaluation; shown once the store has any) -------------------
+# --- outcomes (what happened after evaluation) ---------------------------------------------------
 
 OUTCOME_ORDER = ("rejected", "reverted", "follow_up_fix", "reopened_task", "changes_requested",
                  "force_pushed", "reopened", "agent_failure", "post_pr_issue", "agent_failed")
 
 
-def outcome_rates(conn: Connection, f: Filters, by: str) -> tuple[list[str], dict[str, dict[str, Mean]]]:
-    """Per key and outcome kind, the share of PRs with that outcome among the PRs where it was
-    recorded (``outcomes``: one row per repo, PR and outcome, with a boolean ``value``).
+def outcome_key(label: str) -> str:
+    """One key per outcome however it was written: ``Rejected``, ``rejected`` and
+    ``follow-up fix`` are ``rejected`` and ``follow_up_fix``."""
+    return re.sub(r"[\s-]+", "_", label.strip().lower())
 
-    Returns (the outcome kinds present, oldest-known order first; ``{key: {outcome: Mean}}`` where
-    ``Mean.mean`` is the share and ``low``/``high`` its 95 % Wilson interval). Both are empty
-    when no outcome has been recorded for the PRs in view.
+
+def outcome_definition(key: str) -> str:
+    """What the column counts, for its tooltip."""
+    from taskeval.outcomes import OUTCOMES
+
+    if key == "rejected":
+        return ("Rejected: closed without merging. Share of the merged or closed PRs (open ones "
+                "are undecided), from the outcomes store where it has a record, else from the "
+                "PR's state when it was evaluated.")
+    found = OUTCOMES.get(key)
+    what = found if found else "a label recorded in the outcomes store"
+    return (f"{key.replace('_', ' ').capitalize()}: {what}. Share of the PRs where it was "
+            f"recorded (taskeval outcomes --write-store, or the bot's push and pull_request events).")
+
+
+def outcome_rates(conn: Connection, f: Filters, by: str) -> tuple[list[str], dict[str, dict[str, Mean]]]:
+    """Per row key and outcome, the share of PRs with that outcome among the PRs where it is
+    known, with its 95 % Wilson interval.
+
+    Outcome labels are folded to one key (:func:`outcome_key`), so ``Rejected`` from one source and
+    ``rejected`` from another are one column, each PR counted once. ``rejected`` is always known
+    for a merged or closed PR: a PR without a stored ``rejected`` record counts by its state.
+    Returns (the outcome keys, known ones in :data:`OUTCOME_ORDER` first; ``{key: {outcome: Mean}}``).
     """
     from bot.db import outcomes
 
     oc = outcomes.c
-    if conn.execute(select(oc.id).limit(1)).first() is None:
-        return [], {}  # no outcome recorded at all: skip the join over every latest evaluation
+    counts: dict[str, dict[str, list[int]]] = {}
+
+    def add(key_value: Any, outcome: str, n: int, hits: int) -> None:
+        cell = counts.setdefault(group_key(key_value, by), {}).setdefault(outcome, [0, 0])
+        cell[0] += n
+        cell[1] += hits
+
     key = _key_column(by).label("key")
-    n = func.count().label("n")
-    hits = func.sum(case((oc.value == true(), 1), else_=0)).label("hits")
-    query = (select(key, oc.outcome, n, hits)
-             .select_from(evaluations.join(outcomes, (oc.repo == E.repo) & (oc.number == E.number)))
-             .where(*where(f)).group_by(key, oc.outcome))
-    rates: dict[str, dict[str, Mean]] = {}
-    kinds: set[str] = set()
-    for row in conn.execute(query).mappings():
-        kinds.add(str(row["outcome"]))
-        rates.setdefault(_key(row["key"]), {})[str(row["outcome"])] = wilson(int(row["hits"]), int(row["n"]))
+    norm = func.lower(func.replace(func.replace(func.trim(oc.outcome), " ", "_"), "-", "_"))
+    has_rejected = (select(oc.id).where(oc.repo == E.repo, oc.number == E.number,
+                                        norm == "rejected").exists())
+    # rejected by the PR's state where no record says otherwise
+    derived = (select(key, func.count().label("n"),
+                      func.sum(case((E.pr_state == "closed", 1), else_=0)).label("hits"))
+               .where(*where(f), E.pr_state.in_(("merged", "closed")), ~has_rejected)
+               .group_by(key))
+    for row in conn.execute(derived).mappings():
+        add(row["key"], "rejected", int(row["n"]), int(row["hits"] or 0))
+    if conn.execute(select(oc.id).limit(1)).first() is not None:
+        per_pr = (select(oc.repo, oc.number, norm.label("outcome"),
+                         func.max(case((oc.value == true(), 1), else_=0)).label("hit"))
+                  .group_by(oc.repo, oc.number, norm).subquery())
+        recorded = (select(key, per_pr.c.outcome, func.count().label("n"),
+                           func.sum(per_pr.c.hit).label("hits"))
+                    .select_from(evaluations.join(per_pr, (per_pr.c.repo == E.repo)
+                                                  & (per_pr.c.number == E.number)))
+                    .where(*where(f)).group_by(key, per_pr.c.outcome))
+        for row in conn.execute(recorded).mappings():
+            add(row["key"], str(row["outcome"]), int(row["n"]), int(row["hits"] or 0))
+    kinds = {outcome for per_key in counts.values() for outcome in per_key}
     order = [k for k in OUTCOME_ORDER if k in kinds] + sorted(kinds - set(OUTCOME_ORDER))
+    rates = {k: {o: wilson(hits, n) for o, (n, hits) in per_key.items()}
+             for k, per_key in counts.items()}
     return order, rates
 
 
@@ -535,8 +623,11 @@ def agents(conn: Connection, f: Filters) -> list[tuple[str, str]]:
     agent = case((R.agent_id == "", None), else_=R.agent_id)
     name = func.max(case((R.agent_name == "", None), else_=R.agent_name))
     query = select(agent, name).where(R.n > 0, *conds).group_by(R.agent_id)
-    found = [(_key(k), str(n or _key(k))) for k, n in conn.execute(query).all()]
-    return sorted(found)
+    found: dict[str, str] = {}
+    for k, n in conn.execute(query).all():
+        key = group_key(k, "agent")  # the no-agent ids are one choice, as they are one row
+        found[key] = NO_AGENT_NAME if key == NO_AGENT else str(n or _key(k))
+    return sorted(found.items())
 
 
 def choices(conn: Connection, f: Filters) -> dict[str, Any]:

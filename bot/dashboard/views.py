@@ -77,6 +77,7 @@ class Column:
     numeric: bool = False
     key: str = ""
     csv_only: bool = False  # detail a script wants but the page leaves out (interval bounds, ids)
+    help: str = ""  # what the column means: the header's tooltip
 
 
 @dataclass
@@ -279,12 +280,24 @@ def _valid_day(value: str) -> bool:
 
 
 def _mean_cell(m: queries.Mean) -> Markup:
+    """The mean, and under it its 95 % interval as the range it spans on the 0–100 scale (an
+    interval of "10.0 ± 27.8" would claim scores below 0)."""
     if m.mean is None:
         return Markup("—")
-    if m.half_width is None:
+    if m.low is None or m.high is None:
         return Markup('<span class="mean">{}</span>').format(f"{m.mean:.1f}")
-    return Markup('<span class="mean">{}</span> <span class="ci" title="95 % interval {}–{}">± {}</span>').format(
-        f"{m.mean:.1f}", f"{m.low:.1f}", f"{m.high:.1f}", f"{m.half_width:.1f}")
+    return Markup('<span class="mean">{}</span> <span class="ci" title="95 % interval of the mean: '
+                  '{}–{} (within the 0–100 scale)">{}–{}</span>').format(
+        f"{m.mean:.1f}", f"{m.low:.1f}", f"{m.high:.1f}", f"{m.low:.0f}", f"{m.high:.0f}")
+
+
+def _rank_cell(gr: queries.Group) -> Markup | str:
+    if gr.rank is None:
+        return "—"
+    if gr.tied:
+        return Markup('<span title="shares rank {} with another row: their 95 % intervals '
+                      'overlap">={}</span>').format(gr.rank, gr.rank)
+    return str(gr.rank)
 
 
 GroupCell = Callable[[queries.Group], Any]
@@ -325,6 +338,14 @@ def _round(x: float | None, digits: int = 2) -> float | None:
 
 # --- overview -------------------------------------------------------------------------------------
 
+RANK_HELP = ("Ranked by mean overall score only where the 95 % intervals separate: one plus the "
+             "number of rows whose whole interval lies above this row's. Rows the data cannot "
+             "tell apart share a rank (=2).")
+NO_AGENT_HELP = ("PRs where no agent's mark was found (attributed to a person or to an unknown "
+                 "bot, or stored before attribution). Many are agent PRs whose marks the evidence "
+                 "lacks, so they are not ranked among the agents.")
+
+
 def group_table(groups: list[queries.Group], by: str, outcome_cols: list[str], view: View,
                 *, link: bool = True) -> Table:
     detail = "dashboard.agent" if by == "agent" else "dashboard.author"
@@ -336,47 +357,82 @@ def group_table(groups: list[queries.Group], by: str, outcome_cols: list[str], v
         if link:
             target = url_for(detail, key=gr.key, **keep)
             cell = Markup('<a href="{}">{}</a>').format(target, label)
-        if gr.small:
+        if gr.no_agent:
+            cell += Markup(' <span class="tag no-agent" title="{}">not ranked</span>').format(NO_AGENT_HELP)
+        elif gr.small:
             cell += Markup(' <span class="tag small" title="fewer than {} PRs: not ranked">small sample</span>'
                            ).format(queries.SMALL_SAMPLE)
         return cell
 
+    interval = "Under the mean, its 95 % interval (Student's t), within the 0–100 scale."
     columns = [
-        Column("Rank", lambda gr: gr.rank, lambda gr: gr.rank if gr.rank else "—", numeric=True, key="rank"),
+        Column("Rank", lambda gr: gr.rank, _rank_cell, numeric=True, key="rank", help=RANK_HELP),
+        Column("Rank shared", lambda gr: gr.tied, key="rankShared", csv_only=True),
         Column("Agent" if by == "agent" else "Author", lambda gr: gr.key, name_cell, key=by),
     ]
     if by == "agent":
         columns.append(Column("Agent name", lambda gr: gr.name, key="agentName", csv_only=True))
     columns += [
-        Column("PRs", lambda gr: gr.count, numeric=True, key="prs"),
+        Column("PRs", lambda gr: gr.count, numeric=True, key="prs",
+               help="Pull requests in view, each once (its latest evaluation)."),
         Column("Small sample", lambda gr: gr.small, key="smallSample", csv_only=True),
         Column("Overall", lambda gr: _round(gr.overall.mean), lambda gr: _mean_cell(gr.overall),
-               numeric=True, key="overallMean"),
+               numeric=True, key="overallMean", help=f"Mean overall score. {interval}"),
         Column("Overall 95% low", lambda gr: _round(gr.overall.low), key="overallLow", csv_only=True),
         Column("Overall 95% high", lambda gr: _round(gr.overall.high), key="overallHigh", csv_only=True),
     ]
     for cat, title in CATEGORY_TITLES.items():
-        columns.append(Column(title, _category(cat, "mean"), _category_cell(cat), numeric=True, key=f"{cat}Mean"))
+        columns.append(Column(title, _category(cat, "mean"), _category_cell(cat), numeric=True, key=f"{cat}Mean",
+                              help=f"Mean {title.lower()} score. {interval}"))
         columns.append(Column(f"{title} 95% low", _category(cat, "low"), key=f"{cat}Low", csv_only=True))
         columns.append(Column(f"{title} 95% high", _category(cat, "high"), key=f"{cat}High", csv_only=True))
-    columns.append(Column("Bands", lambda gr: None, lambda gr: charts.band_bar(gr.bands), key="_bands"))
+    columns.append(Column("Bands", lambda gr: None, lambda gr: charts.band_bar(gr.bands), key="_bands",
+                          help="PRs per overall band, failing (left) to excellent (right)."))
     for band in BANDS:
         columns.append(Column(band, _band_count(band), numeric=True, key=band, csv_only=True))
-    columns += [
-        Column("Merged", lambda gr: _round(gr.merged_share, 4), lambda gr: _pct(gr.merged_share),
-               numeric=True, key="mergedShare"),
-        Column("Rejected", lambda gr: _round(gr.rejected_share, 4), lambda gr: _pct(gr.rejected_share),
-               numeric=True, key="rejectedShare"),
+    columns.append(Column("Merged", lambda gr: _round(gr.merged_share, 4), lambda gr: _pct(gr.merged_share),
+                          numeric=True, key="mergedShare",
+                          help="Merged: share of all PRs in view that were merged (open ones count)."))
+    for col in outcome_cols:  # on the page: Rejected here, the others in the outcomes table
+        columns.append(Column(_outcome_title(col), _outcome(col), _outcome_cell(col),
+                              numeric=True, key=f"outcome.{col}", help=queries.outcome_definition(col),
+                              csv_only=col != "rejected"))
+    columns.append(Column("Weekly trend", lambda gr: None, lambda gr: charts.trend(gr.trend), key="_trend",
+                          help="Weekly mean overall score, last 26 weeks with PRs (dashed line at 60)."))
+    table = Table("groups", "Agents" if by == "agent" else "Authors", columns, groups,
+                  note=f"Each PR counts once (its latest evaluation). Under each mean, its 95 % interval. "
+                       f"Ranks only where intervals separate (=2: a shared rank). Groups under "
+                       f"{queries.SMALL_SAMPLE} PRs, and PRs where no agent was found, are marked and "
+                       f"not ranked. Hover a column's title for its definition.",
+                  row_class=lambda gr: "no-agent" if gr.no_agent else ("small" if gr.small else ""))
+    return table
+
+
+def _outcome_title(key: str) -> str:
+    return re.sub(r"\bpr\b", "PR", key.replace("_", " ").capitalize())
+
+
+def outcome_table(groups: list[queries.Group], by: str, outcome_cols: list[str], view: View) -> Table:
+    """The outcomes recorded after evaluation beyond Rejected, one column each, for the rows of
+    the main table in its order: beside the scores they would push the trend off a laptop screen."""
+    detail = "dashboard.agent" if by == "agent" else "dashboard.author"
+    keep: dict[str, Any] = {k: v for k, v in view.args.items() if k not in ("agent",)}
+    columns = [
+        Column("Agent" if by == "agent" else "Author", lambda gr: gr.key,
+               lambda gr: Markup('<a href="{}">{}</a>').format(
+                   url_for(detail, key=gr.key, **keep), gr.name if by == "agent" else gr.key), key=by),
+        Column("PRs", lambda gr: gr.count, numeric=True, key="prs"),
     ]
     for col in outcome_cols:
-        columns.append(Column(col.replace("_", " "), _outcome(col), _outcome_cell(col), numeric=True,
-                              key=f"outcome.{col}"))
-    columns.append(Column("Weekly trend", lambda gr: None, lambda gr: charts.trend(gr.trend), key="_trend"))
-    table = Table("groups", "Agents" if by == "agent" else "Authors", columns, groups,
-                  note=f"Each PR counts once (its latest evaluation). ± is the 95 % interval of the mean. "
-                       f"Groups under {queries.SMALL_SAMPLE} PRs are marked and not ranked.",
-                  row_class=lambda gr: "small" if gr.small else "")
-    return table
+        if col != "rejected":
+            columns.append(Column(_outcome_title(col), _outcome(col), _outcome_cell(col),
+                                  numeric=True, key=f"outcome.{col}",
+                                  help=queries.outcome_definition(col)))
+    return Table("outcomes", "What happened after evaluation", columns, groups,
+                 note="Share of each row's PRs with the outcome, among those where it was recorded "
+                      "(hover a cell for its 95 % interval, a title for its definition); — where "
+                      "none was.",
+                 row_class=lambda gr: "no-agent" if gr.no_agent else ("small" if gr.small else ""))
 
 
 @dashboard.get("/")
@@ -391,9 +447,11 @@ def overview() -> Any:
         for gr in groups:
             gr.outcomes = rates.get(gr.key, {})
         choices = queries.choices(conn, view.filters)
-    table = group_table(groups, view.by, outcome_cols, view)
+    tables = [group_table(groups, view.by, outcome_cols, view)]
+    if any(col != "rejected" for col in outcome_cols):
+        tables.append(outcome_table(groups, view.by, outcome_cols, view))
     total = sum(gr.count for gr in groups)
-    return _tables_or_page([table], f"taskeval-{view.by}s", "dashboard/overview.html",
+    return _tables_or_page(tables, f"taskeval-{view.by}s", "dashboard/overview.html",
                            view=view, choices=choices, total=total,
                            title="Overview")
 

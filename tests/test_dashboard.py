@@ -716,3 +716,23 @@ def test_upgrade_fills_signals_of_existing_evaluations(db_url: str) -> None:
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(signals)).scalar() == len(result["signals"])
     engine.dispose()
+
+
+def test_pr_page_says_why_it_ended_and_what_each_grade_rests_on(local: FlaskClient, stored: Stored) -> None:
+    """The closure (or rescue) class, the turns and each category's coverage, as in the result."""
+    seen = set()
+    for row in stored.latest():
+        data = json.loads(row["result_json"])
+        kind = "closure" if data.get("closure") else ("rescue" if data.get("rescue") else None)
+        if kind is None or kind in seen:
+            continue
+        seen.add(kind)
+        owner, name = row["repo"].split("/")
+        text = local.get(f"/dashboard/pr/{owner}/{name}/{row['number']}").get_data(as_text=True)
+        assert f'id="{kind}-class">{data[kind]["class"]}<' in text
+        assert ("Why it ended" if kind == "closure" else "Merge:") in text
+        turns = data["turns"]
+        assert f"the agent's turns {turns['agentHours']:.1f} h" in text
+        first = data["categoryScores"][0]
+        assert f"{first['category']} {first['signalsConclusive']} of {first['signalsTotal']} signals" in text
+    assert seen, "the store holds merged or closed PRs"

@@ -52,6 +52,7 @@ from bot.dashboard.auth import (
 from bot.dashboard.queries import BANDS, CATEGORY_TITLES, Filters
 from bot.dashboard.render import comment_html
 from bot.dashboard.settings import config
+from taskeval.contract import PROVISIONAL_BELOW
 
 log = logging.getLogger("bot.dashboard")
 dashboard = Blueprint("dashboard", __name__, template_folder="templates", static_folder="static",
@@ -611,7 +612,23 @@ def pr(owner: str, repo: str, number: int) -> Any:
                            full=full, number=number, latest=latest, chosen_id=chosen_id, pull=pull,
                            agent=result.get("agent") or {}, comment=html, renderer=renderer,
                            comment_problem=problem, evidence=evidence, title=f"{full}#{number}",
-                           pr_url=_safe_url(pull.get("url")))
+                           pr_url=_safe_url(pull.get("url")), ending=_ending(result),
+                           provisional_below=PROVISIONAL_BELOW,
+                           coverage=[(c.get("category"), c.get("coverage"), c.get("signalsConclusive"),
+                                      c.get("signalsTotal")) for c in result.get("categoryScores") or []
+                                     if c.get("coverage") is not None])
+
+
+def _ending(result: dict[str, Any]) -> dict[str, Any] | None:
+    """Why the PR ended (closure) or whether its merge needed a rescue, and whose time it was, for
+    the PR page's summary (docs/turns.md); None for a result stored before they existed."""
+    closure, rescue, turns = result.get("closure"), result.get("rescue"), result.get("turns")
+    if not (closure or rescue or turns):
+        return None
+    found = closure or rescue or {}
+    return {"kind": "closure" if closure else ("rescue" if rescue else None), "class": found.get("class"),
+            "reason": found.get("reason"), "against": bool(closure and closure.get("countsAgainstAgent")),
+            "turns": turns or {}}
 
 
 @dashboard.get("/evaluation/<int:evaluation_id>.json")

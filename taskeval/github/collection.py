@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from taskeval.config import CONFIG_PATH
 from taskeval.github import convert
 from taskeval.github.client import Meter, clone, pages, repo_path
-from taskeval.github.errors import NEEDS, GitHubError, is_rate_limited, message_of, translate
+from taskeval.github.errors import NEEDS, RESOURCE_LABELS, GitHubError, is_rate_limited, message_of, translate
 from taskeval.github.graphql import GraphQLUnavailable, read_pull
 from taskeval.raw import (
     CollectionIssue,
@@ -50,18 +50,7 @@ MAX_WORKFLOW_RUNS: Final = 1000
 # stored bundle that stays small on a 3,000-commit PR. A cut timeline is kept and recorded as a gap.
 MAX_TIMELINE_EVENTS: Final = 1000
 
-_LABELS: Final[Mapping[str, str]] = {
-    "issue": "issue object (performed_via_github_app)",
-    "commits": "commits",
-    "reviews": "reviews",
-    "review_comments": "review comments",
-    "issue_comments": "conversation comments",
-    "timeline": "timeline events",
-    "files": "changed files",
-    "check_runs": "check runs",
-    "workflow_runs": "workflow runs",
-    "config": CONFIG_PATH,
-}
+_LABELS: Final = RESOURCE_LABELS
 
 # The order the REST path gathers its listings in (and so reports their gaps in).
 _REST_ORDER: Final = ("issue", "commits", "reviews", "review_comments", "issue_comments",

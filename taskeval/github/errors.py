@@ -17,7 +17,24 @@ import urllib3
 from github.GithubException import GithubException, RateLimitExceededException
 from pydantic import ValidationError
 
+from taskeval.config import CONFIG_PATH
 from taskeval.redact import redact
+
+# What each resource collection reads is called in a gap's message ("check runs could not be
+# read ..."), for the REST and the GraphQL path alike.
+RESOURCE_LABELS: Final[Mapping[str, str]] = {
+    "issue": "issue object (performed_via_github_app)",
+    "pull_request": "pull request",
+    "commits": "commits",
+    "reviews": "reviews",
+    "review_comments": "review comments",
+    "issue_comments": "conversation comments",
+    "timeline": "timeline events",
+    "files": "changed files",
+    "check_runs": "check runs",
+    "workflow_runs": "workflow runs",
+    "config": CONFIG_PATH,
+}
 
 # The permission a resource probably needs, named as GitHub names fine-grained permissions.
 NEEDS: Final[Mapping[str, str]] = {

@@ -36,6 +36,7 @@ from github.Requester import Requester
 from taskeval.config import CONFIG_PATH
 from taskeval.github.errors import (
     NEEDS,
+    RESOURCE_LABELS,
     GitHubError,
     NotFoundError,
     RateLimitError,
@@ -66,16 +67,7 @@ TIMEOUT_RETRIES: Final = 3
 PARENTS_PAGE: Final = 5
 SUITES_PAGE: Final = 20
 
-LABELS: Final[Mapping[str, str]] = {
-    "commits": "commits",
-    "reviews": "reviews",
-    "review_comments": "review comments",
-    "issue_comments": "conversation comments",
-    "files": "changed files",
-    "check_runs": "check runs",
-    "config": CONFIG_PATH,
-    "pull_request": "pull request",
-}
+LABELS: Final = RESOURCE_LABELS
 
 
 class GraphQLUnavailable(Exception):

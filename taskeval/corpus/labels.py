@@ -135,53 +135,68 @@ def halves(labels: list[Label]) -> dict[str, list[Label]]:
             "held out (shards 3-4)": [lab for n, lab in enumerate(labels) if n % 4 in (2, 3)]}
 
 
-def report(labels: list[Label], results: Path, second: list[Label], split: bool = True) -> dict[str, Any]:
-    closures: list[tuple[str, str]] = []
-    rescues: list[tuple[str, str]] = []
-    own: list[tuple[float, bool]] = []  # agentPerformance; bad = closed for the agent's failure
-    every: list[tuple[float, bool]] = []  # the same, with the PRs people could not read either
-    rescued: list[tuple[float, bool]] = []
-    merged: list[tuple[float, str]] = []
-    by_agent: dict[str, list[tuple[str, str]]] = {}
-    missing = []
+@dataclass(frozen=True)
+class Scored:
+    """One labelled PR as this scorer sees it: its label, the class it gave, agentPerformance."""
+
+    label: Label
+    got: str  # the closure class of a closed PR, the rescue class of a merged one ("none": neither)
+    score: float  # deterministic agentPerformance
+
+
+def score_all(labels: Iterable[Label], results: Path) -> tuple[list[Scored], list[str]]:
+    """Each labelled PR's stored result re-scored with this scorer (every signal measured again),
+    once; and the file stems with no stored result."""
+    rows, missing = [], []
     for lab in labels:
         path = results / f"{lab.stem}.json"
         if not path.is_file():
             missing.append(lab.stem)
             continue
         result = _score(path)
-        score = float(_category(result, "agentPerformance"))
-        if lab.state == "closed":
-            got = (result.get("closure") or {}).get("class", "none")
-            closures.append((lab.label, got))
-            by_agent.setdefault(lab.agent, []).append((lab.label, got))
-            every.append((score, lab.label == "agent_failure"))
-            if lab.label != "unknown":
-                own.append((score, lab.label == "agent_failure"))
-        else:
-            got = (result.get("rescue") or {}).get("class", "none")
-            rescues.append((lab.label, got))
-            rescued.append((score, lab.label != "clean"))
-            merged.append((score, lab.label))
+        ended = result.get("closure") if lab.state == "closed" else result.get("rescue")
+        rows.append(Scored(lab, (ended or {}).get("class", "none"),
+                           float(_category(result, "agentPerformance"))))
+    return rows, missing
+
+
+def report(labels: list[Label], results: Path, second: list[Label]) -> dict[str, Any]:
+    rows, missing = score_all(labels, results)
     first = {lab.pr_id: lab.label for lab in labels}
     pairs = [(first[s.pr_id], s.label) for s in second if s.pr_id in first]
+    in_half = {lab.pr_id: name for name, part in halves(labels).items() for lab in part}
     return {
-        "labelled": len(labels), "missing": missing,
-        "closure": _classes(closures, CLOSURES),
-        "closureByAgent": {a: _classes(rows, CLOSURES)["accuracy"] for a, rows in sorted(by_agent.items())},
-        "rescue": _classes(rescues, RESCUES),
-        "aucAgentFailure": _auc(own),
-        "aucAgentFailureAllClosures": _auc(every),
-        "aucAgentFailureVsProjectReasons": _auc(
-            [(s, b) for (s, b), (lab, _) in zip(own, [c for c in closures if c[0] != "unknown"], strict=True)
-             if b or lab in PROJECT_REASONS]),
-        "aucRescued": _auc(rescued),
-        "aucFeedbackLoop": _auc([(s, k == "feedback_loop") for s, k in merged if k != "taken_over"]),
-        "aucTakenOver": _auc([(s, k == "taken_over") for s, k in merged if k != "feedback_loop"]),
+        "labelled": len(labels), "missing": missing, **figures(rows),
         "kappa": {"n": len(pairs), "kappa": cohen_kappa(pairs),
                   "agreement": sum(a == b for a, b in pairs) / len(pairs) if pairs else None},
-        "halves": {name: _brief(report(part, results, [], split=False))
-                   for name, part in halves(labels).items()} if split else {},
+        "halves": {name: _brief(figures([r for r in rows if in_half[r.label.pr_id] == name]))
+                   for name in halves(labels)},
+    }
+
+
+def figures(rows: list[Scored]) -> dict[str, Any]:
+    """What the scored rows say against their labels (see the module docstring)."""
+    closed = [r for r in rows if r.label.state == "closed"]
+    merged = [r for r in rows if r.label.state != "closed"]
+    failure = [(r.score, r.label.label == "agent_failure") for r in closed]
+    read = [(r.score, r.label.label == "agent_failure") for r in closed if r.label.label != "unknown"]
+    by_agent: dict[str, list[tuple[str, str]]] = {}
+    for r in closed:
+        by_agent.setdefault(r.label.agent, []).append((r.label.label, r.got))
+    return {
+        "closure": _classes([(r.label.label, r.got) for r in closed], CLOSURES),
+        "closureByAgent": {a: _classes(pairs, CLOSURES)["accuracy"] for a, pairs in sorted(by_agent.items())},
+        "rescue": _classes([(r.label.label, r.got) for r in merged], RESCUES),
+        "aucAgentFailure": _auc(read),
+        "aucAgentFailureAllClosures": _auc(failure),
+        "aucAgentFailureVsProjectReasons": _auc(
+            [(r.score, r.label.label == "agent_failure") for r in closed
+             if r.label.label == "agent_failure" or r.label.label in PROJECT_REASONS]),
+        "aucRescued": _auc([(r.score, r.label.label != "clean") for r in merged]),
+        "aucFeedbackLoop": _auc([(r.score, r.label.label == "feedback_loop") for r in merged
+                                 if r.label.label != "taken_over"]),
+        "aucTakenOver": _auc([(r.score, r.label.label == "taken_over") for r in merged
+                              if r.label.label != "feedback_loop"]),
     }
 
 

@@ -54,6 +54,18 @@ SignalFunc = Callable[[EvidenceBundle, Settings], Signal]
 FileClass = Literal["ignored", "test", "docs", "source"]
 
 
+class Remark(NamedTuple):
+    """A review or a comment, with the evidence ID the bundle gives it: what the turns, the
+    closure and the signals that read people's words all iterate."""
+
+    at: str | None
+    author: str | None
+    flagged: bool  # GitHub flags the account as a bot
+    evidence: str  # review:<id>, comment:<id> or review-comment:<id>
+    text: str
+    state: str | None  # a review's state (APPROVED, CHANGES_REQUESTED, ...); None for a comment
+
+
 class Measure(NamedTuple):
     """What a signal found, before the registry dresses it as a :class:`Signal` (a named tuple:
     every signal of every bundle makes one, and a frozen dataclass costs several times more)."""
@@ -362,6 +374,16 @@ class Ctx:
             known = self._humans[key] = is_other_person(login, self.pull.author, flagged,
                                                         self.machines)
         return known
+
+    @cached
+    def remarks(self) -> list[Remark]:
+        """Every review, then every conversation and review comment, each in bundle order."""
+        out = [Remark(r.submitted_at, r.author, r.author_is_bot, f"review:{r.id}", r.body_excerpt,
+                      r.state) for r in self.facts.reviews]
+        out += [Remark(c.created_at, c.author, c.author_is_bot,
+                       f"{'comment' if c.kind == 'issue' else 'review-comment'}:{c.id}",
+                       c.body_excerpt, None) for c in self.facts.comments]
+        return out
 
     @cached
     def human_reviews(self) -> list[ReviewEntry]:

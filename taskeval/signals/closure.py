@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Final
 from taskeval.evidence.vocabulary import agent_run_event
 from taskeval.models import AGAINST_AGENT, Closure, ClosureClass, Rescue, RescueClass, Role
 
-from .turns import _hours
+from .turns import _hours, _seconds
 from .words import CLOSING_LABELS, TRIAL_TITLE, admissions, closing_reasons, objections
 
 if TYPE_CHECKING:
@@ -34,18 +34,9 @@ ADDRESSED: Final = re.compile(
 
 def _texts(ctx: Ctx, end: str) -> list[tuple[str, str | None, Role, str, str]]:
     """(time, login, role, evidence id, text) of every review and comment up to the end."""
-    people = ctx.people
-    out = []
-    for r in ctx.facts.reviews:
-        if r.body_excerpt and (r.submitted_at or "") <= end:
-            out.append((r.submitted_at or "", r.author, people.role(r.author, r.author_is_bot),
-                        f"review:{r.id}", r.body_excerpt))
-    for m in ctx.facts.comments:
-        if m.body_excerpt and (m.created_at or "") <= end:
-            prefix = "comment" if m.kind == "issue" else "review-comment"
-            out.append((m.created_at or "", m.author, people.role(m.author, m.author_is_bot),
-                        f"{prefix}:{m.id}", m.body_excerpt))
-    return sorted(out, key=lambda t: t[0])
+    role = ctx.people.role
+    return sorted(((m.at or "", m.author, role(m.author, m.flagged), m.evidence, m.text)
+                   for m in ctx.remarks if m.text and (m.at or "") <= end), key=lambda t: t[0])
 
 
 def _judges(ctx: Ctx, login: str | None, role: Role) -> bool:
@@ -65,7 +56,7 @@ def closure(ctx: Ctx) -> Closure | None:
     turns = ctx.turns
     timeline = ctx.facts.timeline
     # GitHub writes the closed event a second or two after the PR's closed_at.
-    closed = [e for e in timeline or [] if e.event == "closed" and (e.created_at or "") <= _plus(end, 120)]
+    closed = [e for e in timeline or [] if e.event == "closed" and _before(e.created_at, end, 120)]
     closer = closed[-1].actor if closed else None
     closer_role: Role | None = people.role(closer, closed[-1].actor_is_bot) if closed else None
     last = turns.last_activity_at
@@ -135,9 +126,10 @@ def closure(ctx: Ctx) -> Closure | None:
             where = {"label": "a label", "closer": f"the bot {closer}"}.get(eid, eid)
             return made(cls, f"Closed{who}; {where} says it was {_READ[cls]}: the PR ended for "
                         "the project's reasons.", [eid] if eid.count(":") else [])
+    # Another PR (whose state and author GitHub gives) that referred to it from a day before the close.
     later = [e for e in timeline or [] if e.event == "cross-referenced" and e.source_is_pull
-             and (e.source_state == "closed" or e.source_state == "merged" or e.source_state == "open")
-             and (e.created_at or "") >= _minus_day(end) and (e.source_author or "") != ""]
+             and e.source_state in ("open", "closed", "merged") and e.source_author
+             and e.created_at and not _before(e.created_at, end, -86400)]
     if later and closer_role != "bot":
         ref = later[-1]
         return made("superseded", f"Closed{who}; {ref.source or 'another PR'} referred to it around "
@@ -181,29 +173,16 @@ def judgement(text: str) -> list[str]:
     return [k for k in objections(text) if k in _JUDGING]
 
 
-def _plus(stamp: str, seconds: int) -> str:
-    from datetime import datetime, timedelta
-
-    try:
-        moment = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ") + timedelta(seconds=seconds)
-    except ValueError:
-        return stamp
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+def _before(stamp: str | None, end: str, slack: int) -> bool:
+    """Whether ``stamp`` is at most ``slack`` seconds after ``end`` (a negative slack: that long
+    before it); an event with no time counts as before."""
+    at, limit = _seconds(stamp or ""), _seconds(end)
+    return at is None or limit is None or at <= limit + slack
 
 
 _PROJECT_ORDER: Final[tuple[ClosureClass, ...]] = ("superseded", "duplicate", "stale", "declined")
 _READ: Final = {"superseded": "carried on elsewhere", "duplicate": "a duplicate or already done",
                 "stale": "stale", "declined": "not wanted"}
-
-
-def _minus_day(stamp: str) -> str:
-    from datetime import datetime, timedelta
-
-    try:
-        moment = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ") - timedelta(days=1)
-    except ValueError:
-        return stamp
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _did_work(ctx: Ctx) -> bool:

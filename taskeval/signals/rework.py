@@ -31,14 +31,8 @@ def objections_signal(ctx: Ctx) -> Measure:
     change") does not count (taskeval/signals/words.py)."""
     pull = ctx.pull
     end = pull.merged_at or pull.closed_at or "~"
-    spoken: list[tuple[str, str, str]] = []  # (evidence id, who, text)
-    for r in ctx.facts.reviews:
-        if r.body_excerpt and ctx.is_other_human(r.author, r.author_is_bot) and (r.submitted_at or "") <= end:
-            spoken.append((f"review:{r.id}", r.author or "", r.body_excerpt))
-    for c in ctx.facts.comments:
-        if c.body_excerpt and ctx.is_other_human(c.author, c.author_is_bot) and (c.created_at or "") <= end:
-            prefix = "comment" if c.kind == "issue" else "review-comment"
-            spoken.append((f"{prefix}:{c.id}", c.author or "", c.body_excerpt))
+    spoken = [(m.evidence, m.author or "", m.text) for m in ctx.remarks
+              if m.text and ctx.is_other_human(m.author, m.flagged) and (m.at or "") <= end]
     unread = [r for r in ("issue_comments", "review_comments") if r in ctx.facts.unavailable]
     gap = (f" ({' and '.join(r.replace('_', ' ') for r in unread)} could not be read, so only "
            "what could be read is counted)") if unread else ""
@@ -258,12 +252,9 @@ def admitted_failures(ctx: Ctx) -> Measure:
     people = ctx.people
     texts = [(ctx.pr, ctx.pull.body)] if people.role(ctx.pull.author, ctx.pull.author_is_bot) in (
         "agent", "operator") and not people.human_pr else []
-    for c in ctx.facts.comments:
-        if c.body_excerpt and people.role(c.author, c.author_is_bot) == "agent":
-            texts.append((f"{'comment' if c.kind == 'issue' else 'review-comment'}:{c.id}", c.body_excerpt))
-    for r in ctx.facts.reviews:
-        if r.body_excerpt and people.role(r.author, r.author_is_bot) == "agent":
-            texts.append((f"review:{r.id}", r.body_excerpt))
+    by_agent = [m for m in ctx.remarks if m.text and people.role(m.author, m.flagged) == "agent"]
+    # Comments before reviews: the order its reason cites them in.
+    texts += [(m.evidence, m.text) for m in sorted(by_agent, key=lambda m: m.state is not None)]
     if not texts:
         return inconclusive("Nothing the agent wrote was collected (a person's PR, or no text).",
                             [ctx.pr])

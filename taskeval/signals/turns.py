@@ -14,6 +14,7 @@ acted last and whose move it was when the PR ended.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,7 +27,7 @@ from taskeval.models import CommitEntry, Role, Turns, TurnSpan, Whose
 from .words import asks, thumbs_down, verdicts
 
 if TYPE_CHECKING:
-    from .base import Ctx
+    from .base import Ctx, Remark
 
 TURN_SPANS_CAP: Final = 40
 
@@ -125,8 +126,10 @@ class People:
         the author of a person's PR): the side whose move a review asks for."""
         return self.role(login, flagged) == "agent" or (login is not None and login == self.author)
 
+    @functools.cached_property
     def handles(self) -> tuple[str, ...]:
-        """Lower-cased @-handles that address the agent ("@copilot", "@devin-ai-integration")."""
+        """Lower-cased @-handles that address the agent ("@copilot", "@devin-ai-integration");
+        read for every comment, so made once."""
         rule = self.ctx.agent_rule
         out = {login.lower().removesuffix("[bot]") for r in rule for login in r.logins}
         if self.author and self.role(self.author, self.ctx.pull.author_is_bot) == "agent":
@@ -134,21 +137,22 @@ class People:
         return tuple(sorted(out))
 
 
-def _person_says(people: People, login: str | None, flagged: bool, text: str, state: str | None,
-                 at: str, evidence: str) -> Event:
-    """A person's review or comment: a request hands the turn to the agent, a remark does not."""
-    role = people.role(login, flagged)
+def _person_says(people: People, m: Remark) -> Event:
+    """A review or comment: the owner's side answering, a bot, or a person's request (which hands
+    the turn to the agent) or remark (which does not)."""
+    assert m.at is not None
+    role = people.role(m.author, m.flagged)
     if role == "bot":
-        return Event(at, "bot", role, login, evidence, False)
-    if people.owner_side(login, flagged):
-        return Event(at, "reply", role, login, evidence, False)
-    if state == "CHANGES_REQUESTED":
-        return Event(at, "change-request", role, login, evidence, True)
-    if state == "APPROVED":
-        return Event(at, "approval", role, login, evidence, True)
-    if asks(text, people.handles()) or verdicts(text) or thumbs_down(text):
-        return Event(at, "request", role, login, evidence, True)
-    return Event(at, "remark", role, login, evidence, True)
+        return Event(m.at, "bot", role, m.author, m.evidence, False)
+    if people.owner_side(m.author, m.flagged):
+        return Event(m.at, "reply", role, m.author, m.evidence, False)
+    if m.state == "CHANGES_REQUESTED":
+        return Event(m.at, "change-request", role, m.author, m.evidence, True)
+    if m.state == "APPROVED":
+        return Event(m.at, "approval", role, m.author, m.evidence, True)
+    if asks(m.text, people.handles) or verdicts(m.text) or thumbs_down(m.text):
+        return Event(m.at, "request", role, m.author, m.evidence, True)
+    return Event(m.at, "remark", role, m.author, m.evidence, True)
 
 
 def events(ctx: Ctx, people: People) -> tuple[list[Event], int]:
@@ -178,18 +182,13 @@ def events(ctx: Ctx, people: People) -> tuple[list[Event], int]:
                                      else "people-push")
         out.append(Event(when, kind, people.role(c.author_login, c.author_is_bot), c.author_login,
                          ctx.commit_id(c.sha), kind == "people-push"))
-    for r in facts.reviews:
-        if not r.submitted_at or r.state == "PENDING":
+    for m in ctx.remarks:
+        if m.state == "PENDING" or (not m.at and m.state is not None):
+            continue  # a pending review, or an undated one: no one has seen it
+        if not m.at:
+            undated += 1  # an undated comment
             continue
-        out.append(_person_says(people, r.author, r.author_is_bot, r.body_excerpt, r.state,
-                                r.submitted_at, f"review:{r.id}"))
-    for m in facts.comments:
-        if not m.created_at:
-            undated += 1
-            continue
-        prefix = "comment" if m.kind == "issue" else "review-comment"
-        out.append(_person_says(people, m.author, m.author_is_bot, m.body_excerpt, None,
-                                m.created_at, f"{prefix}:{m.id}"))
+        out.append(_person_says(people, m))
     for e in timeline:
         if not e.created_at:
             continue
@@ -278,43 +277,36 @@ def account(ctx: Ctx) -> Turns:
     pull = ctx.pull
     end = pull.merged_at or pull.closed_at or (found[-1].at if found else pull.created_at)
     spans: list[TurnSpan] = []
-    whose: Whose = "people"
-    start, began = found[0], found[0]
-    draft = found[0].rule == "opened-draft"
+    opening = found[0]  # the opening, unless a commit is dated before it (a stacked branch)
+    whose: Whose = RULES[opening.rule][0] or "people"
+    start = opening
+    draft = opening.rule == "opened-draft"
     draft_since: str | None = pull.created_at if draft else None
     draft_hours = 0.0
     rounds = 0
-    handed_over = False  # the owner's side has handed the work to people at least once
+    handed_over = whose == "people"  # the owner's side has handed the work to people
     first_response: float | None = None
-    for n, e in enumerate(found):
+    for e in found[1:]:
         if e.by_person and first_response is None and e.rule in _RESPONSES:
             first_response = _hours(pull.created_at, e.at)
-        rule = e.rule
-        if rule == "push" and draft:
-            rule = "push-draft"
+        rule = "push-draft" if e.rule == "push" and draft else e.rule
         after, _ = RULES[rule]
         if rule in ("opened-draft", "to-draft"):
             draft, draft_since = True, draft_since or e.at
         if rule == "ready" and draft:
             draft_hours += _hours(draft_since or e.at, e.at)
             draft, draft_since = False, None
-        if n == 0:
-            whose = after or "people"
-            start = began = e
-            if whose == "people":
-                handed_over = True
-            continue
         if after is None or after == whose:
             continue
         if after == "agent" and e.by_person and handed_over:
             rounds += 1
         if after == "people":
             handed_over = True
-        spans.append(_span(whose, start, began, e.at))
-        whose, start, began = after, e, e
+        spans.append(_span(whose, start, e.at))
+        whose, start = after, e
     if draft and draft_since:
         draft_hours += _hours(draft_since, end)
-    spans.append(_span(whose, start, began, end))
+    spans.append(_span(whose, start, end))
     agent_hours = round(sum(s.hours for s in spans if s.whose == "agent"), 2)
     people_hours = round(sum(s.hours for s in spans if s.whose == "people"), 2)
     agent_spans = [s.hours for s in spans if s.whose == "agent"]
@@ -330,9 +322,10 @@ def account(ctx: Ctx) -> Turns:
     )
 
 
-def _span(whose: Whose, start: Event, began: Event, end: str) -> TurnSpan:
+def _span(whose: Whose, start: Event, end: str) -> TurnSpan:
+    """The stretch from the event that began a turn to the next change of turn (or the end)."""
     return TurnSpan(whose=whose, start=start.at, end=end, hours=_hours(start.at, end),
-                    rule=began.rule, by=began.role, evidence=began.evidence)
+                    rule=start.rule, by=start.role, evidence=start.evidence)
 
 
 def _logins(ctx: Ctx) -> set[str]:
@@ -397,18 +390,17 @@ def intervention(ctx: Ctx) -> Intervention:
         if role == "bot":
             releases.append(c)
             continue
+        when = c.committed_at or c.authored_at or ""
         if MERGE_SUBJECT.search(c.subject):
             merges.append(c)
         elif VERSION_BUMP.search(c.subject):
             releases.append(c)
-        elif first_agent is None or n < first_agent:
-            stacked.append(c)
-        elif end and (c.committed_at or c.authored_at or "") > end:
+        elif first_agent is None or n < first_agent or (when and when < pull.created_at):
+            stacked.append(c)  # before the agent's first commit, or dated before the PR opened
+        elif end and when > end:
             late.append(c)
-        elif (c.committed_at or c.authored_at or "") and (c.committed_at or c.authored_at or "") < pull.created_at:
-            stacked.append(c)
         else:
             counted.append(c)
-            if not (c.committed_at or c.authored_at):
+            if not when:
                 undated.append(c)
     return Intervention(known, counted, undated, merges, releases, stacked, late, operator_hand)

@@ -207,7 +207,10 @@ GAVE_UP: Final = re.compile(
 def admissions(text: str) -> tuple[int, int, bool]:
     """(failing checks the agent reports, of them ones its sandbox could not run, whether it
     says it could not finish) in text the agent wrote."""
-    words = prose(text) if "`" not in (text or "") else (text or "")  # "`cmd` *(fails…)*": keep
+    # Codex writes "- `cmd` *(fails: Cannot find module "x")*": the report quotes the error inside
+    # the parentheses, which prose() would cut as a quotation, so text with code in it is read
+    # as written (measured: reading it as prose changes agentPerformance on the labelled set).
+    words = prose(text) if "`" not in (text or "") else (text or "")
     failing = [m.group(0) for m in FAILED_CHECK.finditer(words)]
     sandbox = sum(1 for m in failing if _SANDBOX.search(m))
     return len(failing), sandbox, bool(GAVE_UP.search(prose(text)))

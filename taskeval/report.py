@@ -12,6 +12,7 @@ import re
 
 from taskeval.contract import COMMENT_MARKER, PROVISIONAL_BELOW
 from taskeval.models import CategoryScore, EvaluationResult, Signal, Turns
+from taskeval.signals.wording import duration
 
 MARKER = COMMENT_MARKER
 GITHUB_COMMENT_LIMIT = 65_536
@@ -114,22 +115,16 @@ def _category_rows(result: EvaluationResult) -> list[str]:
     return rows
 
 
-def _hours(h: float) -> str:
-    if h < 1:
-        return f"{round(h * 60)} min"
-    return f"{h:.1f} h" if h < 48 else f"{h / 24:.1f} days"
-
-
 def turns_line(turns: Turns | None) -> str:
     """Whose time the PR's life was: the agent's turns against the wait for people."""
     if turns is None:
         return ""
-    parts = [f"the agent's turns {_hours(turns.agent_hours)}",
-             f"waiting for people {_hours(turns.people_hours)}"]
+    parts = [f"the agent's turns {duration(turns.agent_hours, short=True)}",
+             f"waiting for people {duration(turns.people_hours, short=True)}"]
     if turns.draft_hours:
-        parts.append(f"in draft {_hours(turns.draft_hours)}")
+        parts.append(f"in draft {duration(turns.draft_hours, short=True)}")
     if turns.first_human_response_hours is not None:
-        parts.append(f"first human response after {_hours(turns.first_human_response_hours)}")
+        parts.append(f"first human response after {duration(turns.first_human_response_hours, short=True)}")
     if turns.rounds:
         parts.append(f"sent back {turns.rounds} time{'s' if turns.rounds != 1 else ''}")
     tail = " (timeline not read: drafts and agent sessions unknown)" if turns.partial else ""

@@ -77,3 +77,13 @@ def test_quoted_words_are_shown_as_written_and_cut_at_a_word(text: str, limit: i
     from taskeval.signals.wording import quoted
 
     assert quoted(text, limit) == shown
+
+
+@pytest.mark.parametrize(("hours", "short", "said"), [
+    (0.47, False, "28 minutes"), (0.47, True, "28 min"), (1 / 60, False, "1 minute"),
+    (5.6, False, "5.6 hours"), (5.6, True, "5.6 h"), (134.7, False, "5.6 days"), (134.7, True, "5.6 days"),
+])
+def test_durations_are_said_in_the_unit_a_person_would_use(hours: float, short: bool, said: str) -> None:
+    from taskeval.signals.wording import duration
+
+    assert duration(hours, short) == said

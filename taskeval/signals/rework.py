@@ -17,7 +17,7 @@ from taskeval.models import PROJECT_REASONS, TimelineEntry
 
 from .base import Ctx, Measure, inconclusive, ok, signal
 from .curves import decay
-from .wording import agree, all_of, names, none_of, plural, sentence
+from .wording import agree, all_of, duration, names, none_of, plural, sentence
 from .words import admissions, objections
 
 CAT: Category = "agentPerformance"
@@ -147,7 +147,7 @@ def idle_gaps(ctx: Ctx) -> Measure:
     (docs/turns.md)."""
     turns = ctx.turns
     th = ctx.settings.thresholds
-    waiting = (f"; {_days(turns.people_hours)} waiting for people, not charged"
+    waiting = (f"; {duration(turns.people_hours)} waiting for people, not charged"
                if turns.people_hours else "")
     mine = [s for s in turns.spans if s.whose == "agent"]
     if not mine:
@@ -155,7 +155,7 @@ def idle_gaps(ctx: Ctx) -> Measure:
                             [ctx.pr])
     longest = max(mine, key=lambda s: s.hours)
     over = max(0.0, longest.hours - th.idle_grace_hours)
-    reason = (f"The longest agent turn lasted {_days(longest.hours)} ({longest.start[:10]} to "
+    reason = (f"The longest agent turn lasted {duration(longest.hours)} ({longest.start[:10]} to "
               f"{longest.end[:10]}, begun by {_RULE_WORDS.get(longest.rule, longest.rule)}) among "
               f"{plural(len(mine), 'agent turn')}")
     reason += ("" if over else f", within the {th.idle_grace_hours:g}-hour grace") + f"{waiting}."
@@ -168,13 +168,6 @@ _RULE_WORDS: Final = {
     "request": "a person's request", "assigned-agent": "an assignment", "to-draft": "a return to draft",
     "ci-red": "red CI", "session-start": "its session starting",
 }
-
-
-def _days(hours: float) -> str:
-    """A duration in the unit a person would say it in."""
-    if hours < 1:
-        return plural(round(hours * 60), "minute")
-    return f"{hours:.1f} hours" if hours < 48 else f"{hours / 24:.1f} days"
 
 
 @signal("agent.restarts", CAT, "Work not abandoned and restarted", 1.0,

@@ -88,3 +88,13 @@ def quoted(text: str, limit: int = 60) -> str:
         space = cut.rfind(" ")
         flat = (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:.-") + "…"
     return f"“{flat}”"
+
+
+def duration(hours: float, short: bool = False) -> str:
+    """A duration in the unit a person would say it in: minutes under an hour, hours under two
+    days, then days (``short``: "28 min", "5.6 h", as a table or a one-line summary has room for)."""
+    if hours < 1:
+        return f"{round(hours * 60)} min" if short else plural(round(hours * 60), "minute")
+    if hours < 48:
+        return f"{hours:.1f} {'h' if short else 'hours'}"
+    return f"{hours / 24:.1f} days"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -42,18 +41,6 @@ def result(repo: str, number: int, author: str, finals: tuple[int, int, int], ov
 def store(engine: Engine, data: dict[str, Any]) -> None:
     with write(engine) as conn:
         store_evaluation(conn, {**record_from_result(data), "stored_at": 0.0})
-
-
-@pytest.fixture
-def app(db_url: str) -> Iterator[Flask]:
-    app = create_app(settings_for(db_url, api_token=API_TOKEN))
-    yield app
-    app.extensions["taskeval"].engine.dispose()
-
-
-@pytest.fixture
-def client(app: Flask) -> FlaskClient:
-    return app.test_client()
 
 
 @pytest.fixture

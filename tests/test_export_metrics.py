@@ -11,7 +11,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,18 +62,6 @@ def _fill(engine: Engine) -> list[dict[str, Any]]:
                       OutcomeRecord(builders.REPO, 12, "rejected", True, [], "closed", "results"),
                       OutcomeRecord(builders.REPO, 13, "follow_up_fix", False, [], "none", "scan")])
     return stored
-
-
-@pytest.fixture
-def app(db_url: str) -> Iterator[Flask]:
-    app = create_app(settings_for(db_url, api_token=API_TOKEN))
-    yield app
-    app.extensions["taskeval"].engine.dispose()
-
-
-@pytest.fixture
-def client(app: Flask) -> FlaskClient:
-    return app.test_client()
 
 
 def _engine(app: Flask) -> Engine:

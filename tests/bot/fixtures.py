@@ -12,10 +12,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from flask import Flask
+from flask.testing import FlaskClient
 from sqlalchemy import Engine
 
+from bot.app import create_app
 from bot.db import drop_schema, init_schema, make_engine
-from tests.bot.helpers import POSTGRES_SKIP, postgres_url
+from tests.bot.helpers import API_TOKEN, POSTGRES_SKIP, postgres_url, settings_for
 
 
 def _reset(engine: Engine) -> None:
@@ -50,3 +53,17 @@ def engine(db_url: str) -> Iterator[Engine]:
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'bot.sqlite3'}"
+
+
+# The app over the store of ``db_url``, with the API token set (a module that needs other
+# settings defines its own ``app``).
+@pytest.fixture
+def app(db_url: str) -> Iterator[Flask]:
+    app = create_app(settings_for(db_url, api_token=API_TOKEN))
+    yield app
+    app.extensions["taskeval"].engine.dispose()
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()

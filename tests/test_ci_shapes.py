@@ -21,7 +21,6 @@ from taskeval.signals import signal_specs
 
 from . import builders as b
 
-SIGNALS = ("agent.red_pushes", "agent.ci_recovery", "outcome.ci_head", "process.ci_at_merge")
 HEAD = b.HEAD
 
 
@@ -85,7 +84,6 @@ def test_ci_signal_shapes(case: Case) -> None:
             assert got.status == "inconclusive", (sid, got.reason)
         else:
             assert (got.status, got.score) == ("ok", expected), (sid, got.reason)
-    assert set(case.scores) <= set(SIGNALS)
 
 
 def test_ci_going_red_on_the_agents_commit_is_its_turn() -> None:

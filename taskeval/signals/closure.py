@@ -94,7 +94,8 @@ def closure(ctx: Ctx) -> Closure | None:
     # Only when it then pushed no work: an agent's description often says what is "already" there.
     own = [(pull.title + "\n\n" + pull.body, ctx.pr)] if people.role(pull.author, pull.author_is_bot) == "agent" else []
     own += [(text, eid) for _, _login, role, eid, text in texts if role == "agent"]
-    for text, eid in own if not _did_work(ctx) else []:
+    worked = _did_work(ctx)
+    for text, eid in own if not worked else []:
         if "duplicate" in closing_reasons(text):
             return made("duplicate", f"Closed{who}; the agent found the work already done "
                         f"({eid}): the PR ended for the project's reasons.", [eid])
@@ -104,7 +105,7 @@ def closure(ctx: Ctx) -> Closure | None:
     if by_person and final is not None and final.whose == "agent" and final.rule == "change-request":
         return made("agent_failure", f"Closed{who} while a reviewer's change request "
                     f"({final.evidence}) was still unanswered.", [final.evidence])
-    if not running and sessions and not _did_work(ctx):
+    if not running and sessions and not worked:
         return made("agent_failure", f"Closed{who} after the agent's session ended with no work "
                     "beyond its plan.", [sessions[-1][0].id])
     # 3. The project's reasons, in what people (or the owner) wrote, the labels and the title.

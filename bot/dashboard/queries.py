@@ -64,6 +64,7 @@ PULL_DOWN_BELOW = 60  # a conclusive, weighted signal scoring under this "pulled
 # bot.db.PULLS_DOWN with qualified names, verbatim, so SQLite proves the partial index applies.
 DOWN = text(" AND ".join(f"signals.{term}" for term in PULLS_DOWN.split(" AND ")))
 TREND_WEEKS = 26
+TASK_TYPES = ("feature", "fix", "docs", "refactor", "test", "chore", "ci", "deps", "unknown")
 
 # Two-sided 95 % Student t quantiles by degrees of freedom; 1.96 beyond the table.
 _T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
@@ -95,6 +96,7 @@ class Filters:
     band: str | None = None
     since: float | None = None  # epoch seconds, inclusive
     until: float | None = None  # epoch seconds, exclusive
+    task_type: str | None = None  # taskeval.tasktypes' type (``unknown`` included)
 
 
 @dataclass
@@ -182,6 +184,8 @@ def where(f: Filters, *, latest: bool = True) -> list[ColumnElement[bool]]:
         conds.append(E.activity_at >= f.since)
     if f.until is not None:
         conds.append(E.activity_at < f.until)
+    if f.task_type:
+        conds.append(E.task_type == f.task_type)
     return conds
 
 
@@ -208,6 +212,8 @@ def rollup_where(f: Filters, by: str = "agent") -> list[ColumnElement[bool]] | N
     None when it cannot answer them: a time range whose ends are not both Mondays 00:00 UTC
     (``activity_at >= since`` equals ``week >= week_of(since)`` only at a week's start), an author
     filter on the agent rollup or an agent filter on the author rollup."""
+    if f.task_type:
+        return None  # the rollups have no task type
     R = _rollup(by).c
     conds: list[ColumnElement[bool]] = []
     for bound, op in ((f.since, "ge"), (f.until, "lt")):
@@ -633,7 +639,8 @@ def agents(conn: Connection, f: Filters) -> list[tuple[str, str]]:
 def choices(conn: Connection, f: Filters) -> dict[str, Any]:
     """The filter form's repositories and agents (cached like every aggregate, see :func:`cached`)."""
     return dict(cached(conn, "choices", (f.repos,), lambda: {
-        "repositories": repositories(conn, f), "agents": agents(conn, f), "bands": BANDS}))
+        "repositories": repositories(conn, f), "agents": agents(conn, f), "bands": BANDS,
+        "task_types": TASK_TYPES}))
 
 
 def stored_repositories(conn: Connection, candidates: Iterable[str]) -> list[str]:

@@ -667,7 +667,7 @@ def _pr_columns() -> list[Column]:
 
 # --- comparison -----------------------------------------------------------------------------------
 
-def _side(view: View, side: str) -> tuple[Filters, str]:
+def _side(view: View, side: str, names: dict[str, str]) -> tuple[Filters, str]:
     """One side of the comparison: its agent (``a``/``b``, else ``agent``) and its period
     (``a_since``/``a_until``, else the shared ``since``/``until``)."""
     args, f = request.args, view.filters
@@ -685,7 +685,7 @@ def _side(view: View, side: str) -> tuple[Filters, str]:
     chosen = replace(f, agent=agent_key, since=bounds[0], until=bounds[1])
     last = _day(bounds[1] - 86400) if bounds[1] is not None else None
     period = "" if bounds == [f.since, f.until] else f" {_day(bounds[0]) or '…'} to {last or '…'}"
-    return chosen, f"{agent_key or 'all agents'}{period}"
+    return chosen, f"{names.get(agent_key, agent_key) if agent_key else 'all agents'}{period}"
 
 
 def _difference(get: Callable[[teamwork.Stratum], teamwork.Difference], fmt: Callable[[float | None], str],
@@ -706,7 +706,8 @@ def _difference(get: Callable[[teamwork.Stratum], teamwork.Difference], fmt: Cal
 
     key = what.replace(" ", "_")
     return [
-        Column(what.capitalize() + " (A − B)", lambda st: value(st, "diff"), cell, numeric=True, key=f"{key}Diff",
+        Column(what[0].upper() + what[1:] + " (A − B)", lambda st: value(st, "diff"), cell, numeric=True,
+               key=f"{key}Diff",
                help=f"Difference of the {what}, A minus B, with its 95 % interval; a cell where either side "
                     f"rests on under {queries.SMALL_SAMPLE} PRs says so instead."),
         Column(f"{what} low", lambda st: value(st, "low"), key=f"{key}Low", csv_only=True),
@@ -729,12 +730,13 @@ def _pp(x: float | None) -> str:
 @dashboard.get("/compare")
 def compare() -> Any:
     view = _view()
-    fa, label_a = _side(view, "a")
-    fb, label_b = _side(view, "b")
     cfg = config()
     with cfg.engine.connect() as conn:
-        strata = queries.cached(conn, "compare", (fa, fb), lambda: teamwork.compare(conn, fa, fb))
         choices = queries.choices(conn, view.filters)
+        names = dict(choices["agents"])
+        fa, label_a = _side(view, "a", names)
+        fb, label_b = _side(view, "b", names)
+        strata = queries.cached(conn, "compare", (fa, fb), lambda: teamwork.compare(conn, fa, fb))
     table = Table("compare", f"A: {label_a} − B: {label_b}", [
         Column("Within", lambda st: st.kind, key="kind"),
         Column("Stratum", lambda st: st.name, key="stratum"),

@@ -156,6 +156,18 @@ def test_bootstrap_intervals_are_seeded_and_cover_the_quantile() -> None:
     assert teamwork.bootstrap_quantile([1.0], 0.5, "x") is None
 
 
+def test_the_intervals_do_not_depend_on_the_process(tmp_path: Path) -> None:
+    """gunicorn's workers must show one interval: the seed may not hang on string hashing."""
+    import subprocess
+    import sys
+
+    code = ("from bot.dashboard.teamwork import _seed; from bot.dashboard.queries import Filters; "
+            "print(_seed(Filters(repos=frozenset({'a/b', 'c/d', 'e/f', 'g/h'}), agent='x')))")
+    seen = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={"PYTHONHASHSEED": str(n), "PATH": "/usr/bin"}).stdout for n in (1, 2, 3)}
+    assert len(seen) == 1
+
+
 def test_comparison_equals_the_export_and_says_too_few(client: FlaskClient, engine: Engine) -> None:
     export = export_rows(engine)
     table = csv_table(client, "/dashboard/compare?a=copilot&b=codex", "compare")

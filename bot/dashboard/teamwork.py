@@ -1,6 +1,6 @@
 """What an agent's PRs cost people and how long they take, with fair denominators, and the
 comparison of two agents (or two periods): the agent page's cycle times, rescue mix and closure
-classes, and the comparison view (docs/dashboard.md defines every figure).
+classes, and the comparison view (docs/bot.md defines every figure).
 
 Every value is an ``evaluations`` column written from the result's export row (``bot.export.STORED``,
 revision 0008), read through the covering index ``ix_evaluations_turns``, so the page, its CSV, its
@@ -12,7 +12,7 @@ Their 95 % intervals are percentile bootstraps of :data:`BOOTSTRAP` resamples, s
 figure's name, so a page shows the same interval on every load. A resample's quantile needs only
 one or two of its order statistics, and the k-th smallest of n uniform draws is Beta(k, n−k+1): each
 resample is drawn as those one or two order statistics (exactly the bootstrap's distribution), not
-as n values, so 30,000 PRs cost what 30 would.
+as n values, so a bootstrap of 30,000 PRs costs what one of 30 would.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def bootstrap_quantile(values: Sequence[float], q: float, seed: str,
         u = rng.betavariate(k + 1, n - k)
         low = values[min(n - 1, int(u * n))]
         if frac and k + 1 < n:
-            v = u + (1 - u) * rng.betavariate(1, n - k - 1)
+            v = u + (1 - u) * (1 - rng.random() ** (1 / (n - k - 1)))  # Beta(1, m) by inversion
             found.append(low + frac * (values[min(n - 1, int(v * n))] - low))
         else:
             found.append(low)
@@ -117,8 +117,7 @@ class Figure:
         return self.count < SMALL_SAMPLE
 
 
-def _figure(key: str, title: str, rests_on: str, values: list[float], seed: str) -> Figure:
-    values.sort()
+def _figure(key: str, title: str, rests_on: str, values: Sequence[float], seed: str) -> Figure:
     out = []
     for q in (0.5, 0.9):
         interval = bootstrap_quantile(values, q, f"{seed}:{key}:{q}")
@@ -132,22 +131,51 @@ class CycleTimes:
     trend: list[tuple[str, float, int]]  # (week, median time to merge in hours, merged PRs)
 
 
+def _seed(f: Filters) -> str:
+    """The filters as a stable string: the same view draws the same resamples in every process
+    (a frozenset's order, hence its repr, changes with each process's string hashing)."""
+    parts = {k: (sorted(v) if isinstance(v, frozenset) else v) for k, v in vars(f).items()}
+    return repr(sorted(parts.items()))
+
+
+def _tuples(conn: Connection, statement: Any) -> list[tuple[Any, ...]]:
+    """The rows of a Core statement as the driver's plain tuples. Reading 30,000 rows through
+    SQLAlchemy's result objects cost three times the query on SQLite; the values here need no
+    type processing (floats, strings), so the driver's rows are read as they are."""
+    compiled = statement.compile(dialect=conn.dialect, compile_kwargs={"render_postcompile": True})
+    params = compiled.params
+    args = tuple(params[k] for k in compiled.positiontup) if compiled.positiontup is not None else params
+    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(str(compiled), args)
+        return list(cursor.fetchall())
+    finally:
+        cursor.close()
+
+
 def cycle_times(conn: Connection, f: Filters) -> CycleTimes:
     """The :data:`CYCLE_FIGURES` of the PRs in view, and the weekly median time to merge.
 
-    One index-only read of the five hour columns (a draft time of 0 means the PR never was one and
-    is left out of the draft figure)."""
+    One index-only read of the five hour columns and the week (a draft time of 0 means the PR
+    never was one and is left out of the draft figure); sorting and the bootstraps are Python's.
+    Ranking in SQL instead (window functions, or ``ORDER BY … LIMIT … OFFSET`` around each
+    quantile) cost more on SQLite: each is a sort of the selection in a temporary B-tree."""
     columns = [c for _k, c, _t, _r in CYCLE_FIGURES]
-    found: dict[str, list[float]] = {k: [] for k, _c, _t, _r in CYCLE_FIGURES}
+    rows = _tuples(conn, select(*columns, E.week).where(*where(f)))
+    by_column = list(zip(*rows, strict=True)) if rows else [() for _ in range(len(columns) + 1)]
+    seed = _seed(f)
+    figures = []
+    for i, (key, _c, title, rests) in enumerate(CYCLE_FIGURES):
+        if key == "draft":
+            values = sorted(float(v) for v in by_column[i] if v is not None and v > 0)
+        else:
+            values = sorted(float(v) for v in by_column[i] if v is not None)
+        figures.append(_figure(key, title, rests, values, seed))
+    merge_at = next(i for i, (k, *_r) in enumerate(CYCLE_FIGURES) if k == "time_to_merge")
     weeks: dict[str, list[float]] = defaultdict(list)
-    for row in conn.execute(select(*columns, E.week).where(*where(f))):
-        for (key, _c, _t, _r), value in zip(CYCLE_FIGURES, row, strict=False):
-            if value is not None and (key != "draft" or value > 0):
-                found[key].append(float(value))
-        if row[3] is not None and row[5] is not None:
-            weeks[str(row[5])].append(float(row[3]))
-    seed = repr(f)
-    figures = [_figure(key, title, rests, found[key], seed) for key, _c, title, rests in CYCLE_FIGURES]
+    for v, week in zip(by_column[merge_at], by_column[-1], strict=True):
+        if v is not None and week is not None:
+            weeks[str(week)].append(float(v))
     trend = []
     for week in sorted(weeks)[-TREND_WEEKS:]:
         values = sorted(weeks[week])
@@ -171,7 +199,7 @@ class Share:
 
 @dataclass
 class Costs:
-    """The PRs in view by decision, rescue and closure (docs/dashboard.md, "Costs to people")."""
+    """The PRs in view by decision, rescue and closure (docs/bot.md, "Costs to people")."""
 
     merged: int = 0
     closed: int = 0  # closed unmerged after being marked ready: reached a decision

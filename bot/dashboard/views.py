@@ -532,7 +532,7 @@ def _detail(by: str, key: str) -> Any:
     ]
     pages = max(1, -(-total // PAGE_SIZE))
     title = (group.name if group and by == "agent" else key)
-    context["summary_sentence"] = teamwork.sentence(title if by == "agent" else f"{key}'s", costs)
+    context["summary_sentence"] = teamwork.sentence(title, costs)
     context["costs"] = costs
     context["merge_trend_svg"] = charts.line(cycle.trend, unit="h", label="weekly median time to merge")
     return _tables_or_page(tables, f"taskeval-{by}-{key}", "dashboard/detail.html", **context, view=view, by=by,
@@ -573,7 +573,7 @@ def _share_cells(prefix: str, help_text: str) -> list[Column]:
 
 
 def teamwork_tables(cycle: teamwork.CycleTimes, costs: teamwork.Costs) -> list[Table]:
-    """The agent page's cycle times, costs to people and decision counts (docs/dashboard.md)."""
+    """The agent page's cycle times, costs to people and decision counts (docs/bot.md)."""
     rate = costs.merge_rate
     decisions = [
         ("merged", "Merged", costs.merged), ("closed", "Closed unmerged (after marked ready)", costs.closed),

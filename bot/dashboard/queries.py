@@ -400,16 +400,30 @@ def outcome_rates(conn: Connection, f: Filters, by: str) -> tuple[list[str], dic
 
     key = _key_column(by).label("key")
     norm = func.lower(func.replace(func.replace(func.trim(oc.outcome), " ", "_"), "-", "_"))
-    has_rejected = (select(oc.id).where(oc.repo == E.repo, oc.number == E.number,
-                                        norm == "rejected").exists())
-    # rejected by the PR's state where no record says otherwise
-    derived = (select(key, func.count().label("n"),
-                      func.sum(case((E.pr_state == "closed", 1), else_=0)).label("hits"))
-               .where(*where(f), E.pr_state.in_(("merged", "closed")), ~has_rejected)
-               .group_by(key))
-    for row in conn.execute(derived).mappings():
-        add(row["key"], "rejected", int(row["n"]), int(row["hits"] or 0))
-    if conn.execute(select(oc.id).limit(1)).first() is not None:
+    # rejected by the PR's state where no record says otherwise: every decided PR, less those with
+    # a "rejected" record (a subtraction, not a NOT EXISTS per PR: that probe cost 200 ms over
+    # 90,000 PRs even with no outcome recorded)
+    decided = [*where(f), E.pr_state.in_(("merged", "closed"))]
+    closed = func.sum(case((E.pr_state == "closed", 1), else_=0)).label("hits")
+    derived: dict[Any, list[int]] = {}
+    for row in conn.execute(select(key, func.count().label("n"), closed).where(*decided).group_by(key)).mappings():
+        derived[row["key"]] = [int(row["n"]), int(row["hits"] or 0)]
+    any_outcome = conn.execute(select(oc.id).limit(1)).first() is not None
+    if any_outcome:
+        rejected = (select(oc.repo, oc.number).where(norm == "rejected")
+                    .group_by(oc.repo, oc.number).subquery())
+        recorded_prs = (select(key, func.count().label("n"), closed)
+                        .select_from(evaluations.join(rejected, (rejected.c.repo == E.repo)
+                                                      & (rejected.c.number == E.number)))
+                        .where(*decided).group_by(key))
+        for row in conn.execute(recorded_prs).mappings():
+            cell = derived.setdefault(row["key"], [0, 0])
+            cell[0] -= int(row["n"])
+            cell[1] -= int(row["hits"] or 0)
+    for key_value, (n, hits) in derived.items():
+        if n > 0:
+            add(key_value, "rejected", n, hits)
+    if any_outcome:
         per_pr = (select(oc.repo, oc.number, norm.label("outcome"),
                          func.max(case((oc.value == true(), 1), else_=0)).label("hit"))
                   .group_by(oc.repo, oc.number, norm).subquery())

@@ -78,18 +78,22 @@ def bootstrap_quantile(values: Sequence[float], q: float, seed: str,
     if n < 2:
         return None
     rng = random.Random(f"{SEED}:{seed}:{n}")
+    beta, uniform = rng.betavariate, rng.random
     h = (n - 1) * q
     k = math.floor(h)
     frac = h - k
+    top = n - 1
     found = []
-    for _ in range(resamples):
-        u = rng.betavariate(k + 1, n - k)
-        low = values[min(n - 1, int(u * n))]
-        if frac and k + 1 < n:
-            v = u + (1 - u) * (1 - rng.random() ** (1 / (n - k - 1)))  # Beta(1, m) by inversion
-            found.append(low + frac * (values[min(n - 1, int(v * n))] - low))
-        else:
-            found.append(low)
+    if frac and k + 1 < n:
+        power = 1 / (n - k - 1)
+        for _ in range(resamples):
+            u = beta(k + 1, n - k)
+            low = values[min(top, int(u * n))]
+            v = u + (1 - u) * (1 - uniform() ** power)  # the next order statistic: Beta(1, m) by inversion
+            found.append(low + frac * (values[min(top, int(v * n))] - low))
+    else:
+        for _ in range(resamples):
+            found.append(values[min(top, int(beta(k + 1, n - k) * n))])
     found.sort()
     return float(found[int(0.025 * resamples)]), float(found[min(resamples - 1, int(0.975 * resamples))])
 
@@ -166,10 +170,11 @@ def cycle_times(conn: Connection, f: Filters) -> CycleTimes:
     seed = _seed(f)
     figures = []
     for i, (key, _c, title, rests) in enumerate(CYCLE_FIGURES):
+        column = by_column[i]  # floats as the driver gives them (Float columns)
         if key == "draft":
-            values = sorted(float(v) for v in by_column[i] if v is not None and v > 0)
+            values = sorted([v for v in column if v is not None and v > 0])
         else:
-            values = sorted(float(v) for v in by_column[i] if v is not None)
+            values = sorted([v for v in column if v is not None])
         figures.append(_figure(key, title, rests, values, seed))
     merge_at = next(i for i, (k, *_r) in enumerate(CYCLE_FIGURES) if k == "time_to_merge")
     weeks: dict[str, list[float]] = defaultdict(list)

@@ -147,6 +147,20 @@ evaluations = Table(
     Column("activity_at", Float),  # when the PR's work ended: merged, closed, opened, evaluated
     Column("week", String(10)),  # Monday (UTC) of activity_at's week, YYYY-MM-DD
     Column("is_latest", Boolean, nullable=False, server_default=false()),  # newest of its PR
+    # Revision 0008: the turns, closure, rescue and task type the agent page and the comparison
+    # aggregate, as bot.export writes them (bot.export.STORED); NULL where the result has none.
+    Column("task_type", String(16)),
+    Column("draft_at_end", Boolean),  # still a draft when it ended: never marked ready
+    Column("first_response_hours", Float),
+    Column("agent_hours", Float),
+    Column("people_hours", Float),
+    Column("draft_hours", Float),
+    Column("merge_hours", Float),  # opened to merged
+    Column("rounds", Integer),
+    Column("closure_class", String(16)),
+    Column("closure_against", Boolean),
+    Column("rescue_class", String(16)),
+    Column("people_commits", Integer),
 )
 Index("ix_evaluations_key", evaluations.c.repo, evaluations.c.number, evaluations.c.head_sha,
       evaluations.c.scorer_version)
@@ -172,6 +186,15 @@ Index("ix_evaluations_dash_agent", evaluations.c.is_latest, evaluations.c.agent_
       *(evaluations.c[name] for name in _DASH_FACETS))
 Index("ix_evaluations_dash_author", evaluations.c.is_latest, evaluations.c.author,
       *(evaluations.c[name] for name in (*_DASH_FACETS, "agent_id")))
+
+# Covering index of the agent page's cycle times and costs and of the comparison (revision 0008):
+# like the overview's, they read the index, never the rows behind result_json.
+TURN_FACETS = ("repo", "task_type", "pr_state", "draft_at_end", "rescue_class", "closure_class",
+               "closure_against", "people_commits", "rounds", "agent_performance",
+               "first_response_hours", "agent_hours", "people_hours", "draft_hours", "merge_hours",
+               "week", "activity_at", "author", "overall_band")
+Index("ix_evaluations_turns", evaluations.c.is_latest, evaluations.c.agent_id,
+      *(evaluations.c[name] for name in TURN_FACETS))
 
 # One row per signal of each stored evaluation (revision 0006), written with the evaluation by
 # bot.results.store_evaluation: what "the signals that pull this agent down" counts in SQL.

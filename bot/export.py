@@ -24,7 +24,7 @@ from typing import Any, Final, Literal
 from sqlalchemy import Engine, select
 
 from bot.db import evaluations, outcomes
-from bot.results import _pr_facts
+from bot.results import _epoch, _pr_facts
 from taskeval.outcomes import OUTCOMES
 
 ExportFormat = Literal["csv", "ndjson"]
@@ -43,7 +43,7 @@ COLUMNS: Final[tuple[str, ...]] = (
     *(f"{column}_{part}" for _, column in CATEGORIES for part in ("final", "deterministic", "ai", "coverage")),
     "agent_id", "agent_name", "agent_confidence", "operator",
     "task_type", "task_type_source",
-    *(column for _, column in TURNS), "turn_at_end",
+    *(column for _, column in TURNS), "turn_at_end", "draft", "time_to_merge_hours",
     "closure_class", "closure_counts_against_agent", "rescue_class", "commits_by_people",
     *(f"outcome_{kind}" for kind in OUTCOMES),
 )
@@ -107,6 +107,10 @@ def row_of(result: dict[str, Any], recorded: dict[str, bool] | None = None) -> d
     for key, column in TURNS:
         row[column] = turns.get(key)
     row["turn_at_end"] = turns.get("atEnd")
+    row["draft"] = bool(facts["draft"]) and not merged if "draft" in facts else None
+    created, merged_at = _epoch(row["created_at"]), _epoch(row["merged_at"])
+    row["time_to_merge_hours"] = (round((merged_at - created) / 3600, 2)
+                                  if merged and created is not None and merged_at is not None else None)
     row["closure_class"] = closure.get("class")
     row["closure_counts_against_agent"] = closure.get("countsAgainstAgent")
     row["rescue_class"] = rescue.get("class")
@@ -114,6 +118,24 @@ def row_of(result: dict[str, Any], recorded: dict[str, bool] | None = None) -> d
     for kind in OUTCOMES:
         row[f"outcome_{kind}"] = (recorded or {}).get(kind)
     return row
+
+
+# The evaluations columns (revision 0008) the dashboard aggregates on, by export column: written
+# with each evaluation from its export row, so the page, the API and the CSV count the same values.
+STORED: Final[dict[str, str]] = {
+    "task_type": "task_type", "draft": "draft_at_end",
+    "first_human_response_hours": "first_response_hours", "agent_hours": "agent_hours",
+    "people_hours": "people_hours", "draft_hours": "draft_hours", "time_to_merge_hours": "merge_hours",
+    "rounds": "rounds", "closure_class": "closure_class", "closure_counts_against_agent": "closure_against",
+    "rescue_class": "rescue_class", "commits_by_people": "people_commits",
+}
+
+
+def stored_columns(result: dict[str, Any]) -> dict[str, Any]:
+    """The evaluations row's turn, closure, rescue and task-type columns of one result: its
+    export row's values (:func:`row_of`), so both read the result one way."""
+    row = row_of(result)
+    return {column: row[key] for key, column in STORED.items()}
 
 
 def _outcomes(engine: Engine, repo: str | None) -> dict[tuple[str, int], dict[str, bool]]:

@@ -252,7 +252,14 @@ def record_from_result(result: dict[str, Any], *, comment_url: str | None = None
         "comment_signature": signature if comment_url else None,
         "result_json": json.dumps(result, ensure_ascii=False, separators=(",", ":")),
         **facets(result),
+        **_turn_columns(result),
     }
+
+
+def _turn_columns(result: dict[str, Any]) -> dict[str, Any]:
+    from bot.export import stored_columns  # bot.export reads this module's helpers
+
+    return stored_columns(result)
 
 
 def latest(engine: Engine, repo: str, number: int) -> dict[str, Any] | None:

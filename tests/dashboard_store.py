@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import Engine, insert, text
 
 from bot.db import evaluations, signals, write
+from bot.export import stored_columns
 from bot.results import rebuild_rollup
 from taskeval.contract import CATEGORIES, band, overall
 
@@ -38,6 +39,12 @@ AGENTS = [
 SMALL_AGENT = ("jules", "Jules", 4, 55, "google-labs-jules[bot]")  # always 4 PRs: a small sample
 PEOPLE = ["alice", "bob", "carol", "dave", "erin", "frank"]
 REPOS = ["octo-org/widgets", "octo-org/gadgets", "octo-org/docs", "secret-org/vault"]
+TASK_TYPES = [("feature", 30), ("fix", 30), ("docs", 15), ("refactor", 8), ("test", 6), ("chore", 4),
+              ("ci", 3), ("deps", 2), ("unknown", 2)]
+# Per agent: weights of clean / feedback_loop / taken_over (merged) and of agent_failure among closures.
+RESCUE = {"copilot": (50, 25, 25), "codex": (60, 25, 15), "claude-code": (65, 25, 10), "devin": (40, 30, 30)}
+CLOSURES = ["agent_failure", "superseded", "duplicate", "stale", "declined", "withdrawn", "unknown"]
+FAILURE_SHARE = {"copilot": 0.6, "codex": 0.45, "devin": 0.7}
 SIGNAL_IDS = [
     ("agent.ci_recovery", "agentPerformance", 2.0), ("agent.red_pushes", "agentPerformance", 1.5),
     ("agent.review_rounds", "agentPerformance", 1.5), ("agent.text_hygiene", "agentPerformance", 2.0),
@@ -64,8 +71,63 @@ def _template() -> dict[str, Any]:
     return json.loads(EXAMPLE.read_text(encoding="utf-8"))
 
 
-def full_result(row: dict[str, Any], sigs: list[dict[str, Any]], template: dict[str, Any]) -> str:
-    """A valid result JSON for ``row`` (bundle hash recomputed)."""
+def _life(rng: random.Random, agent_id: str, state: str) -> dict[str, Any]:
+    """Turns, task type, draft, closure and rescue of one synthetic PR."""
+    rescue_w = RESCUE.get(agent_id, (55, 30, 15))
+    agent_h = round(rng.lognormvariate(0.0, 1.0), 2)
+    people_h = round(rng.lognormvariate(2.0, 1.2), 2)
+    draft_h = round(rng.lognormvariate(0.5, 1.0), 2) if rng.random() < 0.3 else 0.0
+    rescue = rng.choices(("clean", "feedback_loop", "taken_over"), rescue_w)[0]
+    failure = FAILURE_SHARE.get(agent_id, 0.5)
+    closure = (rng.choices(CLOSURES, [failure * 100] + [(1 - failure) * 100 / 6] * 6)[0]
+               if state == "closed" else None)
+    return {
+        "task_type": rng.choices([t for t, _ in TASK_TYPES], [w for _, w in TASK_TYPES])[0],
+        "draft": state != "merged" and rng.random() < 0.15,
+        "agent_hours": agent_h, "people_hours": people_h, "draft_hours": draft_h,
+        "first_response": None if rng.random() < 0.1 else round(rng.lognormvariate(1.0, 1.0), 2),
+        "rounds": rng.choices((0, 1, 2, 3), (45, 30, 15, 10))[0],
+        "merge_hours": round(agent_h + people_h + draft_h, 2),
+        "rescue": rescue if state == "merged" else None,
+        "people_commits": rng.randint(1, 4) if rescue == "taken_over" else 0,
+        "closure": closure,
+    }
+
+
+def _iso(epoch: float | None) -> str | None:
+    return None if epoch is None else datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _life_result(row: dict[str, Any], life: dict[str, Any]) -> dict[str, Any]:
+    """The result JSON's parts that say the PR's life: pullRequest, the PR's own evidence item,
+    taskType, turns, and closure or rescue (docs/turns.md)."""
+    merged = row["pr_state"] == "merged"
+    facts = {"number": row["number"], "state": "open" if row["pr_state"] == "open" else "closed",
+             "draft": life["draft"], "merged": merged, "createdAt": _iso(row["pr_created_at"]),
+             "mergedAt": _iso(row["merged_at"]), "closedAt": _iso(row["closed_at"])}
+    parts: dict[str, Any] = {
+        "pullRequest": {"number": row["number"], "merged": merged, "mergedAt": facts["mergedAt"]},
+        "evidence": {"groups": [{"source": "taskMetadata",
+                                 "items": [{"kind": "pull_request", "facts": facts}]}]},
+        "taskType": {"type": life["task_type"], "source": "title", "matched": [], "evidence": [],
+                     "reason": "synthetic"},
+        "turns": {"agentHours": life["agent_hours"], "peopleHours": life["people_hours"],
+                  "draftHours": life["draft_hours"], "firstHumanResponseHours": life["first_response"],
+                  "rounds": life["rounds"], "atEnd": "people"},
+    }
+    if life["rescue"]:
+        parts["rescue"] = {"class": life["rescue"], "rounds": life["rounds"],
+                           "commitsByPeople": life["people_commits"], "evidence": [], "reason": "synthetic"}
+    if life["closure"]:
+        parts["closure"] = {"class": life["closure"], "countsAgainstAgent": life["closure"] == "agent_failure",
+                            "evidence": [], "reason": "synthetic"}
+    return parts
+
+
+def full_result(row: dict[str, Any], sigs: list[dict[str, Any]], template: dict[str, Any],
+                life: dict[str, Any] | None = None) -> str:
+    """A valid result JSON for ``row`` (bundle hash recomputed); ``life``: its
+    :func:`_life_result` parts."""
     from taskeval.models import EvaluationResult, EvidenceBundle
 
     data = json.loads(json.dumps(template))
@@ -100,6 +162,21 @@ def full_result(row: dict[str, Any], sigs: list[dict[str, Any]], template: dict[
     if "agent" in EvaluationResult.model_fields and row["agent_id"]:
         data["agent"] = {"id": row["agent_id"], "name": row["agent_name"], "operator": row["operator"],
                          "confidence": "certain", "evidence": [], "reason": "synthetic"}
+    if life is not None:
+        data["pullRequest"].update(life["pullRequest"])
+        mine = life["evidence"]["groups"][0]["items"][0]["facts"]
+        for group in ev["groups"]:
+            for item in group["items"]:
+                if item.get("kind") == "pull_request":
+                    item["facts"].update(mine)
+        ev["facts"]["pull"].update({k: v for k, v in mine.items() if k != "number"})
+        data["taskType"] = life["taskType"]
+        data["turns"] = {**data.get("turns", {}), **life["turns"]}
+        data.pop("rescue", None)
+        data.pop("closure", None)
+        for kind in ("rescue", "closure"):
+            if kind in life:
+                data[kind] = life[kind]
     data["bundleHash"] = EvidenceBundle.model_validate(ev).hash()
     return EvaluationResult.model_validate(data).model_dump_json(by_alias=True)
 
@@ -108,6 +185,7 @@ def fill(engine: Engine, n: int, *, seed: int = 7, full_results: bool = False, w
          batch: int = 5000) -> Stored:
     """Store ``n`` synthetic PRs; returns every row written, for tests to recompute numbers."""
     rng = random.Random(seed)
+    life_rng = random.Random(seed * 7919 + 1)  # the PRs' lives: a stream apart, scores unchanged
     template = _template() if full_results else None
     pool = [a for a in AGENTS for _ in range(a[2])]
     rows: list[dict[str, Any]] = []
@@ -129,11 +207,12 @@ def fill(engine: Engine, n: int, *, seed: int = 7, full_results: bool = False, w
         total = overall(finals)
         state = rng.choices(["merged", "closed", "open"], [70, 22, 8])[0]
         versions = 2 if i % 10 == 0 else 1
+        life = _life(life_rng, agent_id, state)
         for v in range(versions):
             latest = v == versions - 1
             older = 0 if latest else 1
             score = total if latest else max(0, total - 10)
-            created = when - timedelta(hours=20)
+            created = when - timedelta(hours=life["merge_hours"])
             row = {
                 "id": next_id, "repo": repo, "owner": repo.split("/")[0], "number": number,
                 "head_sha": f"{number:08x}{v:032x}", "scorer_version": "1.0.0", "author": author,
@@ -158,8 +237,13 @@ def fill(engine: Engine, n: int, *, seed: int = 7, full_results: bool = False, w
                 sigs.append({"evaluation_id": next_id, "signal_id": sid, "category": cat,
                              "score": max(0, min(100, round(rng.gauss(base, 20)))) if conclusive else None,
                              "conclusive": conclusive, "weight": weight})
-            row["result_json"] = (full_result(row, sigs, template) if template is not None else json.dumps(
-                {"repository": repo, "pullRequest": {"number": number}, "overallScore": score, "synthetic": True}))
+            parts = _life_result(row, life)
+            if template is not None:
+                row["result_json"] = full_result(row, sigs, template, parts)
+            else:
+                row["result_json"] = json.dumps({"repository": repo, "overallScore": score, "synthetic": True,
+                                                 **parts})
+            row.update(stored_columns(json.loads(row["result_json"])))  # as record_from_result does
             rows.append(row)
             sig_rows.extend(sigs)
             next_id += 1

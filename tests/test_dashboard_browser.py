@@ -220,6 +220,50 @@ def test_agent_page(driver: Any, site: str, store: tuple[str, Stored]) -> None:
     shot(driver, "agent")
 
 
+def _csv(url: str) -> list[dict[str, str]]:
+    import csv
+    import io
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=15) as resp:
+        return list(csv.DictReader(io.StringIO(resp.read().decode())))
+
+
+def test_agent_costs_and_the_comparison_equal_the_csv(driver: Any, site: str, store: tuple[str, Stored]) -> None:
+    """The agent page's sentence, merge rate and time to merge, then the comparison reached from
+    it through the form: each number on screen is the one in the CSV of the same view, and the
+    merge rate's denominator is the export's decided PRs."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    from bot.export import rows
+
+    engine = make_engine(store[0])
+    export = [r for r in rows(engine) if r["agent_id"] == "copilot"]
+    engine.dispose()
+    driver.get(f"{site}/dashboard/agent/copilot")
+    decided = sum(r["state"] == "merged" or (r["state"] == "closed" and not r["draft"]) for r in export)
+    assert driver.find_element(By.ID, "merge-rate-decided").text == str(decided)
+    sentence = driver.find_element(By.ID, "detail-sentence").text
+    assert "merged GitHub Copilot PRs" in sentence or "Too few merged GitHub Copilot PRs" in sentence
+    cycle = {r["figure"]: r for r in _csv(f"{site}/dashboard/agent/copilot?format=csv&table=cycle")}
+    shown = driver.find_element(By.CSS_SELECTOR, 'table[data-table="cycle"] tr:nth-child(4) td[data-col="medianHours"]')
+    assert shown.text.split()[0] == f"{float(cycle['time_to_merge']['medianHours']):.1f}"
+    assert driver.find_elements(By.CSS_SELECTOR, "figure svg.trend polyline")
+    driver.execute_script("document.getElementById('merge-rate').scrollIntoView()")
+    shot(driver, "agent-costs")
+    navigate(driver, driver.find_element(By.ID, "compare-link"), lambda u: "/compare" in u)
+    Select(driver.find_element(By.ID, "f-b")).select_by_value("codex")
+    url = navigate(driver, driver.find_element(By.ID, "f-apply"), lambda u: "b=codex" in u)
+    query = parse_qs(urlsplit(url).query)
+    assert query["a"] == ["copilot"] and query["b"] == ["codex"]
+    table = _csv(f"{url}&format=csv&table=compare")
+    first = driver.find_element(By.CSS_SELECTOR, 'table[data-table="compare"] td[data-col="merge_rateDiff"]')
+    assert first.text.split("%")[0].lstrip("+").strip() == f"{100 * float(table[0]['merge_rateDiff']):.1f}"
+    assert "too few PRs" in driver.find_element(By.ID, "table-compare").text  # the small strata say so
+    shot(driver, "compare")
+
+
 def test_pr_page(driver: Any, site: str, store: tuple[str, Stored]) -> None:
     from selenium.webdriver.common.by import By
 
@@ -309,6 +353,7 @@ def test_nothing_overflows_a_laptop_window(driver: Any, site: str, store: tuple[
     try:
         assert driver.execute_script("return window.innerWidth") <= width
         for path in ("/dashboard/", "/dashboard/?by=author", "/dashboard/agent/codex",
+                     "/dashboard/compare?a=copilot&b=codex",
                      "/dashboard/agent/no-agent", f"/dashboard/pr/{owner}/{name}/{twice['number']}"):
             driver.get(f"{site}{path}")
             assert _overflow(driver) == {"page": 0, "tables": [], "charts": []}, path

@@ -127,3 +127,41 @@ def histogram(buckets: Sequence[tuple[str, int, str]], *, width: int = 420,
                      f'text-anchor="middle" fill="{TEXT}">{escape(label)}</text>')
     parts.append("</svg>")
     return Markup("".join(parts))
+
+
+def line(points: Sequence[tuple[str, float, int]], *, unit: str, label: str, width: int = 560,
+         height: int = 180) -> Markup:
+    """A weekly line on its own scale (0 to the largest value): ``points`` are (week, value,
+    PR count), oldest first; for quantities without a fixed range, such as hours."""
+    pad_l, pad_r, pad_t, pad_b = 40, 6, 6, 16
+    inner_w, inner_h = width - pad_l - pad_r, height - pad_t - pad_b
+    top = max((v for _w, v, _n in points), default=0.0) or 1.0
+    summary = "; ".join(f"{w}: {_num(v)} {unit} ({n} PRs)" for w, v, n in points) or "no data"
+    parts = [f'<svg class="trend" role="img" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
+             f"<title>{escape(label)}: {escape(summary)}</title>"]
+
+    def y(value: float) -> float:
+        return pad_t + inner_h * (1 - max(0.0, value) / top)
+
+    def x(i: int) -> float:
+        return pad_l + (inner_w * i / (len(points) - 1) if len(points) > 1 else inner_w / 2)
+
+    for mark in (0.0, top / 2, top):
+        parts.append(f'<line x1="{pad_l}" x2="{width - pad_r}" y1="{_num(y(mark))}" y2="{_num(y(mark))}" '
+                     f'stroke="{GRID}" stroke-width="1"/>')
+        parts.append(f'<text x="{pad_l - 4}" y="{_num(y(mark) + 3)}" font-size="9" text-anchor="end" '
+                     f'fill="{TEXT}">{_num(mark)} {escape(unit)}</text>')
+    if points:
+        parts.append(f'<text x="{pad_l}" y="{height - 3}" font-size="9" fill="{TEXT}">{escape(points[0][0])}</text>')
+        parts.append(f'<text x="{width - pad_r}" y="{height - 3}" font-size="9" text-anchor="end" '
+                     f'fill="{TEXT}">{escape(points[-1][0])}</text>')
+        if len(points) > 1:
+            coords = " ".join(f"{_num(x(i))},{_num(y(v))}" for i, (_w, v, _n) in enumerate(points))
+            parts.append(f'<polyline points="{coords}" fill="none" stroke="{LINE}" stroke-width="1.5" '
+                         f'stroke-linejoin="round"/>')
+        for i, (week, value, n) in enumerate(points):
+            parts.append(f'<circle cx="{_num(x(i))}" cy="{_num(y(value))}" r="2.5" fill="{LINE}">'
+                         f"<title>week of {escape(week)}: {_num(value)} {escape(unit)} over {n} PRs</title></circle>")
+    parts.append("</svg>")
+    return Markup("".join(parts))

@@ -32,7 +32,7 @@ from flask import (
 )
 from markupsafe import Markup, escape
 
-from bot.dashboard import charts, queries
+from bot.dashboard import charts, queries, teamwork
 from bot.dashboard.auth import (
     GitHubSignInError,
     Viewer,
@@ -62,6 +62,7 @@ _REPO_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
 _KEY_RE = re.compile(r"^[A-Za-z0-9_.\[\]-]{1,100}$")
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 PAGE_SIZE = 50
+TASK_TYPES = queries.TASK_TYPES
 OPEN_ENDPOINTS = {"dashboard.login", "dashboard.login_token", "dashboard.callback",
                   "dashboard.signed_out", "dashboard.static"}
 CSP = ("default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
@@ -256,6 +257,8 @@ def _view(*, agent: str | None = None, author: str | None = None) -> View:
     repo = pick("repo", lambda v: bool(_REPO_RE.match(v)))
     agent_arg = pick("agent", lambda v: bool(_KEY_RE.match(v)))
     band = pick("band", lambda v: v in BANDS)
+    task_type = pick("task_type", lambda v: v in TASK_TYPES)
+    author_arg = pick("author", lambda v: bool(_KEY_RE.match(v))) if author is None else None
     since = pick("since", lambda v: bool(_DATE_RE.match(v)) and _valid_day(v))
     until = pick("until", lambda v: bool(_DATE_RE.match(v)) and _valid_day(v))
     by = "author" if args.get("by") == "author" else "agent"
@@ -264,8 +267,9 @@ def _view(*, agent: str | None = None, author: str | None = None) -> View:
         repos=v.repos,
         repo=repo,
         agent=agent if agent is not None else agent_arg,
-        author=author,
+        author=author if author is not None else author_arg,
         band=band,
+        task_type=task_type,
         since=queries.day_start(since) if since else None,
         until=queries.day_start(until) + 86400 if until else None,  # the whole `until` day
     )
@@ -493,6 +497,10 @@ def _detail(by: str, key: str) -> Any:
         else:
             prs = queries.pr_list(conn, view.filters, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
         choices = queries.choices(conn, view.filters)
+        cycle = queries.cached(conn, "cycle_times", (view.filters,),
+                               lambda: teamwork.cycle_times(conn, view.filters))
+        costs = queries.cached(conn, "costs", (view.filters,), lambda: teamwork.costs(conn, view.filters))
+    context: dict[str, Any] = {}
     buckets = [(label, n, charts.BAND_COLOURS[_bucket_band(i)]) for i, (label, n) in enumerate(hist)]
     tables = [
         group_table([group] if group else [], by, [], view, link=False),
@@ -520,14 +528,106 @@ def _detail(by: str, key: str) -> Any:
         ], hist),
         Table("prs", "Pull requests", _pr_columns(), prs,
               note="Newest activity first; each PR's latest evaluation."),
+        *teamwork_tables(cycle, costs),
     ]
     pages = max(1, -(-total // PAGE_SIZE))
     title = (group.name if group and by == "agent" else key)
-    return _tables_or_page(tables, f"taskeval-{by}-{key}", "dashboard/detail.html", view=view, by=by, key=key,
+    context["summary_sentence"] = teamwork.sentence(title, costs)
+    context["costs"] = costs
+    context["merge_trend_svg"] = charts.line(cycle.trend, unit="h", label="weekly median time to merge")
+    return _tables_or_page(tables, f"taskeval-{by}-{key}", "dashboard/detail.html", **context, view=view, by=by,
+                           key=key,
                            group=group, histogram_svg=charts.histogram(buckets),
                            trend_svg=charts.trend(group.trend if group else [], width=560, height=180,
                                                   axes=True),
                            page=page, pages=pages, choices=choices, title=title)
+
+
+def _hours(x: float | None) -> str:
+    return "—" if x is None else f"{x:.1f} h"
+
+
+def _interval(low: float | None, high: float | None, fmt: Callable[[float | None], str]) -> Markup | str:
+    return "" if low is None else Markup(' <span class="ci" title="95 % interval">{}–{}</span>').format(
+        fmt(low), fmt(high))
+
+
+def _quantile_cell(get: Callable[[teamwork.Figure], teamwork.Quantile]) -> Callable[[teamwork.Figure], Any]:
+    def cell(fig: teamwork.Figure) -> Markup | str:
+        q = get(fig)
+        if q.value is None:
+            return "—"
+        return Markup('<span class="mean">{}</span>{}').format(_hours(q.value), _interval(q.low, q.high, _hours))
+    return cell
+
+
+def _share_cells(prefix: str, help_text: str) -> list[Column]:
+    return [
+        Column("PRs", lambda s: s.count, numeric=True, key=f"{prefix}prs"),
+        Column("Of", lambda s: s.of, numeric=True, key=f"{prefix}of", help=help_text),
+        Column("Share", lambda s: _round(s.share.mean, 4), lambda s: Markup("{}{}").format(
+            _pct(s.share.mean), _interval(s.share.low, s.share.high, _pct)), numeric=True, key=f"{prefix}share"),
+        Column("Share 95% low", lambda s: _round(s.share.low, 4), key=f"{prefix}shareLow", csv_only=True),
+        Column("Share 95% high", lambda s: _round(s.share.high, 4), key=f"{prefix}shareHigh", csv_only=True),
+    ]
+
+
+def teamwork_tables(cycle: teamwork.CycleTimes, costs: teamwork.Costs) -> list[Table]:
+    """The agent page's cycle times, costs to people and decision counts (docs/bot.md)."""
+    rate = costs.merge_rate
+    decisions = [
+        ("merged", "Merged", costs.merged), ("closed", "Closed unmerged (after marked ready)", costs.closed),
+        ("decided", "Reached a decision (merged + closed): the merge rate's denominator", costs.decided),
+        ("closed_drafts", "Closed while still a draft: never marked ready, left out", costs.closed_drafts),
+        ("open", "Open: undecided, left out", costs.open),
+    ]
+    return [
+        Table("cycle", "Cycle time", [
+            Column("Figure", lambda fig: fig.key, lambda fig: Markup('{}<br><span class="muted">{}</span>').format(
+                fig.title, fig.rests_on), key="figure"),
+            Column("PRs", lambda fig: fig.count, lambda fig: Markup("{}{}").format(fig.count, Markup(
+                ' <span class="tag small">small sample</span>') if fig.small else ""), numeric=True,
+                key="prs", help="How many PRs the figure rests on."),
+            Column("Median", lambda fig: _round(fig.median.value), _quantile_cell(lambda fig: fig.median),
+                   numeric=True, key="medianHours", help="Median hours; under it its 95 % bootstrap interval."),
+            Column("Median 95% low", lambda fig: _round(fig.median.low), key="medianLow", csv_only=True),
+            Column("Median 95% high", lambda fig: _round(fig.median.high), key="medianHigh", csv_only=True),
+            Column("90th percentile", lambda fig: _round(fig.p90.value), _quantile_cell(lambda fig: fig.p90),
+                   numeric=True, key="p90Hours", help="90th percentile hours, with its 95 % bootstrap interval."),
+            Column("90th 95% low", lambda fig: _round(fig.p90.low), key="p90Low", csv_only=True),
+            Column("90th 95% high", lambda fig: _round(fig.p90.high), key="p90High", csv_only=True),
+        ], cycle.figures, note=f"Hours, each PR once. Quantiles interpolate linearly (a spreadsheet's "
+                               f"PERCENTILE.INC); intervals are seeded {teamwork.BOOTSTRAP}-resample bootstraps. "
+                               f"Draft time is apart: it is in neither turn."),
+        Table("merge_trend", "Weekly median time to merge", [
+            Column("Week", lambda p: p[0], key="week"),
+            Column("Median hours", lambda p: _round(p[1]), numeric=True, key="medianHours"),
+            Column("Merged PRs", lambda p: p[2], numeric=True, key="prs"),
+        ], cycle.trend),
+        Table("decisions", "Decisions: the merge rate's denominators", [
+            Column("PRs", lambda d: d[1], key="what"),
+            Column("Count", lambda d: d[2], numeric=True, key="count"),
+            Column("Key", lambda d: d[0], key="key", csv_only=True),
+        ], decisions, note=(f"Merge rate {_pct(rate.mean)} (95 %: {_pct(rate.low)}–{_pct(rate.high)}) = "
+                            f"{costs.merged} merged of {costs.decided} that reached a decision. Drafts closed "
+                            f"without being marked ready ({costs.closed_drafts}) and open PRs ({costs.open}, "
+                            f"{costs.open_drafts} of them drafts) are not in it.")),
+        Table("rescue", "Merged PRs: did people have to finish them?", [
+            Column("Rescue", lambda s: s.key, lambda s: s.title, key="rescue"),
+            *_share_cells("", "Merged PRs with a rescue class."),
+        ], costs.rescue_mix(), note=(
+            f"People's commits per merged PR: {_num(costs.people_commits.mean, 2)} (95 %: "
+            f"{_num(costs.people_commits.low, 2)}–{_num(costs.people_commits.high, 2)}); rounds (a person "
+            f"sending the work back) per merged PR: {_num(costs.rounds.mean, 2)} (95 %: "
+            f"{_num(costs.rounds.low, 2)}–{_num(costs.rounds.high, 2)}). Commits that did the PR's work only, "
+            f"as agent.human_intervention counts them.")),
+        Table("closure", "Closed PRs: why they ended", [
+            Column("Closure", lambda s: s.key, lambda s: s.title, key="closure"),
+            *_share_cells("", "Decided closed PRs with a closure class (drafts left out)."),
+        ], costs.closure_groups() + costs.closure_classes(), note=(
+            "First the three groups (the agent's failure; the project's reasons: superseded, duplicate, stale, "
+            "declined; withdrawn or unknown), then each class. Only the agent's failure counts against it.")),
+    ]
 
 
 def _bucket_band(index: int) -> str:
@@ -563,6 +663,93 @@ def _pr_columns() -> list[Column]:
         *_score_columns(),
         Column("Activity", lambda r: _day(r["activity_at"]), key="activity"),
     ]
+
+
+# --- comparison -----------------------------------------------------------------------------------
+
+def _side(view: View, side: str, names: dict[str, str]) -> tuple[Filters, str]:
+    """One side of the comparison: its agent (``a``/``b``, else ``agent``) and its period
+    (``a_since``/``a_until``, else the shared ``since``/``until``)."""
+    args, f = request.args, view.filters
+    agent_key = (args.get(side) or args.get("agent") or "").strip() or None
+    if agent_key is not None and not _KEY_RE.match(agent_key):
+        view.problems.append(f"ignored {side}={agent_key[:60]!r}")
+        agent_key = None
+    bounds: list[float | None] = [f.since, f.until]
+    for i, name in enumerate((f"{side}_since", f"{side}_until")):
+        value = (args.get(name) or "").strip()
+        if value and _DATE_RE.match(value) and _valid_day(value):
+            bounds[i] = queries.day_start(value) + (86400 if i else 0)
+        elif value:
+            view.problems.append(f"ignored {name}={value[:60]!r}")
+    chosen = replace(f, agent=agent_key, since=bounds[0], until=bounds[1])
+    last = _day(bounds[1] - 86400) if bounds[1] is not None else None
+    period = "" if bounds == [f.since, f.until] else f" {_day(bounds[0]) or '…'} to {last or '…'}"
+    return chosen, f"{names.get(agent_key, agent_key) if agent_key else 'all agents'}{period}"
+
+
+def _difference(get: Callable[[teamwork.Stratum], teamwork.Difference], fmt: Callable[[float | None], str],
+                what: str) -> list[Column]:
+    def cell(st: teamwork.Stratum) -> Markup | str:
+        d = get(st)
+        if d.too_few:
+            return Markup('<span class="tag small" title="A rests on {}, B on {} PRs">too few PRs</span>').format(
+                d.a_n, d.b_n)
+        if d.diff is None:
+            return "—"
+        return Markup('<span class="mean">{}{}</span>{}<br><span class="muted">A {} · B {}</span>').format(
+            "+" if d.diff > 0 else "", fmt(d.diff), _interval(d.low, d.high, fmt), fmt(d.a), fmt(d.b))
+
+    def value(st: teamwork.Stratum, part: str) -> Any:
+        d = get(st)
+        return None if d.too_few else _round(getattr(d, part), 4)
+
+    key = what.replace(" ", "_")
+    return [
+        Column(what[0].upper() + what[1:] + " (A − B)", lambda st: value(st, "diff"), cell, numeric=True,
+               key=f"{key}Diff",
+               help=f"Difference of the {what}, A minus B, with its 95 % interval; a cell where either side "
+                    f"rests on under {queries.SMALL_SAMPLE} PRs says so instead."),
+        Column(f"{what} low", lambda st: value(st, "low"), key=f"{key}Low", csv_only=True),
+        Column(f"{what} high", lambda st: value(st, "high"), key=f"{key}High", csv_only=True),
+        Column(f"{what} A", lambda st: _round(get(st).a, 4), key=f"{key}A", csv_only=True),
+        Column(f"{what} B", lambda st: _round(get(st).b, 4), key=f"{key}B", csv_only=True),
+        Column(f"{what} A PRs", lambda st: get(st).a_n, key=f"{key}APrs", csv_only=True),
+        Column(f"{what} B PRs", lambda st: get(st).b_n, key=f"{key}BPrs", csv_only=True),
+    ]
+
+
+def _points(x: float | None) -> str:
+    return "—" if x is None else f"{x:.1f}"
+
+
+def _pp(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f} %"
+
+
+@dashboard.get("/compare")
+def compare() -> Any:
+    view = _view()
+    cfg = config()
+    with cfg.engine.connect() as conn:
+        choices = queries.choices(conn, view.filters)
+        names = dict(choices["agents"])
+        fa, label_a = _side(view, "a", names)
+        fb, label_b = _side(view, "b", names)
+        strata = queries.cached(conn, "compare", (fa, fb), lambda: teamwork.compare(conn, fa, fb))
+    table = Table("compare", f"A: {label_a} − B: {label_b}", [
+        Column("Within", lambda st: st.kind, key="kind"),
+        Column("Stratum", lambda st: st.name, key="stratum"),
+        *_difference(lambda st: st.merge_rate, _pp, "merge rate"),
+        *_difference(lambda st: st.rescue_rate, _pp, "rescue rate"),
+        *_difference(lambda st: st.agent_performance, _points, "mean agentPerformance"),
+    ], strata, note=("Merge rate: merged of the PRs that reached a decision (merged or closed; drafts never "
+                     "marked ready and open PRs left out). Rescue rate: merged PRs taken over by people (they "
+                     "pushed commits doing the PR's work) of the merged PRs with a rescue class. Mean "
+                     "agentPerformance: every PR. Intervals: Newcombe's for shares, Welch's t for means. Then the "
+                     "same within each task type and repository both sides worked on."))
+    return _tables_or_page([table], "taskeval-compare", "dashboard/compare.html", view=view, choices=choices,
+                           label_a=label_a, label_b=label_b, title="Compare")
 
 
 # --- one PR ---------------------------------------------------------------------------------------

@@ -1,0 +1,461 @@
+"""What an agent's PRs cost people and how long they take, with fair denominators, and the
+comparison of two agents (or two periods): the agent page's cycle times, rescue mix and closure
+classes, and the comparison view (docs/bot.md defines every figure).
+
+Every value is an ``evaluations`` column written from the result's export row (``bot.export.STORED``,
+revision 0008), read through the covering index ``ix_evaluations_turns``, so the page, its CSV, its
+JSON and ``taskeval export`` count the same numbers. Each PR counts once (its latest evaluation) and
+the filters are :class:`bot.dashboard.queries.Filters`, visibility included.
+
+Quantiles are the linear-interpolation ones (a spreadsheet's ``PERCENTILE.INC``, numpy's default).
+Their 95 % intervals are percentile bootstraps of :data:`BOOTSTRAP` resamples, seeded by the
+figure's name, so a page shows the same interval on every load. A resample's quantile needs only
+one or two of its order statistics, and the k-th smallest of n uniform draws is Beta(k, n−k+1): each
+resample is drawn as those one or two order statistics (exactly the bootstrap's distribution), not
+as n values, so a bootstrap of 30,000 PRs costs what one of 30 would.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, case, false, func, select
+
+from bot.dashboard.queries import SMALL_SAMPLE, E, Filters, Mean, t95, where, wilson
+
+BOOTSTRAP = 1000
+SEED = "taskeval-cycle-time"
+TREND_WEEKS = 26
+
+PROJECT_REASONS = ("superseded", "duplicate", "stale", "declined")
+CLOSURE_GROUPS = (("agent_failure", "the agent's failure", ("agent_failure",)),
+                  ("project", "the project's reasons", PROJECT_REASONS),
+                  ("withdrawn_unknown", "withdrawn or unknown", ("withdrawn", "unknown")))
+RESCUE_CLASSES = ("clean", "feedback_loop", "taken_over")
+
+# (key, column, title, which PRs it rests on)
+CYCLE_FIGURES: tuple[tuple[str, Any, str, str], ...] = (
+    ("first_response", E.first_response_hours, "Time to first human response",
+     "PRs a person reviewed or commented on: opened to that first response"),
+    ("agent_turns", E.agent_hours, "Time on the agent's turns",
+     "PRs with turns: hours it was the agent's move"),
+    ("waiting_for_people", E.people_hours, "Time waiting for people",
+     "PRs with turns: hours it was the people's move"),
+    ("time_to_merge", E.merge_hours, "Time to merge", "merged PRs: opened to merged"),
+    ("draft", E.draft_hours, "Time as a draft (apart)",
+     "PRs that spent time as a draft: hours before they were marked ready"),
+)
+
+
+# --- quantiles -------------------------------------------------------------------------------------
+
+def quantile(values: Sequence[float], q: float) -> float | None:
+    """The q-quantile of sorted ``values`` by linear interpolation (``PERCENTILE.INC``)."""
+    n = len(values)
+    if not n:
+        return None
+    h = (n - 1) * q
+    k = math.floor(h)
+    if k + 1 >= n:
+        return float(values[-1])
+    return float(values[k] + (h - k) * (values[k + 1] - values[k]))
+
+
+def bootstrap_quantile(values: Sequence[float], q: float, seed: str,
+                       resamples: int = BOOTSTRAP) -> tuple[float, float] | None:
+    """95 % percentile-bootstrap interval of :func:`quantile` over sorted ``values``; None under 2.
+
+    A resample's quantile reads its order statistics k+1 and k+2 (1-based): the first is
+    ``floor(n·U)`` with U ~ Beta(k+1, n−k), the next ``floor(n·V)`` with V = U + (1−U)·Beta(1, n−k−1)
+    (the smallest of the n−k−1 draws above U), which is how n draws with replacement fall.
+    """
+    n = len(values)
+    if n < 2:
+        return None
+    rng = random.Random(f"{SEED}:{seed}:{n}")
+    beta, uniform = rng.betavariate, rng.random
+    h = (n - 1) * q
+    k = math.floor(h)
+    frac = h - k
+    top = n - 1
+    found = []
+    if frac and k + 1 < n:
+        power = 1 / (n - k - 1)
+        for _ in range(resamples):
+            u = beta(k + 1, n - k)
+            low = values[min(top, int(u * n))]
+            v = u + (1 - u) * (1 - uniform() ** power)  # the next order statistic: Beta(1, m) by inversion
+            found.append(low + frac * (values[min(top, int(v * n))] - low))
+    else:
+        for _ in range(resamples):
+            found.append(values[min(top, int(beta(k + 1, n - k) * n))])
+    found.sort()
+    return float(found[int(0.025 * resamples)]), float(found[min(resamples - 1, int(0.975 * resamples))])
+
+
+@dataclass
+class Quantile:
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+
+
+@dataclass
+class Figure:
+    """One cycle-time figure of a selection: median and 90th percentile, and what they rest on."""
+
+    key: str
+    title: str
+    rests_on: str
+    count: int
+    median: Quantile
+    p90: Quantile
+
+    @property
+    def small(self) -> bool:
+        return self.count < SMALL_SAMPLE
+
+
+def _figure(key: str, title: str, rests_on: str, values: Sequence[float], seed: str) -> Figure:
+    out = []
+    for q in (0.5, 0.9):
+        interval = bootstrap_quantile(values, q, f"{seed}:{key}:{q}")
+        out.append(Quantile(quantile(values, q), *(interval or (None, None))))
+    return Figure(key, title, rests_on, len(values), out[0], out[1])
+
+
+@dataclass
+class CycleTimes:
+    figures: list[Figure]
+    trend: list[tuple[str, float, int]]  # (week, median time to merge in hours, merged PRs)
+
+
+def _seed(f: Filters) -> str:
+    """The filters as a stable string: the same view draws the same resamples in every process
+    (a frozenset's order, hence its repr, changes with each process's string hashing)."""
+    parts = {k: (sorted(v) if isinstance(v, frozenset) else v) for k, v in vars(f).items()}
+    return repr(sorted(parts.items()))
+
+
+def _tuples(conn: Connection, statement: Any) -> list[tuple[Any, ...]]:
+    """The rows of a Core statement as the driver's plain tuples. Reading 30,000 rows through
+    SQLAlchemy's result objects cost three times the query on SQLite; the values here need no
+    type processing (floats, strings), so the driver's rows are read as they are."""
+    compiled = statement.compile(dialect=conn.dialect, compile_kwargs={"render_postcompile": True})
+    params = compiled.params
+    args = tuple(params[k] for k in compiled.positiontup) if compiled.positiontup is not None else params
+    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(str(compiled), args)
+        return list(cursor.fetchall())
+    finally:
+        cursor.close()
+
+
+def cycle_times(conn: Connection, f: Filters) -> CycleTimes:
+    """The :data:`CYCLE_FIGURES` of the PRs in view, and the weekly median time to merge.
+
+    One index-only read of the five hour columns and the week (a draft time of 0 means the PR
+    never was one and is left out of the draft figure); sorting and the bootstraps are Python's.
+    Ranking in SQL instead (window functions, or ``ORDER BY … LIMIT … OFFSET`` around each
+    quantile) cost more on SQLite: each is a sort of the selection in a temporary B-tree."""
+    columns = [c for _k, c, _t, _r in CYCLE_FIGURES]
+    rows = _tuples(conn, select(*columns, E.week).where(*where(f)))
+    by_column = list(zip(*rows, strict=True)) if rows else [() for _ in range(len(columns) + 1)]
+    seed = _seed(f)
+    figures = []
+    for i, (key, _c, title, rests) in enumerate(CYCLE_FIGURES):
+        column = by_column[i]  # floats as the driver gives them (Float columns)
+        if key == "draft":
+            values = sorted([v for v in column if v is not None and v > 0])
+        else:
+            values = sorted([v for v in column if v is not None])
+        figures.append(_figure(key, title, rests, values, seed))
+    merge_at = next(i for i, (k, *_r) in enumerate(CYCLE_FIGURES) if k == "time_to_merge")
+    weeks: dict[str, list[float]] = defaultdict(list)
+    for v, week in zip(by_column[merge_at], by_column[-1], strict=True):
+        if v is not None and week is not None:
+            weeks[str(week)].append(float(v))
+    trend = []
+    for week in sorted(weeks)[-TREND_WEEKS:]:
+        values = sorted(weeks[week])
+        trend.append((week, float(quantile(values, 0.5) or 0.0), len(values)))
+    return CycleTimes(figures, trend)
+
+
+# --- what an agent PR costs people, and fair denominators ------------------------------------------
+
+@dataclass
+class Share:
+    key: str
+    title: str
+    count: int
+    of: int  # the denominator
+
+    @property
+    def share(self) -> Mean:
+        return wilson(self.count, self.of)
+
+
+@dataclass
+class Costs:
+    """The PRs in view by decision, rescue and closure (docs/bot.md, "Costs to people")."""
+
+    merged: int = 0
+    closed: int = 0  # closed unmerged after being marked ready: reached a decision
+    closed_drafts: int = 0  # closed while still a draft: never marked ready, counted apart
+    open: int = 0
+    open_drafts: int = 0
+    rescue: dict[str, int] = field(default_factory=dict)  # merged PRs by rescue class (None: not classified)
+    closure: dict[str, int] = field(default_factory=dict)  # decided closed PRs by closure class
+    people_commits: Mean = field(default_factory=lambda: Mean(None))  # per merged PR with a rescue class
+    rounds: Mean = field(default_factory=lambda: Mean(None))  # per merged PR with turns
+
+    @property
+    def decided(self) -> int:
+        return self.merged + self.closed
+
+    @property
+    def merge_rate(self) -> Mean:
+        return wilson(self.merged, self.decided)
+
+    @property
+    def rescued_known(self) -> int:
+        return sum(n for k, n in self.rescue.items() if k in RESCUE_CLASSES)
+
+    def rescue_mix(self) -> list[Share]:
+        names = {"clean": "clean", "feedback_loop": "feedback loop", "taken_over": "taken over"}
+        return [Share(k, names[k], self.rescue.get(k, 0), self.rescued_known) for k in RESCUE_CLASSES]
+
+    @property
+    def closure_known(self) -> int:
+        return sum(n for k, n in self.closure.items() if k is not None)
+
+    def closure_groups(self) -> list[Share]:
+        return [Share(key, title, sum(self.closure.get(c, 0) for c in classes), self.closure_known)
+                for key, title, classes in CLOSURE_GROUPS]
+
+    def closure_classes(self) -> list[Share]:
+        order = [c for _k, _t, classes in CLOSURE_GROUPS for c in classes]
+        return [Share(c, c.replace("_", " "), self.closure.get(c, 0), self.closure_known) for c in order]
+
+
+def _is_draft() -> Any:
+    return func.coalesce(E.draft_at_end, false())
+
+
+def costs(conn: Connection, f: Filters) -> Costs:
+    """Decision counts, the rescue mix, people's commits and rounds per merged PR, and the
+    closure classes of the decided closed PRs: three grouped, index-only reads."""
+    out = Costs()
+    draft = _is_draft()
+    for state, is_draft, n in conn.execute(
+            select(E.pr_state, draft, func.count()).where(*where(f)).group_by(E.pr_state, draft)):
+        n = int(n)
+        if state == "merged":
+            out.merged += n
+        elif state == "closed":
+            if is_draft:
+                out.closed_drafts += n
+            else:
+                out.closed += n
+        elif state == "open":
+            out.open += n
+            out.open_drafts += n if is_draft else 0
+    commits = func.coalesce(E.people_commits, 0)
+    rounds = func.coalesce(E.rounds, 0)
+    sums = dict(c=0, cs=0, cq=0, r=0, rs=0, rq=0)
+    for row in conn.execute(
+            select(E.rescue_class, func.count(),
+                   func.count(E.people_commits), func.sum(commits), func.sum(commits * commits),
+                   func.count(E.rounds), func.sum(rounds), func.sum(rounds * rounds))
+            .where(*where(f), E.pr_state == "merged").group_by(E.rescue_class)):
+        out.rescue[row[0]] = int(row[1])
+        for name, value in zip(sums, row[2:], strict=True):
+            sums[name] += int(value or 0)
+    out.people_commits = _mean(sums["c"], sums["cs"], sums["cq"])
+    out.rounds = _mean(sums["r"], sums["rs"], sums["rq"])
+    for cls, n in conn.execute(
+            select(E.closure_class, func.count())
+            .where(*where(f), E.pr_state == "closed", ~draft).group_by(E.closure_class)):
+        out.closure[cls] = int(n)
+    return out
+
+
+def _mean(n: int, total: int, squares: int) -> Mean:
+    """A mean with its t interval, not clipped to the 0–100 score scale."""
+    if not n:
+        return Mean(None)
+    m = total / n
+    if n < 2:
+        return Mean(m)
+    variance = max(0.0, (squares / n - m * m) * n / (n - 1))
+    half = t95(n - 1) * math.sqrt(variance / n)
+    return Mean(m, max(0.0, m - half), m + half)
+
+
+def _one_in(p: float) -> str:
+    if p == 0:
+        return "none"
+    if p <= 0.5:
+        return f"1 in {round(1 / p)}"
+    return f"{100 * p:.0f} %"
+
+
+def sentence(name: str, c: Costs) -> str:
+    """The agent page's plain sentence: how often a merged PR needed a person's commits, and how
+    many of its rejections were its own failures; "too few PRs" under :data:`SMALL_SAMPLE`."""
+    merged = c.rescued_known
+    if merged < SMALL_SAMPLE:
+        first = f"Too few merged {name} PRs ({merged}) to say how often a person had to push commits"
+    else:
+        taken = c.rescue.get("taken_over", 0)
+        share = _one_in(taken / merged)
+        if share == "none":
+            first = f"No merged {name} PR of {merged} needed a person to push commits"
+        else:
+            first = f"{share} merged {name} PRs needed a person to push commits"
+    closed = c.closure_known
+    if closed < SMALL_SAMPLE:
+        second = f"too few rejections ({closed}) to say whose failures they were"
+    else:
+        failures = c.closure.get("agent_failure", 0)
+        second = f"{100 * failures / closed:.0f} % of its rejections were its own failures"
+    return f"{first}; {second}."
+
+
+# --- comparison -------------------------------------------------------------------------------------
+
+@dataclass
+class Cell:
+    """Sums of one side within one stratum (a task type and repository)."""
+
+    n: int = 0
+    decided: int = 0
+    merged: int = 0
+    rescued_known: int = 0
+    taken_over: int = 0
+    ap_n: int = 0
+    ap_sum: float = 0.0
+    ap_sq: float = 0.0
+
+    def add(self, other: Cell) -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+def cells(conn: Connection, f: Filters) -> dict[tuple[str, str], Cell]:
+    """One side's sums per (task type, repository): one grouped, index-only read."""
+    draft = _is_draft()
+    merged = case((E.pr_state == "merged", 1), else_=0)
+    decided = case((E.pr_state == "merged", 1), ((E.pr_state == "closed") & ~draft, 1), else_=0)
+    known = case(((E.pr_state == "merged") & E.rescue_class.in_(RESCUE_CLASSES), 1), else_=0)
+    taken = case(((E.pr_state == "merged") & (E.rescue_class == "taken_over"), 1), else_=0)
+    task = func.coalesce(E.task_type, "unknown")
+    query = (select(task, E.repo, func.count(), func.sum(decided), func.sum(merged), func.sum(known),
+                    func.sum(taken), func.sum(E.agent_performance),
+                    func.sum(E.agent_performance * E.agent_performance))
+             .where(*where(f)).group_by(task, E.repo))
+    out = {}
+    for row in conn.execute(query):
+        n = int(row[2])
+        out[(str(row[0]), str(row[1]))] = Cell(n, int(row[3] or 0), int(row[4] or 0), int(row[5] or 0),
+                                              int(row[6] or 0), n, float(row[7] or 0), float(row[8] or 0))
+    return out
+
+
+@dataclass
+class Difference:
+    """A minus B, with its 95 % interval; ``too_few`` when either side rests on under 10 PRs."""
+
+    a: float | None
+    b: float | None
+    a_n: int
+    b_n: int
+    diff: float | None = None
+    low: float | None = None
+    high: float | None = None
+
+    @property
+    def too_few(self) -> bool:
+        return min(self.a_n, self.b_n) < SMALL_SAMPLE
+
+
+def share_difference(a_hits: int, a_n: int, b_hits: int, b_n: int) -> Difference:
+    """Difference of two shares, Newcombe's hybrid score interval (from the two Wilson intervals):
+    sound at small n and near 0 or 1, where the normal approximation is not."""
+    wa, wb = wilson(a_hits, a_n), wilson(b_hits, b_n)
+    out = Difference(wa.mean, wb.mean, a_n, b_n)
+    if wa.mean is None or wb.mean is None:
+        return out
+    assert wa.low is not None and wa.high is not None and wb.low is not None and wb.high is not None
+    d = wa.mean - wb.mean
+    out.diff = d
+    out.low = d - math.sqrt((wa.mean - wa.low) ** 2 + (wb.high - wb.mean) ** 2)
+    out.high = d + math.sqrt((wa.high - wa.mean) ** 2 + (wb.mean - wb.low) ** 2)
+    return out
+
+
+def mean_difference(a: Cell, b: Cell) -> Difference:
+    """Difference of the mean agentPerformance, Welch's t interval (unequal variances)."""
+    def stats(c: Cell) -> tuple[float | None, float]:
+        if not c.ap_n:
+            return None, 0.0
+        m = c.ap_sum / c.ap_n
+        var = max(0.0, (c.ap_sq / c.ap_n - m * m) * c.ap_n / (c.ap_n - 1)) if c.ap_n > 1 else 0.0
+        return m, var
+
+    (ma, va), (mb, vb) = stats(a), stats(b)
+    out = Difference(ma, mb, a.ap_n, b.ap_n)
+    if ma is None or mb is None or a.ap_n < 2 or b.ap_n < 2:
+        return out
+    ea, eb = va / a.ap_n, vb / b.ap_n
+    se = math.sqrt(ea + eb)
+    df = ((ea + eb) ** 2 / ((ea * ea) / (a.ap_n - 1) + (eb * eb) / (b.ap_n - 1))) if se else 1.0
+    out.diff = ma - mb
+    out.low, out.high = out.diff - t95(max(1, int(df))) * se, out.diff + t95(max(1, int(df))) * se
+    return out
+
+
+@dataclass
+class Stratum:
+    kind: str  # overall | task type | repository
+    name: str
+    merge_rate: Difference
+    rescue_rate: Difference
+    agent_performance: Difference
+
+
+def _stratum(kind: str, name: str, a: Cell, b: Cell) -> Stratum:
+    return Stratum(kind, name, share_difference(a.merged, a.decided, b.merged, b.decided),
+                   share_difference(a.taken_over, a.rescued_known, b.taken_over, b.rescued_known),
+                   mean_difference(a, b))
+
+
+def _sum(found: Iterable[tuple[tuple[str, str], Cell]], index: int) -> dict[str, Cell]:
+    out: dict[str, Cell] = defaultdict(Cell)
+    for key, cell in found:
+        out[key[index]].add(cell)
+    return out
+
+
+def compare(conn: Connection, fa: Filters, fb: Filters) -> list[Stratum]:
+    """A minus B overall, then within each task type and each repository both sides worked on
+    (so an agent given only the easy tasks does not look better for it)."""
+    a, b = cells(conn, fa), cells(conn, fb)
+    total_a, total_b = Cell(), Cell()
+    for c in a.values():
+        total_a.add(c)
+    for c in b.values():
+        total_b.add(c)
+    out = [_stratum("overall", "all PRs", total_a, total_b)]
+    for index, kind in ((0, "task type"), (1, "repository")):
+        sa, sb = _sum(a.items(), index), _sum(b.items(), index)
+        for name in sorted(set(sa) & set(sb)):
+            out.append(_stratum(kind, name, sa[name], sb[name]))
+    return out

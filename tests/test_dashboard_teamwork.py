@@ -1,0 +1,233 @@
+"""The agent page's cycle times, costs to people and merge-rate denominators, and the comparison
+view: every number recomputed here from ``taskeval export``'s rows of the same real store
+(SQLite, and PostgreSQL with DATABASE_URL_POSTGRES), for several filters."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import statistics
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import Engine, insert, select
+
+from bot import migrations
+from bot.dashboard import queries, teamwork
+from bot.dashboard.queries import Filters
+from bot.db import drop_schema, evaluations, init_schema, make_engine, write
+from bot.export import STORED, csv_chunks, rows
+from bot.results import record_from_result
+from tests.dashboard_store import Stored, fill
+
+pytest_plugins = ["tests.bot.fixtures"]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache() -> Iterator[None]:
+    queries.clear_cache()
+    yield
+    queries.clear_cache()
+
+
+@pytest.fixture
+def stored(engine: Engine) -> Stored:
+    return fill(engine, 400, full_results=True, seed=5)
+
+
+@pytest.fixture
+def client(engine: Engine, stored: Stored) -> FlaskClient:
+    from bot.dashboard.core import DashboardConfig, install
+
+    app = Flask("teamwork-test")
+    install(app, DashboardConfig(engine=engine, open_access=True))
+    return app.test_client()
+
+
+def export_rows(engine: Engine) -> list[dict[str, str]]:
+    """The store as ``taskeval export --format csv`` writes it, read back as a spreadsheet would."""
+    return list(csv.DictReader(io.StringIO("".join(csv_chunks(rows(engine))))))
+
+
+def csv_table(client: FlaskClient, path: str, table: str) -> list[dict[str, str]]:
+    sep = "&" if "?" in path else "?"
+    resp = client.get(f"{path}{sep}format=csv&table={table}")
+    assert resp.status_code == 200, resp.data[:300]
+    return list(csv.DictReader(io.StringIO(resp.get_data(as_text=True))))
+
+
+def pick(export: list[dict[str, str]], agent: str, **match: str) -> list[dict[str, str]]:
+    return [r for r in export if r["agent_id"] == agent and all(r[k] == v for k, v in match.items())]
+
+
+CASES = [  # (agent, page filters, export columns that must match)
+    ("copilot", {}, {}),
+    ("codex", {"repo": "octo-org/gadgets"}, {"repository": "octo-org/gadgets"}),
+    ("copilot", {"task_type": "feature"}, {"task_type": "feature"}),
+    ("claude-code", {"author": "alice"}, {"author": "alice"}),
+]
+
+
+def _query(filters: dict[str, str]) -> str:
+    return "&".join(f"{k}={v}" for k, v in filters.items())
+
+
+@pytest.mark.parametrize(("agent", "filters", "match"), CASES)
+def test_cycle_times_equal_the_export(client: FlaskClient, engine: Engine, agent: str,
+                                      filters: dict[str, str], match: dict[str, str]) -> None:
+    mine = pick(export_rows(engine), agent, **match)
+    page = {r["figure"]: r for r in csv_table(client, f"/dashboard/agent/{agent}?{_query(filters)}", "cycle")}
+    columns = {"first_response": "first_human_response_hours", "agent_turns": "agent_hours",
+               "waiting_for_people": "people_hours", "time_to_merge": "time_to_merge_hours",
+               "draft": "draft_hours"}
+    for figure, column in columns.items():
+        values = sorted(float(r[column]) for r in mine if r[column] != "" and (figure != "draft"
+                                                                              or float(r[column]) > 0))
+        row = page[figure]
+        assert int(row["prs"]) == len(values), figure
+        if len(values) >= 2:
+            # statistics.quantiles' "inclusive" method is PERCENTILE.INC
+            q = statistics.quantiles(values, n=10, method="inclusive")
+            assert float(row["medianHours"]) == pytest.approx(statistics.median(values), abs=0.006)
+            assert float(row["p90Hours"]) == pytest.approx(q[8], abs=0.006)
+            assert float(row["medianLow"]) <= float(row["medianHours"]) <= float(row["medianHigh"])
+            assert float(row["p90Low"]) <= float(row["p90Hours"]) <= float(row["p90High"])
+    merged = [r for r in mine if r["state"] == "merged"]
+    trend = csv_table(client, f"/dashboard/agent/{agent}?{_query(filters)}", "merge_trend")
+    assert sum(int(t["prs"]) for t in trend) <= len(merged)
+
+
+@pytest.mark.parametrize(("agent", "filters", "match"), CASES)
+def test_costs_and_denominators_equal_the_export(client: FlaskClient, engine: Engine, agent: str,
+                                                 filters: dict[str, str], match: dict[str, str]) -> None:
+    mine = pick(export_rows(engine), agent, **match)
+    path = f"/dashboard/agent/{agent}?{_query(filters)}"
+    merged = [r for r in mine if r["state"] == "merged"]
+    closed = [r for r in mine if r["state"] == "closed" and r["draft"] != "true"]
+    drafts = [r for r in mine if r["state"] == "closed" and r["draft"] == "true"]
+    decisions = {r["key"]: int(r["count"]) for r in csv_table(client, path, "decisions")}
+    assert decisions == {"merged": len(merged), "closed": len(closed), "decided": len(merged) + len(closed),
+                         "closed_drafts": len(drafts), "open": sum(r["state"] == "open" for r in mine)}
+    rescue = {r["rescue"]: r for r in csv_table(client, path, "rescue")}
+    for cls in teamwork.RESCUE_CLASSES:
+        assert int(rescue[cls]["prs"]) == sum(r["rescue_class"] == cls for r in merged)
+        assert int(rescue[cls]["of"]) == len(merged)
+    closure = {r["closure"]: r for r in csv_table(client, path, "closure")}
+    assert int(closure["agent_failure"]["prs"]) == sum(r["closure_class"] == "agent_failure" for r in closed)
+    assert int(closure["project"]["prs"]) == sum(r["closure_class"] in teamwork.PROJECT_REASONS for r in closed)
+    text = client.get(path).get_data(as_text=True)
+    assert f'id="merge-rate-decided">{len(merged) + len(closed)}<' in text
+    taken = sum(r["rescue_class"] == "taken_over" for r in merged)
+    failures = sum(r["closure_class"] == "agent_failure" for r in closed)
+    sentence = text.split('id="detail-sentence">', 1)[1].split("<", 1)[0]
+    if len(merged) < 10:
+        assert "Too few merged" in sentence
+    else:
+        assert f"1 in {round(len(merged) / taken)} merged" in sentence or "%" in sentence.split(";")[0]
+    if len(closed) < 10:
+        assert "too few rejections" in sentence
+    else:
+        assert f"{100 * failures / len(closed):.0f} % of its rejections were its own failures" in sentence
+
+
+@pytest.mark.parametrize(("merged", "taken", "closed", "failures", "expected"), [
+    (40, 10, 20, 12, "1 in 4 merged Copilot PRs needed a person to push commits; 60 % of its rejections"),
+    (40, 0, 20, 0, "No merged Copilot PR of 40 needed a person to push commits; 0 %"),
+    (40, 30, 5, 5, "75 % merged Copilot PRs needed a person to push commits; too few rejections (5)"),
+    (9, 9, 30, 3, "Too few merged Copilot PRs (9) to say how often"),
+])
+def test_the_sentence_is_computed(merged: int, taken: int, closed: int, failures: int, expected: str) -> None:
+    c = teamwork.Costs(merged=merged, closed=closed,
+                       rescue={"clean": merged - taken, "taken_over": taken},
+                       closure={"agent_failure": failures, "stale": closed - failures})
+    assert teamwork.sentence("Copilot", c).startswith(expected)
+
+
+def test_bootstrap_intervals_are_seeded_and_cover_the_quantile() -> None:
+    values = sorted(float(x % 97) for x in range(5000))
+    first = teamwork.bootstrap_quantile(values, 0.5, "x")
+    assert first == teamwork.bootstrap_quantile(values, 0.5, "x")  # same page, same interval
+    assert first is not None and first[0] <= teamwork.quantile(values, 0.5) <= first[1]
+    assert teamwork.bootstrap_quantile([1.0], 0.5, "x") is None
+
+
+def test_the_intervals_do_not_depend_on_the_process(tmp_path: Path) -> None:
+    """gunicorn's workers must show one interval: the seed may not hang on string hashing."""
+    import subprocess
+    import sys
+
+    code = ("from bot.dashboard.teamwork import _seed; from bot.dashboard.queries import Filters; "
+            "print(_seed(Filters(repos=frozenset({'a/b', 'c/d', 'e/f', 'g/h'}), agent='x')))")
+    seen = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={"PYTHONHASHSEED": str(n), "PATH": "/usr/bin"}).stdout for n in (1, 2, 3)}
+    assert len(seen) == 1
+
+
+def test_comparison_equals_the_export_and_says_too_few(client: FlaskClient, engine: Engine) -> None:
+    export = export_rows(engine)
+    table = csv_table(client, "/dashboard/compare?a=copilot&b=codex", "compare")
+    overall = table[0]
+    assert (overall["kind"], overall["stratum"]) == ("overall", "all PRs")
+
+    def rate(agent: str) -> float:
+        mine = pick(export, agent)
+        merged = sum(r["state"] == "merged" for r in mine)
+        closed = sum(r["state"] == "closed" and r["draft"] != "true" for r in mine)
+        return merged / (merged + closed)
+
+    assert float(overall["merge_rateDiff"]) == pytest.approx(rate("copilot") - rate("codex"), abs=1e-4)
+    assert float(overall["merge_rateLow"]) < float(overall["merge_rateDiff"]) < float(overall["merge_rateHigh"])
+    ap = {a: statistics.fmean(int(r["agent_performance_final"]) for r in pick(export, a)) for a in ("copilot", "codex")}
+    assert float(overall["mean_agentPerformanceDiff"]) == pytest.approx(ap["copilot"] - ap["codex"], abs=1e-4)
+    kinds = {(r["kind"], r["stratum"]) for r in table}
+    shared = {r["task_type"] for r in pick(export, "copilot")} & {r["task_type"] for r in pick(export, "codex")}
+    assert {s for k, s in kinds if k == "task type"} == shared
+    small = [r for r in table if min(int(r["merge_rateAPrs"]), int(r["merge_rateBPrs"])) < 10]
+    assert small and all(r["merge_rateDiff"] == "" for r in small)
+    assert "too few PRs" in client.get("/dashboard/compare?a=copilot&b=codex").get_data(as_text=True)
+
+
+def test_two_periods_of_one_agent(client: FlaskClient, engine: Engine) -> None:
+    table = csv_table(client, "/dashboard/compare?agent=copilot&a_until=2025-04-30&b_since=2025-05-01",
+                      "compare")
+    a = queries.day_start("2025-05-01")
+    f = Filters(agent="copilot")
+    with engine.connect() as conn:
+        first = teamwork.costs(conn, Filters(agent="copilot", until=a))
+        both = teamwork.costs(conn, f)
+    assert int(table[0]["merge_rateAPrs"]) == first.decided
+    assert int(table[0]["merge_rateBPrs"]) == both.decided - first.decided
+
+
+def test_upgrade_from_0007_fills_the_columns_from_result_json(db_url: str) -> None:
+    engine = make_engine(db_url)
+    drop_schema(engine)
+    with write(engine) as conn:
+        migrations.upgrade(conn, "0007")
+    result = json.loads((Path(__file__).resolve().parents[1] / "examples" / "agent-pr-482.result.json").read_text())
+    row = {k: v for k, v in record_from_result(result).items() if k not in set(STORED.values())}
+    older: dict[str, Any] = json.loads(json.dumps(result))
+    for key in ("turns", "rescue", "taskType"):
+        older.pop(key, None)
+    with engine.begin() as conn:
+        conn.execute(insert(evaluations).values(**row, stored_at=0.0, is_latest=True))
+        conn.execute(insert(evaluations).values(**{**row, "number": 483, "result_json": json.dumps(older)},
+                                                stored_at=0.0, is_latest=True))
+        conn.execute(insert(evaluations).values(**{**row, "number": 484, "result_json": "not json"},
+                                                stored_at=0.0, is_latest=True))
+    assert "0008" in init_schema(engine)
+    with engine.connect() as conn:
+        got = {r.number: r for r in conn.execute(select(evaluations))}
+    new = got[482]
+    assert (new.task_type, new.rescue_class, new.people_commits, new.rounds) == ("fix", "feedback_loop", 0, 2)
+    assert (new.agent_hours, new.first_response_hours, new.draft_at_end, new.merge_hours) == (0.26, 0.32, False, 1.15)
+    # stored before turns and task types: the type is computed from its evidence, as the export does
+    assert (got[483].task_type, got[483].agent_hours, got[483].rescue_class) == ("fix", None, None)
+    assert got[484].task_type is None
+    assert record_from_result(result)["merge_hours"] == new.merge_hours  # written like the backfill
+    engine.dispose()

@@ -71,6 +71,7 @@ class Options:
     comment: bool = False
     wait: bool = True
     reserve: int = DEFAULT_RESERVE
+    graphql_reserve: int = DEFAULT_RESERVE
     parallel: int = DEFAULT_PARALLEL
     ai: Literal["auto", "on", "off"] = "auto"
     config_path: Path | None = None
@@ -92,6 +93,7 @@ class Summary:
     enqueued: int = 0
     failed: dict[int, str] = field(default_factory=dict)
     requests: int = 0
+    points: int = 0  # GraphQL points GitHub reported
     stopped: str | None = None  # why the run ended early
     seconds: float = 0.0
 
@@ -105,7 +107,9 @@ class Summary:
                f"skipped {self.skipped} (already stored at this head and scorer version)"
                + (f", enqueued {self.enqueued}" if self.enqueued else "")
                + f", failed {len(self.failed)}; {self.requests} GitHub request{'' if self.requests == 1 else 's'}"
-               f" in {self.seconds:.1f} s"]
+               + (f" ({self.points} GraphQL point{'' if self.points == 1 else 's'})"
+                  if self.points else "")
+               + f" in {self.seconds:.1f} s"]
         reasons = Counter(self.failed.values())
         for reason, count in reasons.most_common():
             numbers = [n for n, r in self.failed.items() if r == reason][:10]
@@ -258,8 +262,13 @@ class Backfill:
         self.tty = tty
         self.summary = Summary()
         self.progress: Progress | None = None
-        self.budget = Budget(engine, budget_key(api_url, token=token), reserve=opts.reserve,
+        key = budget_key(api_url, token=token)
+        self.budget = Budget(engine, key, reserve=opts.reserve,
                              wait=opts.wait, on_wait=self._on_wait, refresh=self._refresh)
+        self.graphql_budget = Budget(engine, key, resource="graphql",
+                                     reserve=opts.graphql_reserve, wait=opts.wait,
+                                     on_wait=self._on_wait,
+                                     refresh=lambda: self._refresh("graphql"))
         self._evaluate = evaluate
         self._pause_until = 0.0
         self._stop = threading.Event()
@@ -274,21 +283,25 @@ class Backfill:
         else:
             self.stream.write(f"backfill: rate budget spent: waiting {left:.0f} s for the reset\n")
 
-    def _refresh(self) -> tuple[int, int, float] | None:
+    def meter(self) -> GateMeter:
+        """A meter on both of the credential's budgets (REST requests, GraphQL points)."""
+        return GateMeter(self.budget, graphql=self.graphql_budget)
+
+    def _refresh(self, resource: str = "core") -> tuple[int, int, float] | None:
         """The quota now (first use, after a wait), from ``GET /rate_limit``, which GitHub does
         not charge for. GitHub out of reach ends the run here (a GitHubError), rather than after
         the listing has spent its own retries on the same dead address."""
         import requests
 
         try:
-            return rate_limit_now(self.gh, unreachable_raises=True)
+            return rate_limit_now(self.gh, unreachable_raises=True, resource=resource)
         except requests.RequestException as exc:
             raise translate(exc, f"repository {self.opts.repository}", "repository") from exc
 
     def _list(self) -> list[Candidate]:
         from taskeval.github.client import clone, pages, repo_path
 
-        meter = GateMeter(self.budget)
+        meter = self.meter()
         requester = clone(self.gh, meter)
         params = {"state": "all" if self.opts.state == "all" else "closed",
                   "sort": "updated", "direction": "desc"}
@@ -315,7 +328,7 @@ class Backfill:
         options = PipelineOptions(ai=self.opts.ai, config_path=self.opts.config_path,
                                   trigger=TRIGGER, env=dict(os.environ), github_token=self.token,
                                   api=self.opts.api)
-        meter = GateMeter(self.budget)
+        meter = self.meter()
         try:
             run = self._evaluate or evaluate_pull_request
             evaluation = run(self.gh, self.opts.repository, pr.number, options, meter=meter)
@@ -327,6 +340,7 @@ class Backfill:
             meter.close()
             with self._count:
                 self.summary.requests += meter.requests
+                self.summary.points += meter.points
         result = json.loads(evaluation.result.to_json())
         record = record_from_result(
             result, comment_url=url,

@@ -129,14 +129,16 @@ def cmd_backfill(args: argparse.Namespace) -> int:
             state=args.state, limit=args.limit,
             store_url=args.store or backfill.default_store(),
             enqueue=args.enqueue, comment=args.comment, wait=not args.no_wait,
-            reserve=args.reserve, parallel=args.parallel,
+            reserve=args.reserve, graphql_reserve=args.graphql_reserve, parallel=args.parallel,
             ai="off" if args.no_ai else "auto", api=args.api,
         )
     except ValueError as exc:
         print(f"taskeval backfill: {exc}", file=sys.stderr)
         return 2
-    if (opts.limit is not None and opts.limit < 1) or opts.parallel < 1 or opts.reserve < 0:
-        print("taskeval backfill: --limit and --parallel must be positive, --reserve at least 0",
+    if (opts.limit is not None and opts.limit < 1) or opts.parallel < 1 or opts.reserve < 0 \
+            or opts.graphql_reserve < 0:
+        print("taskeval backfill: --limit and --parallel must be positive, --reserve and "
+              "--graphql-reserve at least 0",
               file=sys.stderr)
         return 2
     _quiet(args.verbose)  # after the input checks: library logs only matter once work starts
@@ -299,6 +301,9 @@ def add_backfill(subparsers: Any) -> None:
                     help="stop when the rate budget is spent instead of waiting for the reset")
     bf.add_argument("--reserve", type=int, metavar="N", default=500,
                     help="requests of the token's window left for its other users (default 500)")
+    bf.add_argument("--graphql-reserve", type=int, metavar="N", default=500,
+                    help="GraphQL points of the token's window left for its other users "
+                         "(default 500)")
     bf.add_argument("--parallel", type=int, metavar="N", default=4,
                     help="PRs fetched at once (default 4)")
     bf.add_argument("--no-ai", action="store_true", help="deterministic scores only")

@@ -23,7 +23,8 @@ DEFAULT_DATABASE_URL = "sqlite:///taskeval-bot.sqlite3"
 # GitHub caps webhook payloads at 25 MB and drops larger ones; anything bigger is not from GitHub.
 DEFAULT_MAX_BODY_BYTES = 25 * 1024 * 1024
 # GitHub requests each credential keeps unspent for people and CI: 10 % of a user token's hourly
-# 5,000 (TASKEVAL_RATE_RESERVE for the workers, --reserve for `taskeval backfill`).
+# 5,000 (TASKEVAL_RATE_RESERVE for the workers, --reserve for `taskeval backfill`); the same for
+# GraphQL points, a budget of its own (TASKEVAL_GRAPHQL_RESERVE, --graphql-reserve).
 DEFAULT_RESERVE = 500
 
 AuthMode = Literal["app", "token", "none"]
@@ -95,6 +96,7 @@ class BotSettings:
     shutdown_grace_seconds: float = 20.0
     delivery_retention_days: float = 30.0
     rate_reserve: int = DEFAULT_RESERVE
+    graphql_reserve: int = DEFAULT_RESERVE
     ai: Literal["auto", "on", "off"] = "auto"
     api: Literal["rest", "graphql"] = "rest"  # TASKEVAL_API: how collection reads GitHub
     env: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
@@ -215,6 +217,7 @@ class BotSettings:
             delivery_retention_days=_float(env, "TASKEVAL_DELIVERY_RETENTION_DAYS", 30.0,
                                            low=7.0),
             rate_reserve=_int(env, "TASKEVAL_RATE_RESERVE", DEFAULT_RESERVE, low=0),
+            graphql_reserve=_int(env, "TASKEVAL_GRAPHQL_RESERVE", DEFAULT_RESERVE, low=0),
             ai=ai,  # type: ignore[arg-type]
             api=api,  # type: ignore[arg-type]
             env=env,

@@ -867,7 +867,10 @@ class FakeGitHub:
         if route == "rate_limit":
             core = {"limit": self.rate_limit, "remaining": self.rate_remaining,
                     "reset": self.rate_reset, "used": self.rate_limit - self.rate_remaining}
-            return 200, {"resources": {"core": core}, "rate": core}, {}
+            graphql = {"limit": self.graphql_limit, "remaining": self.graphql_remaining,
+                       "reset": self.rate_reset,
+                       "used": self.graphql_limit - self.graphql_remaining}
+            return 200, {"resources": {"core": core, "graphql": graphql}, "rate": core}, {}
         if route.startswith("app") or route == "repos.installation":
             return self._app_route(route, match, identity)
         if route == "graphql":

@@ -93,22 +93,45 @@ def env_token(env: Mapping[str, str] | None = None) -> str | None:
     return None
 
 
-class Meter:
-    """Counts HTTP requests (first tries and retries) across the threads of one collection.
+CORE: Final = "core"
+GRAPHQL: Final = "graphql"
 
-    ``add`` runs before each request is sent and ``seen`` with each answer's headers: a subclass
-    can gate requests on a shared rate budget there (``bot.budget``)."""
+
+def resource_of(method: str | None, url: str | None) -> str:
+    """The rate-limit resource a request is charged to (GitHub's ``X-RateLimit-Resource``):
+    ``graphql`` for a POST to the GraphQL endpoint, ``core`` for the REST calls taskeval makes."""
+    path = urlsplit(url or "").path.rstrip("/")
+    return GRAPHQL if (method or "").upper() == "POST" and path.endswith("/graphql") else CORE
+
+
+class Meter:
+    """Counts HTTP requests (first tries and retries) across the threads of one collection, and
+    the GraphQL points GitHub reported charging for them.
+
+    ``add`` runs before each request is sent, with the resource it is charged to and the points
+    it is expected to cost (1 for a REST request; a GraphQL query's estimate), ``seen`` with each
+    answer's headers and ``charged`` with a GraphQL answer's ``rateLimit { cost }``: a subclass
+    can gate requests on a shared rate budget per resource there (``bot.budget``)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.requests = 0
+        self.graphql_queries = 0
+        self.points = 0  # GraphQL points GitHub reported (rateLimit { cost })
 
-    def add(self) -> None:
+    def add(self, resource: str = CORE, points: int = 1) -> None:
         with self._lock:
             self.requests += 1
+            if resource == GRAPHQL:
+                self.graphql_queries += 1
 
     def seen(self, headers: Mapping[str, Any]) -> None:
         """An answer's headers (rate-limit headers included); nothing to do here."""
+
+    def charged(self, resource: str, points: int) -> None:
+        """What GitHub says a GraphQL query cost (``rateLimit { cost }``)."""
+        with self._lock:
+            self.points += max(0, points)
 
 
 class _Retry(GithubRetry):
@@ -152,25 +175,45 @@ class _Retry(GithubRetry):
                     response.status, None, dict(response.headers), wait=wait
                 )
         if self.meter is not None:
-            self.meter.add()
+            self.meter.add(resource_of(method, url))
         # urllib3 builds the next policy with self.new(), which returns a _Retry (see new above).
         return cast(_Retry, retry)
 
 
 class MeteredRequester(Requester):
-    """A Requester that counts each request it sends (retries are counted by ``_Retry``)."""
+    """A Requester that counts each request it sends (retries are counted by ``_Retry``), with
+    the rate-limit resource it is charged to."""
 
     def __init__(self, meter: Meter | None, **kwargs: Any) -> None:
         self._meter = meter
+        self._points = threading.local()
         super().__init__(**kwargs)
 
-    def requestJson(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, Any], str]:
+    def requestJson(self, verb: str, url: str, *args: Any,
+                    **kwargs: Any) -> tuple[int, dict[str, Any], str]:
         if self._meter is not None:
-            self._meter.add()
-        status, headers, output = super().requestJson(*args, **kwargs)
+            resource = resource_of(verb, url)
+            points = getattr(self._points, "next", 1) if resource == GRAPHQL else 1
+            self._meter.add(resource, points)
+        status, headers, output = super().requestJson(verb, url, *args, **kwargs)
         if self._meter is not None:
             self._meter.seen(headers)
         return status, headers, output
+
+    def graphql_query(self, query: str, variables: dict[str, Any], *,
+                      points: int = 1) -> tuple[dict[str, Any], dict[str, Any]]:
+        """PyGithub's ``graphql_query``; ``points`` is what the query is expected to cost, taken
+        from the GraphQL budget before it is sent (``charged`` reports what it did cost)."""
+        self._points.next = max(1, points)
+        try:
+            return super().graphql_query(query, variables)
+        finally:
+            self._points.next = 1
+
+    def charged(self, points: int) -> None:
+        """Tell the meter what GitHub said a GraphQL query cost (``rateLimit { cost }``)."""
+        if self._meter is not None:
+            self._meter.charged(GRAPHQL, points)
 
 
 def make_client(

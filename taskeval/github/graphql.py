@@ -34,6 +34,7 @@ from github.GithubException import GithubException
 from github.Requester import Requester
 
 from taskeval.config import CONFIG_PATH
+from taskeval.github.client import MeteredRequester
 from taskeval.github.errors import (
     NEEDS,
     RESOURCE_LABELS,
@@ -260,10 +261,14 @@ class _Session:
             f"GitHub timed out on the GraphQL query for {self.repository}#{self.number} even at "
             f"{page} items a page; evaluate again later or use --api rest", resource="pull_request")
 
-    def _once(self, query: str, variables: dict[str, Any], where: list[str]) -> dict[str, Any]:
+    def _once(self, query: str, variables: dict[str, Any], where: list[str],
+              points: int = 1) -> dict[str, Any]:
         self.queries += 1
         try:
-            headers, body = self.requester.graphql_query(query, variables)
+            if isinstance(self.requester, MeteredRequester):  # the budget takes `points` first
+                headers, body = self.requester.graphql_query(query, variables, points=points)
+            else:
+                headers, body = self.requester.graphql_query(query, variables)
         except GithubException as exc:
             body = exc.data if isinstance(exc.data, dict) else {}
             headers = exc.headers or {}
@@ -295,6 +300,8 @@ class _Session:
         rate = data.get("rateLimit") if isinstance(data, Mapping) else None
         if isinstance(rate, Mapping):
             self.cost += int(rate.get("cost") or 0)
+            if isinstance(self.requester, MeteredRequester):
+                self.requester.charged(int(rate.get("cost") or 0))
             self.remaining = rate.get("remaining")
             self.limit = rate.get("limit")
 

@@ -261,6 +261,7 @@ _ROUTES: Final[Sequence[tuple[str, str, str]]] = (
     ("GET", rf"{_REPO}/pulls/(?P<n>\d+)/reviews", "pulls.reviews"),
     ("GET", rf"{_REPO}/pulls/(?P<n>\d+)/comments", "pulls.review_comments"),
     ("GET", rf"{_REPO}/pulls/(?P<n>\d+)/files", "pulls.files"),
+    ("GET", rf"{_REPO}/issues", "issues.list"),
     ("GET", rf"{_REPO}/issues/(?P<n>\d+)", "issues.get"),
     ("GET", rf"{_REPO}/issues/(?P<n>\d+)/comments", "issues.comments"),
     ("GET", rf"{_REPO}/issues/(?P<n>\d+)/timeline", "issues.timeline"),
@@ -288,6 +289,7 @@ _NEEDS: Final[Mapping[str, tuple[tuple[str, ...], str]]] = {
     "pulls.reviews": (("pull_requests",), "read"),
     "pulls.review_comments": (("pull_requests",), "read"),
     "pulls.files": (("pull_requests",), "read"),
+    "issues.list": (("issues",), "read"),
     "issues.get": (("issues", "pull_requests"), "read"),
     "issues.comments": (("issues", "pull_requests"), "read"),
     "issues.timeline": (("issues", "pull_requests"), "read"),
@@ -893,6 +895,8 @@ class FakeGitHub:
                 return self._page(self._pull(repo, match["n"]).review_comments, query, path)
             if route == "pulls.files":
                 return self._page(self._pull(repo, match["n"]).files[:3000], query, path)
+            if route == "issues.list":
+                return self._page(self._list_issues(name, repo, query), query, path)
             if route == "issues.get":
                 return 200, self._pr_issue(name, self._pull(repo, match["n"])), {}
             if route == "issues.comments":
@@ -1037,6 +1041,25 @@ class FakeGitHub:
         full_only = ("merged", "mergeable", "mergeable_state", "merged_by", "comments",
                      "review_comments", "commits", "additions", "deletions", "changed_files")
         return [{k: v for k, v in d.items() if k not in full_only} for d in chosen]
+
+    def _list_issues(self, name: str, repo: _Repo, query: Mapping[str, str]) -> list[Any]:
+        """``GET /repos/{o}/{r}/issues``: pull requests are issues here (the fake has no other
+        issues), each the object ``GET /issues/{n}`` answers; ``state`` (default open),
+        ``sort`` (created, updated, comments; default created), ``direction``, ``since``
+        (updated at or after)."""
+        state = query.get("state", "open")
+        sort = query.get("sort", "created")
+        if state not in ("open", "closed", "all") or sort not in ("created", "updated",
+                                                                  "comments"):
+            raise _Answer(422, _error_body("Validation Failed", 422))
+        since = query.get("since")
+        chosen = [self._pr_issue(name, p) for p in repo.pulls.values()
+                  if (state == "all" or p.data["state"] == state)
+                  and (not since or p.data["updated_at"] >= since)]
+        key = "comments" if sort == "comments" else f"{sort}_at"
+        chosen.sort(key=lambda d: (d[key], d["number"]), reverse=query.get("direction",
+                                                                          "desc") == "desc")
+        return chosen
 
     # ------------------------------------------------------------------------------ pagination
 

@@ -14,9 +14,10 @@ from benchmarks import cost_model
 def test_every_request_is_billed_and_the_comment_costs_what_the_docs_say() -> None:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = cost_model.main(["--sizes", "1", "--json"])
+        code = cost_model.main(["--sizes", "1", "--json", "--backfill-prs", "0"])
     assert code == 0
-    costs = {c["adapter"]: c for c in json.loads(out.getvalue())["costs"]}
+    measured = json.loads(out.getvalue())["costs"]
+    costs = {c["adapter"]: c for c in measured if c["api"] == "rest"}
     assert set(costs) == {"cli", "action", "app"}
     for adapter, cost in costs.items():
         assert cost["budget_used"] == cost["requests"], adapter
@@ -26,3 +27,10 @@ def test_every_request_is_billed_and_the_comment_costs_what_the_docs_say() -> No
     # The bot knows its login; the CLI and the Action ask for theirs (GET /user).
     assert (costs["cli"]["comment"], costs["action"]["comment"], costs["app"]["comment"]) == (4, 4, 3)
     assert costs["cli"]["collection"] == costs["action"]["collection"] == costs["app"]["collection"]
+    # Over GraphQL: one query of one point, and the REST reads GraphQL lacks (issue object,
+    # timeline, workflow runs); the comment costs the same.
+    graphql = {c["adapter"]: c for c in measured if c["api"] == "graphql"}
+    for adapter, cost in graphql.items():
+        assert (cost["graphql_queries"], cost["points"], cost["collection"]) == (1, 1, 3), adapter
+        assert cost["budget_used"] == cost["requests"], adapter
+        assert cost["comment"] == costs[adapter]["comment"], adapter

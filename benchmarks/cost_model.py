@@ -84,7 +84,9 @@ class Cost:
     collection: int  # the part RawCollection counted (collection only)
     comment: int
     rerun: int  # REST requests of a second evaluation, which updates the comment instead
+    rerun_charged: int  # ... less the 304s of its conditional reads, which GitHub does not charge
     budget_used: int  # X-RateLimit-Used after - before
+    not_modified: int  # 304s among the first evaluation's requests
     graphql_queries: int  # POST /graphql
     points: int  # GraphQL points charged
     prompt_tokens: int  # counted with the tokenizer below
@@ -204,6 +206,7 @@ def measure(adapter: str, api: str, size: int, count: Callable[[str], int]) -> C
         fake.reset_log()
         evaluate(fake, model, Path(folder), number, api)  # the judge's cache answers this time
         rerun = len(_rest(fake.log))
+        rerun_charged = sum(1 for r in _rest(fake.log) if r.status != 304)
     if result.get("warnings") and api == "graphql" and any(
             "GraphQL was" in w for w in result["warnings"]):
         raise SystemExit(f"{adapter}: GraphQL fell back to REST: {result['warnings'][0]}")
@@ -211,9 +214,10 @@ def measure(adapter: str, api: str, size: int, count: Callable[[str], int]) -> C
     comment = _comment_requests(rest, api)
     judge = result["judge"]
     queries = sum(1 for r in log if r.route == "graphql")
-    return Cost(adapter, api, size, len(rest), len(rest) - comment, comment, rerun, after - before,
-                queries, points, count(prompt), judge["promptTokens"], judge["completionTokens"],
-                len(prompt), judge["status"])
+    not_modified = sum(1 for r in rest if r.status == 304)
+    return Cost(adapter, api, size, len(rest), len(rest) - comment, comment, rerun, rerun_charged,
+                after - before, not_modified, queries, points, count(prompt),
+                judge["promptTokens"], judge["completionTokens"], len(prompt), judge["status"])
 
 
 @dataclass
@@ -222,13 +226,14 @@ class BackfillCost:
     prs: int
     evaluated: int
     requests: int  # REST requests the server saw, the listing included
+    charged: int  # ... less the 304s (the config file, read again for every PR over REST)
     graphql_queries: int
     points: int
     batches: list[int]
 
     def per_hour(self, rest_limit: int, points_limit: int) -> int:
         """PRs an hour of these budgets pays for: the scarcer of the two decides."""
-        rates = [rest_limit * self.prs / self.requests] if self.requests else []
+        rates = [rest_limit * self.prs / self.charged] if self.charged else []
         if self.points:
             rates.append(points_limit * self.prs / self.points)
         return math.floor(min(rates)) if rates else 0
@@ -269,13 +274,14 @@ def typical_backfill(api: str, prs: int) -> BackfillCost:
     if rest + sum(1 for r in fake.log if r.route == "graphql") != summary.requests:
         raise SystemExit(f"backfill over {api}: the server saw {len(fake.log)} requests, the "
                          f"run counted {summary.requests}")
-    return BackfillCost(api, prs, summary.evaluated, rest,
+    charged = sum(1 for r in _rest(fake.log) if r.status != 304)
+    return BackfillCost(api, prs, summary.evaluated, rest, charged,
                         sum(1 for r in fake.log if r.route == "graphql"), fake.graphql_points,
                         list(job.batches))
 
 
 def _rate(limit: int, points_limit: int, cost: Cost) -> int:
-    rates = [limit / cost.requests]
+    rates = [limit / cost.budget_used]
     if cost.points:
         rates.append(points_limit / cost.points)
     return math.floor(min(rates))
@@ -293,9 +299,10 @@ def main(argv: list[str] | None = None) -> int:
     costs = [measure(adapter, api, size, count) for api in args.api for adapter in ADAPTERS
              for size in args.sizes]
     for cost in costs:
-        if cost.requests != cost.budget_used:
-            raise SystemExit(f"{cost}: the server saw {cost.requests} REST requests but the "
-                             f"budget moved by {cost.budget_used}")
+        if cost.requests - cost.not_modified != cost.budget_used:
+            raise SystemExit(f"{cost}: the server saw {cost.requests} REST requests "
+                             f"({cost.not_modified} answered 304) but the budget moved by "
+                             f"{cost.budget_used}")
         if cost.judge_status != "ok":
             raise SystemExit(f"{cost}: the judge did not answer")
     fills = [typical_backfill(api, args.backfill_prs) for api in args.api] \
@@ -306,12 +313,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"Prompt tokens: {tokenizer}\n")
     print("| adapter | api | commits | REST requests (collection + comment) | GraphQL queries "
-          "| points | re-run (REST) | REST budget used | prompt tokens | prompt chars | "
-          "completion tokens (fake) |")
+          "| points | REST budget used (304s) | re-run: REST requests, charged | prompt tokens | "
+          "prompt chars | completion tokens (fake) |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for c in costs:
         print(f"| {c.adapter} | {c.api} | {c.commits:,} | {c.requests} ({c.collection} + "
-              f"{c.comment}) | {c.graphql_queries} | {c.points} | {c.rerun} | {c.budget_used} | "
+              f"{c.comment}) | {c.graphql_queries} | {c.points} | {c.budget_used} "
+              f"({c.not_modified}) | {c.rerun}, {c.rerun_charged} | "
               f"{c.prompt_tokens:,} | {c.prompt_chars:,} | {c.completion_tokens_reported} |")
     sizes = " / ".join(f"{s:,}" for s in args.sizes)
     print(f"\n| adapter | documented limits per hour (REST / GraphQL points) | api | "
@@ -326,11 +334,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"| {adapter} | {name}: {limit:,} / {points_limit:,} | {api} | {rates} |")
     if fills:
         print(f"\nBackfill of {args.backfill_prs} typical PRs (no AI, no comment):\n")
-        print("| api | REST requests | per PR | GraphQL queries | points | per PR | batch sizes | "
-              "PRs/hour, installation (5,000 + 5,000) | PRs/hour, GITHUB_TOKEN (1,000 + 1,000) |")
+        print("| api | REST requests (charged) | charged per PR | GraphQL queries | points | "
+              "per PR | batch sizes | PRs/hour, installation (5,000 + 5,000) | "
+              "PRs/hour, GITHUB_TOKEN (1,000 + 1,000) |")
         print("|---|---:|---:|---:|---:|---:|---|---:|---:|")
         for f in fills:
-            print(f"| {f.api} | {f.requests} | {f.requests / f.prs:.2f} | {f.graphql_queries} | "
+            print(f"| {f.api} | {f.requests} ({f.charged}) | {f.charged / f.prs:.2f} | "
+                  f"{f.graphql_queries} | "
                   f"{f.points} | {f.points / f.prs:.2f} | {', '.join(map(str, f.batches)) or '-'} "
                   f"| {f.per_hour(5_000, 5_000):,} | {f.per_hour(1_000, 1_000):,} |")
     return 0

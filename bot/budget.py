@@ -318,6 +318,12 @@ class GateMeter(Meter):
                 held.slots -= points
         super().add(resource, points)
 
+    def free(self) -> None:
+        """A 304: GitHub did not charge the slot the request took; it is this meter's again."""
+        super().free()
+        with self._gate:
+            self._held[CORE].slots += 1
+
     def seen(self, headers: Mapping[str, Any]) -> None:
         found = rate_headers(headers)
         held = self._held.get(rate_resource(headers))

@@ -338,6 +338,7 @@ class FakeGitHub:
         # the reset; off by default, where the count floors at 0 and requests still succeed.
         self.enforce_rate_limit = enforce_rate_limit
         self.rate_limited = 0  # requests refused for the primary limit
+        self.not_modified = 0  # conditional GETs answered 304 (not charged)
         # The GraphQL API (tests/fakegraphql.py): its own budget of points, in the same window.
         self.graphql_enabled = True  # False: no GraphQL endpoint (404), as on some GHES setups
         self.graphql_limit = GRAPHQL_LIMIT
@@ -748,8 +749,19 @@ class FakeGitHub:
                     raise _Answer(fault.status, fault.body, fault.headers)
         except _Answer as answer:
             status, payload, extra = answer.status, answer.body, answer.headers
+        # Like GitHub: a 200 GET carries an ETag, and a conditional GET whose tag still matches
+        # is answered 304 Not Modified with no body and not charged to the rate limit.
+        not_modified = False
+        if method == "GET" and status == 200 and route != "rate_limit" and not truncated:
+            extra = {**extra, "ETag": self.etag(payload, extra)}
+            not_modified = lower.get("if-none-match") == extra["ETag"]
+            if not_modified:
+                status, payload = 304, None
+                with self._lock:
+                    self.not_modified += 1
         # GitHub does not charge /rate_limit; GraphQL has a budget of its own (its headers).
-        out = self._headers(extra, charge=route not in ("rate_limit", "graphql"))
+        out = self._headers(extra, charge=route not in ("rate_limit", "graphql")
+                            and not not_modified)
         with self._lock:
             self.log.append(LoggedRequest(method, path, flat, status, route,
                                           identity.login if identity else None))
@@ -757,6 +769,14 @@ class FakeGitHub:
             encoded = self.encode(payload)
             return status, out, encoded[: max(1, len(encoded) // 2)]
         return status, out, payload
+
+    @staticmethod
+    def etag(payload: Any, headers: Mapping[str, str]) -> str:
+        """A strong ETag of an answer: its body and its Link header."""
+        data = payload if isinstance(payload, bytes) else json.dumps(payload, sort_keys=True,
+                                                                     default=str).encode()
+        link = str(headers.get("Link") or headers.get("link") or "").encode()
+        return '"' + hashlib.sha256(data + b"|" + link).hexdigest()[:40] + '"'
 
     def encode(self, payload: Any) -> bytes:
         """The body bytes: JSON with placeholder URLs pointing at the serving root."""

@@ -14,9 +14,9 @@ import yaml
 
 from taskeval import cli
 from taskeval import outcomes as oc
-from taskeval.github.etags import shared_cache
 from taskeval.config import LoadedConfig, Settings
 from taskeval.evidence import build_bundle
+from taskeval.github.etags import shared_cache
 from taskeval.models import TimelineEntry
 from taskeval.pipeline import Options, score_bundle
 from taskeval.raw import RawCollection

@@ -259,7 +259,8 @@ def _store(engine: Engine, record: dict[str, Any]) -> bool:
 class Backfill:
     def __init__(self, opts: Options, gh: Any, engine: Engine, *, token: str | None,
                  api_url: str, stream: TextIO = sys.stderr, tty: bool | None = None,
-                 evaluate: Callable[..., Any] | None = None) -> None:
+                 evaluate: Callable[..., Any] | None = None,
+                 installation_id: int | None = None) -> None:
         self.opts = opts
         self.gh = gh
         self.engine = engine
@@ -268,7 +269,8 @@ class Backfill:
         self.tty = tty
         self.summary = Summary()
         self.progress: Progress | None = None
-        key = budget_key(api_url, token=token)
+        # An App installation's budgets are the installation's, whichever token it holds now.
+        key = budget_key(api_url, token=token, installation_id=installation_id)
         self.budget = Budget(engine, key, reserve=opts.reserve,
                              wait=opts.wait, on_wait=self._on_wait, refresh=self._refresh)
         self.graphql_budget = Budget(engine, key, resource="graphql",
@@ -592,6 +594,21 @@ class Backfill:
             else:
                 self.summary.skipped += 1
         self.stream.write(f"backfill: {self.summary.enqueued} jobs queued for taskeval worker\n")
+
+
+def installation_of(app_id: str, private_key: str, api_url: str, repository: str) -> int:
+    """The App's installation on ``repository`` (``GET /repos/{o}/{r}/installation`` with the
+    App's JWT); a failure is one line saying what to fix."""
+    from github import Auth, GithubIntegration
+
+    owner, name = repository.split("/", 1)
+    try:
+        integration = GithubIntegration(auth=Auth.AppAuth(int(app_id), private_key),
+                                        base_url=api_url)
+        return int(integration.get_repo_installation(owner, name).id)
+    except Exception as exc:
+        raise translate(exc, f"the installation of GitHub App {app_id} on {repository} "
+                             "(install the App there, or set GITHUB_TOKEN)", "installation") from exc
 
 
 def open_store(url: str) -> Engine:

@@ -142,23 +142,39 @@ def cmd_backfill(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     _quiet(args.verbose)  # after the input checks: library logs only matter once work starts
+    from bot.settings import SettingsError, app_credentials
+
     token = env_token()
-    if opts.comment and not token:
+    try:
+        app_id, private_key = (None, None) if token else app_credentials(os.environ)
+    except SettingsError as exc:
+        print(f"taskeval backfill: {exc}", file=sys.stderr)
+        return 2
+    if opts.comment and not token and not app_id:
         print("taskeval backfill: --comment needs a token that may write to the PRs: set "
               "GITHUB_TOKEN", file=sys.stderr)
         return 2
-    if not token:
+    if not token and not app_id:
         print("taskeval backfill: GITHUB_TOKEN is not set; reading as an anonymous client "
               "(public repositories only, 60 requests/hour)", file=sys.stderr)
+    installation: int | None = None
     try:
         url = api_url(os.environ)
-        gh = make_client(token, base_url=url)
+        if app_id and private_key:
+            # As the App (GITHUB_APP_ID and its key): the repository's installation, whose token
+            # PyGithub exchanges and renews before it expires, however long the run.
+            installation = backfill.installation_of(app_id, private_key, url, opts.repository)
+            gh = make_client(app_id=app_id, private_key=private_key, installation_id=installation,
+                             base_url=url)
+        else:
+            gh = make_client(token, base_url=url)
         engine = backfill.open_store(opts.store_url)
     except Exception as exc:
         print(f"taskeval backfill: {redact(str(exc).splitlines()[0] if str(exc) else repr(exc))}",
               file=sys.stderr)
         return 2
-    run = backfill.Backfill(opts, gh, engine, token=token, api_url=url)
+    run = backfill.Backfill(opts, gh, engine, token=token, api_url=url,
+                            installation_id=installation)
     try:
         summary = run.run()
     except KeyboardInterrupt:

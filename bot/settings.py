@@ -71,6 +71,35 @@ def _float(env: Mapping[str, str], name: str, default: float, low: float = 0.0) 
     return _number(env, name, default, low, float)
 
 
+def app_credentials(env: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """(``GITHUB_APP_ID``, the PEM of ``GITHUB_APP_PRIVATE_KEY`` or ``_PATH``), both or neither;
+    a half-set or unreadable pair is a :class:`SettingsError` naming the variable."""
+    app_id = env.get("GITHUB_APP_ID", "").strip() or None
+    key = env.get("GITHUB_APP_PRIVATE_KEY", "").strip() or None
+    key_path = env.get("GITHUB_APP_PRIVATE_KEY_PATH", "").strip()
+    if key is None and key_path:
+        try:
+            key = Path(key_path).read_text(encoding="utf-8").strip() or None
+        except OSError as exc:
+            raise SettingsError(
+                f"GITHUB_APP_PRIVATE_KEY_PATH: cannot read {key_path}: {exc.strerror}"
+            ) from exc
+    if key is not None and "\n" not in key and "\\n" in key:
+        key = key.replace("\\n", "\n")  # a PEM pasted into one env line with \n escapes
+    if key is not None and "PRIVATE KEY" not in key:
+        raise SettingsError("GITHUB_APP_PRIVATE_KEY(_PATH) does not hold a PEM private key")
+    if key is not None and app_id is None:
+        raise SettingsError("a GitHub App private key is set but GITHUB_APP_ID is not")
+    if app_id is not None and not app_id.isdigit():
+        raise SettingsError("GITHUB_APP_ID must be the App's numeric id")
+    if app_id is not None and key is None:
+        raise SettingsError(
+            "GITHUB_APP_ID is set but neither GITHUB_APP_PRIVATE_KEY nor "
+            "GITHUB_APP_PRIVATE_KEY_PATH is"
+        )
+    return app_id, key
+
+
 @dataclass(frozen=True)
 class BotSettings:
     """Everything the receiver, the workers and the API read from the environment."""
@@ -156,29 +185,7 @@ class BotSettings:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise SettingsError(f"GITHUB_API_URL must be an http(s) URL such as "
                                 f"https://ghes.example.com/api/v3, got {api_url!r}")
-        app_id = env.get("GITHUB_APP_ID", "").strip() or None
-        key = env.get("GITHUB_APP_PRIVATE_KEY", "").strip() or None
-        key_path = env.get("GITHUB_APP_PRIVATE_KEY_PATH", "").strip()
-        if key is None and key_path:
-            try:
-                key = Path(key_path).read_text(encoding="utf-8").strip() or None
-            except OSError as exc:
-                raise SettingsError(
-                    f"GITHUB_APP_PRIVATE_KEY_PATH: cannot read {key_path}: {exc.strerror}"
-                ) from exc
-        if key is not None and "\n" not in key and "\\n" in key:
-            key = key.replace("\\n", "\n")  # a PEM pasted into one env line with \n escapes
-        if key is not None and "PRIVATE KEY" not in key:
-            raise SettingsError("GITHUB_APP_PRIVATE_KEY(_PATH) does not hold a PEM private key")
-        if key is not None and app_id is None:
-            raise SettingsError("a GitHub App private key is set but GITHUB_APP_ID is not")
-        if app_id is not None and not app_id.isdigit():
-            raise SettingsError("GITHUB_APP_ID must be the App's numeric id")
-        if app_id is not None and key is None:
-            raise SettingsError(
-                "GITHUB_APP_ID is set but neither GITHUB_APP_PRIVATE_KEY nor "
-                "GITHUB_APP_PRIVATE_KEY_PATH is"
-            )
+        app_id, key = app_credentials(env)
         ai = env.get("TASKEVAL_AI", "auto").strip().lower() or "auto"
         api = env.get("TASKEVAL_API", "rest").strip().lower() or "rest"
         if api not in ("rest", "graphql"):

@@ -339,6 +339,11 @@ class FakeGitHub:
         self.enforce_rate_limit = enforce_rate_limit
         self.rate_limited = 0  # requests refused for the primary limit
         self.not_modified = 0  # conditional GETs answered 304 (not charged)
+        # App installation tokens live this long (GitHub: one hour); a token used after its
+        # expiry is refused with 401, as GitHub refuses it.
+        self.installation_token_ttl = 3600.0
+        self.token_expiry: dict[str, float] = {}
+        self.expired_uses = 0  # requests refused for an expired installation token
         # The GraphQL API (tests/fakegraphql.py): its own budget of points, in the same window.
         self.graphql_enabled = True  # False: no GraphQL endpoint (404), as on some GHES setups
         self.graphql_limit = GRAPHQL_LIMIT
@@ -819,6 +824,10 @@ class FakeGitHub:
         if scheme.lower() == "bearer" and credential.count(".") == 2:
             return self._app_identity(credential, route)
         if scheme.lower() in ("token", "bearer") and credential in self.tokens:
+            if time.time() >= self.token_expiry.get(credential, float("inf")):
+                with self._lock:
+                    self.expired_uses += 1
+                raise _Answer(401, _error_body("Bad credentials", 401))
             return self.tokens[credential]
         raise _Answer(401, _error_body("Bad credentials", 401))
 
@@ -1039,7 +1048,8 @@ class FakeGitHub:
             raise _Answer(404, _error_body("Not Found", 404))
         token = f"ghs_{_sha('installation', iid, len(self.tokens))[:36]}"
         self.add_token(token, f"{app.slug}[bot]", integration=True, permissions=app.permissions)
-        expires = datetime.now(UTC) + timedelta(hours=1)
+        expires = datetime.now(UTC) + timedelta(seconds=self.installation_token_ttl)
+        self.token_expiry[token] = expires.timestamp()
         return 201, {"token": token, "expires_at": _iso(expires),
                      "permissions": app.permissions, "repository_selection": "selected"}, {}
 

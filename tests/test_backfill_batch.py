@@ -15,6 +15,7 @@ import pytest
 from sqlalchemy import select
 
 from bot import backfill
+from bot.budget import Budget, budget_key
 from bot.db import evaluations
 from taskeval.evidence import build_bundle
 from taskeval.github import collection as collection_module
@@ -172,3 +173,31 @@ def test_a_pr_that_cannot_be_read_is_recorded_with_its_reason(engine: Any, db_ur
     assert sorted(job.summary.failed) == [1, 2, 3]
     assert all("timed out" in reason for reason in job.summary.failed.values())
     assert job.summary.exit_code() == 1
+
+
+def test_a_long_backfill_as_an_app_renews_its_installation_token(
+        engine: Any, db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``taskeval backfill`` with GITHUB_APP_ID and its key reads as the repository's installation;
+    its tokens here live 21.5 s, so PyGithub (which renews one 20 s before it expires) needs a new
+    one every second or so: the run outlives several, and GitHub never sees an expired one."""
+    from taskeval import cli
+    from tests.fakegithub import app_key_pair
+
+    private, public = app_key_pair()
+    fake = FakeGitHub(token=None, latency=0.1)
+    fake.add_app(4242, public, installations={77: [REPO]})
+    fake.installation_token_ttl = 21.5
+    _typical(fake, 10)
+    for name in ("GITHUB_TOKEN", "GH_TOKEN", "DATABASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GITHUB_APP_ID", "4242")
+    monkeypatch.setenv("GITHUB_APP_PRIVATE_KEY", private)
+    monkeypatch.setenv("GITHUB_API_URL", fake.url)
+    with fake.mock():
+        code = cli.main(["backfill", REPO, "--store", db_url, "--no-ai", "--parallel", "1"])
+    assert code == 0
+    assert fake.count(route="app.token") >= 3, "the run outlived several tokens"
+    assert fake.expired_uses == 0, "no request went out with an expired token"
+    with engine.connect() as conn:
+        assert len(conn.execute(select(evaluations.c.number)).all()) == 10
+    assert Budget(engine, budget_key(fake.url, installation_id=77)).state() is not None

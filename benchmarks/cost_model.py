@@ -46,6 +46,7 @@ from action.main import run as run_action
 from benchmarks.judge_tokens import token_counter
 from taskeval import cli
 from taskeval.github import make_client
+from taskeval.github.etags import shared_cache
 from taskeval.judge import FileCache
 from taskeval.pipeline import Options, evaluate_pull_request, publish_comment
 from tests.fakegithub import ACTIONS_PERMISSIONS, FakeGitHub
@@ -190,7 +191,16 @@ def _rest(log: list[Any]) -> list[Any]:
     return [r for r in log if r.route not in ("rate_limit", "graphql")]
 
 
+def _fresh_process() -> None:
+    """Forget the ETags earlier measurements kept: each starts as a new process would (a fake
+    served again may get the same port, so the same URLs, and the same fixture content)."""
+    cache = shared_cache()
+    if cache is not None:
+        cache.clear()
+
+
 def measure(adapter: str, api: str, size: int, count: Callable[[str], int]) -> Cost:
+    _fresh_process()
     token, login, integration, evaluate = ADAPTERS[adapter]
     number = 42  # the PR the documented merged-PR event names
     fake = build(size, token, login, integration, number)
@@ -241,6 +251,7 @@ class BackfillCost:
 
 def typical_backfill(api: str, prs: int) -> BackfillCost:
     """``taskeval backfill`` over ``prs`` typical merged PRs (see the module docstring)."""
+    _fresh_process()
     from datetime import timedelta
 
     from bot.backfill import Backfill

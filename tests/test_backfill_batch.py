@@ -9,6 +9,7 @@ import io
 import json
 import re
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -201,3 +202,21 @@ def test_a_long_backfill_as_an_app_renews_its_installation_token(
     with engine.connect() as conn:
         assert len(conn.execute(select(evaluations.c.number)).all()) == 10
     assert Budget(engine, budget_key(fake.url, installation_id=77)).state() is not None
+
+
+def test_the_run_index_stays_bounded_and_never_answers_for_a_day_it_dropped() -> None:
+    fake = FakeGitHub()
+    _typical(fake, 12)
+    with fake.mock():
+        gh = make_client(FAKE_TOKEN, base_url=fake.url)
+        index = RunIndex(clone(gh, None), REPO, max_runs=5)
+        pulls = {n: collect(gh, REPO, n, api="graphql").pull for n in (1, 12)}
+        late = run_window(pulls[12].created_at, pulls[12].merged_at)
+        early = run_window(pulls[1].created_at, pulls[1].merged_at)
+        assert late and early and late != early
+        index.ensure(*late)
+        assert index.workflow_runs(pulls[12]) is not None
+        index.ensure(early[0] - timedelta(days=40), early[0] - timedelta(days=35))
+    # The days of the first range that were farthest from the second were dropped: the index
+    # says it cannot answer for that PR rather than answering from part of its window.
+    assert index.workflow_runs(pulls[12]) is None

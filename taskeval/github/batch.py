@@ -40,6 +40,9 @@ from taskeval.raw import RawPullRequest, RawWorkflowRun
 RUNS_RESULT_CAP: Final = 1000
 # Batch sizing: a batch query should cost about this many points (GitHub's timeouts and node
 # limit grow with the query; 10 points is about 18 typical PRs), within these bounds.
+# Runs the index keeps in memory; past this, the days farthest from the range asked for last are
+# dropped (and listed again should a later PR need them): a backfill of years stays bounded.
+MAX_INDEXED_RUNS: Final = 100_000
 TARGET_POINTS: Final = 10
 FIRST_BATCH: Final = 10
 MAX_BATCH: Final = 50
@@ -115,8 +118,11 @@ class RunIndex:
     """The repository's workflow runs by day (``GET /repos/{o}/{r}/actions/runs?created=``),
     listed once per day range, newest first, as each PR's own listing would list them."""
 
-    def __init__(self, requester: Requester, repository: str) -> None:
+    def __init__(self, requester: Requester, repository: str,
+                 max_runs: int = MAX_INDEXED_RUNS) -> None:
         self.requester = requester
+        self.max_runs = max_runs
+        self._count = 0
         self.path = f"{repo_path(repository)}/actions/runs"
         self._days: dict[date, list[tuple[str | None, RawWorkflowRun]]] = {}
         self._uncertain: set[date] = set()  # days GitHub would not list in full
@@ -137,6 +143,16 @@ class RunIndex:
                     self._list(low, high)
             except GithubException:
                 self._failed = True
+            self._trim(first, last)
+
+    def _trim(self, first: date, last: date) -> None:
+        def distance(day: date) -> int:
+            return max((first - day).days, (day - last).days, 0)
+
+        for day in sorted(self._days, key=distance, reverse=True):
+            if self._count <= self.max_runs or distance(day) == 0:
+                break
+            self._count -= len(self._days.pop(day))
 
     def _list(self, low: date, high: date) -> None:
         params = {"created": f"{low.isoformat()}..{high.isoformat()}",
@@ -167,6 +183,7 @@ class RunIndex:
             day = date.fromisoformat(str(item["created_at"])[:10])
             self._days.setdefault(day, []).append((item.get("head_branch"),
                                                    convert.workflow_run(item)))
+            self._count += 1
 
     def workflow_runs(self, pull: RawPullRequest) -> Listed | None:
         """The runs the PR's own listing (``collection._run_query``) would give, or None when

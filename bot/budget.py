@@ -34,7 +34,6 @@ once a second, for a countdown) or, with ``wait=False``, raises :class:`BudgetEx
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -47,12 +46,15 @@ from sqlalchemy.exc import IntegrityError
 
 from bot.db import rate_budgets, write
 from taskeval.github.client import CORE, GRAPHQL, Meter
+from taskeval.github.quota import Seen, rate_headers, rate_limit_now, rate_resource
+
+__all__ = ["Budget", "BudgetExhausted", "GateMeter", "Seen", "budget_key", "rate_headers",
+           "rate_limit_now", "rate_resource"]
 from taskeval.github.errors import RateLimitError
 
 DEFAULT_LIMIT = 5000  # GitHub's for a user token; the first answer's headers correct it
 WINDOW_SECONDS = 3600.0
 CHUNK = 4  # slots taken per database round trip
-Seen = tuple[int, int, float]  # (remaining, limit, reset epoch) from an answer's headers
 
 
 class BudgetExhausted(RateLimitError):
@@ -67,46 +69,6 @@ def budget_key(api_url: str, *, token: str | None = None, installation_id: int |
     if token:
         return f"{host}|token:{hashlib.sha256(token.encode()).hexdigest()[:16]}"
     return f"{host}|anonymous"
-
-
-def rate_resource(headers: Mapping[str, Any]) -> str:
-    """The resource an answer's rate headers are about (``X-RateLimit-Resource``; ``core`` when
-    absent, as on older GHES)."""
-    found = {str(k).lower(): str(v) for k, v in headers.items()}
-    return found.get("x-ratelimit-resource", CORE).strip().lower() or CORE
-
-
-def rate_headers(headers: Mapping[str, Any]) -> tuple[int, int, float] | None:
-    """(remaining, limit, reset epoch) from an answer's headers, if it has them."""
-    found = {str(k).lower(): str(v) for k, v in headers.items()}
-    try:
-        return (int(found["x-ratelimit-remaining"]), int(found["x-ratelimit-limit"]),
-                float(found["x-ratelimit-reset"]))
-    except (KeyError, ValueError):
-        return None
-
-
-def rate_limit_now(gh: Any, *, unreachable_raises: bool = False,
-                   resource: str = CORE) -> Seen | None:
-    """The credential's quota of ``resource`` now, from ``GET /rate_limit`` (free of charge), for
-    a PyGithub client ``gh``; None when GitHub does not say. With ``unreachable_raises``, a
-    network failure (requests' exception, after the client's retries) is raised instead of
-    answered with None."""
-    import requests
-
-    headers: dict[str, Any] = {}
-    try:
-        status, headers, output = gh.requester.requestJson("GET", "/rate_limit")
-        if status != 200:
-            return None
-        quota = json.loads(output)["resources"][resource]
-        return int(quota["remaining"]), int(quota["limit"]), float(quota["reset"])
-    except requests.RequestException:
-        if unreachable_raises:
-            raise
-        return rate_headers(headers) if resource == CORE else None
-    except Exception:  # no body to read: the headers, or the next answers', will tell
-        return rate_headers(headers) if resource == CORE else None
 
 
 class Budget:

@@ -17,7 +17,7 @@ from sqlalchemy import select
 
 from bot import backfill
 from bot.budget import Budget, budget_key
-from bot.db import evaluations
+from bot.db import evaluations, make_engine
 from taskeval.evidence import build_bundle
 from taskeval.github import collection as collection_module
 from taskeval.github import make_client
@@ -177,7 +177,7 @@ def test_a_pr_that_cannot_be_read_is_recorded_with_its_reason(engine: Any, db_ur
 
 
 def test_a_long_backfill_as_an_app_renews_its_installation_token(
-        engine: Any, db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """``taskeval backfill`` with GITHUB_APP_ID and its key reads as the repository's installation;
     its tokens here live 21.5 s, so PyGithub (which renews one 20 s before it expires) needs a new
     one every second or so: the run outlives several, and GitHub never sees an expired one."""
@@ -195,13 +195,15 @@ def test_a_long_backfill_as_an_app_renews_its_installation_token(
     monkeypatch.setenv("GITHUB_APP_PRIVATE_KEY", private)
     monkeypatch.setenv("GITHUB_API_URL", fake.url)
     with fake.mock():
-        code = cli.main(["backfill", REPO, "--store", db_url, "--no-ai", "--parallel", "1"])
+        code = cli.main(["backfill", REPO, "--store", sqlite_url, "--no-ai", "--parallel", "1"])
     assert code == 0
     assert fake.count(route="app.token") >= 3, "the run outlived several tokens"
     assert fake.expired_uses == 0, "no request went out with an expired token"
+    engine = make_engine(sqlite_url)  # (the token's lifetime is the point, not the database)
     with engine.connect() as conn:
         assert len(conn.execute(select(evaluations.c.number)).all()) == 10
     assert Budget(engine, budget_key(fake.url, installation_id=77)).state() is not None
+    engine.dispose()
 
 
 def test_the_run_index_stays_bounded_and_never_answers_for_a_day_it_dropped() -> None:

@@ -170,6 +170,30 @@ def _write_result(runner: Runner, ctx: Context, text: str) -> str | None:
     return _host_path(ctx.workspace, ctx.inputs.result_path)
 
 
+RESERVES = {"core": "TASKEVAL_RATE_RESERVE", "graphql": "TASKEVAL_GRAPHQL_RESERVE"}
+
+
+def _reserve_meter(gh: Any, env: Mapping[str, str]) -> Any:
+    """A meter that stops the evaluation short of the reserves the workflow sets in ``env``
+    (REST requests, GraphQL points), which the token's other users (later steps, other
+    workflows of the repository) keep; None when no reserve is set. GitHub's own word is read
+    once, from ``GET /rate_limit`` (free), then from every answer."""
+    from taskeval.github.quota import ReserveMeter, rate_limit_now
+
+    reserves: dict[str, int] = {}
+    for resource, name in RESERVES.items():
+        raw = (env.get(name) or "").strip()
+        if raw:
+            if not raw.isdigit():
+                unit = "points" if resource == "graphql" else "requests"
+                raise ValueError(f"{name} must be a whole number of {unit} (at least 0), "
+                                 f"got {raw!r}")
+            reserves[resource] = int(raw)
+    if not any(reserves.values()):
+        return None
+    return ReserveMeter(reserves, lambda resource: rate_limit_now(gh, resource=resource))
+
+
 def evaluate(runner: Runner, ctx: Context, decision: Decision, env: Mapping[str, str]) -> int:
     from taskeval.github import AuthError, GitHubError, api_url, make_client
     from taskeval.judge.cache import FileCache
@@ -196,9 +220,14 @@ def evaluate(runner: Runner, ctx: Context, decision: Decision, env: Mapping[str,
         cache=FileCache(core_env["TASKEVAL_CACHE_DIR"]),
         api=inputs.api,
     )
+    try:
+        meter = _reserve_meter(gh, env)
+    except ValueError as exc:
+        runner.error(str(exc), title="taskeval input error")
+        return EXIT_INPUT
     runner.info(f"taskeval: evaluating {ctx.repository}#{number} ({decision.reason})")
     try:
-        evaluation = evaluate_pull_request(gh, ctx.repository, number, options)
+        evaluation = evaluate_pull_request(gh, ctx.repository, number, options, meter=meter)
     except GitHubError as exc:
         runner.error(f"Could not evaluate {ctx.repository}#{number}: {exc}",
                      title="taskeval failed")

@@ -1,17 +1,23 @@
-"""What one evaluation costs: GitHub requests, rate-limit budget and AI tokens, by PR size.
+"""What one evaluation costs: GitHub requests, GraphQL points, rate-limit budget and AI tokens, by
+PR size and transport; and what a backfill of typical PRs costs per PR.
 
-Each PR size (1, 10, 100 and 1,000 commits) is served by the local fake GitHub over real HTTP, and
+Each PR size (5, 150 and 1,000 commits) is served by the local fake GitHub over real HTTP, and
 evaluated with the comment posted and the AI judge on (the local OpenAI-compatible fake), three
 ways: the CLI with a personal token, the Action with its installation token (``GITHUB_TOKEN``),
-and the bot's path with an App installation token. The PR is scaled realistically: every commit
-touches one file and gets one CI workflow run; two check runs at the head, one review, one review
-comment and two conversation comments.
+and the bot's path with an App installation token; each over REST and over GraphQL (``--api``).
+The PR is scaled realistically: every commit touches one file and gets one CI workflow run; two
+check runs at the head, one review, one review comment and two conversation comments.
 
-Rate-limit budget is read the way a client sees it, from the ``X-RateLimit-Used`` header of a
+REST budget is read the way a client sees it, from the ``X-RateLimit-Used`` header of a
 ``GET /rate_limit`` probe before and after (GitHub does not charge for that endpoint, and neither
-does the fake). Prompt tokens are counted exactly with tiktoken when it
-is installed (see benchmarks/judge_tokens.py), else estimated at 4 characters per token. Run from
-the repository root:
+does the fake); GraphQL points are what the fake charged by GitHub's formula (its ``rateLimit {
+cost }``), a budget of its own. Prompt tokens are counted exactly with tiktoken when it is
+installed (see benchmarks/judge_tokens.py), else estimated at 4 characters per token.
+
+The backfill part runs ``taskeval backfill`` (``bot.backfill``, no AI, no comment) over typical
+PRs (1 to 10 commits with a CI run on each, 2 reviews, 4 review comments, 3 conversation
+comments: 9 review items) with each transport, and divides the hour's budgets by what a PR cost.
+Run from the repository root:
 
     python -m benchmarks.cost_model            # markdown tables
     python -m benchmarks.cost_model --json
@@ -40,37 +46,50 @@ from action.main import run as run_action
 from benchmarks.judge_tokens import token_counter
 from taskeval import cli
 from taskeval.github import make_client
+from taskeval.github.etags import shared_cache
 from taskeval.judge import FileCache
 from taskeval.pipeline import Options, evaluate_pull_request, publish_comment
 from tests.fakegithub import ACTIONS_PERMISSIONS, FakeGitHub
 from tests.fakeopenai import FakeOpenAI
 
 REPO = "octo-org/widgets"
-SIZES = (1, 10, 100, 1000)
+SIZES = (5, 150, 1000)
+APIS = ("rest", "graphql")
+BACKFILL_PRS = 60
 PAT = "ghp_CostModelPersonalToken000000000000000"
 ACTIONS_TOKEN = "ghs_CostModelActionsToken00000000000000"
 APP_TOKEN = "ghs_CostModelInstallationToken000000000"
 APP_LOGIN = "taskeval[bot]"
 EVENT = Path(__file__).resolve().parents[1] / "tests" / "events" / "pull_request.closed.merged.json"
 # Documented primary limits per hour (docs.github.com, "Rate limits for the REST API").
+# (name, REST requests, GraphQL points) per hour ("Rate limits for the GraphQL API": 5,000 points
+# for a user or installation, scaling with an installation's users and repositories like REST's,
+# 10,000 on Enterprise Cloud, 1,000 per repository for GITHUB_TOKEN).
 LIMITS = {
-    "cli": [("personal access token", 5_000)],
-    "action": [("GITHUB_TOKEN, per repository", 1_000),
-               ("GITHUB_TOKEN, GitHub Enterprise Cloud", 15_000)],
-    "app": [("installation, minimum", 5_000), ("installation, most (users/repos)", 12_500),
-            ("installation on GitHub Enterprise Cloud", 15_000)],
+    "cli": [("personal access token", 5_000, 5_000)],
+    "action": [("GITHUB_TOKEN, per repository", 1_000, 1_000),
+               ("GITHUB_TOKEN, GitHub Enterprise Cloud", 15_000, 1_000)],
+    "app": [("installation, minimum", 5_000, 5_000),
+            ("installation, most (users/repos)", 12_500, 12_500),
+            ("installation on GitHub Enterprise Cloud", 15_000, 10_000)],
 }
+TODAY_ACTIONS = 62  # evaluations an hour on GITHUB_TOKEN over REST before GraphQL (16 requests)
 
 
 @dataclass
 class Cost:
     adapter: str
+    api: str
     commits: int
-    requests: int  # every HTTP request the server saw for the evaluation, comment included
+    requests: int  # every REST request the server saw for the evaluation, comment included
     collection: int  # the part RawCollection counted (collection only)
     comment: int
-    rerun: int  # requests of a second evaluation, which updates the comment instead
+    rerun: int  # REST requests of a second evaluation, which updates the comment instead
+    rerun_charged: int  # ... less the 304s of its conditional reads, which GitHub does not charge
     budget_used: int  # X-RateLimit-Used after - before
+    not_modified: int  # 304s among the first evaluation's requests
+    graphql_queries: int  # POST /graphql
+    points: int  # GraphQL points charged
     prompt_tokens: int  # counted with the tokenizer below
     prompt_tokens_reported: int | None  # usage the (fake) server reported
     completion_tokens_reported: int | None
@@ -107,18 +126,21 @@ def environ(values: dict[str, str]) -> Iterator[None]:
         os.environ.update(saved)
 
 
-def via_cli(fake: FakeGitHub, model: FakeOpenAI, folder: Path, number: int) -> dict[str, Any]:
+def via_cli(fake: FakeGitHub, model: FakeOpenAI, folder: Path, number: int,
+            api: str) -> dict[str, Any]:
     output = folder / "cli.json"
     with environ({"GITHUB_TOKEN": PAT, "GITHUB_API_URL": fake.url, "OPENAI_API_KEY": model.api_key,
                   "OPENAI_BASE_URL": model.base_url, "TASKEVAL_CACHE_DIR": str(folder / "c")}), \
             contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        code = cli.main(["evaluate", f"{REPO}#{number}", "--comment", "--output", str(output)])
+        code = cli.main(["evaluate", f"{REPO}#{number}", "--comment", "--output", str(output),
+                         "--api", api])
     if code != 0:
         raise SystemExit(f"the CLI failed with exit code {code}")
     return json.loads(output.read_text())
 
 
-def via_action(fake: FakeGitHub, model: FakeOpenAI, folder: Path, number: int) -> dict[str, Any]:
+def via_action(fake: FakeGitHub, model: FakeOpenAI, folder: Path, number: int,
+               api: str) -> dict[str, Any]:
     workspace = folder / "workspace"
     workspace.mkdir(exist_ok=True)
     env = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "pull_request",
@@ -127,7 +149,7 @@ def via_action(fake: FakeGitHub, model: FakeOpenAI, folder: Path, number: int) -
            "INPUT_GITHUB-TOKEN": ACTIONS_TOKEN, "INPUT_AI": "on", "INPUT_COMMENT": "true",
            "INPUT_OPENAI-API-KEY": model.api_key, "INPUT_OPENAI-BASE-URL": model.base_url,
            "INPUT_PULL-REQUEST": str(number), "GITHUB_OUTPUT": str(folder / "out"),
-           "GITHUB_STEP_SUMMARY": str(folder / "summary")}
+           "GITHUB_STEP_SUMMARY": str(folder / "summary"), "INPUT_API": api}
     with environ({"GITHUB_ACTIONS": "true"}):
         code = run_action(env, io.StringIO())
     if code != 0:
@@ -135,25 +157,27 @@ def via_action(fake: FakeGitHub, model: FakeOpenAI, folder: Path, number: int) -
     return json.loads((workspace / "taskeval-result.json").read_text())
 
 
-def via_app(fake: FakeGitHub, model: FakeOpenAI, folder: Path, number: int) -> dict[str, Any]:
+def via_app(fake: FakeGitHub, model: FakeOpenAI, folder: Path, number: int,
+            api: str) -> dict[str, Any]:
     """The bot's path: an installation client, the pipeline, and the upsert with the App's login
     (the installation-token exchange happens once an hour and is left out)."""
     gh = make_client(APP_TOKEN, base_url=fake.url)
-    options = Options(ai="on", trigger="pull_request", cache=FileCache(folder / "c"),
+    options = Options(ai="on", trigger="pull_request", cache=FileCache(folder / "c"), api=api,  # type: ignore[arg-type]
                       env={"OPENAI_API_KEY": model.api_key, "OPENAI_BASE_URL": model.base_url})
     evaluation = evaluate_pull_request(gh, REPO, number, options)
     publish_comment(gh, REPO, number, evaluation.markdown, own_login=APP_LOGIN)
     return json.loads(evaluation.result.to_json())
 
 
-def _comment_requests(log: list[Any]) -> int:
+def _comment_requests(log: list[Any], api: str) -> int:
     """The requests that post the comment: learning the token's login (``GET /user``, which the CLI
     sends before collecting, so a missing login fails before the work), writing it, and every
-    listing of the conversation comments but the first (that one is evidence)."""
+    listing of the conversation comments but the first over REST (that one is evidence; over
+    GraphQL the evidence's comments come in the query, so every REST listing is the comment's)."""
     listings = sum(1 for request in log if request.route == "issues.comments")
     own = sum(1 for request in log
               if request.route in ("user", "issues.create_comment", "issues.update_comment"))
-    return own + max(0, listings - 1)
+    return own + (max(0, listings - 1) if api == "rest" else listings)
 
 
 ADAPTERS: dict[str, tuple[str, str, bool, Callable[..., dict[str, Any]]]] = {
@@ -163,60 +187,173 @@ ADAPTERS: dict[str, tuple[str, str, bool, Callable[..., dict[str, Any]]]] = {
 }
 
 
-def measure(adapter: str, size: int, count: Callable[[str], int]) -> Cost:
+def _rest(log: list[Any]) -> list[Any]:
+    return [r for r in log if r.route not in ("rate_limit", "graphql")]
+
+
+def _fresh_process() -> None:
+    """Forget the ETags earlier measurements kept: each starts as a new process would (a fake
+    served again may get the same port, so the same URLs, and the same fixture content)."""
+    cache = shared_cache()
+    if cache is not None:
+        cache.clear()
+
+
+def measure(adapter: str, api: str, size: int, count: Callable[[str], int]) -> Cost:
+    _fresh_process()
     token, login, integration, evaluate = ADAPTERS[adapter]
     number = 42  # the PR the documented merged-PR event names
     fake = build(size, token, login, integration, number)
     with tempfile.TemporaryDirectory() as folder, fake.serve(), FakeOpenAI() as model:
         before = used(fake, token)
+        points = fake.graphql_points
         fake.reset_log()
-        result = evaluate(fake, model, Path(folder), number)
+        result = evaluate(fake, model, Path(folder), number, api)
         log = list(fake.log)
         after = used(fake, token)
+        points = fake.graphql_points - points
         prompt = "".join(m["content"] for m in model.requests[-1].body["messages"])
         fake.reset_log()
-        evaluate(fake, model, Path(folder), number)  # the judge's cache answers this time
-        rerun = sum(1 for r in fake.log if r.route != "rate_limit")
-    comment = _comment_requests(log)
+        evaluate(fake, model, Path(folder), number, api)  # the judge's cache answers this time
+        rerun = len(_rest(fake.log))
+        rerun_charged = sum(1 for r in _rest(fake.log) if r.status != 304)
+    if result.get("warnings") and api == "graphql" and any(
+            "GraphQL was" in w for w in result["warnings"]):
+        raise SystemExit(f"{adapter}: GraphQL fell back to REST: {result['warnings'][0]}")
+    rest = _rest(log)
+    comment = _comment_requests(rest, api)
     judge = result["judge"]
-    return Cost(adapter, size, len(log), len(log) - comment, comment, rerun, after - before,
-                count(prompt), judge["promptTokens"], judge["completionTokens"], len(prompt),
-                judge["status"])
+    queries = sum(1 for r in log if r.route == "graphql")
+    not_modified = sum(1 for r in rest if r.status == 304)
+    return Cost(adapter, api, size, len(rest), len(rest) - comment, comment, rerun, rerun_charged,
+                after - before, not_modified, queries, points, count(prompt),
+                judge["promptTokens"], judge["completionTokens"], len(prompt), judge["status"])
+
+
+@dataclass
+class BackfillCost:
+    api: str
+    prs: int
+    evaluated: int
+    requests: int  # REST requests the server saw, the listing included
+    charged: int  # ... less the 304s (the config file, read again for every PR over REST)
+    graphql_queries: int
+    points: int
+    batches: list[int]
+
+    def per_hour(self, rest_limit: int, points_limit: int) -> int:
+        """PRs an hour of these budgets pays for: the scarcer of the two decides."""
+        rates = [rest_limit * self.prs / self.charged] if self.charged else []
+        if self.points:
+            rates.append(points_limit * self.prs / self.points)
+        return math.floor(min(rates)) if rates else 0
+
+
+def typical_backfill(api: str, prs: int) -> BackfillCost:
+    """``taskeval backfill`` over ``prs`` typical merged PRs (see the module docstring)."""
+    _fresh_process()
+    from datetime import timedelta
+
+    from bot.backfill import Backfill
+    from bot.backfill import Options as BackfillOptions
+    from bot.db import init_schema, make_engine
+    from tests.fakegithub import BASE_TIME
+
+    fake = FakeGitHub(token=None)
+    fake.add_token(PAT, "mona")
+    for n in range(1, prs + 1):
+        fake.add_pr(REPO, n, commits=1 + n % 10, ci="fail-then-fix",
+                    created_at=BASE_TIME + timedelta(hours=7 * n),
+                    reviews=[{"user": "octocat", "state": "COMMENTED", "body": "a question"},
+                             {"user": "octocat", "state": "APPROVED", "body": "thanks"}],
+                    review_comments=[{"user": "octocat", "body": f"note {i}", "path": "src/a.py"}
+                                     for i in range(4)],
+                    issue_comments=[{"user": "alice", "body": f"comment {i}"} for i in range(3)])
+    with tempfile.TemporaryDirectory() as folder, fake.serve(), \
+            contextlib.redirect_stderr(io.StringIO()):
+        url = f"sqlite:///{Path(folder) / 'store.db'}"
+        engine = make_engine(url)
+        init_schema(engine)
+        gh = make_client(PAT, base_url=fake.url)
+        job = Backfill(BackfillOptions(repository=REPO, store_url=url, ai="off", api=api),  # type: ignore[arg-type]
+                       gh, engine, token=PAT, api_url=fake.url, stream=io.StringIO(), tty=False)
+        summary = job.run()
+        engine.dispose()
+    if summary.failed or summary.evaluated != prs:
+        raise SystemExit(f"backfill over {api} did not evaluate every PR: {summary.lines()}")
+    rest = len(_rest(fake.log))
+    if rest + sum(1 for r in fake.log if r.route == "graphql") != summary.requests:
+        raise SystemExit(f"backfill over {api}: the server saw {len(fake.log)} requests, the "
+                         f"run counted {summary.requests}")
+    charged = sum(1 for r in _rest(fake.log) if r.status != 304)
+    return BackfillCost(api, prs, summary.evaluated, rest, charged,
+                        sum(1 for r in fake.log if r.route == "graphql"), fake.graphql_points,
+                        list(job.batches))
+
+
+def _rate(limit: int, points_limit: int, cost: Cost) -> int:
+    rates = [limit / cost.budget_used]
+    if cost.points:
+        rates.append(points_limit / cost.points)
+    return math.floor(min(rates))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
+    parser.add_argument("--api", choices=APIS, nargs="*", default=list(APIS))
+    parser.add_argument("--backfill-prs", type=int, default=BACKFILL_PRS, metavar="N",
+                        help="typical PRs the backfill part evaluates (0: skip it)")
     args = parser.parse_args(argv)
     tokenizer, count = token_counter()
-    costs = [measure(adapter, size, count) for adapter in ADAPTERS for size in args.sizes]
+    costs = [measure(adapter, api, size, count) for api in args.api for adapter in ADAPTERS
+             for size in args.sizes]
     for cost in costs:
-        if cost.requests != cost.budget_used:
-            raise SystemExit(f"{cost}: the server saw {cost.requests} requests but the budget "
-                             f"moved by {cost.budget_used}")
+        if cost.requests - cost.not_modified != cost.budget_used:
+            raise SystemExit(f"{cost}: the server saw {cost.requests} REST requests "
+                             f"({cost.not_modified} answered 304) but the budget moved by "
+                             f"{cost.budget_used}")
         if cost.judge_status != "ok":
             raise SystemExit(f"{cost}: the judge did not answer")
+    fills = [typical_backfill(api, args.backfill_prs) for api in args.api] \
+        if args.backfill_prs > 0 else []
     if args.json:
-        print(json.dumps({"tokenizer": tokenizer, "costs": [asdict(c) for c in costs]}, indent=2))
+        print(json.dumps({"tokenizer": tokenizer, "costs": [asdict(c) for c in costs],
+                          "backfill": [asdict(f) for f in fills]}, indent=2))
         return 0
     print(f"Prompt tokens: {tokenizer}\n")
-    print("| adapter | commits | requests (collection + comment) | re-run | rate-limit budget used | "
-          "prompt tokens | prompt chars | completion tokens (fake) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| adapter | api | commits | REST requests (collection + comment) | GraphQL queries "
+          "| points | REST budget used (304s) | re-run: REST requests, charged | prompt tokens | "
+          "prompt chars | completion tokens (fake) |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for c in costs:
-        print(f"| {c.adapter} | {c.commits:,} | {c.requests} ({c.collection} + {c.comment}) | "
-              f"{c.rerun} | {c.budget_used} | {c.prompt_tokens:,} | {c.prompt_chars:,} | "
-              f"{c.completion_tokens_reported} |")
-    print("\n| adapter | documented limit per hour | evaluations/hour at 1 / 10 / 100 / 1,000 "
-          "commits |")
-    print("|---|---|---|")
+        print(f"| {c.adapter} | {c.api} | {c.commits:,} | {c.requests} ({c.collection} + "
+              f"{c.comment}) | {c.graphql_queries} | {c.points} | {c.budget_used} "
+              f"({c.not_modified}) | {c.rerun}, {c.rerun_charged} | "
+              f"{c.prompt_tokens:,} | {c.prompt_chars:,} | {c.completion_tokens_reported} |")
+    sizes = " / ".join(f"{s:,}" for s in args.sizes)
+    print(f"\n| adapter | documented limits per hour (REST / GraphQL points) | api | "
+          f"evaluations/hour at {sizes} commits |")
+    print("|---|---|---|---|")
     for adapter, limits in LIMITS.items():
-        per_size = {c.commits: c.requests for c in costs if c.adapter == adapter}
-        for name, limit in limits:
-            rates = " / ".join(f"{math.floor(limit / per_size[s]):,}" for s in args.sizes
-                               if s in per_size)
-            print(f"| {adapter} | {name}: {limit:,} | {rates} |")
+        for name, limit, points_limit in limits:
+            for api in args.api:
+                per_size = {c.commits: c for c in costs if c.adapter == adapter and c.api == api}
+                rates = " / ".join(f"{_rate(limit, points_limit, per_size[s]):,}"
+                                   for s in args.sizes if s in per_size)
+                print(f"| {adapter} | {name}: {limit:,} / {points_limit:,} | {api} | {rates} |")
+    if fills:
+        print(f"\nBackfill of {args.backfill_prs} typical PRs (no AI, no comment):\n")
+        print("| api | REST requests (charged) | charged per PR | GraphQL queries | points | "
+              "per PR | batch sizes | PRs/hour, installation (5,000 + 5,000) | "
+              "PRs/hour, GITHUB_TOKEN (1,000 + 1,000) |")
+        print("|---|---:|---:|---:|---:|---:|---|---:|---:|")
+        for f in fills:
+            print(f"| {f.api} | {f.requests} ({f.charged}) | {f.charged / f.prs:.2f} | "
+                  f"{f.graphql_queries} | "
+                  f"{f.points} | {f.points / f.prs:.2f} | {', '.join(map(str, f.batches)) or '-'} "
+                  f"| {f.per_hour(5_000, 5_000):,} | {f.per_hour(1_000, 1_000):,} |")
     return 0
 
 

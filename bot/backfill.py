@@ -43,7 +43,8 @@ from bot.budget import Budget, BudgetExhausted, GateMeter, budget_key, rate_limi
 from bot.db import evaluations, init_schema, make_engine, write
 from bot.results import record_from_result, store_evaluation
 from bot.settings import DEFAULT_RESERVE
-from taskeval.github.errors import GitHubError, translate
+from taskeval.github.batch import BatchSizer
+from taskeval.github.errors import GitHubError, RateLimitError, translate
 
 State = Literal["merged", "closed", "all"]
 DEFAULT_STORE_FILE = "taskeval.db"  # in the working directory; `taskeval dashboard` reads it
@@ -71,6 +72,7 @@ class Options:
     comment: bool = False
     wait: bool = True
     reserve: int = DEFAULT_RESERVE
+    graphql_reserve: int = DEFAULT_RESERVE
     parallel: int = DEFAULT_PARALLEL
     ai: Literal["auto", "on", "off"] = "auto"
     config_path: Path | None = None
@@ -82,6 +84,9 @@ class Candidate:
     number: int
     head_sha: str
     activity_at: str
+    created_at: str | None = None  # as listed (GitHub's ISO 8601): what batching plans by
+    updated_at: str | None = None
+    ended_at: str | None = None  # merged, else closed; None while open
 
 
 @dataclass
@@ -92,6 +97,7 @@ class Summary:
     enqueued: int = 0
     failed: dict[int, str] = field(default_factory=dict)
     requests: int = 0
+    points: int = 0  # GraphQL points GitHub reported
     stopped: str | None = None  # why the run ended early
     seconds: float = 0.0
 
@@ -105,7 +111,9 @@ class Summary:
                f"skipped {self.skipped} (already stored at this head and scorer version)"
                + (f", enqueued {self.enqueued}" if self.enqueued else "")
                + f", failed {len(self.failed)}; {self.requests} GitHub request{'' if self.requests == 1 else 's'}"
-               f" in {self.seconds:.1f} s"]
+               + (f" ({self.points} GraphQL point{'' if self.points == 1 else 's'})"
+                  if self.points else "")
+               + f" in {self.seconds:.1f} s"]
         reasons = Counter(self.failed.values())
         for reason, count in reasons.most_common():
             numbers = [n for n, r in self.failed.items() if r == reason][:10]
@@ -158,7 +166,9 @@ def select_pulls(items: Iterator[dict[str, Any]], opts: Options) -> Iterator[Can
         head = (item.get("head") or {}).get("sha")
         if not isinstance(head, str) or not isinstance(item.get("number"), int):
             continue
-        yield Candidate(int(item["number"]), head, when.isoformat())
+        yield Candidate(int(item["number"]), head, when.isoformat(),
+                        created_at=item.get("created_at"), updated_at=item.get("updated_at"),
+                        ended_at=item.get("merged_at") or item.get("closed_at"))
         taken += 1
         if opts.limit is not None and taken >= opts.limit:
             return
@@ -249,7 +259,8 @@ def _store(engine: Engine, record: dict[str, Any]) -> bool:
 class Backfill:
     def __init__(self, opts: Options, gh: Any, engine: Engine, *, token: str | None,
                  api_url: str, stream: TextIO = sys.stderr, tty: bool | None = None,
-                 evaluate: Callable[..., Any] | None = None) -> None:
+                 evaluate: Callable[..., Any] | None = None,
+                 installation_id: int | None = None) -> None:
         self.opts = opts
         self.gh = gh
         self.engine = engine
@@ -258,9 +269,25 @@ class Backfill:
         self.tty = tty
         self.summary = Summary()
         self.progress: Progress | None = None
-        self.budget = Budget(engine, budget_key(api_url, token=token), reserve=opts.reserve,
+        # An App installation's budgets are the installation's, whichever token it holds now.
+        key = budget_key(api_url, token=token, installation_id=installation_id)
+        self.budget = Budget(engine, key, reserve=opts.reserve,
                              wait=opts.wait, on_wait=self._on_wait, refresh=self._refresh)
+        self.graphql_budget = Budget(engine, key, resource="graphql",
+                                     reserve=opts.graphql_reserve, wait=opts.wait,
+                                     on_wait=self._on_wait,
+                                     refresh=lambda: self._refresh("graphql"))
         self._evaluate = evaluate
+        # --api graphql: several PRs per query (taskeval.github.batch); the reads wait here for
+        # their PR's turn, and the repository-wide REST reads are shared by every PR.
+        self.batching = opts.api == "graphql" and evaluate is None
+        self.sizer = BatchSizer()
+        self.batches: list[int] = []  # PRs per batch query sent, in order
+        self._reads: dict[int, Any] = {}  # number -> PullRead, or the error reading it
+        self._batched: set[int] = set()  # PRs a batch read was tried for
+        self._shared: Any = None  # taskeval.github.batch.Shared, made on first use
+        self._shared_meter: GateMeter | None = None
+        self._shared_requester: Any = None
         self._pause_until = 0.0
         self._stop = threading.Event()
         self._own_login: str | None = None
@@ -274,21 +301,25 @@ class Backfill:
         else:
             self.stream.write(f"backfill: rate budget spent: waiting {left:.0f} s for the reset\n")
 
-    def _refresh(self) -> tuple[int, int, float] | None:
+    def meter(self) -> GateMeter:
+        """A meter on both of the credential's budgets (REST requests, GraphQL points)."""
+        return GateMeter(self.budget, graphql=self.graphql_budget)
+
+    def _refresh(self, resource: str = "core") -> tuple[int, int, float] | None:
         """The quota now (first use, after a wait), from ``GET /rate_limit``, which GitHub does
         not charge for. GitHub out of reach ends the run here (a GitHubError), rather than after
         the listing has spent its own retries on the same dead address."""
         import requests
 
         try:
-            return rate_limit_now(self.gh, unreachable_raises=True)
+            return rate_limit_now(self.gh, unreachable_raises=True, resource=resource)
         except requests.RequestException as exc:
             raise translate(exc, f"repository {self.opts.repository}", "repository") from exc
 
     def _list(self) -> list[Candidate]:
         from taskeval.github.client import clone, pages, repo_path
 
-        meter = GateMeter(self.budget)
+        meter = self.meter()
         requester = clone(self.gh, meter)
         params = {"state": "all" if self.opts.state == "all" else "closed",
                   "sort": "updated", "direction": "desc"}
@@ -315,10 +346,14 @@ class Backfill:
         options = PipelineOptions(ai=self.opts.ai, config_path=self.opts.config_path,
                                   trigger=TRIGGER, env=dict(os.environ), github_token=self.token,
                                   api=self.opts.api)
-        meter = GateMeter(self.budget)
+        meter = self.meter()
+        read = self._reads.pop(pr.number, None)
         try:
-            run = self._evaluate or evaluate_pull_request
-            evaluation = run(self.gh, self.opts.repository, pr.number, options, meter=meter)
+            if read is not None:
+                evaluation = self._evaluate_read(read, options, meter)
+            else:
+                run = self._evaluate or evaluate_pull_request
+                evaluation = run(self.gh, self.opts.repository, pr.number, options, meter=meter)
             url = None
             if self.opts.comment:
                 url, _ = publish_comment(self.gh, self.opts.repository, pr.number,
@@ -327,6 +362,7 @@ class Backfill:
             meter.close()
             with self._count:
                 self.summary.requests += meter.requests
+                self.summary.points += meter.points
         result = json.loads(evaluation.result.to_json())
         record = record_from_result(
             result, comment_url=url,
@@ -335,6 +371,72 @@ class Backfill:
             return "skipped", "stored meanwhile by another run"
         return "evaluated", f"{result['overallScore']} ({result['overallBand']}), " \
                             f"{meter.requests} requests"
+
+    def _evaluate_read(self, read: Any, options: Any, meter: GateMeter) -> Any:
+        """Evaluate a PR its batch query read: the REST reads GraphQL lacks (shared where the
+        repository-wide reads have them), then the same pipeline. A PR the batch could not read
+        raises what kept it (its reason is recorded)."""
+        from taskeval.github.collection import collect_read
+        from taskeval.pipeline import evaluate_collection
+
+        if isinstance(read, Exception):
+            raise read
+        raw = collect_read(self.gh, self.opts.repository, read, meter=meter, shared=self._shared)
+        return evaluate_collection(raw, options)
+
+    def _prefetch(self, prs: list[Candidate]) -> None:
+        """Read ``prs`` with one GraphQL query (halved while GitHub times out on it), after the
+        shared REST reads they need: the issue feed as far back as they were updated, the run
+        index over their windows. A batch that fails as a whole leaves its PRs to be read one by
+        one (each with its own reason if that fails too)."""
+        from taskeval.github.batch import IssueFeed, RunIndex, Shared, run_window
+        from taskeval.github.client import clone
+        from taskeval.github.graphql import GraphQLUnavailable, read_pulls
+
+        self._batched.update(pr.number for pr in prs)
+        if self._shared is None:
+            self._shared_meter = self.meter()
+            self._shared_requester = clone(self.gh, self._shared_meter)
+            self._shared = Shared(IssueFeed(self._shared_requester, self.opts.repository,
+                                            self.opts.since),
+                                  RunIndex(self._shared_requester, self.opts.repository))
+        updated = [pr.updated_at for pr in prs if pr.updated_at]
+        if updated:
+            self._shared.issues.read_until(min(updated))
+        windows = [w for pr in prs if pr.created_at and (w := run_window(
+            _iso(pr.created_at) or datetime.now(UTC), _iso(pr.ended_at))) is not None]
+        if windows:
+            self._shared.runs.ensure(min(w[0] for w in windows), max(w[1] for w in windows))
+        meter = self.meter()
+        requester = clone(self.gh, meter)
+        numbers = [pr.number for pr in prs]
+        try:
+            batch = read_pulls(requester, self.opts.repository, numbers,
+                               points=self.sizer.expected(len(numbers)))
+        except GraphQLUnavailable:
+            self.batching = False  # each PR's own collection falls back to REST, and says so
+            return
+        except GitHubError as exc:
+            if isinstance(exc, RateLimitError):
+                raise
+            return  # read one by one
+        finally:
+            meter.close()
+            requester.close()
+            with self._count:
+                self.summary.requests += meter.requests
+                self.summary.points += meter.points
+        if batch.sizes == [len(numbers)]:
+            self.sizer.reported(len(numbers), batch.cost)
+        self.batches.extend(batch.sizes)
+        self._reads.update(batch.reads)
+
+    def _close_shared(self) -> None:
+        if self._shared_meter is not None:
+            self._shared_meter.close()
+            self._shared_requester.close()
+            self.summary.requests += self._shared_meter.requests
+            self._shared_meter = None
 
     # ------------------------------------------------------------------ the run
 
@@ -359,7 +461,10 @@ class Backfill:
             self.progress.done = self.progress.counts["skipped"] = self.summary.skipped
             if self.opts.comment:
                 self._own_login = self._comment_login()
-            self._work(todo)
+            try:
+                self._work(todo)
+            finally:
+                self._close_shared()
             return self.summary
         finally:
             if self.progress is not None:
@@ -385,6 +490,10 @@ class Backfill:
             while queue or running:
                 while queue and len(running) < max(1, self.opts.parallel) \
                         and not self._stop.is_set() and time.time() >= self._pause_until:
+                    if self.batching and queue[-1].number not in self._batched:
+                        if not self._next_batch(queue):
+                            break
+                        continue
                     pr = queue.pop()
                     tries[pr.number] += 1
                     running[pool.submit(self.evaluate_one, pr)] = pr
@@ -433,6 +542,28 @@ class Backfill:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
+    def _next_batch(self, queue: list[Candidate]) -> bool:
+        """Read the next batch of the queue (its newest PRs); False when the run must stop or
+        pause first (the budget, a rate limit)."""
+        prs = [pr for pr in reversed(queue[-self.sizer.size:]) if pr.number not in self._batched]
+        try:
+            self._prefetch(prs)
+        except BudgetExhausted as exc:
+            self.summary.stopped = str(exc)
+            self._stop.set()
+            self._batched.difference_update(pr.number for pr in prs)
+            return False
+        except RateLimitError as exc:
+            self._batched.difference_update(pr.number for pr in prs)
+            if not self.opts.wait:
+                self.summary.stopped = str(exc)
+                self._stop.set()
+            else:
+                reset = exc.reset_at.timestamp() if exc.reset_at else time.time() + 60
+                self._pause_until = max(self._pause_until, reset)
+            return False
+        return True
+
     def _sleep_pause(self) -> None:
         left = self._pause_until - time.time()
         if left > 0:
@@ -463,6 +594,21 @@ class Backfill:
             else:
                 self.summary.skipped += 1
         self.stream.write(f"backfill: {self.summary.enqueued} jobs queued for taskeval worker\n")
+
+
+def installation_of(app_id: str, private_key: str, api_url: str, repository: str) -> int:
+    """The App's installation on ``repository`` (``GET /repos/{o}/{r}/installation`` with the
+    App's JWT); a failure is one line saying what to fix."""
+    from github import Auth, GithubIntegration
+
+    owner, name = repository.split("/", 1)
+    try:
+        integration = GithubIntegration(auth=Auth.AppAuth(int(app_id), private_key),
+                                        base_url=api_url)
+        return int(integration.get_repo_installation(owner, name).id)
+    except Exception as exc:
+        raise translate(exc, f"the installation of GitHub App {app_id} on {repository} "
+                             "(install the App there, or set GITHUB_TOKEN)", "installation") from exc
 
 
 def open_store(url: str) -> Engine:

@@ -1,5 +1,12 @@
-"""One GitHub request budget per credential, kept in the bot's database and shared by every
-process that uses the credential: ``taskeval backfill`` runs and queue workers on any node.
+"""One GitHub rate budget per credential and resource, kept in the bot's database and shared by
+every process that uses the credential: ``taskeval backfill`` runs and queue workers on any node.
+
+GitHub counts REST requests (resource ``core``) and GraphQL points (resource ``graphql``: a query
+costs its connections' page requests divided by 100, at least 1, as ``rateLimit { cost }``
+reports) in separate budgets of the same credential, each with its own ``X-RateLimit-*`` headers
+(``X-RateLimit-Resource`` names which). So there is one row per (credential, resource): a GraphQL
+query takes its expected points from the ``graphql`` row, a REST request one slot from ``core``,
+and what an answer reports lowers the row of the resource it names.
 
 GitHub gives a token (or an App installation) a number of requests per window (``X-RateLimit-
 Limit``, typically 5,000 an hour) and says on every answer how many are left
@@ -8,7 +15,8 @@ Limit``, typically 5,000 an hour) and says on every answer how many are left
 in chunks of a few, with one atomic statement::
 
     UPDATE rate_budgets SET remaining = remaining - :n
-    WHERE key = :key AND "window" = :window AND remaining - :n >= :reserve
+    WHERE key = :key AND resource = :resource AND "window" = :window
+      AND remaining - :n >= :reserve
 
 PostgreSQL re-checks the ``WHERE`` under the row lock and SQLite runs writers one at a time, so
 no two processes can both take the last slots. ``reserve`` slots are never granted: they are left
@@ -26,7 +34,6 @@ once a second, for a countdown) or, with ``wait=False``, raises :class:`BudgetEx
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -38,13 +45,16 @@ from sqlalchemy import Connection, Engine, case, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bot.db import rate_budgets, write
-from taskeval.github.client import Meter
+from taskeval.github.client import CORE, GRAPHQL, Meter
+from taskeval.github.quota import Seen, rate_headers, rate_limit_now, rate_resource
+
+__all__ = ["Budget", "BudgetExhausted", "GateMeter", "Seen", "budget_key", "rate_headers",
+           "rate_limit_now", "rate_resource"]
 from taskeval.github.errors import RateLimitError
 
 DEFAULT_LIMIT = 5000  # GitHub's for a user token; the first answer's headers correct it
 WINDOW_SECONDS = 3600.0
 CHUNK = 4  # slots taken per database round trip
-Seen = tuple[int, int, float]  # (remaining, limit, reset epoch) from an answer's headers
 
 
 class BudgetExhausted(RateLimitError):
@@ -61,45 +71,15 @@ def budget_key(api_url: str, *, token: str | None = None, installation_id: int |
     return f"{host}|anonymous"
 
 
-def rate_headers(headers: Mapping[str, Any]) -> tuple[int, int, float] | None:
-    """(remaining, limit, reset epoch) from an answer's headers, if it has them."""
-    found = {str(k).lower(): str(v) for k, v in headers.items()}
-    try:
-        return (int(found["x-ratelimit-remaining"]), int(found["x-ratelimit-limit"]),
-                float(found["x-ratelimit-reset"]))
-    except (KeyError, ValueError):
-        return None
-
-
-def rate_limit_now(gh: Any, *, unreachable_raises: bool = False) -> Seen | None:
-    """The credential's quota now, from ``GET /rate_limit`` (free of charge), for a PyGithub
-    client ``gh``; None when GitHub does not say. With ``unreachable_raises``, a network failure
-    (requests' exception, after the client's retries) is raised instead of answered with None."""
-    import requests
-
-    headers: dict[str, Any] = {}
-    try:
-        status, headers, output = gh.requester.requestJson("GET", "/rate_limit")
-        if status != 200:
-            return None
-        core = json.loads(output)["resources"]["core"]
-        return int(core["remaining"]), int(core["limit"]), float(core["reset"])
-    except requests.RequestException:
-        if unreachable_raises:
-            raise
-        return rate_headers(headers)
-    except Exception:  # no body to read: the headers, or the next answers', will tell
-        return rate_headers(headers)
-
-
 class Budget:
-    """The shared budget of one credential (one ``rate_budgets`` row)."""
+    """The shared budget of one credential and resource (one ``rate_budgets`` row)."""
 
     def __init__(
         self,
         engine: Engine,
         key: str,
         *,
+        resource: str = CORE,
         reserve: int = 0,
         wait: bool = True,
         on_wait: Callable[[float], None] | None = None,
@@ -109,6 +89,7 @@ class Budget:
     ) -> None:
         self.engine = engine
         self.key = key
+        self.resource = resource
         self.reserve = max(0, reserve)
         self.wait = wait
         self.on_wait = on_wait
@@ -122,12 +103,16 @@ class Budget:
 
     # ------------------------------------------------------------------ the row
 
+    def _row(self) -> Any:
+        b = rate_budgets
+        return (b.c.key == self.key) & (b.c.resource == self.resource)
+
     def _ensure(self) -> None:
         if self._exists:
             return
         with self.engine.connect() as conn:
             there = conn.execute(select(rate_budgets.c.key)
-                                 .where(rate_budgets.c.key == self.key)).first() is not None
+                                 .where(self._row())).first() is not None
         if not there:
             # Start from what GitHub says now (GET /rate_limit is free), not from a guess.
             seen = self.refresh() if self.refresh is not None else None
@@ -137,9 +122,9 @@ class Budget:
             try:
                 with write(self.engine) as conn:
                     if conn.execute(select(rate_budgets.c.key)
-                                    .where(rate_budgets.c.key == self.key)).first() is None:
+                                    .where(self._row())).first() is None:
                         conn.execute(insert(rate_budgets).values(
-                            key=self.key, limit=limit, remaining=remaining, reset_at=reset,
+                            key=self.key, resource=self.resource, limit=limit, remaining=remaining, reset_at=reset,
                             window=1, updated_at=now))
             except IntegrityError:
                 pass  # another process made it first
@@ -147,7 +132,7 @@ class Budget:
 
     def state(self) -> dict[str, Any] | None:
         with self.engine.connect() as conn:
-            row = conn.execute(select(rate_budgets).where(rate_budgets.c.key == self.key)).first()
+            row = conn.execute(select(rate_budgets).where(self._row())).first()
         return dict(row._mapping) if row is not None else None
 
     def _apply(self, conn: Connection, now: float, seen: Seen | None) -> None:
@@ -157,11 +142,11 @@ class Budget:
         remaining, limit, reset = seen
         b = rate_budgets
         conn.execute(
-            update(b).where(b.c.key == self.key, b.c.reset_at > now)
+            update(b).where(self._row(), b.c.reset_at > now)
             .values(remaining=case((b.c.remaining > remaining, remaining), else_=b.c.remaining),
                     limit=limit, reset_at=reset, updated_at=now))
         conn.execute(  # the row's window is over: this answer starts the new one
-            update(b).where(b.c.key == self.key, b.c.reset_at <= now)
+            update(b).where(self._row(), b.c.reset_at <= now)
             .values(remaining=remaining, limit=limit, reset_at=reset, window=b.c.window + 1,
                     updated_at=now))
 
@@ -179,17 +164,17 @@ class Budget:
         with write(self.engine) as conn:
             self._apply(conn, now, seen)
             row = conn.execute(select(b.c.reset_at, b.c.window)
-                               .where(b.c.key == self.key)).first()
+                               .where(self._row())).first()
             if row is None:
                 return None, 0.0
             window, reset = int(row.window), float(row.reset_at)
             if reset <= now:  # a new window: start from the limit until GitHub says more
                 window, reset = window + 1, now + WINDOW_SECONDS
-                conn.execute(update(b).where(b.c.key == self.key, b.c.window == row.window)
+                conn.execute(update(b).where(self._row(), b.c.window == row.window)
                              .values(remaining=b.c.limit, reset_at=reset, window=window,
                                      updated_at=now))
             taken = conn.execute(
-                update(b).where(b.c.key == self.key, b.c.window == window,
+                update(b).where(self._row(), b.c.window == window,
                                 b.c.remaining - n >= self.reserve)
                 .values(remaining=b.c.remaining - n, updated_at=now)
             )
@@ -214,8 +199,10 @@ class Budget:
                 continue
             now = self.clock()
             if not self.wait:
+                what = "GraphQL points" if self.resource == GRAPHQL else (
+                    "request" if self.resource == CORE else f"{self.resource} request")
                 raise BudgetExhausted(
-                    f"the GitHub request budget ({self.key.split('|', 1)[-1]}) is spent down to "
+                    f"the GitHub {what} budget ({self.key.split('|', 1)[-1]}) is spent down to "
                     f"its reserve of {self.reserve}; it resets in {reset - now:.0f} s",
                     status=None, resource="rate", reset_at=datetime.fromtimestamp(reset, UTC))
             self._wait_until(reset)
@@ -241,47 +228,76 @@ class Budget:
             now = self.clock()
             if n > 0:  # first the refund, then GitHub's word, which knows nothing of our slots
                 back = b.c.remaining + n
-                conn.execute(update(b).where(b.c.key == self.key, b.c.window == window)
+                conn.execute(update(b).where(self._row(), b.c.window == window)
                              .values(remaining=case((back > b.c.limit, b.c.limit), else_=back),
                                      updated_at=now))
             self._apply(conn, now, seen)
 
 
-class GateMeter(Meter):
-    """A request meter that takes a budget slot before each request (``add``) and tells the
-    budget what GitHub reported (``seen``, applied with the next chunk and at ``close``)."""
+class _Held:
+    """The slots one meter holds of one budget: their window, how many, the latest headers."""
 
-    def __init__(self, budget: Budget, chunk: int = CHUNK) -> None:
+    def __init__(self) -> None:
+        self.window = 0
+        self.slots = 0
+        self.seen: Seen | None = None
+
+
+class GateMeter(Meter):
+    """A request meter that takes budget slots before each request (``add``): one of ``budget``
+    (``core``) for a REST request, the query's expected points of ``graphql`` for a GraphQL
+    query, and tells each budget what GitHub reported about its resource (``seen``, applied with
+    the next chunk and at ``close``). Without a ``graphql`` budget GraphQL queries are counted
+    but not gated; their headers never touch the REST budget."""
+
+    def __init__(self, budget: Budget, chunk: int = CHUNK, *,
+                 graphql: Budget | None = None) -> None:
         super().__init__()
         self.budget = budget
+        self.budgets: dict[str, Budget] = {CORE: budget}
+        if graphql is not None:
+            self.budgets[GRAPHQL] = graphql
         self.chunk = chunk
-        self._slots = 0
-        self._window = 0
-        self._seen: Seen | None = None
+        self._held = {resource: _Held() for resource in self.budgets}
         self._gate = threading.Lock()
 
-    def _pop_seen(self) -> Seen | None:
+    def _pop_seen(self, held: _Held) -> Seen | None:
         with self._lock:
-            seen, self._seen = self._seen, None
+            seen, held.seen = held.seen, None
         return seen
 
-    def add(self) -> None:
+    def add(self, resource: str = CORE, points: int = 1) -> None:
+        budget = self.budgets.get(resource)
+        if budget is not None:
+            held = self._held[resource]
+            with self._gate:
+                while held.slots < points:
+                    window, got = budget.acquire(max(self.chunk, points - held.slots),
+                                                 self._pop_seen(held))
+                    if window != held.window:  # slots of a window that is over are void
+                        held.window, held.slots = window, 0
+                    held.slots += got
+                held.slots -= points
+        super().add(resource, points)
+
+    def free(self) -> None:
+        """A 304: GitHub did not charge the slot the request took; it is this meter's again."""
+        super().free()
         with self._gate:
-            if self._slots <= 0:
-                self._window, self._slots = self.budget.acquire(self.chunk, self._pop_seen())
-            self._slots -= 1
-        super().add()
+            self._held[CORE].slots += 1
 
     def seen(self, headers: Mapping[str, Any]) -> None:
         found = rate_headers(headers)
-        if found is None:
+        held = self._held.get(rate_resource(headers))
+        if found is None or held is None:
             return
         with self._lock:
-            if self._seen is None or found[0] < self._seen[0] or found[2] > self._seen[2]:
-                self._seen = found
+            if held.seen is None or found[0] < held.seen[0] or found[2] > held.seen[2]:
+                held.seen = found
 
     def close(self) -> None:
         """Report what was seen and give back the slots not used."""
         with self._gate:
-            self.budget.release(self._slots, self._window, self._pop_seen())
-            self._slots = 0
+            for resource, held in self._held.items():
+                self.budgets[resource].release(held.slots, held.window, self._pop_seen(held))
+                held.slots = 0

@@ -129,34 +129,52 @@ def cmd_backfill(args: argparse.Namespace) -> int:
             state=args.state, limit=args.limit,
             store_url=args.store or backfill.default_store(),
             enqueue=args.enqueue, comment=args.comment, wait=not args.no_wait,
-            reserve=args.reserve, parallel=args.parallel,
+            reserve=args.reserve, graphql_reserve=args.graphql_reserve, parallel=args.parallel,
             ai="off" if args.no_ai else "auto", api=args.api,
         )
     except ValueError as exc:
         print(f"taskeval backfill: {exc}", file=sys.stderr)
         return 2
-    if (opts.limit is not None and opts.limit < 1) or opts.parallel < 1 or opts.reserve < 0:
-        print("taskeval backfill: --limit and --parallel must be positive, --reserve at least 0",
+    if (opts.limit is not None and opts.limit < 1) or opts.parallel < 1 or opts.reserve < 0 \
+            or opts.graphql_reserve < 0:
+        print("taskeval backfill: --limit and --parallel must be positive, --reserve and "
+              "--graphql-reserve at least 0",
               file=sys.stderr)
         return 2
     _quiet(args.verbose)  # after the input checks: library logs only matter once work starts
+    from bot.settings import SettingsError, app_credentials
+
     token = env_token()
-    if opts.comment and not token:
+    try:
+        app_id, private_key = (None, None) if token else app_credentials(os.environ)
+    except SettingsError as exc:
+        print(f"taskeval backfill: {exc}", file=sys.stderr)
+        return 2
+    if opts.comment and not token and not app_id:
         print("taskeval backfill: --comment needs a token that may write to the PRs: set "
               "GITHUB_TOKEN", file=sys.stderr)
         return 2
-    if not token:
+    if not token and not app_id:
         print("taskeval backfill: GITHUB_TOKEN is not set; reading as an anonymous client "
               "(public repositories only, 60 requests/hour)", file=sys.stderr)
+    installation: int | None = None
     try:
         url = api_url(os.environ)
-        gh = make_client(token, base_url=url)
+        if app_id and private_key:
+            # As the App (GITHUB_APP_ID and its key): the repository's installation, whose token
+            # PyGithub exchanges and renews before it expires, however long the run.
+            installation = backfill.installation_of(app_id, private_key, url, opts.repository)
+            gh = make_client(app_id=app_id, private_key=private_key, installation_id=installation,
+                             base_url=url)
+        else:
+            gh = make_client(token, base_url=url)
         engine = backfill.open_store(opts.store_url)
     except Exception as exc:
         print(f"taskeval backfill: {redact(str(exc).splitlines()[0] if str(exc) else repr(exc))}",
               file=sys.stderr)
         return 2
-    run = backfill.Backfill(opts, gh, engine, token=token, api_url=url)
+    run = backfill.Backfill(opts, gh, engine, token=token, api_url=url,
+                            installation_id=installation)
     try:
         summary = run.run()
     except KeyboardInterrupt:
@@ -299,6 +317,9 @@ def add_backfill(subparsers: Any) -> None:
                     help="stop when the rate budget is spent instead of waiting for the reset")
     bf.add_argument("--reserve", type=int, metavar="N", default=500,
                     help="requests of the token's window left for its other users (default 500)")
+    bf.add_argument("--graphql-reserve", type=int, metavar="N", default=500,
+                    help="GraphQL points of the token's window left for its other users "
+                         "(default 500)")
     bf.add_argument("--parallel", type=int, metavar="N", default=4,
                     help="PRs fetched at once (default 4)")
     bf.add_argument("--no-ai", action="store_true", help="deterministic scores only")

@@ -307,11 +307,14 @@ judge_cache = Table(
 )
 
 # Revision 0005: one GitHub request budget per credential (token or App installation), shared by
-# every backfill process and worker that uses it (bot/budget.py).
+# every backfill process and worker that uses it (bot/budget.py). Revision 0009: one per credential
+# and rate-limit resource (X-RateLimit-Resource: ``core`` for REST requests, ``graphql`` for
+# GraphQL points), as GitHub counts them apart.
 rate_budgets = Table(
     "rate_budgets",
     metadata,
     Column("key", String(200), primary_key=True),  # "<api host>|token:<sha256 prefix>" etc.
+    Column("resource", String(32), primary_key=True, server_default="core"),
     Column("limit", Integer, nullable=False),  # X-RateLimit-Limit
     Column("remaining", Integer, nullable=False),  # requests not yet granted in this window
     Column("reset_at", Float, nullable=False),  # X-RateLimit-Reset (epoch seconds)

@@ -169,10 +169,15 @@ class PipelineCore:
             return json.loads(evaluation.result.to_json()), evaluation.markdown
         from bot.budget import Budget, GateMeter, rate_limit_now
 
-        # Every worker on every node takes its requests from the credential's one budget; when
-        # it is spent the job is deferred to the reset (BudgetExhausted), not failed.
-        meter = GateMeter(Budget(self.engine, ctx.budget_key, reserve=self.settings.rate_reserve,
-                                 wait=False, refresh=lambda: rate_limit_now(ctx.gh)))
+        # Every worker on every node takes its requests from the credential's budgets (REST
+        # requests and GraphQL points apart); when either is spent down to its reserve the job is
+        # deferred to the reset (BudgetExhausted), not failed.
+        meter = GateMeter(
+            Budget(self.engine, ctx.budget_key, reserve=self.settings.rate_reserve,
+                   wait=False, refresh=lambda: rate_limit_now(ctx.gh)),
+            graphql=Budget(self.engine, ctx.budget_key, resource="graphql",
+                           reserve=self.settings.graphql_reserve, wait=False,
+                           refresh=lambda: rate_limit_now(ctx.gh, resource="graphql")))
         try:
             evaluation = evaluate_pull_request(ctx.gh, repo, number, options, meter=meter)
         finally:

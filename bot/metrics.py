@@ -152,19 +152,22 @@ class StoreCollector(Collector):
     def _budgets(self, budgets: Sequence[Any], now: float) -> Iterator[Metric]:
         remaining = GaugeMetricFamily(
             "taskeval_github_rate_limit_remaining",
-            "GitHub requests left in the current rate-limit window per credential budget (the full limit "
-            "once the window has reset); the budget names the API host and the credential, a token only "
-            "by a hash prefix.", labels=["budget"])
-        limit = GaugeMetricFamily("taskeval_github_rate_limit_limit", "GitHub's request limit per window.",
-                                  labels=["budget"])
+            "GitHub requests (resource core) or GraphQL points (resource graphql) left in the current "
+            "rate-limit window per credential budget (the full limit once the window has reset); the "
+            "budget names the API host and the credential, a token only by a hash prefix.",
+            labels=["budget", "resource"])
+        limit = GaugeMetricFamily("taskeval_github_rate_limit_limit", "GitHub's limit per window.",
+                                  labels=["budget", "resource"])
         reset = GaugeMetricFamily("taskeval_github_rate_limit_reset_timestamp_seconds",
-                                  "When the current window resets (Unix time).", labels=["budget"])
+                                  "When the current window resets (Unix time).",
+                                  labels=["budget", "resource"])
         for b in budgets:
             m = b._mapping
             over = float(m["reset_at"]) <= now
-            remaining.add_metric([m["key"]], int(m["limit"]) if over else int(m["remaining"]))
-            limit.add_metric([m["key"]], int(m["limit"]))
-            reset.add_metric([m["key"]], float(m["reset_at"]))
+            labels = [m["key"], m["resource"]]
+            remaining.add_metric(labels, int(m["limit"]) if over else int(m["remaining"]))
+            limit.add_metric(labels, int(m["limit"]))
+            reset.add_metric(labels, float(m["reset_at"]))
         yield remaining
         yield limit
         yield reset

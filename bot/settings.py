@@ -23,7 +23,8 @@ DEFAULT_DATABASE_URL = "sqlite:///taskeval-bot.sqlite3"
 # GitHub caps webhook payloads at 25 MB and drops larger ones; anything bigger is not from GitHub.
 DEFAULT_MAX_BODY_BYTES = 25 * 1024 * 1024
 # GitHub requests each credential keeps unspent for people and CI: 10 % of a user token's hourly
-# 5,000 (TASKEVAL_RATE_RESERVE for the workers, --reserve for `taskeval backfill`).
+# 5,000 (TASKEVAL_RATE_RESERVE for the workers, --reserve for `taskeval backfill`); the same for
+# GraphQL points, a budget of its own (TASKEVAL_GRAPHQL_RESERVE, --graphql-reserve).
 DEFAULT_RESERVE = 500
 
 AuthMode = Literal["app", "token", "none"]
@@ -70,6 +71,35 @@ def _float(env: Mapping[str, str], name: str, default: float, low: float = 0.0) 
     return _number(env, name, default, low, float)
 
 
+def app_credentials(env: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """(``GITHUB_APP_ID``, the PEM of ``GITHUB_APP_PRIVATE_KEY`` or ``_PATH``), both or neither;
+    a half-set or unreadable pair is a :class:`SettingsError` naming the variable."""
+    app_id = env.get("GITHUB_APP_ID", "").strip() or None
+    key = env.get("GITHUB_APP_PRIVATE_KEY", "").strip() or None
+    key_path = env.get("GITHUB_APP_PRIVATE_KEY_PATH", "").strip()
+    if key is None and key_path:
+        try:
+            key = Path(key_path).read_text(encoding="utf-8").strip() or None
+        except OSError as exc:
+            raise SettingsError(
+                f"GITHUB_APP_PRIVATE_KEY_PATH: cannot read {key_path}: {exc.strerror}"
+            ) from exc
+    if key is not None and "\n" not in key and "\\n" in key:
+        key = key.replace("\\n", "\n")  # a PEM pasted into one env line with \n escapes
+    if key is not None and "PRIVATE KEY" not in key:
+        raise SettingsError("GITHUB_APP_PRIVATE_KEY(_PATH) does not hold a PEM private key")
+    if key is not None and app_id is None:
+        raise SettingsError("a GitHub App private key is set but GITHUB_APP_ID is not")
+    if app_id is not None and not app_id.isdigit():
+        raise SettingsError("GITHUB_APP_ID must be the App's numeric id")
+    if app_id is not None and key is None:
+        raise SettingsError(
+            "GITHUB_APP_ID is set but neither GITHUB_APP_PRIVATE_KEY nor "
+            "GITHUB_APP_PRIVATE_KEY_PATH is"
+        )
+    return app_id, key
+
+
 @dataclass(frozen=True)
 class BotSettings:
     """Everything the receiver, the workers and the API read from the environment."""
@@ -95,6 +125,7 @@ class BotSettings:
     shutdown_grace_seconds: float = 20.0
     delivery_retention_days: float = 30.0
     rate_reserve: int = DEFAULT_RESERVE
+    graphql_reserve: int = DEFAULT_RESERVE
     ai: Literal["auto", "on", "off"] = "auto"
     api: Literal["rest", "graphql"] = "rest"  # TASKEVAL_API: how collection reads GitHub
     env: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
@@ -154,29 +185,7 @@ class BotSettings:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise SettingsError(f"GITHUB_API_URL must be an http(s) URL such as "
                                 f"https://ghes.example.com/api/v3, got {api_url!r}")
-        app_id = env.get("GITHUB_APP_ID", "").strip() or None
-        key = env.get("GITHUB_APP_PRIVATE_KEY", "").strip() or None
-        key_path = env.get("GITHUB_APP_PRIVATE_KEY_PATH", "").strip()
-        if key is None and key_path:
-            try:
-                key = Path(key_path).read_text(encoding="utf-8").strip() or None
-            except OSError as exc:
-                raise SettingsError(
-                    f"GITHUB_APP_PRIVATE_KEY_PATH: cannot read {key_path}: {exc.strerror}"
-                ) from exc
-        if key is not None and "\n" not in key and "\\n" in key:
-            key = key.replace("\\n", "\n")  # a PEM pasted into one env line with \n escapes
-        if key is not None and "PRIVATE KEY" not in key:
-            raise SettingsError("GITHUB_APP_PRIVATE_KEY(_PATH) does not hold a PEM private key")
-        if key is not None and app_id is None:
-            raise SettingsError("a GitHub App private key is set but GITHUB_APP_ID is not")
-        if app_id is not None and not app_id.isdigit():
-            raise SettingsError("GITHUB_APP_ID must be the App's numeric id")
-        if app_id is not None and key is None:
-            raise SettingsError(
-                "GITHUB_APP_ID is set but neither GITHUB_APP_PRIVATE_KEY nor "
-                "GITHUB_APP_PRIVATE_KEY_PATH is"
-            )
+        app_id, key = app_credentials(env)
         ai = env.get("TASKEVAL_AI", "auto").strip().lower() or "auto"
         api = env.get("TASKEVAL_API", "rest").strip().lower() or "rest"
         if api not in ("rest", "graphql"):
@@ -215,6 +224,7 @@ class BotSettings:
             delivery_retention_days=_float(env, "TASKEVAL_DELIVERY_RETENTION_DAYS", 30.0,
                                            low=7.0),
             rate_reserve=_int(env, "TASKEVAL_RATE_RESERVE", DEFAULT_RESERVE, low=0),
+            graphql_reserve=_int(env, "TASKEVAL_GRAPHQL_RESERVE", DEFAULT_RESERVE, low=0),
             ai=ai,  # type: ignore[arg-type]
             api=api,  # type: ignore[arg-type]
             env=env,

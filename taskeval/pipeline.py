@@ -61,6 +61,7 @@ if TYPE_CHECKING:  # PyGithub loads in a quarter of a second; re-scoring offline
     from github import Github
 
     from taskeval.github.client import Meter
+    from taskeval.raw import RawCollection
 
 AiMode = Literal["auto", "on", "off"]
 Api = Literal["rest", "graphql"]
@@ -108,7 +109,13 @@ def evaluate_pull_request(
     options = options or Options()
     from taskeval.github import collect
 
-    raw = collect(gh, repository, number, meter=meter, api=options.api)
+    return evaluate_collection(collect(gh, repository, number, meter=meter, api=options.api),
+                               options)
+
+
+def evaluate_collection(raw: RawCollection, options: Options | None = None) -> Evaluation:
+    """Evaluate a PR already collected (backfill collects several per GraphQL query)."""
+    options = options or Options()
     loaded = load_config(raw.config_text, options.config_path)
     bundle = build_bundle(raw)
     # How it was collected (a GraphQL -> REST fallback) is said first among the warnings.

@@ -254,10 +254,16 @@ def cmd_outcomes(args: argparse.Namespace) -> int:
             gh = make_client(env_token(), base_url=api_url(os.environ))
         except ValueError as exc:
             return _fail(str(exc))
+        from taskeval.github.client import clone
+        from taskeval.github.etags import disk_cache
+
+        # A scan is repeated from cron: its reads of the base branch are conditional on the last
+        # run's answers (kept on disk), and GitHub does not charge a 304.
+        requester = clone(gh, etags=disk_cache(os.environ))
 
         def get(path: str, params: dict[str, Any]) -> Any:
             try:
-                return gh.requester.requestJsonAndCheck("GET", path, parameters=params)[1]
+                return requester.requestJsonAndCheck("GET", path, parameters=params)[1]
             except Exception as exc:  # PyGithub's and requests' errors as one plain line
                 what = f"repository {args.repo}" if path == repo_path(args.repo) else path
                 raise translate(exc, what, "repository") from exc

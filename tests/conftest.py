@@ -2,7 +2,8 @@
 
 ``taskeval.cli.main`` quiets library loggers (PyGithub, urllib3, openai, httpx) for users; in a
 test process that state would otherwise carry into every later test, so a test's outcome would
-depend on which tests ran before it.
+depend on which tests ran before it. The same holds for the process's ETag cache
+(``taskeval.github.etags``): each test starts with it empty.
 """
 
 from __future__ import annotations
@@ -23,6 +24,16 @@ def _restore_logger_levels() -> Iterator[None]:
     yield
     for name, level in levels.items():
         logging.getLogger(name).setLevel(level)
+
+
+@pytest.fixture(autouse=True)
+def _empty_etag_cache() -> Iterator[None]:
+    from taskeval.github.etags import shared_cache
+
+    cache = shared_cache()
+    if cache is not None:
+        cache.clear()
+    yield
 
 
 @pytest.fixture

@@ -261,6 +261,7 @@ _ROUTES: Final[Sequence[tuple[str, str, str]]] = (
     ("GET", rf"{_REPO}/pulls/(?P<n>\d+)/reviews", "pulls.reviews"),
     ("GET", rf"{_REPO}/pulls/(?P<n>\d+)/comments", "pulls.review_comments"),
     ("GET", rf"{_REPO}/pulls/(?P<n>\d+)/files", "pulls.files"),
+    ("GET", rf"{_REPO}/issues", "issues.list"),
     ("GET", rf"{_REPO}/issues/(?P<n>\d+)", "issues.get"),
     ("GET", rf"{_REPO}/issues/(?P<n>\d+)/comments", "issues.comments"),
     ("GET", rf"{_REPO}/issues/(?P<n>\d+)/timeline", "issues.timeline"),
@@ -288,6 +289,7 @@ _NEEDS: Final[Mapping[str, tuple[tuple[str, ...], str]]] = {
     "pulls.reviews": (("pull_requests",), "read"),
     "pulls.review_comments": (("pull_requests",), "read"),
     "pulls.files": (("pull_requests",), "read"),
+    "issues.list": (("issues",), "read"),
     "issues.get": (("issues", "pull_requests"), "read"),
     "issues.comments": (("issues", "pull_requests"), "read"),
     "issues.timeline": (("issues", "pull_requests"), "read"),
@@ -336,6 +338,12 @@ class FakeGitHub:
         # the reset; off by default, where the count floors at 0 and requests still succeed.
         self.enforce_rate_limit = enforce_rate_limit
         self.rate_limited = 0  # requests refused for the primary limit
+        self.not_modified = 0  # conditional GETs answered 304 (not charged)
+        # App installation tokens live this long (GitHub: one hour); a token used after its
+        # expiry is refused with 401, as GitHub refuses it.
+        self.installation_token_ttl = 3600.0
+        self.token_expiry: dict[str, float] = {}
+        self.expired_uses = 0  # requests refused for an expired installation token
         # The GraphQL API (tests/fakegraphql.py): its own budget of points, in the same window.
         self.graphql_enabled = True  # False: no GraphQL endpoint (404), as on some GHES setups
         self.graphql_limit = GRAPHQL_LIMIT
@@ -746,8 +754,19 @@ class FakeGitHub:
                     raise _Answer(fault.status, fault.body, fault.headers)
         except _Answer as answer:
             status, payload, extra = answer.status, answer.body, answer.headers
+        # Like GitHub: a 200 GET carries an ETag, and a conditional GET whose tag still matches
+        # is answered 304 Not Modified with no body and not charged to the rate limit.
+        not_modified = False
+        if method == "GET" and status == 200 and route != "rate_limit" and not truncated:
+            extra = {**extra, "ETag": self.etag(payload, extra)}
+            not_modified = lower.get("if-none-match") == extra["ETag"]
+            if not_modified:
+                status, payload = 304, None
+                with self._lock:
+                    self.not_modified += 1
         # GitHub does not charge /rate_limit; GraphQL has a budget of its own (its headers).
-        out = self._headers(extra, charge=route not in ("rate_limit", "graphql"))
+        out = self._headers(extra, charge=route not in ("rate_limit", "graphql")
+                            and not not_modified)
         with self._lock:
             self.log.append(LoggedRequest(method, path, flat, status, route,
                                           identity.login if identity else None))
@@ -755,6 +774,14 @@ class FakeGitHub:
             encoded = self.encode(payload)
             return status, out, encoded[: max(1, len(encoded) // 2)]
         return status, out, payload
+
+    @staticmethod
+    def etag(payload: Any, headers: Mapping[str, str]) -> str:
+        """A strong ETag of an answer: its body and its Link header."""
+        data = payload if isinstance(payload, bytes) else json.dumps(payload, sort_keys=True,
+                                                                     default=str).encode()
+        link = str(headers.get("Link") or headers.get("link") or "").encode()
+        return '"' + hashlib.sha256(data + b"|" + link).hexdigest()[:40] + '"'
 
     def encode(self, payload: Any) -> bytes:
         """The body bytes: JSON with placeholder URLs pointing at the serving root."""
@@ -797,6 +824,10 @@ class FakeGitHub:
         if scheme.lower() == "bearer" and credential.count(".") == 2:
             return self._app_identity(credential, route)
         if scheme.lower() in ("token", "bearer") and credential in self.tokens:
+            if time.time() >= self.token_expiry.get(credential, float("inf")):
+                with self._lock:
+                    self.expired_uses += 1
+                raise _Answer(401, _error_body("Bad credentials", 401))
             return self.tokens[credential]
         raise _Answer(401, _error_body("Bad credentials", 401))
 
@@ -867,7 +898,10 @@ class FakeGitHub:
         if route == "rate_limit":
             core = {"limit": self.rate_limit, "remaining": self.rate_remaining,
                     "reset": self.rate_reset, "used": self.rate_limit - self.rate_remaining}
-            return 200, {"resources": {"core": core}, "rate": core}, {}
+            graphql = {"limit": self.graphql_limit, "remaining": self.graphql_remaining,
+                       "reset": self.rate_reset,
+                       "used": self.graphql_limit - self.graphql_remaining}
+            return 200, {"resources": {"core": core, "graphql": graphql}, "rate": core}, {}
         if route.startswith("app") or route == "repos.installation":
             return self._app_route(route, match, identity)
         if route == "graphql":
@@ -890,6 +924,8 @@ class FakeGitHub:
                 return self._page(self._pull(repo, match["n"]).review_comments, query, path)
             if route == "pulls.files":
                 return self._page(self._pull(repo, match["n"]).files[:3000], query, path)
+            if route == "issues.list":
+                return self._page(self._list_issues(name, repo, query), query, path)
             if route == "issues.get":
                 return 200, self._pr_issue(name, self._pull(repo, match["n"])), {}
             if route == "issues.comments":
@@ -1012,7 +1048,8 @@ class FakeGitHub:
             raise _Answer(404, _error_body("Not Found", 404))
         token = f"ghs_{_sha('installation', iid, len(self.tokens))[:36]}"
         self.add_token(token, f"{app.slug}[bot]", integration=True, permissions=app.permissions)
-        expires = datetime.now(UTC) + timedelta(hours=1)
+        expires = datetime.now(UTC) + timedelta(seconds=self.installation_token_ttl)
+        self.token_expiry[token] = expires.timestamp()
         return 201, {"token": token, "expires_at": _iso(expires),
                      "permissions": app.permissions, "repository_selection": "selected"}, {}
 
@@ -1034,6 +1071,25 @@ class FakeGitHub:
         full_only = ("merged", "mergeable", "mergeable_state", "merged_by", "comments",
                      "review_comments", "commits", "additions", "deletions", "changed_files")
         return [{k: v for k, v in d.items() if k not in full_only} for d in chosen]
+
+    def _list_issues(self, name: str, repo: _Repo, query: Mapping[str, str]) -> list[Any]:
+        """``GET /repos/{o}/{r}/issues``: pull requests are issues here (the fake has no other
+        issues), each the object ``GET /issues/{n}`` answers; ``state`` (default open),
+        ``sort`` (created, updated, comments; default created), ``direction``, ``since``
+        (updated at or after)."""
+        state = query.get("state", "open")
+        sort = query.get("sort", "created")
+        if state not in ("open", "closed", "all") or sort not in ("created", "updated",
+                                                                  "comments"):
+            raise _Answer(422, _error_body("Validation Failed", 422))
+        since = query.get("since")
+        chosen = [self._pr_issue(name, p) for p in repo.pulls.values()
+                  if (state == "all" or p.data["state"] == state)
+                  and (not since or p.data["updated_at"] >= since)]
+        key = "comments" if sort == "comments" else f"{sort}_at"
+        chosen.sort(key=lambda d: (d[key], d["number"]), reverse=query.get("direction",
+                                                                          "desc") == "desc")
+        return chosen
 
     # ------------------------------------------------------------------------------ pagination
 

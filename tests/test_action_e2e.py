@@ -383,3 +383,30 @@ def test_every_documented_event_type_ends_cleanly(tmp_path: Path, event: str) ->
     assert code == 0
     assert "::notice title=taskeval skipped::" in out.getvalue()
     assert parse_output_file((tmp_path / "out").read_text()) == {"evaluated": "false"}
+
+
+@pytest.mark.parametrize("spent", ["graphql", "core"])
+def test_the_action_stops_short_of_the_reserve_the_workflow_keeps(
+    tmp_path: Path, fake: FakeGitHub, spent: str,
+) -> None:
+    """TASKEVAL_RATE_RESERVE / TASKEVAL_GRAPHQL_RESERVE in the step's env: the GITHUB_TOKEN's
+    budget (1,000 requests and 1,000 points an hour per repository) is shared with the
+    workflow's other steps, so the Action sends nothing that would spend into what they keep,
+    whichever of the two budgets is low, and says so in one line."""
+    if spent == "graphql":
+        fake.graphql_remaining = 100
+    else:
+        fake.rate_remaining = 100
+    before = (fake.rate_remaining, fake.graphql_remaining)
+    done = run_action(tmp_path, fake, "pull_request", payload("pull_request.closed.merged"),
+                      inputs={"api": "graphql"},
+                      extra_env={"TASKEVAL_RATE_RESERVE": "100", "TASKEVAL_GRAPHQL_RESERVE": "100"})
+    assert done.code == 1 and done.outputs.get("evaluated") == "false"
+    errors = done.annotations("error")
+    name = "TASKEVAL_GRAPHQL_RESERVE" if spent == "graphql" else "TASKEVAL_RATE_RESERVE"
+    assert len(errors) == 1 and name in errors[0] and "reserve" in errors[0], done.stdout
+    if spent == "graphql":
+        assert fake.graphql_queries == [] and fake.graphql_remaining == before[1]
+    else:
+        assert fake.rate_remaining == before[0]
+    assert taskeval_comments(fake) == []

@@ -202,3 +202,35 @@ def test_concurrent_start_ups_migrate_once(empty: Engine, db_url: str, legacy: b
     with empty.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM alembic_version")).scalar_one() == 1
         assert conn.execute(select(func.count()).select_from(jobs)).scalar_one() == 0
+
+
+def test_rate_budgets_gain_a_resource_and_keep_their_rows(empty: Engine) -> None:
+    """From revision 0008 (one budget per credential): the existing row is the REST (``core``)
+    budget it was, and the same credential can then hold a ``graphql`` budget beside it."""
+    from alembic import command
+
+    from bot.db import rate_budgets
+
+    with write(empty) as conn:
+        command.upgrade(migrations.config(conn), "0008")
+        conn.execute(text('INSERT INTO rate_budgets (key, "limit", remaining, reset_at, "window", '
+                          "updated_at) VALUES ('h|token:1', 5000, 1234, 99.0, 3, 1.0)"))
+    assert init_schema(empty) == ["0009"]
+    with write(empty) as conn:
+        conn.execute(rate_budgets.insert().values(key="h|token:1", resource="graphql", limit=5000,
+                                                  remaining=4999, reset_at=99.0, window=1,
+                                                  updated_at=1.0))
+    with empty.connect() as conn:
+        rows = {r.resource: r for r in conn.execute(select(rate_budgets))}
+        assert compare_metadata(MigrationContext.configure(conn), metadata) == []
+    assert (rows["core"].key, rows["core"].remaining, rows["core"].window) == ("h|token:1", 1234, 3)
+    assert rows["graphql"].remaining == 4999
+    with pytest.raises(IntegrityError), write(empty) as conn:  # still one row per budget
+        conn.execute(rate_budgets.insert().values(key="h|token:1", resource="graphql", limit=1,
+                                                  remaining=1, reset_at=1.0, window=1,
+                                                  updated_at=1.0))
+    with write(empty) as conn:
+        command.downgrade(migrations.config(conn), "0008")
+    with empty.connect() as conn:
+        kept = conn.execute(text("SELECT key, remaining FROM rate_budgets")).all()
+    assert [tuple(r) for r in kept] == [("h|token:1", 1234)]

@@ -14,15 +14,30 @@ from benchmarks import cost_model
 def test_every_request_is_billed_and_the_comment_costs_what_the_docs_say() -> None:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = cost_model.main(["--sizes", "1", "--json"])
+        code = cost_model.main(["--sizes", "1", "--json", "--backfill-prs", "0"])
     assert code == 0
-    costs = {c["adapter"]: c for c in json.loads(out.getvalue())["costs"]}
+    measured = json.loads(out.getvalue())["costs"]
+    costs = {c["adapter"]: c for c in measured if c["api"] == "rest"}
     assert set(costs) == {"cli", "action", "app"}
     for adapter, cost in costs.items():
-        assert cost["budget_used"] == cost["requests"], adapter
+        # Every request is charged but a 304: the comment's listing repeats the evidence's.
+        assert cost["budget_used"] == cost["requests"] - cost["not_modified"], adapter
+        assert cost["not_modified"] == 1, adapter
         assert cost["collection"] + cost["comment"] == cost["requests"], adapter
         assert cost["rerun"] == cost["requests"] - 1, adapter  # a re-run skips the second listing
+        # Re-evaluating the PR: its reads are conditional, and only what the first evaluation's
+        # comment changed (the PR, its issue object, its timeline), the answers GitHub gives no
+        # ETag (the config's 404, the Actions token's refused GET /user) and the comment's
+        # update are charged.
+        assert cost["rerun_charged"] <= 6 < cost["rerun"], adapter
         assert cost["judge_status"] == "ok", adapter
     # The bot knows its login; the CLI and the Action ask for theirs (GET /user).
     assert (costs["cli"]["comment"], costs["action"]["comment"], costs["app"]["comment"]) == (4, 4, 3)
     assert costs["cli"]["collection"] == costs["action"]["collection"] == costs["app"]["collection"]
+    # Over GraphQL: one query of one point, and the REST reads GraphQL lacks (issue object,
+    # timeline, workflow runs); the comment costs the same.
+    graphql = {c["adapter"]: c for c in measured if c["api"] == "graphql"}
+    for adapter, cost in graphql.items():
+        assert (cost["graphql_queries"], cost["points"], cost["collection"]) == (1, 1, 3), adapter
+        assert cost["budget_used"] == cost["requests"] - cost["not_modified"], adapter
+        assert cost["comment"] == costs[adapter]["comment"], adapter

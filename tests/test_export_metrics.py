@@ -176,6 +176,9 @@ def test_metrics_report_queue_store_and_budget(app: Flask, client: FlaskClient) 
             created_at=now - 8000, updated_at=now - 7200, finished_at=now - 7200))
         conn.execute(insert(rate_budgets).values(key="api.github.com|installation:7", limit=5000, remaining=1234,
                                                  reset_at=now + 900, window=1, updated_at=now))
+        conn.execute(insert(rate_budgets).values(key="api.github.com|installation:7", resource="graphql",
+                                                 limit=5000, remaining=4321, reset_at=now + 900, window=1,
+                                                 updated_at=now))
     response = client.get("/metrics", headers=AUTH)
     assert response.status_code == 200
     assert response.mimetype == "text/plain" and "version=" in response.content_type
@@ -189,8 +192,10 @@ def test_metrics_report_queue_store_and_budget(app: Flask, client: FlaskClient) 
     assert got[("taskeval_job_latency_window_jobs", ())] == 5
     assert got[("taskeval_job_latency_seconds", (("quantile", "0.5"),))] == pytest.approx(30.0, abs=0.01)
     assert got[("taskeval_job_latency_seconds", (("quantile", "0.9"),))] == pytest.approx(46.0, abs=0.01)
-    assert got[("taskeval_github_rate_limit_remaining", (("budget", "api.github.com|installation:7"),))] == 1234
-    assert got[("taskeval_github_rate_limit_limit", (("budget", "api.github.com|installation:7"),))] == 5000
+    install = ("budget", "api.github.com|installation:7")
+    assert got[("taskeval_github_rate_limit_remaining", (install, ("resource", "core")))] == 1234
+    assert got[("taskeval_github_rate_limit_remaining", (install, ("resource", "graphql")))] == 4321
+    assert got[("taskeval_github_rate_limit_limit", (install, ("resource", "core")))] == 5000
     assert got[("taskeval_evaluations", (("judge_status", "off"),))] == 4  # every stored evaluation
 
     agent = stored[0]["agent"]["id"]

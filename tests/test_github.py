@@ -526,7 +526,12 @@ def test_concurrent_collection_over_http_matches_sequential() -> None:
         sequential.model_dump(exclude={"requests", "rate_limit_remaining"})
     # 120 commits, 120 workflow runs and the timeline that lists the commits: two pages each.
     assert parallel.requests == sequential.requests == BASELINE_REQUESTS + 3
-    assert len(fake.log) == 2 * parallel.requests and {r.status for r in fake.log} <= {200, 404}
+    assert len(fake.log) == 2 * parallel.requests and {r.status for r in fake.log} <= {200, 304, 404}
+    # The second read of the unchanged PR is conditional: every 200 of the first is now a 304,
+    # which GitHub does not charge.
+    first, second = fake.log[:parallel.requests], fake.log[parallel.requests:]
+    assert [r.status for r in second].count(304) == [r.status for r in first].count(200)
+    assert fake.rate_limit - fake.rate_remaining == len(fake.log) - fake.not_modified
 
 
 def test_github_api_url_is_honoured(monkeypatch: pytest.MonkeyPatch, fake: FakeGitHub) -> None:
@@ -835,3 +840,31 @@ def test_the_token_is_github_token_else_gh_token_and_blank_is_absent(
     env: dict[str, str], expected: str | None
 ) -> None:
     assert env_token(env) == expected
+
+
+def test_repeated_reads_are_conditional_and_a_304_is_the_cached_answer() -> None:
+    """The config file, read again for every PR of a repository, costs nothing once GitHub has
+    answered it: the next read carries its ETag and GitHub's 304 (not charged) stands for the
+    same text. A changed file has a new ETag, so it is read afresh, never served stale; another
+    token never gets the first one's answers."""
+    fake = FakeGitHub()
+    fake.add_token("ghp_SecondToken000000000000000000000000", "mona")
+    fake.add_pr(REPO, 482, config_text="ai: false\n")
+    fake.add_pr(REPO, 483)
+    with fake.mock():
+        gh = client(fake)
+        first = collect(gh, REPO, 482)
+        fake.reset_log()
+        used = fake.rate_limit - fake.rate_remaining
+        second = collect(gh, REPO, 483)
+        config = [r for r in fake.log if r.route == "repos.contents"]
+        assert [r.status for r in config] == [304] and second.config_text == first.config_text
+        charged = fake.rate_limit - fake.rate_remaining - used
+        assert charged == len(fake.log) - fake.not_modified < second.requests
+        fake.set_config(REPO, "ai: true\n")
+        fake.reset_log()
+        assert collect(gh, REPO, 483).config_text == "ai: true\n"
+        assert [r.status for r in fake.log if r.route == "repos.contents"] == [200]
+        fake.reset_log()
+        other = collect(client(fake, "ghp_SecondToken000000000000000000000000"), REPO, 483)
+    assert other.config_text == "ai: true\n" and 304 not in {r.status for r in fake.log}

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from bot.budget import Budget, BudgetExhausted, GateMeter, budget_key, rate_headers
-from bot.db import init_schema, jobs, make_engine
+from bot.db import init_schema, jobs, make_engine, rate_budgets, write
 from tests.bot.helpers import SECRET, run_together
 from tests.fakegithub import BASE_TIME, FAKE_TOKEN, FakeGitHub
 
@@ -152,3 +152,89 @@ def test_workers_share_the_budget_and_defer_jobs_to_the_reset(db_url: str,
         assert all(r.attempts == 0 and "deferred to the rate-limit reset" in r.last_error
                    for r in deferred)
     engine.dispose()
+
+
+# ------------------------------------------------------------- REST requests and GraphQL points
+
+
+def _core(engine: Any, *, api: str, rest_reserve: int, graphql_reserve: int) -> Any:
+    from bot.handlers import PipelineCore
+    from bot.settings import BotSettings
+
+    return PipelineCore(BotSettings(webhook_secret=SECRET, ai="off", api=api,  # type: ignore[arg-type]
+                                    rate_reserve=rest_reserve, graphql_reserve=graphql_reserve),
+                        engine)
+
+
+@pytest.mark.parametrize("spent", ["graphql", "core"])
+def test_a_worker_stops_short_of_either_reserve_while_the_other_budget_has_room(
+        engine: Any, spent: str) -> None:
+    """GitHub's REST requests and GraphQL points are separate budgets of one credential, and
+    the store keeps them apart: a worker whose GraphQL points are down to their reserve sends no
+    query (and defers the job) although REST has thousands of requests left, and the other way
+    round; with both above their reserves it evaluates, each resource charged to its own row."""
+    from bot.handlers import GitHubContext
+    from taskeval.github import make_client
+
+    fake = FakeGitHub()
+    fake.add_pr("octo-org/widgets", 7, commits=2)
+    key = budget_key(fake.url, token=FAKE_TOKEN)
+    if spent == "graphql":
+        fake.graphql_remaining = 300  # REST: all 5,000 left
+    else:
+        fake.rate_remaining = 300  # GraphQL: all 5,000 points left
+    core = _core(engine, api="graphql", rest_reserve=300, graphql_reserve=300)
+    with fake.mock():
+        ctx = GitHubContext(make_client(FAKE_TOKEN, base_url=fake.url), budget_key=key)
+        with pytest.raises(BudgetExhausted, match="GraphQL points" if spent == "graphql"
+                           else "request budget"):
+            core.evaluate(ctx, "octo-org/widgets", 7, "pull_request")
+    sent = fake.counts()
+    if spent == "graphql":
+        assert sent["graphql"] == 0 and fake.graphql_remaining == 300, sent
+    else:
+        assert sum(n for route, n in sent.items() if route not in ("graphql", "rate_limit")) == 0
+        assert fake.rate_remaining == 300, sent
+    core_row = Budget(engine, key).state()
+    graphql_row = Budget(engine, key, resource="graphql").state()
+    assert core_row is not None and graphql_row is not None
+    rest_sent = sum(n for route, n in sent.items() if route not in ("graphql", "rate_limit"))
+    # What the store has left to grant is what GitHub has left (the REST reads sent beside the
+    # refused query, the query sent beside the refused REST reads).
+    assert (core_row["remaining"], graphql_row["remaining"]) == (
+        (5000 - rest_sent, 300) if spent == "graphql" else (300, 5000 - fake.graphql_points))
+
+    # Both budgets with room: the evaluation goes through, each resource charged to its row.
+    fake.graphql_remaining = fake.rate_remaining = 5000
+    with write(engine) as conn:  # a new window: both rows back at the limit
+        conn.execute(update(rate_budgets).values(remaining=5000))
+    fake.reset_log()
+    points_before = fake.graphql_points
+    with fake.mock():
+        result, _ = core.evaluate(ctx, "octo-org/widgets", 7, "pull_request")
+    assert result["pullRequest"]["number"] == 7
+    core_row = Budget(engine, key).state()
+    graphql_row = Budget(engine, key, resource="graphql").state()
+    assert core_row is not None and graphql_row is not None
+    rest_sent = sum(1 for r in fake.log if r.route not in ("graphql", "rate_limit")
+                    and r.status != 304)  # the reads repeated from the first try are free
+    assert fake.graphql_points - points_before == 1
+    assert graphql_row["remaining"] == fake.graphql_remaining == 5000 - 1
+    assert core_row["remaining"] == fake.rate_remaining == 5000 - rest_sent
+
+
+def test_graphql_headers_never_lower_the_rest_budget(engine: Any) -> None:
+    """An answer about the ``graphql`` resource lowers the GraphQL row only; without a GraphQL
+    budget the meter counts the query and leaves REST's row alone."""
+    rest = Budget(engine, KEY)
+    rest.observe(4000, 5000, time.time() + 3600)
+    graphql = Budget(engine, KEY, resource="graphql")
+    graphql.observe(4000, 5000, time.time() + 3600)
+    headers = {"X-RateLimit-Remaining": "12", "X-RateLimit-Limit": "5000",
+               "X-RateLimit-Reset": str(int(time.time() + 3600)), "X-RateLimit-Resource": "graphql"}
+    for meter in (GateMeter(rest), GateMeter(rest, graphql=graphql)):
+        meter.add("graphql", 3)
+        meter.seen(headers)
+        meter.close()
+    assert rest.state()["remaining"] == 4000  # type: ignore[index]
+    assert graphql.state()["remaining"] == 12  # type: ignore[index]

@@ -16,6 +16,7 @@ from taskeval import cli
 from taskeval import outcomes as oc
 from taskeval.config import LoadedConfig, Settings
 from taskeval.evidence import build_bundle
+from taskeval.github.etags import shared_cache
 from taskeval.models import TimelineEntry
 from taskeval.pipeline import Options, score_bundle
 from taskeval.raw import RawCollection
@@ -349,13 +350,25 @@ def test_outcomes_command_scans_a_repository_on_github(tmp_path: Path, monkeypat
     fake.add_pr(repo, 14, title="Experiment", merged=False, state="closed",
                 created_at=datetime(2026, 3, 3, tzinfo=UTC))
     out = tmp_path / "o.jsonl"
+    monkeypatch.setenv("TASKEVAL_CACHE_DIR", str(tmp_path / "cache"))
     with fake.serve():
         monkeypatch.setenv("GITHUB_TOKEN", FAKE_TOKEN)
         monkeypatch.setenv("GITHUB_API_URL", fake.url)
         assert cli.main(["outcomes", repo, "--output", str(out), "--max-requests", "20"]) == 0
+        first = {(r.number, r.outcome, r.value) for r in oc.read_jsonl(out)}
+        charged = fake.rate_limit - fake.rate_remaining
+        fake.reset_log()
+        shared_cache().clear()  # a later run: only what the first kept on disk
+        assert cli.main(["outcomes", repo, "--output", str(out), "--max-requests", "20"]) == 0
     got = {(r.number, r.outcome): r.value for r in oc.read_jsonl(out)}
     assert got[(10, "reverted")] and not got[(10, "rejected")] and got[(14, "rejected")]
     assert not got[(12, "reverted")]
+    # The scan again: every read is conditional on the last run's answer, GitHub answers 304 and
+    # does not charge it, and the outcomes are the same.
+    statuses = [r.status for r in fake.log]
+    assert statuses.count(304) >= 2 and set(statuses) <= {304, 404}  # (the fake has no events)
+    assert fake.rate_limit - fake.rate_remaining == charged + statuses.count(404)
+    assert {(r.number, r.outcome, r.value) for r in oc.read_jsonl(out)} == first
 
 
 def test_corpus_folder_labels_every_pr_and_records_post_pr_issues(tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ from github.Requester import Requester
 from urllib3.exceptions import ConnectTimeoutError, InvalidHeader
 
 from taskeval import __version__
+from taskeval.github.etags import Cached, ETagCache, cache_key, credential_of, kept_headers, shared_cache
 from taskeval.redact import register_secret
 
 
@@ -93,22 +94,51 @@ def env_token(env: Mapping[str, str] | None = None) -> str | None:
     return None
 
 
-class Meter:
-    """Counts HTTP requests (first tries and retries) across the threads of one collection.
+CORE: Final = "core"
+GRAPHQL: Final = "graphql"
 
-    ``add`` runs before each request is sent and ``seen`` with each answer's headers: a subclass
-    can gate requests on a shared rate budget there (``bot.budget``)."""
+
+def resource_of(method: str | None, url: str | None) -> str:
+    """The rate-limit resource a request is charged to (GitHub's ``X-RateLimit-Resource``):
+    ``graphql`` for a POST to the GraphQL endpoint, ``core`` for the REST calls taskeval makes."""
+    path = urlsplit(url or "").path.rstrip("/")
+    return GRAPHQL if (method or "").upper() == "POST" and path.endswith("/graphql") else CORE
+
+
+class Meter:
+    """Counts HTTP requests (first tries and retries) across the threads of one collection, and
+    the GraphQL points GitHub reported charging for them.
+
+    ``add`` runs before each request is sent, with the resource it is charged to and the points
+    it is expected to cost (1 for a REST request; a GraphQL query's estimate), ``seen`` with each
+    answer's headers and ``charged`` with a GraphQL answer's ``rateLimit { cost }``: a subclass
+    can gate requests on a shared rate budget per resource there (``bot.budget``)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.requests = 0
+        self.graphql_queries = 0
+        self.points = 0  # GraphQL points GitHub reported (rateLimit { cost })
+        self.not_modified = 0  # 304s: answered from the ETag cache, not charged by GitHub
 
-    def add(self) -> None:
+    def add(self, resource: str = CORE, points: int = 1) -> None:
         with self._lock:
             self.requests += 1
+            if resource == GRAPHQL:
+                self.graphql_queries += 1
 
     def seen(self, headers: Mapping[str, Any]) -> None:
         """An answer's headers (rate-limit headers included); nothing to do here."""
+
+    def charged(self, resource: str, points: int) -> None:
+        """What GitHub says a GraphQL query cost (``rateLimit { cost }``)."""
+        with self._lock:
+            self.points += max(0, points)
+
+    def free(self) -> None:
+        """The request just counted was answered ``304 Not Modified``: GitHub did not charge it."""
+        with self._lock:
+            self.not_modified += 1
 
 
 class _Retry(GithubRetry):
@@ -152,25 +182,68 @@ class _Retry(GithubRetry):
                     response.status, None, dict(response.headers), wait=wait
                 )
         if self.meter is not None:
-            self.meter.add()
+            self.meter.add(resource_of(method, url))
         # urllib3 builds the next policy with self.new(), which returns a _Retry (see new above).
         return cast(_Retry, retry)
 
 
 class MeteredRequester(Requester):
-    """A Requester that counts each request it sends (retries are counted by ``_Retry``)."""
+    """A Requester that counts each request it sends (retries are counted by ``_Retry``), with
+    the rate-limit resource it is charged to, and makes every GET conditional on the answer it
+    last had for it (``etags``): a ``304`` is that answer, and GitHub does not charge for it."""
 
-    def __init__(self, meter: Meter | None, **kwargs: Any) -> None:
+    def __init__(self, meter: Meter | None, etag_cache: ETagCache | None = None,
+                 **kwargs: Any) -> None:
         self._meter = meter
+        self._etags = etag_cache
+        self._points = threading.local()
         super().__init__(**kwargs)
 
-    def requestJson(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, Any], str]:
+    def requestJson(
+        self, verb: str, url: str, parameters: dict[str, Any] | None = None,
+        headers: dict[str, Any] | None = None, input: Any | None = None, cnx: Any = None,
+        follow_302_redirect: bool = False,
+    ) -> tuple[int, dict[str, Any], str]:
         if self._meter is not None:
-            self._meter.add()
-        status, headers, output = super().requestJson(*args, **kwargs)
+            resource = resource_of(verb, url)
+            points = getattr(self._points, "next", 1) if resource == GRAPHQL else 1
+            self._meter.add(resource, points)
+        key = cached = None
+        if self._etags is not None and verb.upper() == "GET" and input is None:
+            key = cache_key(credential_of(self.auth), url, parameters,
+                            (headers or {}).get("Accept"))
+            cached = self._etags.get(key)
+            if cached is not None:
+                headers = {**(headers or {}), "If-None-Match": cached.etag}
+        status, answer, output = super().requestJson(
+            verb, url, parameters, headers, input, cnx, follow_302_redirect=follow_302_redirect)
         if self._meter is not None:
-            self._meter.seen(headers)
-        return status, headers, output
+            self._meter.seen(answer)
+        if key is not None and self._etags is not None:
+            if status == 304 and cached is not None:
+                self._etags.hit()
+                if self._meter is not None:
+                    self._meter.free()
+                return 200, {**cached.headers, **answer}, cached.body
+            etag = next((str(v) for k, v in answer.items() if k.lower() == "etag"), None)
+            if status == 200 and etag and isinstance(output, str):
+                self._etags.put(key, Cached(etag, kept_headers(answer), output))
+        return status, answer, output
+
+    def graphql_query(self, query: str, variables: dict[str, Any], *,
+                      points: int = 1) -> tuple[dict[str, Any], dict[str, Any]]:
+        """PyGithub's ``graphql_query``; ``points`` is what the query is expected to cost, taken
+        from the GraphQL budget before it is sent (``charged`` reports what it did cost)."""
+        self._points.next = max(1, points)
+        try:
+            return super().graphql_query(query, variables)
+        finally:
+            self._points.next = 1
+
+    def charged(self, points: int) -> None:
+        """Tell the meter what GitHub said a GraphQL query cost (``rateLimit { cost }``)."""
+        if self._meter is not None:
+            self._meter.charged(GRAPHQL, points)
 
 
 def make_client(
@@ -231,14 +304,18 @@ def make_client(
     )
 
 
-def clone(gh: Github, meter: Meter | None = None) -> MeteredRequester:
-    """A private requester with the caller's settings (one per thread; see the module docstring)."""
+def clone(gh: Github, meter: Meter | None = None, *, conditional: bool = True,
+          etags: ETagCache | None = None) -> MeteredRequester:
+    """A private requester with the caller's settings (one per thread; see the module docstring);
+    its GETs are conditional on ``etags``, by default the process's ETag cache, unless
+    ``conditional`` is False or the cache is turned off (``etags``)."""
     kwargs = gh.requester.kwargs
     kwargs["per_page"] = PER_PAGE
     retry = kwargs.get("retry")
     if isinstance(retry, _Retry):
         kwargs["retry"] = retry.new(meter=meter)
-    return MeteredRequester(meter, **kwargs)
+    cache = (etags if etags is not None else shared_cache()) if conditional else None
+    return MeteredRequester(meter, cache, **kwargs)
 
 
 class _Json(NonCompletableGithubObject):

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import timedelta
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 from github import Auth, Github
 from github.GithubException import GithubException
@@ -25,7 +25,7 @@ from taskeval.config import CONFIG_PATH
 from taskeval.github import convert
 from taskeval.github.client import Meter, clone, pages, repo_path
 from taskeval.github.errors import NEEDS, RESOURCE_LABELS, GitHubError, is_rate_limited, message_of, translate
-from taskeval.github.graphql import GraphQLUnavailable, read_pull
+from taskeval.github.graphql import GraphQLUnavailable, PullRead, read_pull
 from taskeval.raw import (
     CollectionIssue,
     RawCollection,
@@ -140,16 +140,47 @@ def _collect_rest(reader: _Reader, max_workers: int) -> RawCollection:
     return _assemble(reader, repo, pull, results, transport="rest")
 
 
-def _collect_graphql(reader: _Reader, max_workers: int) -> RawCollection:
+class Amortised(Protocol):
+    """Repository-wide reads shared by the PRs of a backfill (``taskeval.github.batch``):
+    each answers for one PR exactly what the PR's own request would have, or None when it
+    cannot be sure of that (then the PR's own request is sent)."""
+
+    def issue(self, number: int) -> Mapping[str, Any] | None: ...
+
+    def workflow_runs(self, pull: RawPullRequest) -> Listed | None: ...
+
+
+def collect_read(gh: Github, repository: str, read: PullRead, *, max_workers: int = 8,
+                 meter: Meter | None = None, shared: Amortised | None = None) -> RawCollection:
+    """The GraphQL collection of a PR already read over GraphQL (``graphql.read_pulls``, several
+    PRs a query): the REST reads GraphQL lacks, from ``shared`` where it has them, and the same
+    ``RawCollection`` as ``collect(..., api="graphql")``."""
+    reader = _Reader(gh, repository, read.pull.number, meter)
+    _exchange_installation_token(gh, repository)
+    return _collect_graphql(reader, max_workers, read=read, shared=shared)
+
+
+def _done(value: T) -> Future[T]:
+    future: Future[T] = Future()
+    future.set_result(value)
+    return future
+
+
+def _collect_graphql(reader: _Reader, max_workers: int, *, read: PullRead | None = None,
+                     shared: Amortised | None = None) -> RawCollection:
     """One GraphQL query (and its further pages) for the PR and most of its evidence; REST, in
     parallel, for the PR's issue object (its App and assignees) and timeline, then for the branch's workflow runs, and
     for changed files or check runs only when GraphQL lacks what REST has (a renamed file's
-    previous path, a check run without ``databaseId``)."""
+    previous path, a check run without ``databaseId``). ``read``: the GraphQL part, already
+    read; ``shared``: repository-wide answers for the issue object and the workflow runs."""
     pool = ThreadPoolExecutor(max_workers=max(1, max_workers), thread_name_prefix="taskeval-gh")
     base, number = reader.base, reader.number
     try:
-        read_f = pool.submit(lambda: read_pull(reader.requester(), reader.repository, number))
-        issue_f = pool.submit(reader.issue_side)
+        read_f = (_done(read) if read is not None else
+                  pool.submit(lambda: read_pull(reader.requester(), reader.repository, number)))
+        issue = shared.issue(number) if shared is not None else None
+        issue_f = (_done(reader.issue_side_of(issue)) if issue is not None
+                   else pool.submit(reader.issue_side))
         timeline_f = pool.submit(
             reader.listing, "timeline", f"{base}/issues/{number}/timeline",
             convert.timeline_event, limit=MAX_TIMELINE_EVENTS, kept="first",
@@ -162,7 +193,8 @@ def _collect_graphql(reader: _Reader, max_workers: int) -> RawCollection:
             raise translate(exc, f"PR #{number} in {reader.repository}", "pull_request") from exc
         pull = read.pull
         futures: dict[str, Future[Listed]] = {"issue": issue_f, "timeline": timeline_f}
-        futures["workflow_runs"] = pool.submit(
+        runs = shared.workflow_runs(pull) if shared is not None else None
+        futures["workflow_runs"] = _done(runs) if runs is not None else pool.submit(
             reader.listing, "workflow_runs", f"{base}/actions/runs", convert.workflow_run,
             _run_query(pull), "workflow_runs", MAX_WORKFLOW_RUNS,
         )
@@ -170,8 +202,7 @@ def _collect_graphql(reader: _Reader, max_workers: int) -> RawCollection:
             futures["files"] = pool.submit(reader.listing, "files", f"{base}/pulls/{number}/files",
                                            convert.changed_file)
         if read.checks_without_id and read.listed["check_runs"][1] is None:
-            futures.update({k: v for k, v in _start_ci_listings(pool, reader, pull).items()
-                            if k == "check_runs"})
+            futures["check_runs"] = pool.submit(*_check_runs_listing(reader, pull))
         rest = _gather(reader, futures)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
@@ -300,6 +331,12 @@ class _Reader:
             if issue is None:
                 raise self.failure(exc, "issue") from exc
             return (None, None), issue
+        return self.issue_side_of(data)
+
+    def issue_side_of(
+        self, data: Any
+    ) -> tuple[tuple[str | None, list[RawUser] | None], CollectionIssue | None]:
+        """``issue_side`` from an issue object already read (one element of a listing)."""
         assignees = None
         if isinstance(data, Mapping) and isinstance(data.get("assignees"), list):
             assignees = [u for a in data["assignees"] if isinstance(a, Mapping) and (u := convert.user(a))]
@@ -400,15 +437,18 @@ def _start_ci_listings(
 ) -> dict[str, Future[Listed]]:
     """The listings that need the PR's payload: its head SHA's checks and its branch's runs."""
     return {
-        "check_runs": pool.submit(
-            reader.listing, "check_runs", f"{reader.base}/commits/{pull.head_sha}/check-runs",
-            convert.check_run, {"filter": "all"}, "check_runs",
-        ),
+        "check_runs": pool.submit(*_check_runs_listing(reader, pull)),
         "workflow_runs": pool.submit(
             reader.listing, "workflow_runs", f"{reader.base}/actions/runs", convert.workflow_run,
             _run_query(pull), "workflow_runs", MAX_WORKFLOW_RUNS,
         ),
     }
+
+
+def _check_runs_listing(reader: _Reader, pull: RawPullRequest) -> tuple[Any, ...]:
+    """The head SHA's check runs (``filter=all``), as a listing call's arguments."""
+    return (reader.listing, "check_runs", f"{reader.base}/commits/{pull.head_sha}/check-runs",
+            convert.check_run, {"filter": "all"}, "check_runs")
 
 
 def _gather(reader: _Reader, futures: Mapping[str, Future[Listed]]) -> dict[str, Listed]:

@@ -34,6 +34,7 @@ from github.GithubException import GithubException
 from github.Requester import Requester
 
 from taskeval.config import CONFIG_PATH
+from taskeval.github.client import MeteredRequester
 from taskeval.github.errors import (
     NEEDS,
     RESOURCE_LABELS,
@@ -199,6 +200,39 @@ def page_query(conn: Conn) -> str:
     )
 
 
+# The batch query's page sizes. GitHub charges a connection one request per node of the
+# connections around it, so only connections nested in another's nodes cost by their size:
+# the flat ones (labels, reviews, comments, files...) are read 100 at a time for one request
+# each, the commits (whose parents nest) and review threads (whose comments nest) 20 at a time,
+# and 5 check suites: about 56 requests, 0.56 points, per PR, against 130 for ``pull_query``.
+# A PR with more (commits, threads, suites) pages them to their end as a single read does.
+BATCH_SIZES: Final[Mapping[str, int]] = {"page": NEXT_PAGE, "commits": 20, "threads": 20,
+                                         "inner": FIRST_PAGE, "parents": 2, "suites": 5}
+_BATCH_VARS: Final[Mapping[str, str]] = {"commits": "$commits", "reviewThreads": "$threads"}
+
+
+def alias(number: int) -> str:
+    return f"pr{number}"
+
+
+def pulls_query(numbers: list[int]) -> str:
+    """One query for several PRs of one repository (``pr<N>: pullRequest(number: N)``), each
+    with the selection ``pull_query`` asks of one, and the repository and config once."""
+    conns = " ".join(c.selection(_BATCH_VARS.get(c.field, "$page")) for c in PULL_CONNECTIONS)
+    pulls = " ".join(
+        f"{alias(n)}: pullRequest(number: {int(n)}) {{ {_PULL_FIELDS} {conns} "
+        f"headCommit: commits(last: 1) {{ nodes {{ commit {{ id oid {_child_sel(_SUITES)} }} }} }} }}"
+        for n in numbers)
+    return (
+        "query TaskevalPullRequests($owner: String!, $name: String!, $page: Int!, "
+        "$commits: Int!, $threads: Int!, $inner: Int!, $parents: Int!, $suites: Int!, "
+        f"$config: String!) {{ {_RATE} repository(owner: $owner, name: $name) {{ nameWithOwner url "
+        "defaultBranchRef { name } "
+        "config: object(expression: $config) { __typename ... on Blob { text isBinary "
+        f"isTruncated byteSize }} }} {pulls} }} }}"
+    )
+
+
 def every_connection() -> Iterator[Conn]:
     """Every connection the collector may page (the tests validate each one's query)."""
     stack = [*PULL_CONNECTIONS, _SUITES]
@@ -210,7 +244,7 @@ def every_connection() -> Iterator[Conn]:
 
 def every_query() -> list[str]:
     """Every query text this module can send."""
-    return [pull_query(), *(page_query(c) for c in every_connection())]
+    return [pull_query(), pulls_query([1, 2]), *(page_query(c) for c in every_connection())]
 
 
 # --------------------------------------------------------------------------------- the reader
@@ -260,16 +294,32 @@ class _Session:
             f"GitHub timed out on the GraphQL query for {self.repository}#{self.number} even at "
             f"{page} items a page; evaluate again later or use --api rest", resource="pull_request")
 
-    def _once(self, query: str, variables: dict[str, Any], where: list[str]) -> dict[str, Any]:
+    def raw(self, query: str, variables: dict[str, Any],
+            points: int = 1) -> tuple[dict[str, Any], Mapping[str, Any]]:
+        """(body, headers) of one query, metered; its ``errors`` are the caller's to read, but
+        a timeout (``_TimedOut``) or a rate limit raises here."""
         self.queries += 1
         try:
-            headers, body = self.requester.graphql_query(query, variables)
+            if isinstance(self.requester, MeteredRequester):  # the budget takes `points` first
+                headers, body = self.requester.graphql_query(query, variables, points=points)
+            else:
+                headers, body = self.requester.graphql_query(query, variables)
         except GithubException as exc:
             body = exc.data if isinstance(exc.data, dict) else {}
             headers = exc.headers or {}
             if "errors" not in body or exc.status not in (400, 404):
                 raise self._http_failure(exc) from exc
         self._meter(body)
+        for error in (e for e in body.get("errors") or [] if isinstance(e, Mapping)):
+            message = _message(error)
+            if str(error.get("type") or "") == "RATE_LIMITED" or "timeout" in message.lower() \
+                    or "timed out" in message.lower():
+                self._error(error, headers, [])
+        return body, headers
+
+    def _once(self, query: str, variables: dict[str, Any], where: list[str],
+              points: int = 1) -> dict[str, Any]:
+        body, headers = self.raw(query, variables, points)
         errors = [e for e in body.get("errors") or [] if isinstance(e, Mapping)]
         for error in errors:
             self._error(error, headers, where)
@@ -295,6 +345,8 @@ class _Session:
         rate = data.get("rateLimit") if isinstance(data, Mapping) else None
         if isinstance(rate, Mapping):
             self.cost += int(rate.get("cost") or 0)
+            if isinstance(self.requester, MeteredRequester):
+                self.requester.charged(int(rate.get("cost") or 0))
             self.remaining = rate.get("remaining")
             self.limit = rate.get("limit")
 
@@ -398,7 +450,12 @@ def read_pull(requester: Requester, repository: str, number: int) -> PullRead:
     if not isinstance(repo, Mapping) or not isinstance(repo.get("pullRequest"), Mapping):
         raise NotFoundError(f"PR #{number} in {repository} not found, or the token cannot see it",
                             status=404, resource="pull_request")
-    pr: dict[str, Any] = dict(repo["pullRequest"])
+    return _finish(session, repo, dict(repo["pullRequest"]))
+
+
+def _finish(session: _Session, repo: Mapping[str, Any], pr: dict[str, Any]) -> PullRead:
+    """A PR's first page of everything, completed to the end of every connection, converted."""
+    repository, number = session.repository, session.number
     pr_id = pr.get("id")
     nodes: dict[str, list[Any]] = {}
     for conn in PULL_CONNECTIONS:
@@ -420,6 +477,99 @@ def read_pull(requester: Requester, repository: str, number: int) -> PullRead:
         cost=session.cost, remaining=session.remaining, limit=session.limit,
         queries=session.queries,
     )
+
+
+@dataclass
+class BatchRead:
+    """What one batch read yields: each PR's read or the error that kept it from being read,
+    and what the batch queries cost (their first query shared by every PR of the batch)."""
+
+    reads: dict[int, PullRead | Exception]
+    cost: int = 0  # points of the batch queries (not of the PRs' further pages)
+    queries: int = 0
+    sizes: list[int] = field(default_factory=list)  # PRs per batch query sent, in order
+
+
+def read_pulls(requester: Requester, repository: str, numbers: list[int],
+               points: int = 1) -> BatchRead:
+    """Read several PRs of one repository with one GraphQL query (``pulls_query``), then page
+    each PR's connections to their end as ``read_pull`` does. A batch GitHub times out on is
+    asked again as two halves, down to single PRs read with ``read_pull`` (which halves its page
+    sizes); an error about one PR is that PR's entry, never the batch's. ``points`` is the
+    expected cost of the query, taken from the GraphQL budget before it is sent.
+
+    Raises ``GraphQLUnavailable``, ``RateLimitError`` and errors about the repository for the
+    whole batch."""
+    batch = BatchRead(reads={})
+    _read_batch(requester, repository, list(dict.fromkeys(numbers)), points, batch)
+    return batch
+
+
+def _read_batch(requester: Requester, repository: str, numbers: list[int], points: int,
+                batch: BatchRead) -> None:
+    if len(numbers) == 1:
+        number = numbers[0]
+        batch.sizes.append(1)
+        try:
+            batch.reads[number] = read_pull(requester, repository, number)
+        except (GraphQLUnavailable, RateLimitError):
+            raise
+        except GitHubError as exc:
+            batch.reads[number] = exc
+        return
+    owner, name = repository.split("/", 1)
+    shared = _Session(requester, repository, numbers[0])
+    try:
+        body, headers = shared.raw(pulls_query(numbers), {
+            "owner": owner, "name": name, **BATCH_SIZES, "config": f"HEAD:{CONFIG_PATH}"},
+            points)
+    except _TimedOut:
+        half = len(numbers) // 2
+        for part in (numbers[:half], numbers[half:]):
+            _read_batch(requester, repository, part, max(1, points // 2), batch)
+        return
+    finally:
+        batch.cost += shared.cost
+        batch.queries += shared.queries
+    batch.sizes.append(len(numbers))
+    sessions = {n: _Session(requester, repository, n, remaining=shared.remaining,
+                            limit=shared.limit) for n in numbers}
+    failed: dict[int, Exception] = {}
+    for error in (e for e in body.get("errors") or [] if isinstance(e, Mapping)):
+        path = [str(p) for p in error.get("path") or []]
+        which = next((n for n in numbers if len(path) > 1 and path[1] == alias(n)), None)
+        if which is None:  # about the repository or the config: every PR's
+            shared._error(error, headers, [])
+            continue
+        own = {**error, "path": ["repository", "pullRequest", *path[2:]]}
+        try:
+            sessions[which]._error(own, headers, [])
+        except (RateLimitError, GraphQLUnavailable):
+            raise
+        except GitHubError as exc:
+            failed.setdefault(which, exc)
+    data = body.get("data")
+    repo = data.get("repository") if isinstance(data, Mapping) else None
+    if not isinstance(repo, Mapping):
+        raise NotFoundError(f"repository {repository} not found, or the token cannot see it",
+                            status=404, resource="repository")
+    for number in numbers:
+        session = sessions[number]
+        session.gaps.update(shared.gaps)  # the config's
+        pr = repo.get(alias(number))
+        if number in failed:
+            batch.reads[number] = failed[number]
+        elif not isinstance(pr, Mapping):
+            batch.reads[number] = NotFoundError(
+                f"PR #{number} in {repository} not found, or the token cannot see it",
+                status=404, resource="pull_request")
+        else:
+            try:
+                batch.reads[number] = _finish(session, repo, dict(pr))
+            except (GraphQLUnavailable, RateLimitError):
+                raise
+            except GitHubError as exc:
+                batch.reads[number] = exc
 
 
 def _head_suites(session: _Session, pr: Mapping[str, Any]) -> tuple[list[Any], str | None]:

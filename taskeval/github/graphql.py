@@ -174,18 +174,31 @@ _PULL_FIELDS: Final = (
 )
 
 
+def flag(conn_field: str) -> str:
+    """The variable that keeps one of the PR's connections in the first query (true unless an
+    earlier answer refused it: see ``read_pull``)."""
+    return f"with{conn_field[0].upper()}{conn_field[1:]}"
+
+
+def _included(selection: str, variable: str) -> str:
+    cut = selection.index(") {") + 1  # after the field's arguments
+    return f"{selection[:cut]} @include(if: ${variable}){selection[cut:]}"
+
+
 def pull_query() -> str:
     """The first query: repository, PR, every connection's first page, head checks, config."""
-    conns = " ".join(c.selection("$page") for c in PULL_CONNECTIONS)
+    conns = " ".join(_included(c.selection("$page"), flag(c.field)) for c in PULL_CONNECTIONS)
+    flags = "".join(f", ${flag(c.field)}: Boolean = true" for c in PULL_CONNECTIONS)
+    head = _included(f"headCommit: commits(last: 1) {{ nodes {{ commit {{ id oid "
+                     f"{_child_sel(_SUITES)} }} }} }}", flag("commits"))
     return (
         "query TaskevalPullRequest($owner: String!, $name: String!, $number: Int!, "
-        "$page: Int!, $inner: Int!, $parents: Int!, $suites: Int!, $config: String!) { "
+        f"$page: Int!, $inner: Int!, $parents: Int!, $suites: Int!, $config: String!{flags}) {{ "
         f"{_RATE} repository(owner: $owner, name: $name) {{ nameWithOwner url "
         "defaultBranchRef { name } "
         "config: object(expression: $config) { __typename ... on Blob { text isBinary "
         "isTruncated byteSize } } "
-        f"pullRequest(number: $number) {{ {_PULL_FIELDS} {conns} "
-        f"headCommit: commits(last: 1) {{ nodes {{ commit {{ id oid {_child_sel(_SUITES)} }} }} }} "
+        f"pullRequest(number: $number) {{ {_PULL_FIELDS} {conns} {head} "
         "} } }"
     )
 
@@ -225,6 +238,9 @@ class PullRead:
     listed: dict[str, tuple[Any, CollectionIssue | None]]
     renamed: bool  # a file was renamed or copied: its previous path is REST-only
     checks_without_id: bool  # a check run GraphQL gave no databaseId: REST lists them instead
+    # The PR's commits were refused, so its head commit (and its checks) was never read: REST
+    # lists the head SHA's check runs instead, which gives REST's own answer for them.
+    head_unread: bool = False
     cost: int = 0
     remaining: int | None = None
     limit: int | None = None
@@ -241,6 +257,8 @@ class _Session:
     remaining: int | None = None
     limit: int | None = None
     gaps: dict[str, CollectionIssue] = field(default_factory=dict)
+    # The PR's connections a FORBIDDEN refused (by field); see ``read_pull``.
+    refused: set[str] = field(default_factory=set)
 
     def send(self, query: str, variables: dict[str, Any], where: list[str]) -> dict[str, Any]:
         """``data`` of one query, its page size halved while GitHub times out on it. Errors
@@ -319,6 +337,8 @@ class _Session:
             raise NotFoundError(f"{what} not found, or the token cannot see it",
                                 status=404, resource=resource)
         if kind == "FORBIDDEN" and resource not in ("repository", "pull_request"):
+            if path[:2] == ["repository", "pullRequest"] and len(path) >= 3:
+                self.refused.add("commits" if path[2] == "headCommit" else path[2])
             self.gaps.setdefault(resource, CollectionIssue(
                 resource=resource, status=403,
                 message=redact(f"{LABELS[resource]} could not be read (403: {message}); the token "
@@ -372,6 +392,8 @@ _PATH_RESOURCES: Final[Mapping[str, str]] = {
 
 
 def _resource_of(path: list[str], where: list[str]) -> str:
+    if path and path[-1] == "headCommit":
+        return "commits"  # the listing itself (``commits(last: 1)``), not the head's checks
     for part in reversed(path):
         if part in _PATH_RESOURCES and part not in ("pullRequest", "repository"):
             if part == "comments" and "reviewThreads" in path:
@@ -392,12 +414,25 @@ def read_pull(requester: Requester, repository: str, number: int) -> PullRead:
     ``GitHubError`` otherwise; a ``FORBIDDEN`` on one resource is a gap in ``listed``."""
     owner, name = repository.split("/", 1)
     session = _Session(requester, repository, number)
-    data = session.send(pull_query(), {"owner": owner, "name": name, "number": number,
-                                       **FIRST_SIZES, "config": f"HEAD:{CONFIG_PATH}"}, [])
-    repo = data.get("repository")
-    if not isinstance(repo, Mapping) or not isinstance(repo.get("pullRequest"), Mapping):
+    variables = {"owner": owner, "name": name, "number": number, **FIRST_SIZES,
+                 "config": f"HEAD:{CONFIG_PATH}"}
+    skipped: set[str] = set()
+    # A FORBIDDEN on a non-null connection (commits, review threads, comments, assignees) nulls
+    # the whole PR: GraphQL's null propagation, which GitHub follows. The refused connections
+    # are then gaps (as REST's 403 on their listing), and the query is asked again without them.
+    for _ in range(len(PULL_CONNECTIONS) + 1):
+        data = session.send(pull_query(), {**variables, **{flag(f): False for f in skipped}}, [])
+        repo = data.get("repository")
+        if isinstance(repo, Mapping) and isinstance(repo.get("pullRequest"), Mapping):
+            break
+        if not session.refused - skipped:
+            raise NotFoundError(f"PR #{number} in {repository} not found, or the token cannot "
+                                "see it", status=404, resource="pull_request")
+        skipped |= session.refused
+    else:  # pragma: no cover - each round skips one more of a finite set
         raise NotFoundError(f"PR #{number} in {repository} not found, or the token cannot see it",
                             status=404, resource="pull_request")
+    assert isinstance(repo, Mapping)
     pr: dict[str, Any] = dict(repo["pullRequest"])
     pr_id = pr.get("id")
     nodes: dict[str, list[Any]] = {}
@@ -417,6 +452,7 @@ def read_pull(requester: Requester, repository: str, number: int) -> PullRead:
         repo={"full_name": repo.get("nameWithOwner"), "html_url": repo.get("url"),
               "default_branch": (repo.get("defaultBranchRef") or {}).get("name")},
         pull=pull, listed=listed, renamed=renamed, checks_without_id=without_id,
+        head_unread="commits" in skipped,
         cost=session.cost, remaining=session.remaining, limit=session.limit,
         queries=session.queries,
     )

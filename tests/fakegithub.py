@@ -398,7 +398,8 @@ class FakeGitHub:
     # -------------------------------------------------------------------------------- builders
 
     def user(self, login: str, type: str | None = None) -> dict[str, Any]:
-        kind = type or ("Bot" if login.endswith("[bot]") else "User")
+        # GitHub's Copilot agent is the Bot "Copilot" on REST (no [bot] suffix).
+        kind = type or ("Bot" if login.endswith("[bot]") or login == "Copilot" else "User")
         uid = _num("user", login) % 90_000_000 + 1
         return {
             "login": login, "id": uid, "node_id": f"U_{uid}",

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from graphql import (
+    DocumentNode,
     FieldNode,
     FragmentDefinitionNode,
     FragmentSpreadNode,
@@ -70,6 +71,18 @@ def schema() -> GraphQLSchema:
     return build_schema(SCHEMA_PATH.read_text(encoding="utf-8"), assume_valid_sdl=True)
 
 
+@functools.lru_cache(maxsize=256)
+def _document(query: str) -> DocumentNode:
+    """A query parsed once: the collector sends a handful of texts many times, and parsing and
+    validating them (not executing them) is most of a request's time."""
+    return parse(query)
+
+
+@functools.lru_cache(maxsize=256)
+def _problems(query: str) -> tuple[GraphQLError, ...]:
+    return tuple(validate(schema(), _document(query)))
+
+
 def validation_errors(query: str) -> list[str]:
     """What GitHub's schema says is wrong with ``query`` (empty: valid)."""
     try:
@@ -86,7 +99,7 @@ def query_cost(query: str, variables: Mapping[str, Any] | None = None) -> tuple[
     """(points, nodes) by GitHub's published formula: every connection (a field with ``first``
     or ``last``) needs one request per node of the connections around it; the sum divided by
     100, rounded, at least 1. ``nodes`` is the most nodes the query could return."""
-    document = parse(query)
+    document = _document(query)
     fragments = {d.name.value: d for d in document.definitions
                  if isinstance(d, FragmentDefinitionNode)}
     ops = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
@@ -127,7 +140,7 @@ def query_cost(query: str, variables: Mapping[str, Any] | None = None) -> tuple[
 
 
 def _max_page(query: str, variables: Mapping[str, Any]) -> int:
-    document = parse(query)
+    document = _document(query)
     biggest = 0
 
     def walk(selections: SelectionSetNode | None) -> None:
@@ -561,10 +574,10 @@ def execute_request(facts: Facts, body: bytes | str | None, budget: Budget, *,
         return 400, {"message": "Problems parsing JSON",
                      "documentation_url": "https://docs.github.com/graphql"}, {}
     try:
-        document = parse(query)
+        document = _document(query)
     except GraphQLError as exc:
         return 200, {"errors": [{"message": exc.message}]}, {}
-    problems = validate(schema(), document)
+    problems = _problems(query)
     if problems:
         return 200, {"errors": [{"message": e.message, "locations": _locations(e)}
                                 for e in problems]}, {}

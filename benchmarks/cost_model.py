@@ -46,6 +46,9 @@ from tests.fakegithub import ACTIONS_PERMISSIONS, FakeGitHub
 from tests.fakeopenai import FakeOpenAI
 
 REPO = "octo-org/widgets"
+# The model bills REST's request budget, so each adapter collects over REST (GraphQL, the
+# default, spends points of a budget of its own: docs/collection.md).
+REST = ("--api", "rest")
 SIZES = (1, 10, 100, 1000)
 PAT = "ghp_CostModelPersonalToken000000000000000"
 ACTIONS_TOKEN = "ghs_CostModelActionsToken00000000000000"
@@ -112,7 +115,8 @@ def via_cli(fake: FakeGitHub, model: FakeOpenAI, folder: Path, number: int) -> d
     with environ({"GITHUB_TOKEN": PAT, "GITHUB_API_URL": fake.url, "OPENAI_API_KEY": model.api_key,
                   "OPENAI_BASE_URL": model.base_url, "TASKEVAL_CACHE_DIR": str(folder / "c")}), \
             contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        code = cli.main(["evaluate", f"{REPO}#{number}", "--comment", "--output", str(output)])
+        code = cli.main(["evaluate", f"{REPO}#{number}", "--comment", "--output", str(output),
+                         *REST])
     if code != 0:
         raise SystemExit(f"the CLI failed with exit code {code}")
     return json.loads(output.read_text())
@@ -126,7 +130,7 @@ def via_action(fake: FakeGitHub, model: FakeOpenAI, folder: Path, number: int) -
            "GITHUB_WORKSPACE": str(workspace), "HOME": str(folder), "RUNNER_TEMP": str(folder),
            "INPUT_GITHUB-TOKEN": ACTIONS_TOKEN, "INPUT_AI": "on", "INPUT_COMMENT": "true",
            "INPUT_OPENAI-API-KEY": model.api_key, "INPUT_OPENAI-BASE-URL": model.base_url,
-           "INPUT_PULL-REQUEST": str(number), "GITHUB_OUTPUT": str(folder / "out"),
+           "INPUT_PULL-REQUEST": str(number), "INPUT_API": "rest", "GITHUB_OUTPUT": str(folder / "out"),
            "GITHUB_STEP_SUMMARY": str(folder / "summary")}
     with environ({"GITHUB_ACTIONS": "true"}):
         code = run_action(env, io.StringIO())
@@ -139,7 +143,7 @@ def via_app(fake: FakeGitHub, model: FakeOpenAI, folder: Path, number: int) -> d
     """The bot's path: an installation client, the pipeline, and the upsert with the App's login
     (the installation-token exchange happens once an hour and is left out)."""
     gh = make_client(APP_TOKEN, base_url=fake.url)
-    options = Options(ai="on", trigger="pull_request", cache=FileCache(folder / "c"),
+    options = Options(ai="on", trigger="pull_request", cache=FileCache(folder / "c"), api="rest",
                       env={"OPENAI_API_KEY": model.api_key, "OPENAI_BASE_URL": model.base_url})
     evaluation = evaluate_pull_request(gh, REPO, number, options)
     publish_comment(gh, REPO, number, evaluation.markdown, own_login=APP_LOGIN)

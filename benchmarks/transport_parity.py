@@ -37,7 +37,8 @@ from benchmarks.real_corpus import replay_process
 from taskeval.corpus.aidev import PullRecord, default_data_dir, load
 from taskeval.corpus.evaluate import OPTIONS, as_json, client
 from taskeval.github.client import Meter
-from taskeval.pipeline import Api, evaluate_pull_request
+from taskeval.pipeline import evaluate_pull_request
+from taskeval.transports import Api
 
 API: tuple[Api, Api] = ("rest", "graphql")
 

@@ -1408,6 +1408,7 @@ class FakeGitHub:
         self.url = base_url.rstrip("/")
         root = urlsplit(self.url)
         prefix = root.path.rstrip("/")
+        fakegraphql.schema()  # built once a process (~2 s), not inside a client's timeout
 
         graphql_path = Requester.get_graphql_prefix(prefix)
 
@@ -1442,6 +1443,7 @@ class FakeGitHub:
         fake = self
         root = prefix.rstrip("/")
         graphql_path = Requester.get_graphql_prefix(root)
+        fakegraphql.schema()  # built once a process (~2 s), not inside a client's timeout
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"

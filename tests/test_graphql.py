@@ -140,7 +140,7 @@ SCENARIOS: dict[str, Scenario] = {
 
 def _both(fake: FakeGitHub, number: int) -> tuple[RawCollection, RawCollection]:
     gh = client(fake)
-    return collect(gh, REPO, number), collect(gh, REPO, number, api="graphql")
+    return collect(gh, REPO, number, api="rest"), collect(gh, REPO, number, api="graphql")
 
 
 def _assert_same(rest: RawCollection, graphql: RawCollection, raw: bool = True) -> None:
@@ -346,7 +346,7 @@ def test_a_refused_non_null_connection_is_the_same_gap_as_rest(
     fake.inject(rest_path, Fault.forbidden(message), exact=True, times=1)
     with fake.mock():
         gh = client(fake)
-        rest = collect(gh, REPO, 482)
+        rest = collect(gh, REPO, 482, api="rest")
         graphql = collect(gh, REPO, 482, api="graphql")
     assert [i.resource for i in rest.issues] == [i.resource for i in graphql.issues] == [resource]
     assert graphql.graphql_queries == 2 and fake.count(route="graphql") == 2
@@ -370,7 +370,7 @@ def test_without_graphql_collection_falls_back_to_rest_once_and_says_so(setup: s
         gh = client(fake)
         first = collect(gh, REPO, 482, api="graphql")
         second = collect(gh, REPO, 482, api="graphql")
-        rest = collect(gh, REPO, 482)
+        rest = collect(gh, REPO, 482, api="rest")
     assert first.transport == second.transport == "rest"
     assert "GraphQL was not available" in first.notes[0] and "keeps to REST" in first.notes[0]
     assert second.notes == ["GraphQL was refused earlier in this run; collected over REST"]
@@ -390,14 +390,14 @@ def test_an_evaluation_over_graphql_says_its_rest_fallback_in_the_warnings() -> 
     with fake.mock():
         gh = client(fake)
         fallen = evaluate_pull_request(gh, REPO, 482, Options(ai="off", api="graphql", env={}))
-        rest = evaluate_pull_request(gh, REPO, 482, Options(ai="off", env={}))
+        rest = evaluate_pull_request(gh, REPO, 482, Options(ai="off", api="rest", env={}))
     assert fallen.result.warnings[0].startswith("GraphQL was not available")
     assert fallen.result.bundle_hash == rest.result.bundle_hash
 
 
 @pytest.mark.parametrize(("argv", "expected"), [
-    (["evaluate", "o/r#1"], "rest"), (["evaluate", "o/r#1", "--api", "graphql"], "graphql"),
-    (["backfill", "o/r", "--api", "graphql"], "graphql"),
+    (["evaluate", "o/r#1"], "graphql"), (["evaluate", "o/r#1", "--api", "rest"], "rest"),
+    (["backfill", "o/r"], "graphql"), (["backfill", "o/r", "--api", "rest"], "rest"),
 ])
 def test_commands_that_read_github_take_api(argv: list[str], expected: str) -> None:
     from taskeval.cli import build_parser
@@ -411,11 +411,14 @@ def test_the_action_input_and_the_bot_setting_are_named_api() -> None:
     from bot.settings import SettingsError
 
     assert ActionInputs.from_env({"INPUT_API": "graphql"}).api == "graphql"
-    assert ActionInputs.from_env({}).api == "rest"
+    assert ActionInputs.from_env({}).api == "graphql"  # the default
+    assert ActionInputs.from_env({"INPUT_API": "rest"}).api == "rest"
     with pytest.raises(InputError, match="'api' must be rest or graphql"):
         ActionInputs.from_env({"INPUT_API": "soap"})
     env = {"GITHUB_TOKEN": FAKE_TOKEN, "GITHUB_WEBHOOK_SECRET": "s" * 32, "TASKEVAL_API": "graphql"}
     assert Settings.from_env(env).api == "graphql"
+    assert Settings.from_env({**env, "TASKEVAL_API": ""}).api == "graphql"  # the default
+    assert Settings.from_env({**env, "TASKEVAL_API": "rest"}).api == "rest"
     with pytest.raises(SettingsError, match="TASKEVAL_API"):
         Settings.from_env({**env, "TASKEVAL_API": "soap"})
 

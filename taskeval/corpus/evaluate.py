@@ -12,7 +12,8 @@ from github import Github
 from taskeval.corpus.aidev import PullRecord
 from taskeval.github import make_client
 from taskeval.models import EvaluationResult
-from taskeval.pipeline import Api, Options, evaluate_pull_request
+from taskeval.pipeline import Options, evaluate_pull_request
+from taskeval.transports import Api
 
 OPTIONS: Final = Options(ai="off", trigger="corpus", env={})
 
@@ -25,7 +26,9 @@ def client(url: str) -> Github:
 
 def evaluate(gh: Github, pr: PullRecord, api: Api = "rest") -> EvaluationResult:
     """The result for one corpus PR (``.to_json()`` is what ``--output`` writes), collected
-    over ``api``."""
+    over ``api``: REST unless asked, unlike the commands' default, since the replay executes
+    GraphQL in Python (slower than its REST) and gives the same result either way
+    (``benchmarks/transport_parity.py``)."""
     options = OPTIONS if api == OPTIONS.api else replace(OPTIONS, api=api)
     return evaluate_pull_request(gh, pr.repository, pr.number, options).result
 

@@ -36,6 +36,7 @@ from taskeval.raw import (
     RawUser,
 )
 from taskeval.redact import redact
+from taskeval.transports import API_CHOICES, DEFAULT_API
 
 # GitHub lists at most this many commits of a pull request (documented limit of the endpoint).
 PR_COMMIT_LIST_LIMIT: Final = 250
@@ -61,7 +62,6 @@ T = TypeVar("T")
 Listed = tuple[Any, CollectionIssue | None]
 
 
-API_CHOICES: Final = ("rest", "graphql")
 # Servers that answered, in this process, that they have no GraphQL or refuse its token: their
 # later collections go straight to REST (the fallback is said once per collection, every time).
 _REST_ONLY: set[str] = set()
@@ -69,10 +69,11 @@ _REST_ONLY_LOCK = threading.Lock()
 
 
 def collect(gh: Github, repository: str, number: int, *, max_workers: int = 8,
-            meter: Meter | None = None, api: str = "rest") -> RawCollection:
+            meter: Meter | None = None, api: str = DEFAULT_API) -> RawCollection:
     """Fetch everything taskeval reads about one PR, concurrently, with no per-item requests.
 
-    ``api`` picks the transport: ``rest`` (below) or ``graphql`` (``_collect_graphql``: one
+    ``api`` picks the transport (``taskeval.transports``: GraphQL by default):
+    ``rest`` (below) or ``graphql`` (``_collect_graphql``: one
     GraphQL query for most of the evidence, REST for what GraphQL lacks); both give the same
     ``RawCollection``, so the same bundle. When the server has no GraphQL or refuses the token
     for it, ``graphql`` falls back to REST once, says so in ``notes``, and remembers it for the

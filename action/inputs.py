@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from taskeval.transports import DEFAULT_API, Api
+
 AiMode = Literal["auto", "on", "off"]
 
 _TRUE = {"true", "yes", "on", "1"}
@@ -68,7 +70,7 @@ class ActionInputs:
     openai_base_url: str
     fail_under: int
     result_path: str
-    api: Literal["rest", "graphql"] = "rest"
+    api: Api = DEFAULT_API
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ActionInputs:
@@ -84,7 +86,7 @@ class ActionInputs:
         if base_url and not base_url.startswith(("https://", "http://")):
             raise InputError(f"input 'openai-base-url' must be an http(s) URL, got {base_url!r}")
         config = raw_input(env, "config-path")
-        api = raw_input(env, "api").lower() or "rest"
+        api = raw_input(env, "api").lower() or DEFAULT_API
         if api not in ("rest", "graphql"):
             raise InputError(f"input 'api' must be rest or graphql, got {api!r}")
         return cls(

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
 from urllib.parse import urlsplit
 
+from taskeval.transports import DEFAULT_API, Api
+
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
@@ -127,7 +129,7 @@ class BotSettings:
     rate_reserve: int = DEFAULT_RESERVE
     graphql_reserve: int = DEFAULT_RESERVE
     ai: Literal["auto", "on", "off"] = "auto"
-    api: Literal["rest", "graphql"] = "rest"  # TASKEVAL_API: how collection reads GitHub
+    api: Api = DEFAULT_API  # TASKEVAL_API: how collection reads GitHub
     env: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -187,7 +189,7 @@ class BotSettings:
                                 f"https://ghes.example.com/api/v3, got {api_url!r}")
         app_id, key = app_credentials(env)
         ai = env.get("TASKEVAL_AI", "auto").strip().lower() or "auto"
-        api = env.get("TASKEVAL_API", "rest").strip().lower() or "rest"
+        api = env.get("TASKEVAL_API", DEFAULT_API).strip().lower() or DEFAULT_API
         if api not in ("rest", "graphql"):
             raise SettingsError(f"TASKEVAL_API must be rest or graphql, got {api!r}")
         if ai not in ("auto", "on", "off"):

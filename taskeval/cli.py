@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, NoReturn
 from urllib.parse import urlsplit
 
 from taskeval import SCORER_VERSION, __version__
+from taskeval.transports import API_CHOICES, DEFAULT_API
 
 if TYPE_CHECKING:  # the CLI imports the pipeline lazily, to start fast
     from taskeval.pipeline import Options
@@ -126,9 +127,10 @@ def _write_output(path: str | None, text: str) -> None:
 
 def add_api_argument(parser: argparse.ArgumentParser) -> None:
     """``--api rest|graphql``: how a command that reads GitHub collects (docs/collection.md)."""
-    parser.add_argument("--api", choices=("rest", "graphql"), default="rest",
-                        help="collect over REST (default) or GraphQL (fewer requests; REST for "
-                             "what GraphQL lacks, and all of it when the server refuses GraphQL)")
+    parser.add_argument("--api", choices=API_CHOICES, default=DEFAULT_API,
+                        help="collect over GraphQL (default: fewer requests; REST for what "
+                             "GraphQL lacks, and for all of it when the server refuses GraphQL, "
+                             "said in the warnings) or REST")
 
 
 def web_host(api: str) -> str:
@@ -189,7 +191,7 @@ def _options(args: argparse.Namespace, trigger: str, token: str | None) -> Optio
         env=dict(os.environ),
         github_token=token,
         keep_signals=not getattr(args, "recompute", False),
-        api=getattr(args, "api", None) or "rest",
+        api=getattr(args, "api", None) or DEFAULT_API,
     )
 
 

@@ -56,6 +56,7 @@ from taskeval.signals import (
     unknown_signal_ids,
 )
 from taskeval.tasktypes import classify
+from taskeval.transports import DEFAULT_API, Api
 
 if TYPE_CHECKING:  # PyGithub loads in a quarter of a second; re-scoring offline never needs it
     from github import Github
@@ -64,7 +65,6 @@ if TYPE_CHECKING:  # PyGithub loads in a quarter of a second; re-scoring offline
     from taskeval.raw import RawCollection
 
 AiMode = Literal["auto", "on", "off"]
-Api = Literal["rest", "graphql"]
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ class Options:
     ai: AiMode = "auto"
     config_path: Path | None = None
     # How collection reads GitHub (taskeval.github.collection.collect; docs/collection.md).
-    api: Api = "rest"
+    api: Api = DEFAULT_API
     trigger: str = "cli"
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     github_token: str | None = None  # lets `ai: auto` fall back to GitHub Models

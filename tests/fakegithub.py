@@ -406,7 +406,8 @@ class FakeGitHub:
     # -------------------------------------------------------------------------------- builders
 
     def user(self, login: str, type: str | None = None) -> dict[str, Any]:
-        kind = type or ("Bot" if login.endswith("[bot]") else "User")
+        # GitHub's Copilot agent is the Bot "Copilot" on REST (no [bot] suffix).
+        kind = type or ("Bot" if login.endswith("[bot]") or login == "Copilot" else "User")
         uid = _num("user", login) % 90_000_000 + 1
         return {
             "login": login, "id": uid, "node_id": f"U_{uid}",
@@ -1463,6 +1464,7 @@ class FakeGitHub:
         self.url = base_url.rstrip("/")
         root = urlsplit(self.url)
         prefix = root.path.rstrip("/")
+        fakegraphql.schema()  # built once a process (~2 s), not inside a client's timeout
 
         graphql_path = Requester.get_graphql_prefix(prefix)
 
@@ -1497,6 +1499,7 @@ class FakeGitHub:
         fake = self
         root = prefix.rstrip("/")
         graphql_path = Requester.get_graphql_prefix(root)
+        fakegraphql.schema()  # built once a process (~2 s), not inside a client's timeout
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"

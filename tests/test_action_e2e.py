@@ -161,6 +161,28 @@ def test_merged_pr_gets_outputs_summary_result_and_one_comment_updated_on_rerun(
     assert fake.count(route="issues.create_comment") == 1
 
 
+def test_the_action_gives_the_same_result_through_either_transport(
+    tmp_path: Path, fake: FakeGitHub,
+) -> None:
+    """The default, GraphQL, and ``api: rest``: the same result but for its time, GraphQL in
+    fewer requests (no comment: the first run's would be evidence for the second)."""
+    results = {}
+    for api in ("graphql", "rest"):
+        fake.reset_log()
+        inputs = {"comment": "false", **({"api": api} if api == "rest" else {})}
+        run = run_action(tmp_path, fake, "pull_request", payload("pull_request.closed.merged"),
+                         inputs=inputs)
+        assert run.code == 0, run.stdout + run.stderr
+        assert not run.annotations("warning"), run.stdout
+        result = run.result()
+        result.pop("evaluatedAt")
+        results[api] = (result, fake.count(route="graphql"), fake.count())
+    (graphql, queries, graphql_requests), (rest, none, rest_requests) = results.values()
+    assert graphql == rest
+    assert (queries, none) == (1, 0) and graphql_requests < rest_requests
+    assert taskeval_comments(fake) == []
+
+
 def test_fail_under_fails_the_step_only_below_the_threshold(tmp_path: Path) -> None:
     gh = FakeGitHub(login=ACTIONS_BOT, integration=True)
     gh.add_pr(REPO, PR, ci="red")  # red CI at merge: far from a perfect score

@@ -128,10 +128,16 @@ def merged(worker: Worker, fake: FakeGitHub, number: int, delivery: str = "d1") 
 
 @dataclass(frozen=True)
 class GitHubFault:
-    path: str  # under /repos/octo-org/widgets, {n} is the PR number
+    path: str  # under /repos/octo-org/widgets, {n} is the PR number; /graphql is the API's
     fault: Callable[[], Fault]  # built when injected: rate-limit resets are absolute times
     says: str  # in the error recorded on the job
     waits_until_reset: float | None = None  # rate limits: the retry waits at least this long
+    # The transport the job collects over: a fault on a REST route GraphQL does not read (the
+    # PR object, its files, commits, reviews) is a REST case; GraphQL's own are on /graphql.
+    api: str = "rest"
+
+    def where(self, number: int) -> str:
+        return self.path if self.path == "/graphql" else f"/repos/{REPO}{self.path.format(n=number)}"
 
 
 FAULTS = {
@@ -149,6 +155,13 @@ FAULTS = {
         "/pulls/{n}/files", lambda: Fault.slow(3), "did not answer in time"),
     "truncated-json": GitHubFault(
         "/pulls/{n}/reviews", Fault.truncated_json, "malformed JSON"),
+    "500-on-graphql": GitHubFault(
+        "/graphql", lambda: Fault.server_error(500), "GitHub answered 500", api="graphql"),
+    "truncated-json-on-graphql": GitHubFault(
+        "/graphql", Fault.truncated_json, "malformed JSON", api="graphql"),
+    "primary-rate-limit-on-graphql": GitHubFault(
+        "/graphql", lambda: Fault.primary_rate_limit(900), "rate limit", waits_until_reset=899,
+        api="graphql"),
     "502-on-posting-the-comment": GitHubFault(
         "/issues/{n}/comments", lambda: Fault.server_error(502).on("POST"), "502"),
     "comment-created-but-502": GitHubFault(
@@ -164,11 +177,11 @@ def test_a_github_fault_mid_job_is_retried_with_backoff_then_done_once(
     sqlite_url: str, fake: FakeGitHub, case: str
 ) -> None:
     spec = FAULTS[case]
-    worker = make_worker(sqlite_url, fake)
+    worker = make_worker(sqlite_url, fake, api=spec.api)
     clock = worker.queue.clock
     assert isinstance(clock, Clock)
     job_id = merged(worker, fake, 42)
-    fake.inject(f"/repos/{REPO}{spec.path.format(n=42)}", spec.fault(), times=50)
+    fake.inject(spec.where(42), spec.fault(), times=50)
 
     assert run_next(worker) == "queued"
     row = worker.queue.job(job_id)
@@ -192,7 +205,7 @@ def test_a_github_fault_mid_job_is_retried_with_backoff_then_done_once(
 def test_a_secondary_rate_limit_waits_for_retry_after_not_the_hourly_reset(
     sqlite_url: str, fake: FakeGitHub
 ) -> None:
-    worker = make_worker(sqlite_url, fake)
+    worker = make_worker(sqlite_url, fake, api="rest")  # the limit is on REST's commit listing
     job_id = merged(worker, fake, 42)
     fake.inject(f"/repos/{REPO}/pulls/42/commits", Fault.secondary_rate_limit(120), times=50)
     assert run_next(worker) == "queued"
@@ -201,16 +214,16 @@ def test_a_secondary_rate_limit_waits_for_retry_after_not_the_hourly_reset(
 
 
 @pytest.mark.parametrize("case", ["500-on-the-pull-request", "read-timeout", "truncated-json",
-                                  "502-on-posting-the-comment"])
+                                  "502-on-posting-the-comment", "500-on-graphql"])
 def test_a_github_fault_that_persists_ends_dead_with_its_error(
     sqlite_url: str, fake: FakeGitHub, case: str
 ) -> None:
     spec = FAULTS[case]
-    worker = make_worker(sqlite_url, fake)
+    worker = make_worker(sqlite_url, fake, api=spec.api)
     clock = worker.queue.clock
     assert isinstance(clock, Clock)
     job_id = merged(worker, fake, 42)
-    path = f"/repos/{REPO}{spec.path.format(n=42)}"
+    path = spec.where(42)
     fake.inject(path, spec.fault(), times=50)
     statuses, delays = [], []
     while (status := run_next(worker)) is not None:

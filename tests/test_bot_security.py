@@ -311,7 +311,9 @@ def test_no_secret_reaches_logs_answers_stored_rows_or_comments(
     for number in (42, 8, 7):
         fake.add_pr(REPO, number)
     # GitHub answers 401 for PR 7 and repeats the installation token it was sent.
-    fake.inject(f"/repos/{REPO}/pulls/7", Fault.unauthorized().echoing().on("GET"), times=20)
+    # The PR's issue object, read over REST by either transport.
+    fake.inject(f"/repos/{REPO}/issues/7", Fault.unauthorized().echoing().on("GET"), times=20,
+                exact=True)
     captured: list[str] = []
     url = f"sqlite:///{tmp_path / 'bot.sqlite3'}"
     # The AI endpoint fails for PR 42 (400) and PR 8 (500) with messages that repeat the key.

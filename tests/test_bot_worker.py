@@ -146,13 +146,14 @@ def test_github_outage_is_retried_with_backoff(worker: Worker, fake: FakeGitHub)
     sha = fake.repos[REPO].pulls[42].data["head"]["sha"]
     job_id = worker.queue.accept("d1", "pull_request", "closed",
                                  events.Evaluate(REPO, 42, sha, None)).job_id
-    fake.inject(f"/repos/{REPO}/pulls/42", Fault.server_error(502), times=30)
+    # The PR's issue object: read over REST by either transport.
+    fake.inject(f"/repos/{REPO}/issues/42", Fault.server_error(502), times=30, exact=True)
     assert drain(worker) == ["queued"]
     row = worker.queue.job(job_id)
     assert row is not None and "502" in row["last_error"] and row["run_after"] > clock[0]
     assert drain(worker) == []  # backing off
     while fake.pending_faults():
-        fake._take_fault("GET", f"/repos/{REPO}/pulls/42")
+        fake._take_fault("GET", f"/repos/{REPO}/issues/42")
     clock[0] = row["run_after"] + 1
     assert drain(worker) == ["done"]
     assert worker.queue.job(job_id)["attempts"] == 2  # type: ignore[index]
@@ -282,7 +283,7 @@ def test_a_worker_killed_mid_job_loses_nothing(db_url: str, tmp_path: Path) -> N
     job_id = queue.accept("d1", "pull_request", "closed",
                           events.Evaluate(REPO, 42, pr.head_sha, None)).job_id
     # The first worker hangs on GitHub long enough to be killed mid-job.
-    fake.inject(f"/repos/{REPO}/pulls/42/files", Fault.slow(60))
+    fake.inject(f"/repos/{REPO}/issues/42/timeline", Fault.slow(60))  # read by either transport
     with fake.serve():
         env = _worker_env(db_url, fake.url, TASKEVAL_LEASE_SECONDS="2")
         log = (tmp_path / "w1.log").open("w")
@@ -310,3 +311,37 @@ def test_a_worker_killed_mid_job_loses_nothing(db_url: str, tmp_path: Path) -> N
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(jobs)).scalar_one() == 1
     engine.dispose()
+
+
+def test_the_worker_stores_the_same_evaluation_through_either_transport(
+        tmp_path: Path, fake: FakeGitHub) -> None:
+    """GraphQL (the default) and REST: the same stored result but for its time, GraphQL in
+    fewer requests (each run on a store of its own and no comment: the first's would be evidence
+    for the second)."""
+    import json
+
+    sha = fake.repos[REPO].pulls[42].data["head"]["sha"]
+    results = {}
+    for api in ("graphql", "rest"):
+        for comment in [c for c in fake.comments(REPO, 42) if c["body"].startswith("<!--")]:
+            fake.repos[REPO].issue_comments[42].remove(comment)
+        db_url = f"sqlite:///{tmp_path / api}.db"
+        settings = settings_for(db_url, github_token=FAKE_TOKEN, ai="off", api_url=fake.url,
+                                lease_seconds=30, backoff_seconds=5, api=api)
+        engine = make_engine(db_url)
+        init_schema(engine)
+        worker = Worker(settings, engine)
+        fake.reset_log()
+        worker.queue.accept(f"d-{api}", "pull_request", "closed",
+                            events.Evaluate(REPO, 42, sha, None))
+        assert drain(worker) == ["done"]
+        with engine.connect() as conn:
+            row = conn.execute(select(evaluations.c.result_json).where(evaluations.c.number == 42)
+                               .order_by(evaluations.c.id.desc()).limit(1)).scalar_one()
+        engine.dispose()
+        result = json.loads(row)
+        result.pop("evaluatedAt")
+        results[api] = (result, fake.count(route="graphql"), fake.count())
+    (graphql, queries, graphql_requests), (rest, none, rest_requests) = results.values()
+    assert graphql == rest
+    assert (queries, none) == (1, 0) and graphql_requests < rest_requests

@@ -66,15 +66,40 @@ def test_comment_is_created_once_then_updated(fake: FakeGitHub, env: dict[str, s
     assert len(ours) == 1
 
 
+def test_evaluate_gives_the_same_result_through_either_transport(
+    fake: FakeGitHub, env: dict[str, str], tmp_path: Path
+) -> None:
+    """``--api graphql`` (the default) and ``--api rest``: the same result file but for its time."""
+    fake.add_pr(REPO, 482, commits=4, ci="fail-then-fix")
+    results = []
+    for api in ("graphql", "rest"):
+        out = tmp_path / f"{api}.json"
+        proc = run_cli("evaluate", f"{REPO}#482", "--no-ai", "--api", api, "--output", str(out),
+                       env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert "GraphQL" not in proc.stderr  # no fallback
+        result = json.loads(out.read_text())
+        result.pop("evaluatedAt")
+        results.append(result)
+    assert results[0] == results[1]
+
+
 def test_collection_makes_one_request_per_page_for_150_commits(fake: FakeGitHub, env: dict[str, str]) -> None:
-    """No N+1: 150 commits cost two commit pages, not 150 commit requests."""
+    """No N+1: 150 commits cost two commit pages, not 150 commit requests (GraphQL, the default:
+    the first query holds 50 of them and one node(id:) query the other 100; REST still reads
+    what GraphQL lacks, one request a page)."""
     fake.add_pr(REPO, 150, commits=150)
     fake.reset_log()
     proc = run_cli("evaluate", f"{REPO}#150", "--no-ai", env=env)
     assert proc.returncode == 0, proc.stderr
-    # one request per page of each resource: 150 commits, their 150 workflow runs and the timeline
-    # that lists the commits are two pages each; the PR's issue object (the App it was opened
-    # through) is one request
+    assert dict(fake.counts()) == {"graphql": 2, "issues.get": 1, "issues.timeline": 2,
+                                   "actions.runs": 2}
+    fake.reset_log()
+    proc = run_cli("evaluate", f"{REPO}#150", "--no-ai", "--api", "rest", env=env)
+    assert proc.returncode == 0, proc.stderr
+    # REST: one request per page of each resource: 150 commits, their 150 workflow runs and the
+    # timeline that lists the commits are two pages each; the PR's issue object (the App it was
+    # opened through) is one request
     assert dict(fake.counts()) == {
         "repos.get": 1,
         "pulls.get": 1,

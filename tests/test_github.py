@@ -21,18 +21,25 @@ from taskeval.github import (
     add_reaction,
     api_url,
     collaborator_permission,
-    collect,
     env_token,
     make_client,
     parse_pr_ref,
     upsert_comment,
 )
+from taskeval.github import collect as collect_over
+from taskeval.raw import RawCollection
 from tests.fakegithub import ACTIONS_PERMISSIONS, FAKE_TOKEN, FakeGitHub, Fault, app_key_pair
 
 REPO = "octo-org/widgets"
 # One request each: repository, PR, the PR's issue object, commits, reviews, review comments,
 # conversation comments, issue timeline, files, config, check runs, workflow runs.
 BASELINE_REQUESTS = 12
+
+
+def collect(gh: Github, repository: str, number: int, **kwargs: object) -> RawCollection:
+    """This module tests the REST path (its requests, faults and pages), so it pins it; the
+    GraphQL path has the same cases in tests/test_graphql.py."""
+    return collect_over(gh, repository, number, api="rest", **kwargs)  # type: ignore[arg-type]
 
 
 def client(fake: FakeGitHub, token: str | None = FAKE_TOKEN, **kwargs: object) -> Github:

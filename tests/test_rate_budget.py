@@ -121,7 +121,9 @@ def test_workers_share_the_budget_and_defer_jobs_to_the_reset(db_url: str,
                if not k.startswith(("GITHUB_", "OPENAI_", "TASKEVAL_"))}
         env.update(GITHUB_WEBHOOK_SECRET=SECRET, DATABASE_URL=db_url, GITHUB_TOKEN=FAKE_TOKEN,
                    GITHUB_API_URL=fake.url, TASKEVAL_AI="off", TASKEVAL_POLL_SECONDS="0.1",
-                   TASKEVAL_QUEUE_WORKERS="3", TASKEVAL_RATE_RESERVE="10", PYTHONPATH=str(ROOT))
+                   TASKEVAL_QUEUE_WORKERS="3", TASKEVAL_RATE_RESERVE="10", PYTHONPATH=str(ROOT),
+                   # REST's 12 requests a PR spend the 70 of the window (GraphQL's 4 would not).
+                   TASKEVAL_API="rest")
         proc = subprocess.Popen([sys.executable, "-m", "taskeval", "worker"], env=env,
                                 cwd=tmp_path, stderr=(tmp_path / "workers.log").open("w"))
 

@@ -24,8 +24,10 @@ from typing import Any
 
 import pytest
 import requests
+from github import Github
 
 from taskeval.corpus import aidev
+from taskeval.corpus import replay as replay_module
 from taskeval.corpus.aidev import AGENT_FOLDERS, FOLDER_AGENT, Corpus, PullRecord, load
 from taskeval.corpus.evaluate import agent_id, as_json, client, evaluate, is_partial
 from taskeval.corpus.replay import NO_SHA, serving
@@ -257,7 +259,7 @@ TIMELINE = ["pr_id", "event", "created_at", "actor", "commit_id", "assignee", "l
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Five folders, made-up PRs: a Copilot PR with 3 commits, a timeline and comments; a Devin
     PR (no comments or timeline tables); a Codex PR that lists no commits."""
     root = tmp_path_factory.mktemp("aidev")
@@ -297,9 +299,19 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "https://api.github.com/repos/other/lib", "https://github.com/other/lib/pull/9", "x",
     ]])
     _write(root / "OpenAI_Codex" / "pr_timelines.csv", TIMELINE, [])
-    corpus = load(root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def tiny_corpus(tiny_dir: Path) -> Corpus:
+    corpus = load(tiny_dir)
     assert len(corpus) == 3
-    with serving(corpus) as replay:
+    return corpus
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_corpus: Corpus) -> Iterator[str]:
+    with serving(tiny_corpus) as replay:
         yield replay.url
 
 
@@ -385,6 +397,148 @@ def test_the_pipeline_over_the_synthetic_replay(tiny: str) -> None:
                             repository=repo, html_url="", body="")
         result = as_json(evaluate(gh, record))
         assert is_partial(result)
+
+
+# --------------------------------------------------------- GraphQL over the same facts
+
+
+def _same_through_both(gh: Github, pr: PullRecord) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Both transports' results for one PR, ``evaluatedAt`` aside (the bundle, its hash, the
+    scores and the warnings are what must match)."""
+    rest = as_json(evaluate(gh, pr, "rest"))
+    graphql = as_json(evaluate(gh, pr, "graphql"))
+    for result in (rest, graphql):
+        result.pop("evaluatedAt")
+    return rest, graphql
+
+
+def _record(repo: str, number: int) -> PullRecord:
+    return PullRecord(agent="Copilot", id=0, number=number, title="", user="", user_id=None,
+                      state="open", created_at="", closed_at=None, merged_at=None,
+                      repository=repo, html_url="", body="")
+
+
+GRAPHQL_PR = ("query { rateLimit { cost remaining } repository(owner: \"acme\", name: \"tool\") "
+              "{ pullRequest(number: 7) { title author { __typename login } "
+              "commits(first: 5) { totalCount nodes { commit { oid author { email user "
+              "{ login } } } } } files(first: 5) { totalCount } } } }")
+
+
+def test_the_replay_answers_graphql_over_the_same_facts(tiny: str) -> None:
+    answer = requests.post(f"{tiny}/graphql", json={"query": GRAPHQL_PR}, timeout=30)
+    assert answer.status_code == 200
+    body = answer.json()
+    pull = body["data"]["repository"]["pullRequest"]
+    assert pull["title"] == "Add a retry to the fetcher"
+    # GraphQL names GitHub's Copilot agent by its App; a bot's commit links by its address.
+    assert pull["author"] == {"__typename": "Bot", "login": "copilot-swe-agent"}
+    commits = pull["commits"]["nodes"]
+    assert pull["commits"]["totalCount"] == 3 and commits[0]["commit"]["oid"] == "a" * 40
+    assert commits[0]["commit"]["author"]["email"].endswith("+Copilot@users.noreply.github.com")
+    assert commits[0]["commit"]["author"]["user"] is None  # a Bot is never a GitActor's user
+    # What the data lacks: FORBIDDEN beside the partial data, REST's 403 message.
+    assert pull["files"] is None
+    assert body["errors"] == [{
+        "type": "FORBIDDEN", "path": ["repository", "pullRequest", "files"],
+        "locations": body["errors"][0]["locations"],
+        "message": "Not available in the AIDev-pop replay: the dataset holds no changed files"}]
+    assert body["data"]["rateLimit"]["cost"] == 1
+    invalid = requests.post(f"{tiny}/graphql", json={"query": "{ viewer { runAttempt } }"},
+                            timeout=30).json()
+    assert "runAttempt" in invalid["errors"][0]["message"]  # GitHub's schema, validated
+
+
+def test_the_synthetic_replay_gives_the_same_result_through_both_transports(tiny: str) -> None:
+    gh = client(tiny)
+    for repo, number in (("acme/tool", 7), ("acme/tool", 40), ("other/lib", 9)):
+        rest, graphql = _same_through_both(gh, _record(repo, number))
+        assert graphql == rest, f"{repo}#{number}"
+        assert is_partial(graphql) and not any("GraphQL" in w for w in graphql["warnings"])
+
+
+def test_without_graphql_the_replay_answers_404_and_evaluation_falls_back(
+        tiny_corpus: Corpus) -> None:
+    with serving(tiny_corpus, graphql=False) as replay:
+        assert not replay.graphql
+        answer = requests.post(f"{replay.url}/graphql", json={"query": GRAPHQL_PR}, timeout=5)
+        assert answer.status_code == 404 and answer.json()["message"] == "Not Found"
+        gh = client(replay.url)
+        fallen = as_json(evaluate(gh, _record("acme/tool", 7), "graphql"))
+        rest = as_json(evaluate(gh, _record("acme/tool", 7), "rest"))
+    assert fallen["warnings"][0].startswith("GraphQL was not available (404")
+    assert fallen["warnings"][1:] == rest["warnings"]
+    assert fallen["bundleHash"] == rest["bundleHash"]
+
+
+def test_outside_the_source_tree_the_replay_serves_rest_only(
+        tiny_corpus: Corpus, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An installed package has neither tests/fakegraphql.py nor GitHub's schema."""
+    monkeypatch.setattr(replay_module, "_SOURCE_ROOT", tmp_path)
+    assert replay_module.graphql_engine() is None
+    assert not replay_module.Replay(tiny_corpus).graphql
+    with pytest.raises(RuntimeError, match="graphql-core"):
+        replay_module.Replay(tiny_corpus, graphql=True)
+
+
+@pytest.mark.parametrize(("flags", "said"), [([], "GraphQL at http://"),
+                                             (["--no-graphql"], "no GraphQL (--no-graphql)")])
+def test_the_replay_says_at_start_up_whether_it_serves_graphql(
+        tiny_dir: Path, flags: list[str], said: str) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "taskeval.corpus.replay", "--data", str(tiny_dir), "--port", "0",
+         *flags], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert proc.stdout is not None
+        first, second = proc.stdout.readline(), proc.stdout.readline()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert "GITHUB_API_URL=http://" in first and second.startswith("replay: ")
+    assert said in second
+
+
+# A fixed sample of real PRs through both transports: per agent folder the first four of the
+# sample above (smallest hash), and the odd shapes the sample lacks, each the smallest-hash PR
+# of its kind: no commits listed (Copilot, Devin, Codex), an open draft (Cursor, Codex), and an
+# open Devin PR. Among them: Devin and Codex without comments, Devin without a timeline, closed
+# unmerged and merged PRs, Copilot's own comments and its copilot-swe-agent[bot] reviews.
+TRANSPORT_SHAPES: dict[str, tuple[int, ...]] = {
+    "no commits": (3131184648, 2769964943, 3081557962),
+    "open draft": (3153749441, 3128408008),
+    "open Devin PR": (3019918047,),
+    "Copilot comments and copilot-swe-agent[bot] reviews": (3145676814,),
+}
+
+
+@pytest.fixture(scope="module")
+def transport_sample() -> Corpus:
+    ids = [i for folder in AGENT_FOLDERS
+           for i in sorted(SAMPLE[folder], key=sample_key)[:4]]
+    ids += [i for shape in TRANSPORT_SHAPES.values() for i in shape]
+    corpus = load(_data_dir(), ids=ids)
+    assert sorted(p.id for p in corpus.prs) == sorted(set(ids))
+    return corpus
+
+
+def test_real_prs_give_the_same_bundle_through_both_transports(transport_sample: Corpus) -> None:
+    prs = transport_sample.prs
+    assert len(prs) >= 4 * len(AGENT_FOLDERS)
+    assert {p.agent for p in prs} == set(AGENT_FOLDERS)
+    assert any(not p.commits for p in prs) and any(p.timeline is None for p in prs)
+    assert any(p.state == "closed" and not p.merged for p in prs) and any(p.merged for p in prs)
+    differ = []
+    with serving(transport_sample) as replay:
+        assert replay.graphql, "the source tree's GraphQL engine is importable in the tests"
+        gh = client(replay.url)
+        for pr in prs:
+            rest, graphql = _same_through_both(gh, pr)
+            if json.dumps(graphql["evidence"]).encode() != json.dumps(rest["evidence"]).encode():
+                differ.append(f"{pr.agent} {pr.ref}: the bundle")
+            elif graphql != rest:
+                differ.append(f"{pr.agent} {pr.ref}: " + ", ".join(
+                    k for k in rest if rest[k] != graphql.get(k)))
+            assert not any("GraphQL" in w for w in graphql["warnings"]), pr.ref  # no fallback
+    assert not differ, "\n".join(differ)
 
 
 def test_folder_labels_are_taskeval_agent_ids() -> None:

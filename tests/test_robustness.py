@@ -9,6 +9,11 @@ a hang, or a second taskeval comment on the PR.
 Most tests run the adapters in process with tiny waits (the ``quick`` fixture shortens the same
 client settings the production defaults use); a few run real processes with the shipped defaults
 to show nothing there depends on the shortcuts.
+
+The GitHub faults here are injected on REST routes (the PR object, its commit pages, reviews,
+files, check runs), so every evaluation pins ``--api rest`` (the Action: ``api: rest``); the
+GraphQL path's own faults (timeouts, 502, rate limits, refusals, no endpoint) are in
+tests/test_graphql.py and tests/test_bot_robustness.py.
 """
 
 from __future__ import annotations
@@ -89,6 +94,9 @@ class Ran:
                 if line.startswith(("taskeval: warning:", "::warning"))]
 
 
+REST = ("--api", "rest")  # see the module docstring
+
+
 def clean_env(monkeypatch: pytest.MonkeyPatch, **values: str) -> None:
     """The process environment as a fresh shell with only ``values`` set for taskeval."""
     for key in list(os.environ):
@@ -108,7 +116,7 @@ def evaluate_cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fake: FakeGitH
     clean_env(monkeypatch, **env)
     output = tmp_path / "cli-result.json"
     output.unlink(missing_ok=True)
-    return run_cli(["evaluate", f"{REPO}#{PR}", "--output", str(output), *args], output)
+    return run_cli(["evaluate", f"{REPO}#{PR}", "--output", str(output), *REST, *args], output)
 
 
 def run_cli(argv: Sequence[str], output: Path | None = None) -> Ran:
@@ -136,7 +144,8 @@ def evaluate_action(tmp_path: Path, fake: FakeGitHub, inputs: Mapping[str, str] 
         "GITHUB_OUTPUT": str(output), "GITHUB_STEP_SUMMARY": str(summary), "HOME": str(home),
         "RUNNER_TEMP": str(tmp_path / "temp"),
     }
-    given = {"github-token": FAKE_TOKEN, "comment": "true", "ai": "off", **(inputs or {})}
+    given = {"github-token": FAKE_TOKEN, "comment": "true", "ai": "off", "api": "rest",
+             **(inputs or {})}
     environ.update({f"INPUT_{name.upper()}": value for name, value in given.items()})
     environ.update(env or {})
     out = io.StringIO()
@@ -491,6 +500,8 @@ def process_env(**values: str) -> dict[str, str]:
 
 def taskeval_process(*args: str, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
     """``python -m taskeval`` with the shipped settings; a hang fails the test at 60 s."""
+    if args[:1] == ("evaluate",):
+        args = (*args, *REST)
     return subprocess.run([sys.executable, "-m", "taskeval", *args], env=dict(env),
                           capture_output=True, text=True, timeout=60, check=False)
 

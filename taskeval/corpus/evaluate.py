@@ -4,6 +4,7 @@ tests; the CLI path (``taskeval evaluate`` with ``GITHUB_API_URL``) is the same 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Final
 
 from github import Github
@@ -12,6 +13,7 @@ from taskeval.corpus.aidev import PullRecord
 from taskeval.github import make_client
 from taskeval.models import EvaluationResult
 from taskeval.pipeline import Options, evaluate_pull_request
+from taskeval.transports import Api
 
 OPTIONS: Final = Options(ai="off", trigger="corpus", env={})
 
@@ -22,9 +24,13 @@ def client(url: str) -> Github:
     return make_client(None, base_url=url, retries=0)
 
 
-def evaluate(gh: Github, pr: PullRecord) -> EvaluationResult:
-    """The result for one corpus PR (``.to_json()`` is what ``--output`` writes)."""
-    return evaluate_pull_request(gh, pr.repository, pr.number, OPTIONS).result
+def evaluate(gh: Github, pr: PullRecord, api: Api = "rest") -> EvaluationResult:
+    """The result for one corpus PR (``.to_json()`` is what ``--output`` writes), collected
+    over ``api``: REST unless asked, unlike the commands' default, since the replay executes
+    GraphQL in Python (slower than its REST) and gives the same result either way
+    (``benchmarks/transport_parity.py``)."""
+    options = OPTIONS if api == OPTIONS.api else replace(OPTIONS, api=api)
+    return evaluate_pull_request(gh, pr.repository, pr.number, options).result
 
 
 def as_json(result: EvaluationResult) -> dict[str, Any]:

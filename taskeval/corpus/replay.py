@@ -34,11 +34,25 @@ A PR that lists no commits answers its commit listing the same way (its head SHA
 zeros). ``.github/taskeval.yml`` answers 404, as for a repository without one: defaults apply.
 Every write is refused (403): the replay is read-only. Timeline events carry a synthetic ``id``
 (the data keeps none), stable across runs.
+
+GraphQL (``POST /graphql``) is answered over the same facts: ``ReplayFacts`` hands the REST
+payloads above to the schema-executing resolver of ``tests/fakegraphql.py``, and each 403 of the
+REST routes becomes a ``FORBIDDEN`` field error with the same message, which is how GitHub
+answers a permission the token lacks (on a non-null connection such as ``comments`` that nulls
+the PR, by GraphQL's rule; the collector then asks again without it). So an evaluation through
+either transport records the same evidence and the same partial-evidence gaps. Why the resolver
+is borrowed from the source tree and not shipped: executing a query faithfully needs GitHub's
+schema (1.2 MB) and graphql-core, neither of which a user of the package needs; a source
+checkout with the test extra has both. Without them ``/graphql`` answers 404, as a GitHub
+Enterprise Server without GraphQL does, and a GraphQL evaluation falls back to REST and says
+so; the start-up line says which (``--no-graphql`` forces the 404). GraphQL points are reported
+as GitHub reports them and never spent.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import re
@@ -48,6 +62,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Final
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
@@ -175,9 +190,17 @@ def pull_payload(pr: PullRecord) -> dict[str, Any]:
     return data
 
 
-def commit_payload(commit: Commit) -> dict[str, Any]:
+def repo_payload(repository: str) -> dict[str, Any]:
+    """``GET /repos/{o}/{r}``: the name and URL (the data has no default branch)."""
+    owner, name = repository.split("/", 1)
+    return {"full_name": repository, "name": name, "owner": user(owner),
+            "html_url": f"{HTML_BASE}/{repository}", "private": False, "default_branch": None}
+
+
+def commit_payload(commit: Commit, repository: str) -> dict[str, Any]:
     return {
         "sha": commit.sha,
+        "html_url": f"{HTML_BASE}/{repository}/commit/{commit.sha}",
         "commit": {"message": commit.message},
         "author": user(commit.author),
         "committer": user(commit.committer),
@@ -300,21 +323,30 @@ class Replay:
 
     ``url`` is the API root the server is reachable at; ``Link`` headers point there."""
 
-    def __init__(self, corpus: Corpus, url: str = "http://127.0.0.1") -> None:
+    def __init__(self, corpus: Corpus, url: str = "http://127.0.0.1", *,
+                 graphql: bool | None = None) -> None:
         self.corpus = corpus
         self.url = url.rstrip("/")
         self._repos = {p.repository.lower(): p.repository for p in corpus.prs}
         self._lock = threading.Lock()
         self.requests = 0
+        # None: serve GraphQL when the engine is importable; False: never (a GHES without it).
+        self._engine = graphql_engine() if graphql is not False else None
+        if graphql and self._engine is None:
+            raise RuntimeError(f"the replay cannot serve GraphQL: {GRAPHQL_NEEDS}")
+        self.graphql = self._engine is not None
 
     def handle(self, method: str, path: str,
-               query: Mapping[str, str | Sequence[str]] | None = None) -> Answer:
+               query: Mapping[str, str | Sequence[str]] | None = None,
+               body: bytes | None = None) -> Answer:
         flat = {k: str(v[0] if isinstance(v, list | tuple) else v)
                 for k, v in (query or {}).items()}
         clean = "/" + unquote(path).strip("/")
         with self._lock:
             self.requests += 1
         try:
+            if clean == "/graphql" and method.upper() == "POST":
+                return self._graphql(body)
             if method.upper() not in ("GET", "HEAD"):
                 raise _Refusal(403, f"The {REPLAY_NOTE} is read-only")
             route, match = next(((name, m) for name, rx in _COMPILED
@@ -338,10 +370,7 @@ class Replay:
         if route in _LACKS:
             raise _missing(_LACKS[route])
         if route == "repo":
-            owner, name = repository.split("/", 1)
-            return 200, {}, {"full_name": repository, "name": name, "owner": user(owner),
-                             "html_url": f"{HTML_BASE}/{repository}", "private": False,
-                             "default_branch": None}
+            return 200, {}, repo_payload(repository)
         if route == "contents":
             raise _Refusal(404, "Not Found", "/repos/contents#get-repository-content")
         if route == "pulls.list":
@@ -368,7 +397,7 @@ class Replay:
         if route == "pull.commits":
             if not pr.commits:
                 raise _missing("commits for this PR")
-            return self._page([commit_payload(c) for c in pr.commits], query, path)
+            return self._page([commit_payload(c, repository) for c in pr.commits], query, path)
         if route == "pull.reviews":
             return self._page([review_payload(pr, r) for r in pr.reviews], query, path)
         if route == "issue.comments":
@@ -381,6 +410,15 @@ class Replay:
             return self._page([event_payload(pr.id, i, e) for i, e in enumerate(pr.timeline)],
                               query, path)
         raise _not_found()  # pragma: no cover - every route is handled above
+
+    def _graphql(self, body: bytes | None) -> Answer:
+        """``POST /graphql``: GitHub's schema executed over this replay's facts, or 404 (as a
+        GitHub Enterprise Server without GraphQL) when the engine is not importable."""
+        if self._engine is None:
+            raise _Refusal(404, "Not Found", "")
+        status, payload, headers = self._engine.execute_request(
+            ReplayFacts(self, self._engine), body, _UNMETERED)
+        return status, headers, payload
 
     def _list_pulls(self, repository: str, query: Mapping[str, str]) -> list[dict[str, Any]]:
         state = query.get("state", "open")
@@ -401,6 +439,120 @@ class Replay:
         return 200, headers, chunk
 
 
+# ------------------------------------------------------------------------------ GraphQL
+
+GRAPHQL_NEEDS: Final = ("graphql-core and the source tree's tests/fakegraphql.py and "
+                        "tests/schemas/github.graphql (a checkout with the test extra)")
+_SOURCE_ROOT: Final = Path(__file__).resolve().parents[2]
+
+
+def graphql_engine() -> ModuleType | None:
+    """The schema-executing resolver (``tests/fakegraphql.py``), or None when it or graphql-core
+    is not importable: the package never ships GitHub's 1.2 MB schema nor depends on
+    graphql-core, so an installed replay serves REST only."""
+    source = _SOURCE_ROOT / "tests" / "fakegraphql.py"
+    schema = _SOURCE_ROOT / "tests" / "schemas" / "github.graphql"
+    if not (source.is_file() and schema.is_file()) or importlib.util.find_spec("graphql") is None:
+        return None
+    loaded = sys.modules.get("tests.fakegraphql")
+    if loaded is not None and Path(str(loaded.__file__)).resolve() == source:
+        return loaded
+    name = "_taskeval_replay_fakegraphql"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, source)
+    if spec is None or spec.loader is None:  # pragma: no cover - a .py file always has a loader
+        return None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except ImportError:
+        del sys.modules[name]
+        return None
+    return module
+
+
+class _Unmetered:
+    """The replay's GraphQL points: reported as GitHub reports them, never spent (it is a local
+    stand-in, and a benchmark of 6,658 PRs would otherwise run out)."""
+
+    def charge(self, cost: int, nodes: int) -> tuple[dict[str, Any], dict[str, str]]:
+        rate = {"cost": cost, "limit": 5000, "nodeCount": nodes, "remaining": 5000, "used": 0,
+                "resetAt": "1970-01-01T00:00:00Z"}
+        headers = {"X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "5000",
+                   "X-RateLimit-Used": "0", "X-RateLimit-Reset": "0",
+                   "X-RateLimit-Resource": "graphql"}
+        return rate, headers
+
+
+_UNMETERED: Final = _Unmetered()
+
+
+class ReplayFacts:
+    """The replay's REST answers as the GraphQL resolver's ``Facts``: the same payloads, and
+    each 403 of the REST routes (what the data lacks) raised as the engine's ``Refused`` with
+    the same message, so GraphQL answers it ``FORBIDDEN`` and the collector records the same
+    gap."""
+
+    def __init__(self, replay: Replay, engine: ModuleType) -> None:
+        self.replay = replay
+        self.refused: type[Exception] = engine.Refused
+
+    def _refuse(self, what: str) -> Exception:
+        return self.refused(_missing(what).body["message"])
+
+    def _pr(self, repo: str, number: int) -> PullRecord:
+        pr = self.replay.corpus.pull(repo, number)
+        if pr is None:  # pragma: no cover - the resolver asks only for PRs it has read
+            raise self._refuse("such pull request")
+        return pr
+
+    def repository(self, full_name: str) -> tuple[str, Mapping[str, Any]] | None:
+        repository = self.replay._repos.get(full_name.lower())
+        return (repository, repo_payload(repository)) if repository else None
+
+    def pull(self, repo: str, number: int) -> Mapping[str, Any] | None:
+        pr = self.replay.corpus.pull(repo, number)
+        return pull_payload(pr) if pr is not None else None
+
+    def commits(self, repo: str, number: int) -> Sequence[Mapping[str, Any]]:
+        pr = self._pr(repo, number)
+        if not pr.commits:
+            raise self._refuse("commits for this PR")
+        return [commit_payload(c, repo) for c in pr.commits]
+
+    def reviews(self, repo: str, number: int) -> Sequence[Mapping[str, Any]]:
+        pr = self._pr(repo, number)
+        return [review_payload(pr, r) for r in pr.reviews]
+
+    def review_comments(self, repo: str, number: int) -> Sequence[Mapping[str, Any]]:
+        raise self._refuse(_LACKS["pull.review_comments"])
+
+    def issue_comments(self, repo: str, number: int) -> Sequence[Mapping[str, Any]]:
+        pr = self._pr(repo, number)
+        if pr.comments is None:
+            raise self._refuse(f"conversation comments for {pr.agent} PRs")
+        return [comment_payload(pr.html_url, c) for c in pr.comments]
+
+    def files(self, repo: str, number: int) -> Sequence[Mapping[str, Any]]:
+        raise self._refuse(_LACKS["pull.files"])
+
+    def check_runs(self, repo: str, sha: str) -> Sequence[Mapping[str, Any]]:
+        raise self._refuse(_LACKS["check_runs"])
+
+    def content(self, repo: str, ref: str | None, path: str) -> str | None:
+        return None  # REST answers 404: no config, defaults apply
+
+    def commit(self, repo: str, sha: str) -> Mapping[str, Any] | None:
+        for pr in self.replay.corpus.prs:
+            if pr.repository == repo:
+                for c in pr.commits:
+                    if c.sha == sha:
+                        return commit_payload(c, repo)
+        return None
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     replay: Replay
@@ -417,10 +569,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer(self) -> None:
         parts = urlsplit(self.path)
         length = int(self.headers.get("Content-Length") or 0)
-        if length:
-            self.rfile.read(length)
+        body = self.rfile.read(length) if length else None
         status, headers, payload = self.server.replay.handle(
-            self.command, parts.path, parse_qs(parts.query))
+            self.command, parts.path, parse_qs(parts.query), body)
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
@@ -437,19 +588,26 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-def make_server(corpus: Corpus, host: str = "127.0.0.1", port: int = 0) -> _Server:
-    """A bound, not yet serving, server; ``server.replay.url`` is its API root."""
+def make_server(corpus: Corpus, host: str = "127.0.0.1", port: int = 0, *,
+                graphql: bool | None = None) -> _Server:
+    """A bound, not yet serving, server; ``server.replay.url`` is its API root. ``graphql``:
+    None serves GraphQL when it can, False never, True or a ``RuntimeError``."""
     server = _Server((host, port), _Handler)
     bound_host, bound_port = server.server_address[:2]
     shown = bound_host if isinstance(bound_host, str) else host
-    server.replay = Replay(corpus, f"http://{shown}:{bound_port}")
+    try:
+        server.replay = Replay(corpus, f"http://{shown}:{bound_port}", graphql=graphql)
+    except RuntimeError:
+        server.server_close()
+        raise
     return server
 
 
 @contextmanager
-def serving(corpus: Corpus, host: str = "127.0.0.1", port: int = 0) -> Iterator[Replay]:
+def serving(corpus: Corpus, host: str = "127.0.0.1", port: int = 0, *,
+            graphql: bool | None = None) -> Iterator[Replay]:
     """Serve ``corpus`` from a background thread; yields the replay (``.url`` is the API root)."""
-    server = make_server(corpus, host, port)
+    server = make_server(corpus, host, port, graphql=graphql)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                               name="aidev-replay", daemon=True)
     thread.start()
@@ -471,6 +629,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "../shared/data/aidev-pop-v1 beside the checkout)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--no-graphql", action="store_true",
+                        help="answer 404 at /graphql, as a GitHub Enterprise Server without it")
     args = parser.parse_args(argv)
     data = args.data or default_data_dir()
     if not is_corpus_dir(data):
@@ -479,9 +639,16 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     corpus = load(data)
-    server = make_server(corpus, args.host, args.port)
+    server = make_server(corpus, args.host, args.port, graphql=False if args.no_graphql else None)
     print(f"replay: {len(corpus)} PRs from {data} at {server.replay.url} "
           f"(GITHUB_API_URL={server.replay.url})", flush=True)
+    if server.replay.graphql:
+        print(f"replay: GraphQL at {server.replay.url}/graphql (GitHub's schema, executed over "
+              "the same facts as REST)", flush=True)
+    else:
+        why = "--no-graphql" if args.no_graphql else f"it needs {GRAPHQL_NEEDS}"
+        print(f"replay: no GraphQL ({why}); /graphql answers 404 and a GraphQL evaluation "
+              "falls back to REST, saying so", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -36,6 +36,7 @@ from taskeval.raw import (
     RawUser,
 )
 from taskeval.redact import redact
+from taskeval.transports import API_CHOICES, DEFAULT_API
 
 # GitHub lists at most this many commits of a pull request (documented limit of the endpoint).
 PR_COMMIT_LIST_LIMIT: Final = 250
@@ -61,7 +62,6 @@ T = TypeVar("T")
 Listed = tuple[Any, CollectionIssue | None]
 
 
-API_CHOICES: Final = ("rest", "graphql")
 # Servers that answered, in this process, that they have no GraphQL or refuse its token: their
 # later collections go straight to REST (the fallback is said once per collection, every time).
 _REST_ONLY: set[str] = set()
@@ -69,10 +69,11 @@ _REST_ONLY_LOCK = threading.Lock()
 
 
 def collect(gh: Github, repository: str, number: int, *, max_workers: int = 8,
-            meter: Meter | None = None, api: str = "rest") -> RawCollection:
+            meter: Meter | None = None, api: str = DEFAULT_API) -> RawCollection:
     """Fetch everything taskeval reads about one PR, concurrently, with no per-item requests.
 
-    ``api`` picks the transport: ``rest`` (below) or ``graphql`` (``_collect_graphql``: one
+    ``api`` picks the transport (``taskeval.transports``: GraphQL by default):
+    ``rest`` (below) or ``graphql`` (``_collect_graphql``: one
     GraphQL query for most of the evidence, REST for what GraphQL lacks); both give the same
     ``RawCollection``, so the same bundle. When the server has no GraphQL or refuses the token
     for it, ``graphql`` falls back to REST once, says so in ``notes``, and remembers it for the
@@ -201,19 +202,22 @@ def _collect_graphql(reader: _Reader, max_workers: int, *, read: PullRead | None
         if read.renamed and read.listed["files"][1] is None:
             futures["files"] = pool.submit(reader.listing, "files", f"{base}/pulls/{number}/files",
                                            convert.changed_file)
-        if read.checks_without_id and read.listed["check_runs"][1] is None:
+        if (read.checks_without_id or read.head_unread) and read.listed["check_runs"][1] is None:
             futures["check_runs"] = pool.submit(*_check_runs_listing(reader, pull))
         rest = _gather(reader, futures)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         reader.close()
-    (app, assignees), issue_gap = rest["issue"]
+    (app, assignees, author), issue_gap = rest["issue"]
     rest["issue"] = (app, issue_gap)
     update: dict[str, Any] = {"performed_via_github_app": app}
     if assignees is not None:
         update["assignees"] = assignees
-    pull = pull.model_copy(update=update)
     listed = {**read.listed, **{k: v for k, v in rest.items() if k in read.listed}}
+    if author is not None:
+        update["user"] = author
+        listed["issue_comments"] = _as_rest_names(listed["issue_comments"], pull.user, author)
+    pull = pull.model_copy(update=update)
     # The REST path's order, so that gaps are reported in the same order.
     results = {key: rest[key] if key in rest else listed[key] for key in _REST_ORDER}
     raw = _assemble(reader, read.repo, pull, results, transport="graphql")
@@ -222,6 +226,21 @@ def _collect_graphql(reader: _Reader, max_workers: int, *, read: PullRead | None
     raw.graphql_remaining = read.remaining
     raw.graphql_limit = read.limit
     return raw
+
+
+def _as_rest_names(comments: Listed, graphql_author: RawUser, rest_author: RawUser) -> Listed:
+    """The conversation comments with the PR author named as REST names it. A Bot can have two
+    logins: GitHub's Copilot agent is ``Copilot`` on REST's pull request, issue, comment and
+    timeline endpoints and ``copilot-swe-agent`` in GraphQL (``copilot-swe-agent[bot]`` on REST's
+    reviews, which is what the GraphQL login maps to); the PR's issue object, read over REST in
+    either transport, says which REST name the author's comments carry."""
+    items, gap = comments
+    if graphql_author.login == rest_author.login or not items:
+        return comments
+    renamed = [c.model_copy(update={"user": rest_author})
+               if c.user is not None and c.user.login == graphql_author.login else c
+               for c in items]
+    return renamed, gap
 
 
 def _assemble(reader: _Reader, repo: Mapping[str, Any], pull: RawPullRequest,
@@ -317,33 +336,38 @@ class _Reader:
         """The slug of the App the PR was opened through, from the PR's issue object
         (``GET /repos/{o}/{r}/issues/{n}``); None when there is none or it could not be read, and
         then the gap says why (an App is never assumed)."""
-        (app, _), issue = self.issue_side()
+        (app, _, _), issue = self.issue_side()
         return app, issue
 
-    def issue_side(self) -> tuple[tuple[str | None, list[RawUser] | None], CollectionIssue | None]:
-        """The GraphQL path's read of the issue object: the App (as ``issue_app``) and the
+    def issue_side(self) -> tuple[tuple[str | None, list[RawUser] | None, RawUser | None],
+                                  CollectionIssue | None]:
+        """The GraphQL path's read of the issue object: the App (as ``issue_app``), the
         assignees with their types (GraphQL's ``assignees`` lists Users only, never a Bot such
-        as an assigned coding agent); None for the assignees when the object was unreadable."""
+        as an assigned coding agent) and the author as REST names it (see ``_as_rest_names``);
+        None for the assignees and the author when the object was unreadable."""
         try:
             data = self.get(f"{self.base}/issues/{self.number}")
         except GithubException as exc:
             issue = _issue_for("issue", exc)
             if issue is None:
                 raise self.failure(exc, "issue") from exc
-            return (None, None), issue
+            return (None, None, None), issue
         return self.issue_side_of(data)
 
     def issue_side_of(
         self, data: Any
-    ) -> tuple[tuple[str | None, list[RawUser] | None], CollectionIssue | None]:
+    ) -> tuple[tuple[str | None, list[RawUser] | None, RawUser | None], CollectionIssue | None]:
         """``issue_side`` from an issue object already read (one element of a listing)."""
         assignees = None
+        author = None
         if isinstance(data, Mapping) and isinstance(data.get("assignees"), list):
             assignees = [u for a in data["assignees"] if isinstance(a, Mapping) and (u := convert.user(a))]
+        if isinstance(data, Mapping) and isinstance(data.get("user"), Mapping):
+            author = convert.user(data["user"])
         try:
-            return (convert.issue_app(data, self.number), assignees), None
+            return (convert.issue_app(data, self.number), assignees, author), None
         except convert.MalformedIssue as exc:
-            return (None, None), CollectionIssue(
+            return (None, None, None), CollectionIssue(
                 resource="issue",
                 message=redact(f"{_LABELS['issue']} was malformed ({exc}); no App is assumed"),
             )

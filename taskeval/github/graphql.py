@@ -175,18 +175,31 @@ _PULL_FIELDS: Final = (
 )
 
 
+def flag(conn_field: str) -> str:
+    """The variable that keeps one of the PR's connections in the first query (true unless an
+    earlier answer refused it: see ``read_pull``)."""
+    return f"with{conn_field[0].upper()}{conn_field[1:]}"
+
+
+def _included(selection: str, variable: str) -> str:
+    cut = selection.index(") {") + 1  # after the field's arguments
+    return f"{selection[:cut]} @include(if: ${variable}){selection[cut:]}"
+
+
 def pull_query() -> str:
     """The first query: repository, PR, every connection's first page, head checks, config."""
-    conns = " ".join(c.selection("$page") for c in PULL_CONNECTIONS)
+    conns = " ".join(_included(c.selection("$page"), flag(c.field)) for c in PULL_CONNECTIONS)
+    flags = "".join(f", ${flag(c.field)}: Boolean = true" for c in PULL_CONNECTIONS)
+    head = _included(f"headCommit: commits(last: 1) {{ nodes {{ commit {{ id oid "
+                     f"{_child_sel(_SUITES)} }} }} }}", flag("commits"))
     return (
         "query TaskevalPullRequest($owner: String!, $name: String!, $number: Int!, "
-        "$page: Int!, $inner: Int!, $parents: Int!, $suites: Int!, $config: String!) { "
+        f"$page: Int!, $inner: Int!, $parents: Int!, $suites: Int!, $config: String!{flags}) {{ "
         f"{_RATE} repository(owner: $owner, name: $name) {{ nameWithOwner url "
         "defaultBranchRef { name } "
         "config: object(expression: $config) { __typename ... on Blob { text isBinary "
         "isTruncated byteSize } } "
-        f"pullRequest(number: $number) {{ {_PULL_FIELDS} {conns} "
-        f"headCommit: commits(last: 1) {{ nodes {{ commit {{ id oid {_child_sel(_SUITES)} }} }} }} "
+        f"pullRequest(number: $number) {{ {_PULL_FIELDS} {conns} {head} "
         "} } }"
     )
 
@@ -259,6 +272,9 @@ class PullRead:
     listed: dict[str, tuple[Any, CollectionIssue | None]]
     renamed: bool  # a file was renamed or copied: its previous path is REST-only
     checks_without_id: bool  # a check run GraphQL gave no databaseId: REST lists them instead
+    # The PR's commits were refused, so its head commit (and its checks) was never read: REST
+    # lists the head SHA's check runs instead, which gives REST's own answer for them.
+    head_unread: bool = False
     cost: int = 0
     remaining: int | None = None
     limit: int | None = None
@@ -275,6 +291,8 @@ class _Session:
     remaining: int | None = None
     limit: int | None = None
     gaps: dict[str, CollectionIssue] = field(default_factory=dict)
+    # The PR's connections a FORBIDDEN refused (by field); see ``read_pull``.
+    refused: set[str] = field(default_factory=set)
 
     def send(self, query: str, variables: dict[str, Any], where: list[str]) -> dict[str, Any]:
         """``data`` of one query, its page size halved while GitHub times out on it. Errors
@@ -371,6 +389,8 @@ class _Session:
             raise NotFoundError(f"{what} not found, or the token cannot see it",
                                 status=404, resource=resource)
         if kind == "FORBIDDEN" and resource not in ("repository", "pull_request"):
+            if path[:2] == ["repository", "pullRequest"] and len(path) >= 3:
+                self.refused.add("commits" if path[2] == "headCommit" else path[2])
             self.gaps.setdefault(resource, CollectionIssue(
                 resource=resource, status=403,
                 message=redact(f"{LABELS[resource]} could not be read (403: {message}); the token "
@@ -424,6 +444,8 @@ _PATH_RESOURCES: Final[Mapping[str, str]] = {
 
 
 def _resource_of(path: list[str], where: list[str]) -> str:
+    if path and path[-1] == "headCommit":
+        return "commits"  # the listing itself (``commits(last: 1)``), not the head's checks
     for part in reversed(path):
         if part in _PATH_RESOURCES and part not in ("pullRequest", "repository"):
             if part == "comments" and "reviewThreads" in path:
@@ -444,17 +466,32 @@ def read_pull(requester: Requester, repository: str, number: int) -> PullRead:
     ``GitHubError`` otherwise; a ``FORBIDDEN`` on one resource is a gap in ``listed``."""
     owner, name = repository.split("/", 1)
     session = _Session(requester, repository, number)
-    data = session.send(pull_query(), {"owner": owner, "name": name, "number": number,
-                                       **FIRST_SIZES, "config": f"HEAD:{CONFIG_PATH}"}, [])
-    repo = data.get("repository")
-    if not isinstance(repo, Mapping) or not isinstance(repo.get("pullRequest"), Mapping):
+    variables = {"owner": owner, "name": name, "number": number, **FIRST_SIZES,
+                 "config": f"HEAD:{CONFIG_PATH}"}
+    skipped: set[str] = set()
+    # A FORBIDDEN on a non-null connection (commits, review threads, comments, assignees) nulls
+    # the whole PR: GraphQL's null propagation, which GitHub follows. The refused connections
+    # are then gaps (as REST's 403 on their listing), and the query is asked again without them.
+    for _ in range(len(PULL_CONNECTIONS) + 1):
+        data = session.send(pull_query(), {**variables, **{flag(f): False for f in skipped}}, [])
+        repo = data.get("repository")
+        if isinstance(repo, Mapping) and isinstance(repo.get("pullRequest"), Mapping):
+            break
+        if not session.refused - skipped:
+            raise NotFoundError(f"PR #{number} in {repository} not found, or the token cannot "
+                                "see it", status=404, resource="pull_request")
+        skipped |= session.refused
+    else:  # pragma: no cover - each round skips one more of a finite set
         raise NotFoundError(f"PR #{number} in {repository} not found, or the token cannot see it",
                             status=404, resource="pull_request")
-    return _finish(session, repo, dict(repo["pullRequest"]))
+    assert isinstance(repo, Mapping)
+    return _finish(session, repo, dict(repo["pullRequest"]), head_unread="commits" in skipped)
 
 
-def _finish(session: _Session, repo: Mapping[str, Any], pr: dict[str, Any]) -> PullRead:
-    """A PR's first page of everything, completed to the end of every connection, converted."""
+def _finish(session: _Session, repo: Mapping[str, Any], pr: dict[str, Any], *,
+            head_unread: bool = False) -> PullRead:
+    """A PR's first page of everything, completed to the end of every connection, converted.
+    ``head_unread``: the commit listing was refused, so the head's checks were not read."""
     repository, number = session.repository, session.number
     pr_id = pr.get("id")
     nodes: dict[str, list[Any]] = {}
@@ -474,6 +511,7 @@ def _finish(session: _Session, repo: Mapping[str, Any], pr: dict[str, Any]) -> P
         repo={"full_name": repo.get("nameWithOwner"), "html_url": repo.get("url"),
               "default_branch": (repo.get("defaultBranchRef") or {}).get("name")},
         pull=pull, listed=listed, renamed=renamed, checks_without_id=without_id,
+        head_unread=head_unread,
         cost=session.cost, remaining=session.remaining, limit=session.limit,
         queries=session.queries,
     )
@@ -559,6 +597,15 @@ def _read_batch(requester: Requester, repository: str, numbers: list[int], point
         pr = repo.get(alias(number))
         if number in failed:
             batch.reads[number] = failed[number]
+        elif not isinstance(pr, Mapping) and session.refused:
+            # A refused non-null connection nulled the PR (see ``read_pull``): read it alone,
+            # which asks again without the refused connections and records them as gaps.
+            try:
+                batch.reads[number] = read_pull(requester, repository, number)
+            except (GraphQLUnavailable, RateLimitError):
+                raise
+            except GitHubError as exc:
+                batch.reads[number] = exc
         elif not isinstance(pr, Mapping):
             batch.reads[number] = NotFoundError(
                 f"PR #{number} in {repository} not found, or the token cannot see it",

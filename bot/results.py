@@ -12,18 +12,21 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import Connection, Engine, case, delete, func, insert, literal, select, update
+from sqlalchemy import Connection, Engine, case, delete, func, insert, literal, select, text, update
 from sqlalchemy.exc import IntegrityError
 
 from bot.db import (
+    PULLS_DOWN,
     ROLLUP_SUMS,
     evaluations,
     judge_cache,
     rollup_agent,
     rollup_author,
+    rollup_signals,
     signals,
     write,
 )
+from taskeval.contract import PROVISIONAL_BELOW
 
 _CATEGORY_COLUMNS = {
     "agentPerformance": "agent_performance",
@@ -121,7 +124,7 @@ def store_evaluation(conn: Connection, row: dict[str, Any]) -> int:
     ``uq_evaluations_latest`` (IntegrityError): retry the transaction, it then sees the winner."""
     e = evaluations.c
     replaced = conn.execute(
-        select(*(e[name] for name in (*ROLLUP_COLUMNS, *ROLLUP_SCORES)))
+        select(e.id, *(e[name] for name in (*ROLLUP_COLUMNS, *ROLLUP_SCORES, *ROLLUP_COVERAGES)))
         .where(e.repo == row["repo"], e.number == row["number"], e.is_latest.is_(True))
     ).mappings().all()
     conn.execute(
@@ -132,6 +135,10 @@ def store_evaluation(conn: Connection, row: dict[str, Any]) -> int:
     result = conn.execute(insert(evaluations).values(**row, is_latest=True))
     for old in replaced:
         _rollup_add(conn, dict(old), -1)
+        s = signals.c
+        down = conn.execute(select(s.signal_id, s.category, s.score).where(
+            s.evaluation_id == old["id"], text(PULLS_DOWN))).mappings().all()
+        _signals_add(conn, dict(old), [dict(d) for d in down], -1)
     _rollup_add(conn, row, 1)
     key = result.inserted_primary_key
     if key is None:
@@ -140,11 +147,38 @@ def store_evaluation(conn: Connection, row: dict[str, Any]) -> int:
     rows = signal_rows(evaluation_id, row["result_json"])
     if rows:
         conn.execute(insert(signals), rows)
+    _signals_add(conn, row, [r for r in rows if pulls_down(r)], 1)
     return evaluation_id
+
+
+def pulls_down(signal: dict[str, Any]) -> bool:
+    """bot.db.PULLS_DOWN on one ``signals`` row: conclusive, weighted, scored under 60."""
+    score = signal["score"]
+    return bool(signal["conclusive"]) and float(signal["weight"]) > 0 and score is not None and score < 60
+
+
+def _signals_add(conn: Connection, row: dict[str, Any], down: list[dict[str, Any]], sign: int) -> None:
+    """Add (or subtract) one latest evaluation's pulled-down signals to/from ``rollup_signals``."""
+    r = rollup_signals.c
+    key = {name: str(row.get(name) or "") for name in ("repo", "agent_id", "week", "overall_band")}
+    for d in down:
+        match = [r[name] == value for name, value in key.items()] + [r.signal_id == d["signal_id"]]
+        score = int(d["score"])
+        done = conn.execute(update(rollup_signals).where(*match)
+                            .values(n=r.n + sign, s_score=r.s_score + sign * score)).rowcount
+        if sign < 0:
+            conn.execute(delete(rollup_signals).where(*match, r.n <= 0))
+        elif not done:
+            conn.execute(insert(rollup_signals).values(**key, signal_id=d["signal_id"],
+                                                       category=d["category"], n=1, s_score=score))
 
 
 ROLLUP_COLUMNS = ("repo", "agent_id", "agent_name", "author", "week", "overall_band", "pr_state")
 ROLLUP_SCORES = ("overall_score", "agent_performance", "task_outcome_quality", "process_compliance")
+# The coverage of each rolled-up score: under PROVISIONAL_BELOW the grade is provisional.
+ROLLUP_COVERAGES = ("overall_coverage", "agent_performance_coverage", "task_outcome_quality_coverage",
+                    "process_compliance_coverage")
+_COVERAGE_OF = dict(zip(ROLLUP_SCORES, ROLLUP_COVERAGES, strict=True))
 _ROLLUP_SUMS = dict(zip(ROLLUP_SCORES, ROLLUP_SUMS, strict=True))  # evaluations column -> sum name
 _ROLLUPS = ((rollup_agent, ("repo", "agent_id", "agent_name", "week", "overall_band")),
             (rollup_author, ("repo", "author", "week", "overall_band")))
@@ -158,6 +192,7 @@ def _rollup_add(conn: Connection, row: dict[str, Any], sign: int) -> None:
     (IntegrityError), like ``uq_evaluations_latest``: the caller retries the transaction.
     """
     scores = {name: int(row[name]) for name in ROLLUP_SCORES}
+    provisional = {name: provisional_coverage(row.get(_COVERAGE_OF[name])) for name in ROLLUP_SCORES}
     for table, keys in _ROLLUPS:
         r = table.c
         key = {name: str(row.get(name) or "") for name in keys}
@@ -168,6 +203,10 @@ def _rollup_add(conn: Connection, row: dict[str, Any], sign: int) -> None:
         for column, name in _ROLLUP_SUMS.items():
             changes[f"s_{name}"] = r[f"s_{name}"] + sign * scores[column]
             changes[f"q_{name}"] = r[f"q_{name}"] + sign * scores[column] * scores[column]
+            if provisional[column]:
+                changes[f"v_{name}"] = r[f"v_{name}"] + sign
+                changes[f"vs_{name}"] = r[f"vs_{name}"] + sign * scores[column]
+                changes[f"vq_{name}"] = r[f"vq_{name}"] + sign * scores[column] * scores[column]
         done = conn.execute(update(table).where(*match).values(**changes)).rowcount
         if sign < 0:
             conn.execute(delete(table).where(*match, r.n <= 0))
@@ -178,7 +217,22 @@ def _rollup_add(conn: Connection, row: dict[str, Any], sign: int) -> None:
             for column, name in _ROLLUP_SUMS.items():
                 values[f"s_{name}"] = scores[column]
                 values[f"q_{name}"] = scores[column] * scores[column]
+                flag = int(provisional[column])
+                values[f"v_{name}"] = flag
+                values[f"vs_{name}"] = flag * scores[column]
+                values[f"vq_{name}"] = flag * scores[column] * scores[column]
             conn.execute(insert(table).values(**values))
+
+
+def provisional_coverage(coverage: Any) -> bool:
+    """Whether a grade with this coverage is provisional (taskeval.report.provisional's rule on a
+    stored column): under PROVISIONAL_BELOW; a result from before coverage (None) is not."""
+    return coverage is not None and float(coverage) < PROVISIONAL_BELOW
+
+
+def provisional_sql(column: Any) -> Any:
+    """:func:`provisional_coverage` in SQL: NULL coverage is not provisional."""
+    return column < PROVISIONAL_BELOW
 
 
 def rebuild_rollup(conn: Connection) -> None:
@@ -195,9 +249,20 @@ def rebuild_rollup(conn: Connection) -> None:
         for column, name in _ROLLUP_SUMS.items():
             sums += [func.sum(e[column]), func.sum(e[column] * e[column])]
             names += [f"s_{name}", f"q_{name}"]
+            flag = case((provisional_sql(e[_COVERAGE_OF[column]]), 1), else_=0)
+            sums += [func.sum(flag), func.sum(flag * e[column]), func.sum(flag * e[column] * e[column])]
+            names += [f"v_{name}", f"vs_{name}", f"vq_{name}"]
         query = select(*keys, *sums).where(e.is_latest.is_(True)).group_by(*keys)
         conn.execute(delete(table))
         conn.execute(insert(table).from_select([*key_names, *names], query))
+    s = signals.c
+    keys = [func.coalesce(e[name], literal("")).label(name) for name in ("repo", "agent_id", "week", "overall_band")]
+    query = (select(*keys, s.signal_id, func.max(s.category), func.count(), func.sum(s.score))
+             .select_from(evaluations.join(signals, (s.evaluation_id == e.id) & text(PULLS_DOWN)))
+             .where(e.is_latest.is_(True)).group_by(*keys, s.signal_id))
+    conn.execute(delete(rollup_signals))
+    conn.execute(insert(rollup_signals).from_select(
+        ["repo", "agent_id", "week", "overall_band", "signal_id", "category", "n", "s_score"], query))
 
 
 def signal_rows(evaluation_id: int, result: dict[str, Any] | str) -> list[dict[str, Any]]:

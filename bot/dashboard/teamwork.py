@@ -27,6 +27,7 @@ from typing import Any
 from sqlalchemy import Connection, case, false, func, select
 
 from bot.dashboard.queries import SMALL_SAMPLE, E, Filters, Mean, t95, where, wilson
+from bot.results import provisional_sql
 
 BOOTSTRAP = 1000
 SEED = "taskeval-cycle-time"
@@ -343,29 +344,37 @@ class Cell:
     ap_n: int = 0
     ap_sum: float = 0.0
     ap_sq: float = 0.0
+    ap_provisional: int = 0  # PRs whose agentPerformance grade was provisional (in ap_n or left out)
 
     def add(self, other: Cell) -> None:
         for name in self.__dataclass_fields__:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
-def cells(conn: Connection, f: Filters) -> dict[tuple[str, str], Cell]:
-    """One side's sums per (task type, repository): one grouped, index-only read."""
+def cells(conn: Connection, f: Filters, *, exclude_provisional: bool = False) -> dict[tuple[str, str], Cell]:
+    """One side's sums per (task type, repository): one grouped, index-only read. The mean
+    agentPerformance counts its provisional grades (coverage under ``PROVISIONAL_BELOW``) and,
+    with ``exclude_provisional``, leaves them out."""
     draft = _is_draft()
     merged = case((E.pr_state == "merged", 1), else_=0)
     decided = case((E.pr_state == "merged", 1), ((E.pr_state == "closed") & ~draft, 1), else_=0)
     known = case(((E.pr_state == "merged") & E.rescue_class.in_(RESCUE_CLASSES), 1), else_=0)
     taken = case(((E.pr_state == "merged") & (E.rescue_class == "taken_over"), 1), else_=0)
     task = func.coalesce(E.task_type, "unknown")
+    ap = E.agent_performance
+    flag = case((provisional_sql(E.agent_performance_coverage), 1), else_=0)
     query = (select(task, E.repo, func.count(), func.sum(decided), func.sum(merged), func.sum(known),
-                    func.sum(taken), func.sum(E.agent_performance),
-                    func.sum(E.agent_performance * E.agent_performance))
+                    func.sum(taken), func.sum(ap), func.sum(ap * ap),
+                    func.sum(flag), func.sum(flag * ap), func.sum(flag * ap * ap))
              .where(*where(f)).group_by(task, E.repo))
     out = {}
     for row in conn.execute(query):
-        n = int(row[2])
+        n, v = int(row[2]), int(row[9] or 0)
+        ap_n, ap_sum, ap_sq = n, float(row[7] or 0), float(row[8] or 0)
+        if exclude_provisional:
+            ap_n, ap_sum, ap_sq = n - v, ap_sum - float(row[10] or 0), ap_sq - float(row[11] or 0)
         out[(str(row[0]), str(row[1]))] = Cell(n, int(row[3] or 0), int(row[4] or 0), int(row[5] or 0),
-                                              int(row[6] or 0), n, float(row[7] or 0), float(row[8] or 0))
+                                              int(row[6] or 0), ap_n, ap_sum, ap_sq, v)
     return out
 
 
@@ -380,6 +389,8 @@ class Difference:
     diff: float | None = None
     low: float | None = None
     high: float | None = None
+    a_provisional: int | None = None  # a mean of grades: how many of each side's were provisional
+    b_provisional: int | None = None
 
     @property
     def too_few(self) -> bool:
@@ -411,7 +422,7 @@ def mean_difference(a: Cell, b: Cell) -> Difference:
         return m, var
 
     (ma, va), (mb, vb) = stats(a), stats(b)
-    out = Difference(ma, mb, a.ap_n, b.ap_n)
+    out = Difference(ma, mb, a.ap_n, b.ap_n, a_provisional=a.ap_provisional, b_provisional=b.ap_provisional)
     if ma is None or mb is None or a.ap_n < 2 or b.ap_n < 2:
         return out
     ea, eb = va / a.ap_n, vb / b.ap_n
@@ -444,10 +455,11 @@ def _sum(found: Iterable[tuple[tuple[str, str], Cell]], index: int) -> dict[str,
     return out
 
 
-def compare(conn: Connection, fa: Filters, fb: Filters) -> list[Stratum]:
+def compare(conn: Connection, fa: Filters, fb: Filters, *, exclude_provisional: bool = False) -> list[Stratum]:
     """A minus B overall, then within each task type and each repository both sides worked on
     (so an agent given only the easy tasks does not look better for it)."""
-    a, b = cells(conn, fa), cells(conn, fb)
+    a = cells(conn, fa, exclude_provisional=exclude_provisional)
+    b = cells(conn, fb, exclude_provisional=exclude_provisional)
     total_a, total_b = Cell(), Cell()
     for c in a.values():
         total_a.add(c)

@@ -62,6 +62,7 @@ _REPO_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
 _KEY_RE = re.compile(r"^[A-Za-z0-9_.\[\]-]{1,100}$")
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 PAGE_SIZE = 50
+PROVISIONAL_CHOICES = ("include", "exclude")  # ?provisional=: the default counts them, exclude leaves them out
 TASK_TYPES = queries.TASK_TYPES
 OPEN_ENDPOINTS = {"dashboard.login", "dashboard.login_token", "dashboard.callback",
                   "dashboard.signed_out", "dashboard.static"}
@@ -237,6 +238,7 @@ class View:
     by: str
     args: dict[str, str]
     problems: list[str]
+    exclude_provisional: bool = False  # ``provisional=exclude``: provisional grades out of means and ranks
 
 
 def _view(*, agent: str | None = None, author: str | None = None) -> View:
@@ -262,6 +264,7 @@ def _view(*, agent: str | None = None, author: str | None = None) -> View:
     since = pick("since", lambda v: bool(_DATE_RE.match(v)) and _valid_day(v))
     until = pick("until", lambda v: bool(_DATE_RE.match(v)) and _valid_day(v))
     by = "author" if args.get("by") == "author" else "agent"
+    exclude = pick("provisional", lambda v: v in PROVISIONAL_CHOICES) == "exclude"
     v = viewer()
     filters = Filters(
         repos=v.repos,
@@ -273,7 +276,7 @@ def _view(*, agent: str | None = None, author: str | None = None) -> View:
         since=queries.day_start(since) if since else None,
         until=queries.day_start(until) + 86400 if until else None,  # the whole `until` day
     )
-    return View(filters, by, chosen, problems)
+    return View(filters, by, chosen, problems, exclude)
 
 
 def _valid_day(value: str) -> bool:
@@ -296,13 +299,36 @@ def _mean_cell(m: queries.Mean) -> Markup:
         f"{m.mean:.1f}", f"{m.low:.1f}", f"{m.high:.1f}", f"{m.low:.0f}", f"{m.high:.0f}")
 
 
+def rests_on_text(gr: queries.Group, measure: str) -> str:
+    """"212 PRs, 40 provisional" (included) or "172 PRs, 40 provisional left out"."""
+    n, provisional = gr.rests_on(measure), gr.provisional.get(measure, 0)
+    prs = f"{n} PR" + ("" if n == 1 else "s")
+    if gr.excluded:
+        return f"{prs}, {provisional} provisional left out" if provisional else prs
+    return f"{prs}, {provisional} provisional"
+
+
+dashboard.add_app_template_global(rests_on_text, "rests_on_text")
+
+
+@dashboard.app_context_processor
+def _provisional_floor() -> dict[str, float]:
+    return {"provisional_below": PROVISIONAL_BELOW}
+
+
+def _rests_on_cell(gr: queries.Group, measure: str, cell: Markup) -> Markup:
+    return cell + Markup('<br><span class="rests" data-measure="{}">{}</span>').format(
+        measure, rests_on_text(gr, measure))
+
+
 def _rank_cell(gr: queries.Group) -> Markup | str:
     if gr.rank is None:
         return "—"
+    rests = rests_on_text(gr, "overall")
     if gr.tied:
         return Markup('<span title="shares rank {} with another row: their 95 % intervals '
-                      'overlap">={}</span>').format(gr.rank, gr.rank)
-    return str(gr.rank)
+                      'overlap; ranked on the overall mean of {}">={}</span>').format(gr.rank, rests, gr.rank)
+    return Markup('<span title="ranked on the overall mean of {}">{}</span>').format(rests, gr.rank)
 
 
 GroupCell = Callable[[queries.Group], Any]
@@ -313,7 +339,16 @@ def _category(cat: str, part: str) -> GroupCell:
 
 
 def _category_cell(cat: str) -> GroupCell:
-    return lambda gr: _mean_cell(gr.categories[cat])
+    return lambda gr: _rests_on_cell(gr, cat, _mean_cell(gr.categories[cat]))
+
+
+def _rests_columns(measure: str, key: str) -> list[Column]:
+    """The CSV's (and JSON's) counts beside a mean: PRs provisional in it, PRs it rests on."""
+    return [
+        Column(f"{key} provisional", lambda gr: gr.provisional.get(measure, 0), key=f"{key}Provisional",
+               csv_only=True),
+        Column(f"{key} rests on", lambda gr: gr.rests_on(measure), key=f"{key}RestsOn", csv_only=True),
+    ]
 
 
 def _band_count(band: str) -> GroupCell:
@@ -370,6 +405,9 @@ def group_table(groups: list[queries.Group], by: str, outcome_cols: list[str], v
         return cell
 
     interval = "Under the mean, its 95 % interval (Student's t), within the 0–100 scale."
+    provisional = (f"Then how many PRs it rests on, and how many of them had a provisional grade in it "
+                   f"(under {round(PROVISIONAL_BELOW * 100)} % of its signal weight conclusive): counted in the mean, "
+                   f"or left out with provisional=exclude.")
     columns = [
         Column("Rank", lambda gr: gr.rank, _rank_cell, numeric=True, key="rank", help=RANK_HELP),
         Column("Rank shared", lambda gr: gr.tied, key="rankShared", csv_only=True),
@@ -381,16 +419,20 @@ def group_table(groups: list[queries.Group], by: str, outcome_cols: list[str], v
         Column("PRs", lambda gr: gr.count, numeric=True, key="prs",
                help="Pull requests in view, each once (its latest evaluation)."),
         Column("Small sample", lambda gr: gr.small, key="smallSample", csv_only=True),
-        Column("Overall", lambda gr: _round(gr.overall.mean), lambda gr: _mean_cell(gr.overall),
-               numeric=True, key="overallMean", help=f"Mean overall score. {interval}"),
+        Column("Overall", lambda gr: _round(gr.overall.mean),
+               lambda gr: _rests_on_cell(gr, "overall", _mean_cell(gr.overall)),
+               numeric=True, key="overallMean", help=f"Mean overall score. {interval} {provisional}"),
         Column("Overall 95% low", lambda gr: _round(gr.overall.low), key="overallLow", csv_only=True),
         Column("Overall 95% high", lambda gr: _round(gr.overall.high), key="overallHigh", csv_only=True),
+        *_rests_columns("overall", "overall"),
+        Column("Provisional left out", lambda gr: gr.excluded, key="provisionalLeftOut", csv_only=True),
     ]
     for cat, title in CATEGORY_TITLES.items():
         columns.append(Column(title, _category(cat, "mean"), _category_cell(cat), numeric=True, key=f"{cat}Mean",
-                              help=f"Mean {title.lower()} score. {interval}"))
+                              help=f"Mean {title.lower()} score. {interval} {provisional}"))
         columns.append(Column(f"{title} 95% low", _category(cat, "low"), key=f"{cat}Low", csv_only=True))
         columns.append(Column(f"{title} 95% high", _category(cat, "high"), key=f"{cat}High", csv_only=True))
+        columns += _rests_columns(cat, cat)
     columns.append(Column("Bands", lambda gr: None, lambda gr: charts.band_bar(gr.bands), key="_bands",
                           help="PRs per overall band, failing (left) to excellent (right)."))
     for band in BANDS:
@@ -404,8 +446,11 @@ def group_table(groups: list[queries.Group], by: str, outcome_cols: list[str], v
                               csv_only=col != "rejected"))
     columns.append(Column("Weekly trend", lambda gr: None, lambda gr: charts.trend(gr.trend), key="_trend",
                           help="Weekly mean overall score, last 26 weeks with PRs (dashed line at 60)."))
+    left = ("left out of every mean and rank" if view.exclude_provisional
+            else "counted in every mean; the switch above leaves them out")
     table = Table("groups", "Agents" if by == "agent" else "Authors", columns, groups,
-                  note=f"Each PR counts once (its latest evaluation). Under each mean, its 95 % interval. "
+                  note=f"Each PR counts once (its latest evaluation). Under each mean, its 95 % interval, "
+                       f"the PRs it rests on and how many had a provisional grade ({left}). "
                        f"Ranks only where intervals separate (=2: a shared rank). Groups under "
                        f"{queries.SMALL_SAMPLE} PRs, and PRs where no agent was found, are marked and "
                        f"not ranked. Hover a column's title for its definition.",
@@ -446,7 +491,8 @@ def overview() -> Any:
     cfg = config()
     with cfg.engine.connect() as conn:
         groups = [replace(gr) for gr in queries.cached(
-            conn, "groups", (view.filters, view.by), lambda: queries.groups(conn, view.filters, view.by))]
+            conn, "groups", (view.filters, view.by, view.exclude_provisional),
+            lambda: queries.groups(conn, view.filters, view.by, exclude_provisional=view.exclude_provisional))]
         outcome_cols, rates = queries.cached(conn, "outcomes", (view.filters, view.by),
                                              lambda: queries.outcome_rates(conn, view.filters, view.by))
         for gr in groups:
@@ -483,7 +529,9 @@ def _detail(by: str, key: str) -> Any:
     except ValueError:
         page = 1
     with cfg.engine.connect() as conn:
-        found = queries.cached(conn, "groups", (view.filters, by), lambda: queries.groups(conn, view.filters, by))
+        found = queries.cached(conn, "groups", (view.filters, by, view.exclude_provisional),
+                               lambda: queries.groups(conn, view.filters, by,
+                                                      exclude_provisional=view.exclude_provisional))
         everything = Filters(repos=view.filters.repos, agent=view.filters.agent, author=view.filters.author)
         if not found and not queries.count(conn, everything):
             abort(404, f"no stored evaluations for {by} {key}")
@@ -688,8 +736,17 @@ def _side(view: View, side: str, names: dict[str, str]) -> tuple[Filters, str]:
     return chosen, f"{names.get(agent_key, agent_key) if agent_key else 'all agents'}{period}"
 
 
+def provisional_text(d: teamwork.Difference, exclude: bool) -> str:
+    """"A 212 PRs, 40 provisional · B …": what each side's mean of grades rests on."""
+    def side(n: int, v: int | None) -> str:
+        if exclude:
+            return f"{n} PRs, {v} provisional left out" if v else f"{n} PRs"
+        return f"{n} PRs, {v} provisional"
+    return f"A {side(d.a_n, d.a_provisional)} · B {side(d.b_n, d.b_provisional)}"
+
+
 def _difference(get: Callable[[teamwork.Stratum], teamwork.Difference], fmt: Callable[[float | None], str],
-                what: str) -> list[Column]:
+                what: str, exclude: bool = False) -> list[Column]:
     def cell(st: teamwork.Stratum) -> Markup | str:
         d = get(st)
         if d.too_few:
@@ -697,14 +754,21 @@ def _difference(get: Callable[[teamwork.Stratum], teamwork.Difference], fmt: Cal
                 d.a_n, d.b_n)
         if d.diff is None:
             return "—"
-        return Markup('<span class="mean">{}{}</span>{}<br><span class="muted">A {} · B {}</span>').format(
+        cell = Markup('<span class="mean">{}{}</span>{}<br><span class="muted">A {} · B {}</span>').format(
             "+" if d.diff > 0 else "", fmt(d.diff), _interval(d.low, d.high, fmt), fmt(d.a), fmt(d.b))
+        if d.a_provisional is not None:
+            cell += Markup('<br><span class="rests">{}</span>').format(provisional_text(d, exclude))
+        return cell
 
     def value(st: teamwork.Stratum, part: str) -> Any:
         d = get(st)
         return None if d.too_few else _round(getattr(d, part), 4)
 
     key = what.replace(" ", "_")
+    counts = [
+        Column(f"{what} A provisional", lambda st: get(st).a_provisional, key=f"{key}AProvisional", csv_only=True),
+        Column(f"{what} B provisional", lambda st: get(st).b_provisional, key=f"{key}BProvisional", csv_only=True),
+    ] if what.startswith("mean") else []
     return [
         Column(what[0].upper() + what[1:] + " (A − B)", lambda st: value(st, "diff"), cell, numeric=True,
                key=f"{key}Diff",
@@ -716,6 +780,7 @@ def _difference(get: Callable[[teamwork.Stratum], teamwork.Difference], fmt: Cal
         Column(f"{what} B", lambda st: _round(get(st).b, 4), key=f"{key}B", csv_only=True),
         Column(f"{what} A PRs", lambda st: get(st).a_n, key=f"{key}APrs", csv_only=True),
         Column(f"{what} B PRs", lambda st: get(st).b_n, key=f"{key}BPrs", csv_only=True),
+        *counts,
     ]
 
 
@@ -736,17 +801,21 @@ def compare() -> Any:
         names = dict(choices["agents"])
         fa, label_a = _side(view, "a", names)
         fb, label_b = _side(view, "b", names)
-        strata = queries.cached(conn, "compare", (fa, fb), lambda: teamwork.compare(conn, fa, fb))
+        exclude = view.exclude_provisional
+        strata = queries.cached(conn, "compare", (fa, fb, exclude),
+                                lambda: teamwork.compare(conn, fa, fb, exclude_provisional=exclude))
     table = Table("compare", f"A: {label_a} − B: {label_b}", [
         Column("Within", lambda st: st.kind, key="kind"),
         Column("Stratum", lambda st: st.name, key="stratum"),
         *_difference(lambda st: st.merge_rate, _pp, "merge rate"),
         *_difference(lambda st: st.rescue_rate, _pp, "rescue rate"),
-        *_difference(lambda st: st.agent_performance, _points, "mean agentPerformance"),
+        *_difference(lambda st: st.agent_performance, _points, "mean agentPerformance", exclude),
     ], strata, note=("Merge rate: merged of the PRs that reached a decision (merged or closed; drafts never "
                      "marked ready and open PRs left out). Rescue rate: merged PRs taken over by people (they "
                      "pushed commits doing the PR's work) of the merged PRs with a rescue class. Mean "
-                     "agentPerformance: every PR. Intervals: Newcombe's for shares, Welch's t for means. Then the "
+                     "agentPerformance: every PR, with how many had a provisional grade "
+                     + ("(left out of the mean). " if exclude else "(counted; the switch above leaves them out). ")
+                     + "Intervals: Newcombe's for shares, Welch's t for means. Then the "
                      "same within each task type and repository both sides worked on."))
     return _tables_or_page([table], "taskeval-compare", "dashboard/compare.html", view=view, choices=choices,
                            label_a=label_a, label_b=label_b, title="Compare")

@@ -311,9 +311,10 @@ def rests_on_text(gr: queries.Group, measure: str) -> str:
 dashboard.add_app_template_global(rests_on_text, "rests_on_text")
 
 
-@dashboard.app_context_processor
-def _provisional_floor() -> dict[str, float]:
-    return {"provisional_below": PROVISIONAL_BELOW}
+@dashboard.app_template_global()
+def provisional_floor() -> int:
+    """taskeval.contract.PROVISIONAL_BELOW in per cent, for the switch's explanation."""
+    return round(PROVISIONAL_BELOW * 100)
 
 
 def _rests_on_cell(gr: queries.Group, measure: str, cell: Markup) -> Markup:

@@ -120,6 +120,14 @@ def test_costs_and_denominators_equal_the_export(client: FlaskClient, engine: En
     closure = {r["closure"]: r for r in csv_table(client, path, "closure")}
     assert int(closure["agent_failure"]["prs"]) == sum(r["closure_class"] == "agent_failure" for r in closed)
     assert int(closure["project"]["prs"]) == sum(r["closure_class"] in teamwork.PROJECT_REASONS for r in closed)
+    per_pr = {r["figure"]: r for r in csv_table(client, path, "per_pr")}
+    for key, column, prs in (("people_commits", "commits_by_people", merged), ("rounds", "rounds", merged),
+                             ("people_comments", "comments_by_people", mine)):
+        values = [int(r[column]) for r in prs if r[column] != ""]
+        assert int(per_pr[key]["prs"]) == len(values), key
+        assert float(per_pr[key]["mean"]) == pytest.approx(statistics.fmean(values), abs=1e-4), key
+        assert float(per_pr[key]["low"]) <= float(per_pr[key]["mean"]) <= float(per_pr[key]["high"])
+    assert any(r["comments_by_people"] not in ("", "0") for r in mine)  # the store has people's comments
     text = client.get(path).get_data(as_text=True)
     assert f'id="merge-rate-decided">{len(merged) + len(closed)}<' in text
     taken = sum(r["rescue_class"] == "taken_over" for r in merged)
@@ -133,6 +141,26 @@ def test_costs_and_denominators_equal_the_export(client: FlaskClient, engine: En
         assert "too few rejections" in sentence
     else:
         assert f"{100 * failures / len(closed):.0f} % of its rejections were its own failures" in sentence
+
+
+def _comment(author: str | None, bot: bool = False) -> dict[str, Any]:
+    return {"id": 1, "author": author, "authorIsBot": bot, "kind": "issue", "bodyExcerpt": ""}
+
+
+@pytest.mark.parametrize(("comments", "roles", "expected"), [
+    ([_comment("op"), _comment("rev"), _comment("someone")], {"op": "operator", "rev": "reviewer"}, 3),
+    ([_comment("agent[bot]", True), _comment("agent"), _comment("ci-runner")],
+     {"agent": "agent", "ci-runner": "ci"}, 0),  # the agent, a flagged bot, CI: no person's comment
+    ([_comment("renovate", False), _comment(None)], {"renovate": "bot"}, 0),  # a bot by role; no author
+    ([], {}, 0),
+])
+def test_comments_by_people_follow_the_turns_roles(comments: list[dict[str, Any]], roles: dict[str, str],
+                                                   expected: int) -> None:
+    from bot.export import comments_by_people
+
+    result = {"turns": {"roles": roles, "agentHours": 0}, "evidence": {"facts": {"comments": comments}}}
+    assert comments_by_people(result) == expected
+    assert comments_by_people({"evidence": {"facts": {"comments": comments}}}) is None  # no turns: unknown
 
 
 @pytest.mark.parametrize(("merged", "taken", "closed", "failures", "expected"), [

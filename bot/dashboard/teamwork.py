@@ -216,6 +216,19 @@ class Costs:
     closure: dict[str, int] = field(default_factory=dict)  # decided closed PRs by closure class
     people_commits: Mean = field(default_factory=lambda: Mean(None))  # per merged PR with a rescue class
     rounds: Mean = field(default_factory=lambda: Mean(None))  # per merged PR with turns
+    people_comments: Mean = field(default_factory=lambda: Mean(None))  # per PR with turns, any state
+    per_pr_counts: dict[str, int] = field(default_factory=dict)  # the PRs each per-PR mean rests on
+
+    def per_pr(self) -> list[tuple[str, str, str, Mean, int]]:
+        """(key, figure, which PRs, mean, how many) of the per-PR costs to people."""
+        return [
+            ("people_commits", "People's commits per merged PR", "merged PRs with a rescue class",
+             self.people_commits, self.per_pr_counts.get("people_commits", 0)),
+            ("rounds", "Review rounds per merged PR", "merged PRs with turns", self.rounds,
+             self.per_pr_counts.get("rounds", 0)),
+            ("people_comments", "Comments by people per PR", "PRs with turns, any state",
+             self.people_comments, self.per_pr_counts.get("people_comments", 0)),
+        ]
 
     @property
     def decided(self) -> int:
@@ -251,40 +264,42 @@ def _is_draft() -> Any:
 
 
 def costs(conn: Connection, f: Filters) -> Costs:
-    """Decision counts, the rescue mix, people's commits and rounds per merged PR, and the
-    closure classes of the decided closed PRs: three grouped, index-only reads."""
+    """Decision counts, the rescue mix, people's commits and rounds per merged PR, comments by
+    people per PR, and the closure classes of the decided closed PRs: one grouped, index-only read
+    (by state, draft, rescue and closure class: a few dozen groups), split here."""
     out = Costs()
     draft = _is_draft()
-    for state, is_draft, n in conn.execute(
-            select(E.pr_state, draft, func.count()).where(*where(f)).group_by(E.pr_state, draft)):
+    commits, rounds, comments = (func.coalesce(E.people_commits, 0), func.coalesce(E.rounds, 0),
+                                 func.coalesce(E.people_comments, 0))
+    sums = dict(c=0, cs=0, cq=0, r=0, rs=0, rq=0, m=0, ms=0, mq=0)
+    query = (select(E.pr_state, draft, E.rescue_class, E.closure_class, func.count(),
+                    func.count(E.people_commits), func.sum(commits), func.sum(commits * commits),
+                    func.count(E.rounds), func.sum(rounds), func.sum(rounds * rounds),
+                    func.count(E.people_comments), func.sum(comments), func.sum(comments * comments))
+             .where(*where(f)).group_by(E.pr_state, draft, E.rescue_class, E.closure_class))
+    for state, is_draft, rescue, closure, n, *parts in conn.execute(query):
         n = int(n)
+        values = [int(v or 0) for v in parts]
+        for name, value in zip(("m", "ms", "mq"), values[6:], strict=True):
+            sums[name] += value  # comments by people: every PR with turns, whatever its state
         if state == "merged":
             out.merged += n
+            out.rescue[rescue] = out.rescue.get(rescue, 0) + n
+            for name, value in zip(("c", "cs", "cq", "r", "rs", "rq"), values[:6], strict=True):
+                sums[name] += value
         elif state == "closed":
             if is_draft:
                 out.closed_drafts += n
             else:
                 out.closed += n
+                out.closure[closure] = out.closure.get(closure, 0) + n
         elif state == "open":
             out.open += n
             out.open_drafts += n if is_draft else 0
-    commits = func.coalesce(E.people_commits, 0)
-    rounds = func.coalesce(E.rounds, 0)
-    sums = dict(c=0, cs=0, cq=0, r=0, rs=0, rq=0)
-    for row in conn.execute(
-            select(E.rescue_class, func.count(),
-                   func.count(E.people_commits), func.sum(commits), func.sum(commits * commits),
-                   func.count(E.rounds), func.sum(rounds), func.sum(rounds * rounds))
-            .where(*where(f), E.pr_state == "merged").group_by(E.rescue_class)):
-        out.rescue[row[0]] = int(row[1])
-        for name, value in zip(sums, row[2:], strict=True):
-            sums[name] += int(value or 0)
     out.people_commits = _mean(sums["c"], sums["cs"], sums["cq"])
     out.rounds = _mean(sums["r"], sums["rs"], sums["rq"])
-    for cls, n in conn.execute(
-            select(E.closure_class, func.count())
-            .where(*where(f), E.pr_state == "closed", ~draft).group_by(E.closure_class)):
-        out.closure[cls] = int(n)
+    out.people_comments = _mean(sums["m"], sums["ms"], sums["mq"])
+    out.per_pr_counts = {"people_commits": sums["c"], "rounds": sums["r"], "people_comments": sums["m"]}
     return out
 
 

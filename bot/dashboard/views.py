@@ -670,6 +670,19 @@ def teamwork_tables(cycle: teamwork.CycleTimes, costs: teamwork.Costs) -> list[T
             f"sending the work back) per merged PR: {_num(costs.rounds.mean, 2)} (95 %: "
             f"{_num(costs.rounds.low, 2)}–{_num(costs.rounds.high, 2)}). Commits that did the PR's work only, "
             f"as agent.human_intervention counts them.")),
+        Table("per_pr", "What each PR asked of people", [
+            Column("Figure", lambda c: c[0], lambda c: Markup('{}<br><span class="muted">{}</span>').format(
+                c[1], c[2]), key="figure"),
+            Column("PRs", lambda c: c[4], numeric=True, key="prs", help="How many PRs the mean rests on."),
+            Column("Mean", lambda c: _round(c[3].mean, 4), lambda c: Markup('<span class="mean">{}</span>{}').format(
+                _num(c[3].mean, 2), _interval(c[3].low, c[3].high, lambda x: _num(x, 2))), numeric=True,
+                key="mean", help="Mean per PR, with its 95 % t interval."),
+            Column("Mean 95% low", lambda c: _round(c[3].low, 4), key="low", csv_only=True),
+            Column("Mean 95% high", lambda c: _round(c[3].high, 4), key="high", csv_only=True),
+        ], costs.per_pr(), note=("People's commits: commits that did the PR's work, as agent.human_intervention "
+                                 "counts them. Rounds: a person sending the work back. Comments by people: "
+                                 "conversation and review-thread comments by the operator, reviewers and other "
+                                 "people (docs/turns.md), never the agent's, a bot's or CI's.")),
         Table("closure", "Closed PRs: why they ended", [
             Column("Closure", lambda s: s.key, lambda s: s.title, key="closure"),
             *_share_cells("", "Decided closed PRs with a closure class (drafts left out)."),

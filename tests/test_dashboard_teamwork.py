@@ -259,3 +259,31 @@ def test_upgrade_from_0007_fills_the_columns_from_result_json(db_url: str) -> No
     assert got[484].task_type is None
     assert record_from_result(result)["merge_hours"] == new.merge_hours  # written like the backfill
     engine.dispose()
+
+
+def test_revert_and_follow_up_fix_rates_where_recorded(client: FlaskClient, engine: Engine,
+                                                       stored: Stored) -> None:
+    """Not recorded at first (said, with no rate); then the share of the PRs where each outcome is
+    recorded, true or false, with a Wilson interval, as the outcomes store holds them."""
+    from bot.db import outcomes
+
+    path = "/dashboard/agent/copilot"
+    before = {r["outcome"]: r for r in csv_table(client, path, "after_merge")}
+    assert {k: (r["recorded"], r["rate"]) for k, r in before.items()} == {
+        "reverted": ("0", ""), "follow_up_fix": ("0", "")}
+    assert client.get(path).get_data(as_text=True).count('data-recorded="no">not recorded<') == 2
+    merged = [r for r in stored.latest() if r["agent_id"] == "copilot" and r["pr_state"] == "merged"]
+    marks = [{"repo": r["repo"], "number": r["number"], "outcome": "reverted", "value": i % 4 == 0,
+              "evidence": "[]", "detail": "", "source": "scan", "observed_at": None, "recorded_at": 0.0}
+             for i, r in enumerate(merged[:30])]
+    with engine.begin() as conn:
+        conn.execute(insert(outcomes), marks)
+    queries.clear_cache()
+    after = {r["outcome"]: r for r in csv_table(client, path, "after_merge")}
+    hits = sum(m["value"] for m in marks)
+    assert (int(after["reverted"]["recorded"]), int(after["reverted"]["prs"])) == (30, hits)
+    assert float(after["reverted"]["rate"]) == pytest.approx(hits / 30, abs=1e-4)
+    wilson = queries.wilson(hits, 30)
+    assert (float(after["reverted"]["rateLow"]), float(after["reverted"]["rateHigh"])) == (
+        pytest.approx(wilson.low, abs=1e-4), pytest.approx(wilson.high, abs=1e-4))
+    assert after["follow_up_fix"]["recorded"] == "0"  # still none recorded: not a 0 % rate

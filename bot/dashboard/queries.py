@@ -422,12 +422,19 @@ def outcome_definition(key: str) -> str:
 
 def outcome_rates(conn: Connection, f: Filters, by: str) -> tuple[list[str], dict[str, dict[str, Mean]]]:
     """Per row key and outcome, the share of PRs with that outcome among the PRs where it is
-    known, with its 95 % Wilson interval.
+    known, with its 95 % Wilson interval (:func:`outcome_counts`' counts)."""
+    order, counts = outcome_counts(conn, f, by)
+    return order, {k: {o: wilson(hits, n) for o, (n, hits) in per_key.items()} for k, per_key in counts.items()}
+
+
+def outcome_counts(conn: Connection, f: Filters,
+                   by: str) -> tuple[list[str], dict[str, dict[str, tuple[int, int]]]]:
+    """Per row key and outcome: (PRs where it is known, PRs with it).
 
     Outcome labels are folded to one key (:func:`outcome_key`), so ``Rejected`` from one source and
     ``rejected`` from another are one column, each PR counted once. ``rejected`` is always known
     for a merged or closed PR: a PR without a stored ``rejected`` record counts by its state.
-    Returns (the outcome keys, known ones in :data:`OUTCOME_ORDER` first; ``{key: {outcome: Mean}}``).
+    Returns (the outcome keys, known ones in :data:`OUTCOME_ORDER` first; ``{key: {outcome: (n, hits)}}``).
     """
     from bot.db import outcomes
 
@@ -477,9 +484,7 @@ def outcome_rates(conn: Connection, f: Filters, by: str) -> tuple[list[str], dic
             add(row["key"], str(row["outcome"]), int(row["n"]), int(row["hits"] or 0))
     kinds = {outcome for per_key in counts.values() for outcome in per_key}
     order = [k for k in OUTCOME_ORDER if k in kinds] + sorted(kinds - set(OUTCOME_ORDER))
-    rates = {k: {o: wilson(hits, n) for o, (n, hits) in per_key.items()}
-             for k, per_key in counts.items()}
-    return order, rates
+    return order, {k: {o: (n, hits) for o, (n, hits) in per_key.items()} for k, per_key in counts.items()}
 
 
 def wilson(hits: int, n: int) -> Mean:

@@ -549,6 +549,8 @@ def _detail(by: str, key: str) -> Any:
         cycle = queries.cached(conn, "cycle_times", (view.filters,),
                                lambda: teamwork.cycle_times(conn, view.filters))
         costs = queries.cached(conn, "costs", (view.filters,), lambda: teamwork.costs(conn, view.filters))
+        _order, recorded = queries.cached(conn, "outcome_counts", (view.filters, by),
+                                          lambda: queries.outcome_counts(conn, view.filters, by))
     context: dict[str, Any] = {}
     buckets = [(label, n, charts.BAND_COLOURS[_bucket_band(i)]) for i, (label, n) in enumerate(hist)]
     tables = [
@@ -578,6 +580,7 @@ def _detail(by: str, key: str) -> Any:
         Table("prs", "Pull requests", _pr_columns(), prs,
               note="Newest activity first; each PR's latest evaluation."),
         *teamwork_tables(cycle, costs),
+        after_merge_table(recorded.get(group.key, {}) if group else {}),
     ]
     pages = max(1, -(-total // PAGE_SIZE))
     title = (group.name if group and by == "agent" else key)
@@ -690,6 +693,38 @@ def teamwork_tables(cycle: teamwork.CycleTimes, costs: teamwork.Costs) -> list[T
             "First the three groups (the agent's failure; the project's reasons: superseded, duplicate, stale, "
             "declined; withdrawn or unknown), then each class. Only the agent's failure counts against it.")),
     ]
+
+
+AFTER_MERGE = (("reverted", "Revert rate"), ("follow_up_fix", "Follow-up-fix rate"))
+
+
+def after_merge_table(counts: dict[str, tuple[int, int]]) -> Table:
+    """The agent's revert and follow-up-fix rates with their Wilson intervals, over the PRs where
+    the outcome is recorded; "not recorded" where it is recorded for none."""
+    rows = [(key, title, *counts.get(key, (0, 0))) for key, title in AFTER_MERGE]
+
+    def share_cell(r: tuple[str, str, int, int]) -> Markup | str:
+        if not r[2]:
+            return Markup('<span class="muted" data-recorded="no">not recorded</span>')
+        m = queries.wilson(r[3], r[2])
+        return Markup("{}{}").format(_pct(m.mean), _interval(m.low, m.high, _pct))
+
+    def part(r: tuple[str, str, int, int], name: str) -> float | None:
+        return _round(getattr(queries.wilson(r[3], r[2]), name), 4) if r[2] else None
+
+    return Table("after_merge", "After merge: reverts and follow-up fixes", [
+        Column("Outcome", lambda r: r[0], lambda r: r[1], key="outcome",
+               help="Reverted: merged, then reverted on the base branch. Follow-up fix: merged, then a later "
+                    "merged PR fixed it (references it with fix words)."),
+        Column("Recorded for", lambda r: r[2], numeric=True, key="recorded",
+               help="PRs where the outcome is recorded (true or false): the rate's denominator."),
+        Column("PRs with it", lambda r: r[3], numeric=True, key="prs"),
+        Column("Rate", lambda r: part(r, "mean"), share_cell, numeric=True, key="rate",
+               help="Share of the PRs where it is recorded, with its 95 % Wilson interval."),
+        Column("Rate 95% low", lambda r: part(r, "low"), key="rateLow", csv_only=True),
+        Column("Rate 95% high", lambda r: part(r, "high"), key="rateHigh", csv_only=True),
+    ], rows, note=("From the outcomes store (taskeval outcomes --write-store, or the bot's push and pull_request "
+                   "events); \"not recorded\" where no PR in view has the outcome recorded either way."))
 
 
 def _bucket_band(index: int) -> str:

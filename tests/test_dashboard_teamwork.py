@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import statistics
 from collections.abc import Iterator
 from pathlib import Path
@@ -287,3 +288,78 @@ def test_revert_and_follow_up_fix_rates_where_recorded(client: FlaskClient, engi
     assert (float(after["reverted"]["rateLow"]), float(after["reverted"]["rateHigh"])) == (
         pytest.approx(wilson.low, abs=1e-4), pytest.approx(wilson.high, abs=1e-4))
     assert after["follow_up_fix"]["recorded"] == "0"  # still none recorded: not a 0 % rate
+
+
+def _cell(decided: int, merged: int, ap: list[int] | None = None) -> teamwork.Cell:
+    ap = ap if ap is not None else [70] * decided
+    return teamwork.Cell(n=decided, decided=decided, merged=merged, rescued_known=merged, taken_over=merged // 4,
+                         ap_n=len(ap), ap_sum=float(sum(ap)), ap_sq=float(sum(x * x for x in ap)))
+
+
+@pytest.mark.parametrize(("pairs", "raw_sign", "adjusted"), [
+    # Simpson's paradox: A merges more within each task type, but is given mostly the hard ones
+    # (raw: 118/220 against 178/220; within: +0.05 and +0.10, each stratum 220 PRs)
+    ([(_cell(20, 18), _cell(200, 170)), (_cell(200, 100), _cell(20, 8))], -1, (0.05 * 220 + 0.10 * 220) / 440),
+    # the same mix and rates: no difference
+    ([(_cell(50, 40), _cell(50, 40)), (_cell(30, 10), _cell(30, 10))], 0, 0.0),
+    # one stratum only one side worked in is left out of the adjustment
+    ([(_cell(40, 30), _cell(40, 20)), (_cell(40, 40), _cell(0, 0, []))], 1, 0.25),
+])
+def test_the_task_mix_adjusted_difference(pairs: list[tuple[teamwork.Cell, teamwork.Cell]], raw_sign: int,
+                                          adjusted: float) -> None:
+    a, b = teamwork.Cell(), teamwork.Cell()
+    for x, y in pairs:
+        a.add(x)
+        b.add(y)
+    raw = teamwork.share_difference(a.merged, a.decided, b.merged, b.decided)
+    assert raw.diff is not None
+    assert (raw.diff > 1e-12) - (raw.diff < -1e-12) == raw_sign
+    got = teamwork.adjusted_difference(pairs, "merge_rate")
+    assert got.diff == pytest.approx(adjusted, abs=1e-12)
+    assert got.strata == sum(1 for x, y in pairs if x.decided and y.decided)
+    assert got.low is not None and got.high is not None and got.low <= got.diff <= got.high
+
+
+def test_the_adjusted_difference_has_no_value_without_shared_strata() -> None:
+    got = teamwork.adjusted_difference([(_cell(30, 20), _cell(0, 0, []))], "merge_rate")
+    assert (got.diff, got.strata, got.a_n, got.b_n) == (None, 0, 0, 0) and got.too_few
+
+
+def test_the_adjusted_interval_adds_the_strata_variances() -> None:
+    pairs = [(_cell(100, 80), _cell(100, 60)), (_cell(300, 150), _cell(100, 40))]
+    got = teamwork.adjusted_difference(pairs, "merge_rate")
+    w = [200 / 600, 400 / 600]
+
+    def var(hits: int, n: int) -> float:
+        p = (hits + 1) / (n + 2)
+        return p * (1 - p) / (n + 2)
+
+    half = 1.96 * math.sqrt(w[0] ** 2 * (var(80, 100) + var(60, 100)) + w[1] ** 2 * (var(150, 300) + var(40, 100)))
+    assert got.diff == pytest.approx(w[0] * 0.2 + w[1] * 0.1)
+    assert (got.low, got.high) == (pytest.approx(got.diff - half), pytest.approx(got.diff + half))
+    sure = teamwork.adjusted_difference([(_cell(50, 50), _cell(50, 0))], "merge_rate")
+    assert sure.low is not None and sure.high is not None and sure.low < sure.diff == 1.0 < sure.high  # never certain
+
+
+def test_the_comparison_shows_the_adjusted_difference_beside_the_raw_one(client: FlaskClient, engine: Engine) -> None:
+    export = export_rows(engine)
+    table = csv_table(client, "/dashboard/compare?a=copilot&b=codex", "compare")
+    assert [(r["kind"], r["stratum"]) for r in table[:2]] == [("overall", "all PRs"),
+                                                             ("adjusted", "all PRs, task mix adjusted")]
+    adjusted = table[1]
+    cells: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for r in export:
+        decided = r["state"] == "merged" or (r["state"] == "closed" and r["draft"] != "true")
+        if r["agent_id"] in ("copilot", "codex") and decided:
+            side = cells.setdefault((r["task_type"] or "unknown", r["repository"]), {"copilot": [], "codex": []})
+            side[r["agent_id"]].append(1.0 if r["state"] == "merged" else 0.0)
+    shared = {k: v for k, v in cells.items() if v["copilot"] and v["codex"]}
+    weight = sum(len(v["copilot"]) + len(v["codex"]) for v in shared.values())
+    want = sum((len(v["copilot"]) + len(v["codex"])) * (statistics.fmean(v["copilot"]) - statistics.fmean(v["codex"]))
+               for v in shared.values()) / weight
+    assert float(adjusted["merge_rateDiff"]) == pytest.approx(want, abs=1e-4)
+    assert int(adjusted["merge_rateStrata"]) == len(shared)
+    assert float(adjusted["merge_rateLow"]) <= float(adjusted["merge_rateDiff"]) <= float(adjusted["merge_rateHigh"])
+    assert int(adjusted["merge_rateAPrs"]) == sum(len(v["copilot"]) for v in shared.values())
+    html = client.get("/dashboard/compare?a=copilot&b=codex").get_data(as_text=True)
+    assert f"within {len(shared)} task type × repository strata" in html

@@ -805,6 +805,8 @@ def _difference(get: Callable[[teamwork.Stratum], teamwork.Difference], fmt: Cal
             return "—"
         cell = Markup('<span class="mean">{}{}</span>{}<br><span class="muted">A {} · B {}</span>').format(
             "+" if d.diff > 0 else "", fmt(d.diff), _interval(d.low, d.high, fmt), fmt(d.a), fmt(d.b))
+        if d.strata is not None:
+            cell += Markup('<br><span class="rests">within {} task type × repository strata</span>').format(d.strata)
         if d.a_provisional is not None:
             cell += Markup('<br><span class="rests">{}</span>').format(provisional_text(d, exclude))
         return cell
@@ -829,6 +831,7 @@ def _difference(get: Callable[[teamwork.Stratum], teamwork.Difference], fmt: Cal
         Column(f"{what} B", lambda st: _round(get(st).b, 4), key=f"{key}B", csv_only=True),
         Column(f"{what} A PRs", lambda st: get(st).a_n, key=f"{key}APrs", csv_only=True),
         Column(f"{what} B PRs", lambda st: get(st).b_n, key=f"{key}BPrs", csv_only=True),
+        Column(f"{what} strata", lambda st: get(st).strata, key=f"{key}Strata", csv_only=True),
         *counts,
     ]
 
@@ -864,8 +867,11 @@ def compare() -> Any:
                      "pushed commits doing the PR's work) of the merged PRs with a rescue class. Mean "
                      "agentPerformance: every PR, with how many had a provisional grade "
                      + ("(left out of the mean). " if exclude else "(counted; the switch above leaves them out). ")
-                     + "Intervals: Newcombe's for shares, Welch's t for means. Then the "
-                     "same within each task type and repository both sides worked on."))
+                     + "Intervals: Newcombe's for shares, Welch's t for means. \"Task mix adjusted\": the "
+                     "differences within each task type and repository both sides worked on, weighted by "
+                     "the stratum's PRs (both sides), its interval from the strata's variances: what the "
+                     "difference would be on the same task mix. Then the same within each task type and "
+                     "repository both sides worked on."))
     return _tables_or_page([table], "taskeval-compare", "dashboard/compare.html", view=view, choices=choices,
                            label_a=label_a, label_b=label_b, title="Compare")
 

@@ -356,57 +356,68 @@ UNATTRIBUTED = "unattributed"  # agent_id NULL: stored before results named thei
 
 
 def leaderboard(engine: Engine, repo: str | None = None, limit: int = 100,
-                by: LeaderboardBy = "agent") -> list[dict[str, Any]]:
+                by: LeaderboardBy = "agent", *, exclude_provisional: bool = False) -> list[dict[str, Any]]:
     """Agents (``by="agent"``, each agent id) or PR authors (``by="author"``) ranked by mean
     overall score over their evaluated PRs, aggregated in SQL.
 
     Each PR counts once, with its latest evaluation (``is_latest``), so re-running ``/evaluate``
     does not weigh a PR more. Ties go to the entry with more PRs, then alphabetically, so the order
-    is stable. Each entry also counts the PRs merged, closed unmerged and still open.
+    is stable. Each entry also counts the PRs merged, closed unmerged and still open, and per mean
+    how many PRs had a provisional grade in it (coverage under ``PROVISIONAL_BELOW``) and how many
+    the mean rests on; ``exclude_provisional`` leaves those out of each mean (as the dashboard's
+    switch does), and the ranking follows.
     """
     e = evaluations
     key = e.c.agent_id if by == "agent" else e.c.author
     count = func.count().label("count")
-    mean = func.avg(e.c.overall_score).label("mean")
+    measures = {"overall": (e.c.overall_score, e.c.overall_coverage),
+                **{name: (e.c[column], e.c[f"{column}_coverage"]) for name, column in _CATEGORY_COLUMNS.items()}}
+
+    def mean(score: Any, coverage: Any) -> Any:
+        return func.avg(case((provisional_sql(coverage), None), else_=score) if exclude_provisional else score)
 
     def state(name: str) -> Any:
         return func.sum(case((e.c.pr_state == name, 1), else_=0)).label(name)
 
+    means = {name: mean(score, coverage).label(f"m_{name}") for name, (score, coverage) in measures.items()}
+    unsure = {name: func.sum(case((provisional_sql(coverage), 1), else_=0)).label(f"v_{name}")
+              for name, (_score, coverage) in measures.items()}
+    order = means["overall"]
     query = (
-        select(
-            key.label("key"), func.max(e.c.agent_name).label("name"), count, mean,
-            func.avg(e.c.agent_performance).label("ap"),
-            func.avg(e.c.task_outcome_quality).label("toq"),
-            func.avg(e.c.process_compliance).label("pc"),
-            state("merged"), state("closed"), state("open"),
-        )
+        select(key.label("key"), func.max(e.c.agent_name).label("name"), count, *means.values(),
+               *unsure.values(), state("merged"), state("closed"), state("open"))
         .where(e.c.is_latest.is_(True))
         .group_by(key)
-        .order_by(mean.desc(), count.desc(), key)
+        .order_by(order.desc().nulls_last(), count.desc(), key)
         .limit(limit)
     )
     if repo is not None:
         query = query.where(e.c.repo == repo)
     with engine.connect() as conn:
-        rows = conn.execute(query).all()
+        rows = conn.execute(query).mappings().all()
     entries = []
     for rank, row in enumerate(rows, start=1):
         entry: dict[str, Any] = {"rank": rank}
         if by == "agent":
-            entry["agent"] = row.key
-            entry["agentName"] = row.name if row.key is not None else UNATTRIBUTED
+            entry["agent"] = row["key"]
+            entry["agentName"] = row["name"] if row["key"] is not None else UNATTRIBUTED
         else:
-            entry["author"] = row.key
+            entry["author"] = row["key"]
+        n = int(row["count"])
+        provisional = {name: int(row[f"v_{name}"] or 0) for name in measures}
+
+        def rounded(value: Any) -> float | None:
+            return None if value is None else round(float(value), 1)
+
         entry.update({
-            "count": int(row._mapping["count"]),  # row.count is Row's tuple method
-            "meanOverall": round(float(row.mean), 1),
-            "meanCategories": {
-                "agentPerformance": round(float(row.ap), 1),
-                "taskOutcomeQuality": round(float(row.toq), 1),
-                "processCompliance": round(float(row.pc), 1),
-            },
-            "prStates": {"merged": int(row.merged or 0), "closed": int(row.closed or 0),
-                         "open": int(row.open or 0)},
+            "count": n,
+            "meanOverall": rounded(row["m_overall"]),
+            "meanCategories": {name: rounded(row[f"m_{name}"]) for name in _CATEGORY_COLUMNS},
+            "prStates": {"merged": int(row["merged"] or 0), "closed": int(row["closed"] or 0),
+                         "open": int(row["open"] or 0)},
+            "provisional": provisional,
+            "restsOn": {name: n - v if exclude_provisional else n for name, v in provisional.items()},
+            "provisionalLeftOut": exclude_provisional,
         })
         entries.append(entry)
     return entries

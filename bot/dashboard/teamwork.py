@@ -167,8 +167,8 @@ def cycle_times(conn: Connection, f: Filters) -> CycleTimes:
     quantile) cost more on SQLite: each is a sort of the selection in a temporary B-tree."""
     columns = [c for _k, c, _t, _r in CYCLE_FIGURES]
     # the week only where the trend reads it (merged PRs): the other rows return NULL, no string
-    week = case((E.merge_hours.is_not(None), E.week))
-    rows = _tuples(conn, select(*columns, week).where(*where(f)))
+    merged_week = case((E.merge_hours.is_not(None), E.week))
+    rows = _tuples(conn, select(*columns, merged_week).where(*where(f)))
     by_column = list(zip(*rows, strict=True)) if rows else [() for _ in range(len(columns) + 1)]
     seed = _seed(f)
     figures = []

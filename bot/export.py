@@ -19,12 +19,12 @@ import io
 import json
 from collections import defaultdict
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
 from sqlalchemy import Engine, select
 
 from bot.db import evaluations, outcomes
-from bot.results import _epoch, _pr_facts
 from taskeval.outcomes import OUTCOMES
 
 ExportFormat = Literal["csv", "ndjson"]
@@ -80,7 +80,7 @@ def _task_type(result: dict[str, Any]) -> tuple[str | None, str | None]:
 def row_of(result: dict[str, Any], recorded: dict[str, bool] | None = None) -> dict[str, Any]:
     """The export row of one stored result; ``recorded``: its PR's outcomes by kind."""
     pull = _dict(result.get("pullRequest"))
-    facts = _pr_facts(result)
+    facts = pr_facts(result)
     agent = _dict(result.get("agent"))
     turns = _dict(result.get("turns"))
     closure = _dict(result.get("closure"))
@@ -110,7 +110,7 @@ def row_of(result: dict[str, Any], recorded: dict[str, bool] | None = None) -> d
         row[column] = turns.get(key)
     row["turn_at_end"] = turns.get("atEnd")
     row["draft"] = bool(facts["draft"]) and not merged if "draft" in facts else None
-    created, merged_at = _epoch(row["created_at"]), _epoch(row["merged_at"])
+    created, merged_at = epoch_of(row["created_at"]), epoch_of(row["merged_at"])
     row["time_to_merge_hours"] = (round((merged_at - created) / 3600, 2)
                                   if merged and created is not None and merged_at is not None else None)
     row["closure_class"] = closure.get("class")
@@ -170,6 +170,31 @@ STORED: Final[dict[str, str]] = {
     "comments_by_people": "people_comments", "overall_coverage": "overall_coverage",
     **{f"{column}_coverage": f"{column}_coverage" for _name, column in CATEGORIES},
 }
+
+
+def epoch_of(value: Any) -> float | None:
+    """An ISO 8601 time of a result as epoch seconds (UTC when it names no zone); None if unreadable."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def pr_facts(result: dict[str, Any]) -> dict[str, Any]:
+    """The facts of the PR's own evidence item (state, createdAt, closedAt, ...), if present."""
+    evidence = result.get("evidence")
+    for group in (evidence.get("groups") or ()) if isinstance(evidence, dict) else ():
+        if isinstance(group, dict) and group.get("source") == "taskMetadata":
+            for item in group.get("items") or ():
+                if isinstance(item, dict) and item.get("kind") == "pull_request":
+                    facts = item.get("facts")
+                    return facts if isinstance(facts, dict) else {}
+    return {}
 
 
 def stored_columns(result: dict[str, Any]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from bot.db import (
     signals,
     write,
 )
+from bot.export import epoch_of, pr_facts, stored_columns
 from taskeval.contract import PROVISIONAL_BELOW
 
 _CATEGORY_COLUMNS = {
@@ -55,18 +56,6 @@ def previous_comment(engine: Engine, repo: str, number: int,
     return str(row.comment_signature), str(row.comment_url)
 
 
-def _epoch(value: Any) -> float | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
-
-
 def week_of(epoch: float) -> str:
     """The Monday (UTC) of the week holding ``epoch``, as ``YYYY-MM-DD``: the trend bucket."""
     day = datetime.fromtimestamp(epoch, UTC).date()
@@ -77,18 +66,6 @@ def _clip(value: Any, limit: int) -> str | None:
     return value[:limit] if isinstance(value, str) and value else None
 
 
-def _pr_facts(result: dict[str, Any]) -> dict[str, Any]:
-    """The facts of the PR's own evidence item (state, createdAt, closedAt, ...), if present."""
-    evidence = result.get("evidence")
-    for group in (evidence.get("groups") or ()) if isinstance(evidence, dict) else ():
-        if isinstance(group, dict) and group.get("source") == "taskMetadata":
-            for item in group.get("items") or ():
-                if isinstance(item, dict) and item.get("kind") == "pull_request":
-                    facts = item.get("facts")
-                    return facts if isinstance(facts, dict) else {}
-    return {}
-
-
 def facets(result: dict[str, Any]) -> dict[str, Any]:
     """The aggregation columns of a result (agent, PR state and times, week), read defensively:
     a result from before agent attribution has no ``agent`` and gets NULL agent columns."""
@@ -96,13 +73,13 @@ def facets(result: dict[str, Any]) -> dict[str, Any]:
     agent = agent if isinstance(agent, dict) else {}
     pull = result.get("pullRequest")
     pull = pull if isinstance(pull, dict) else {}
-    facts = _pr_facts(result)
+    facts = pr_facts(result)
     merged = bool(pull.get("merged") or facts.get("merged"))
     state = facts.get("state")
-    created = _epoch(facts.get("createdAt"))
-    merged_at = _epoch(pull.get("mergedAt") or facts.get("mergedAt"))
-    closed_at = _epoch(facts.get("closedAt")) or merged_at
-    activity = merged_at or closed_at or created or _epoch(result.get("evaluatedAt")) or time.time()
+    created = epoch_of(facts.get("createdAt"))
+    merged_at = epoch_of(pull.get("mergedAt") or facts.get("mergedAt"))
+    closed_at = epoch_of(facts.get("closedAt")) or merged_at
+    activity = merged_at or closed_at or created or epoch_of(result.get("evaluatedAt")) or time.time()
     return {
         "owner": str(result.get("repository", "")).split("/", 1)[0][:100],
         "agent_id": _clip(agent.get("id"), 64),
@@ -317,14 +294,8 @@ def record_from_result(result: dict[str, Any], *, comment_url: str | None = None
         "comment_signature": signature if comment_url else None,
         "result_json": json.dumps(result, ensure_ascii=False, separators=(",", ":")),
         **facets(result),
-        **_turn_columns(result),
+        **stored_columns(result),
     }
-
-
-def _turn_columns(result: dict[str, Any]) -> dict[str, Any]:
-    from bot.export import stored_columns  # bot.export reads this module's helpers
-
-    return stored_columns(result)
 
 
 def latest(engine: Engine, repo: str, number: int) -> dict[str, Any] | None:

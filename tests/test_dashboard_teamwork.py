@@ -341,17 +341,20 @@ def test_the_adjusted_interval_adds_the_strata_variances() -> None:
     assert sure.low is not None and sure.high is not None and sure.low < sure.diff == 1.0 < sure.high  # never certain
 
 
-def test_the_comparison_shows_the_adjusted_difference_beside_the_raw_one(client: FlaskClient, engine: Engine) -> None:
+@pytest.mark.parametrize(("row", "stratum"), [(1, lambda r: r["task_type"] or "unknown"),
+                                            (2, lambda r: (r["task_type"] or "unknown", r["repository"]))])
+def test_the_comparison_shows_the_adjusted_difference_beside_the_raw_one(client: FlaskClient, engine: Engine,
+                                                                          row: int, stratum: Any) -> None:
     export = export_rows(engine)
     table = csv_table(client, "/dashboard/compare?a=copilot&b=codex", "compare")
-    assert [(r["kind"], r["stratum"]) for r in table[:2]] == [("overall", "all PRs"),
-                                                             ("adjusted", "all PRs, task mix adjusted")]
-    adjusted = table[1]
-    cells: dict[tuple[str, str], dict[str, list[float]]] = {}
+    assert [(r["kind"], r["stratum"]) for r in table[:3]] == [
+        ("overall", "all PRs"), ("adjusted", teamwork.ADJUSTED_BY_TYPE), ("adjusted", teamwork.ADJUSTED_BY_CELL)]
+    adjusted = table[row]
+    cells: dict[Any, dict[str, list[float]]] = {}
     for r in export:
         decided = r["state"] == "merged" or (r["state"] == "closed" and r["draft"] != "true")
         if r["agent_id"] in ("copilot", "codex") and decided:
-            side = cells.setdefault((r["task_type"] or "unknown", r["repository"]), {"copilot": [], "codex": []})
+            side = cells.setdefault(stratum(r), {"copilot": [], "codex": []})
             side[r["agent_id"]].append(1.0 if r["state"] == "merged" else 0.0)
     shared = {k: v for k, v in cells.items() if v["copilot"] and v["codex"]}
     weight = sum(len(v["copilot"]) + len(v["codex"]) for v in shared.values())
@@ -362,4 +365,4 @@ def test_the_comparison_shows_the_adjusted_difference_beside_the_raw_one(client:
     assert float(adjusted["merge_rateLow"]) <= float(adjusted["merge_rateDiff"]) <= float(adjusted["merge_rateHigh"])
     assert int(adjusted["merge_rateAPrs"]) == sum(len(v["copilot"]) for v in shared.values())
     html = client.get("/dashboard/compare?a=copilot&b=codex").get_data(as_text=True)
-    assert f"within {len(shared)} task type × repository strata" in html
+    assert f"within {len(shared)} strata both worked in" in html

@@ -468,6 +468,12 @@ def _stratum(kind: str, name: str, a: Cell, b: Cell) -> Stratum:
 
 # --- the task-mix-adjusted difference ---------------------------------------------------------------
 
+# The two task-mix adjustments: within task types (every pair of agents shares some), and within
+# task type × repository (finer, but two agents in different repositories share few such strata).
+ADJUSTED_BY_TYPE = "all PRs, task mix adjusted (within task types)"
+ADJUSTED_BY_CELL = "all PRs, task mix adjusted (within task type × repository)"
+
+
 def _stratum_variance(c: Cell, part: str) -> float:
     """The variance of one side's estimate within one stratum: of a share, from the share with one
     success and one failure added (Agresti and Caffo's adjustment, so a stratum at 0 % or 100 % is
@@ -483,8 +489,8 @@ def _stratum_variance(c: Cell, part: str) -> float:
 
 
 def adjusted_difference(pairs: Sequence[tuple[Cell, Cell]], part: str) -> Difference:
-    """A minus B within each stratum (a task type and repository) both sides have PRs in for this
-    measure, weighted by the stratum's size (both sides' PRs in the measure's denominator): what
+    """A minus B within each stratum (a task type, or a task type and repository) both sides have
+    PRs in for this measure, weighted by the stratum's size (both sides' PRs in the measure's denominator): what
     the difference would be if both had worked on the same task mix. ``part``: ``merge_rate``,
     ``rescue_rate`` or ``agent_performance``.
 
@@ -531,8 +537,9 @@ def _sum(found: Iterable[tuple[tuple[str, str], Cell]], index: int) -> dict[str,
 
 
 def compare(conn: Connection, fa: Filters, fb: Filters, *, exclude_provisional: bool = False) -> list[Stratum]:
-    """A minus B overall, then within each task type and each repository both sides worked on
-    (so an agent given only the easy tasks does not look better for it)."""
+    """A minus B overall, then adjusted for the task mix (:func:`adjusted_difference`, within task
+    types and within task type × repository), then within each task type and each repository both
+    sides worked on (so an agent given only the easy tasks does not look better for it)."""
     a = cells(conn, fa, exclude_provisional=exclude_provisional)
     b = cells(conn, fb, exclude_provisional=exclude_provisional)
     total_a, total_b = Cell(), Cell()
@@ -541,10 +548,12 @@ def compare(conn: Connection, fa: Filters, fb: Filters, *, exclude_provisional: 
     for c in b.values():
         total_b.add(c)
     out = [_stratum("overall", "all PRs", total_a, total_b)]
-    pairs = [(a[key], b[key]) for key in sorted(set(a) & set(b))]
-    out.append(Stratum("adjusted", "all PRs, task mix adjusted",
-                       *(adjusted_difference(pairs, part) for part in
-                         ("merge_rate", "rescue_rate", "agent_performance"))))
+    by_type_a, by_type_b = _sum(a.items(), 0), _sum(b.items(), 0)
+    for name, pairs in (
+            (ADJUSTED_BY_TYPE, [(by_type_a[t], by_type_b[t]) for t in sorted(set(by_type_a) & set(by_type_b))]),
+            (ADJUSTED_BY_CELL, [(a[key], b[key]) for key in sorted(set(a) & set(b))])):
+        out.append(Stratum("adjusted", name, *(adjusted_difference(pairs, part) for part in
+                                                ("merge_rate", "rescue_rate", "agent_performance"))))
     for index, kind in ((0, "task type"), (1, "repository")):
         sa, sb = _sum(a.items(), index), _sum(b.items(), index)
         for name in sorted(set(sa) & set(sb)):

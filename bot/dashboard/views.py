@@ -798,6 +798,8 @@ def _difference(get: Callable[[teamwork.Stratum], teamwork.Difference], fmt: Cal
                 what: str, exclude: bool = False) -> list[Column]:
     def cell(st: teamwork.Stratum) -> Markup | str:
         d = get(st)
+        if d.strata == 0:
+            return Markup('<span class="muted">no stratum both worked in</span>')
         if d.too_few:
             return Markup('<span class="tag small" title="A rests on {}, B on {} PRs">too few PRs</span>').format(
                 d.a_n, d.b_n)
@@ -806,7 +808,7 @@ def _difference(get: Callable[[teamwork.Stratum], teamwork.Difference], fmt: Cal
         cell = Markup('<span class="mean">{}{}</span>{}<br><span class="muted">A {} · B {}</span>').format(
             "+" if d.diff > 0 else "", fmt(d.diff), _interval(d.low, d.high, fmt), fmt(d.a), fmt(d.b))
         if d.strata is not None:
-            cell += Markup('<br><span class="rests">within {} task type × repository strata</span>').format(d.strata)
+            cell += Markup('<br><span class="rests">within {} strata both worked in</span>').format(d.strata)
         if d.a_provisional is not None:
             cell += Markup('<br><span class="rests">{}</span>').format(provisional_text(d, exclude))
         return cell
@@ -868,10 +870,10 @@ def compare() -> Any:
                      "agentPerformance: every PR, with how many had a provisional grade "
                      + ("(left out of the mean). " if exclude else "(counted; the switch above leaves them out). ")
                      + "Intervals: Newcombe's for shares, Welch's t for means. \"Task mix adjusted\": the "
-                     "differences within each task type and repository both sides worked on, weighted by "
-                     "the stratum's PRs (both sides), its interval from the strata's variances: what the "
-                     "difference would be on the same task mix. Then the same within each task type and "
-                     "repository both sides worked on."))
+                     "differences within each task type (then each task type and repository) both sides "
+                     "worked on, weighted by the stratum's PRs (both sides), its interval from the strata's "
+                     "variances: what the difference would be on the same task mix. Then the same within "
+                     "each task type and repository both sides worked on."))
     return _tables_or_page([table], "taskeval-compare", "dashboard/compare.html", view=view, choices=choices,
                            label_a=label_a, label_b=label_b, title="Compare")
 

@@ -7,6 +7,10 @@ PRs today. Every query takes :class:`Filters`, whose ``repos`` is the set of rep
 may read (``None``: all, for a loopback dashboard or the API token); a repository outside it never
 reaches a row, a count or a CSV line.
 
+Every mean also counts the PRs whose grade in it was provisional (coverage under
+``taskeval.contract.PROVISIONAL_BELOW``), and ``exclude_provisional`` leaves them out of it
+(docs/bot.md, "Provisional grades").
+
 The 95 % interval of a mean is ``mean ± t(n-1) · s / √n`` with the sample variance taken from
 ``AVG(x·x) - AVG(x)²`` and ``COUNT`` in the same query (Student's t, so small groups get the wide
 interval they deserve).

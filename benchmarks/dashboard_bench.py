@@ -52,6 +52,8 @@ PAGES = [
     ("comparison of two agents", "/dashboard/compare?a=copilot&b=codex"),
     ("comparison of two periods", "/dashboard/compare?agent=copilot&a_until=2025-05-31&b_since=2025-06-01"),
     ("agent page cycle-time CSV", "/dashboard/agent/copilot?format=csv&table=cycle"),
+    ("overview, provisional left out", "/dashboard/?provisional=exclude"),
+    ("agent page, provisional left out", "/dashboard/agent/copilot?provisional=exclude"),
 ]
 
 

@@ -92,8 +92,12 @@ def leaderboard() -> Any:
     by = request.args.get("by") or "agent"
     if by not in ("agent", "author"):
         return _error(400, "by must be agent or author")
-    entries = results.leaderboard(state().engine, repo, by=cast(results.LeaderboardBy, by))
-    return jsonify(repository=repo, by=by, entries=entries)
+    provisional = request.args.get("provisional") or "include"
+    if provisional not in ("include", "exclude"):
+        return _error(400, "provisional must be include or exclude")
+    entries = results.leaderboard(state().engine, repo, by=cast(results.LeaderboardBy, by),
+                                  exclude_provisional=provisional == "exclude")
+    return jsonify(repository=repo, by=by, provisional=provisional, entries=entries)
 
 
 @api.get("/export")

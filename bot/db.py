@@ -161,6 +161,14 @@ evaluations = Table(
     Column("closure_against", Boolean),
     Column("rescue_class", String(16)),
     Column("people_commits", Integer),
+    # Revision 0010: how sure each grade is (the share of its weight that was conclusive; the
+    # overall's is the categories' weighted by their contract weights), what the dashboard's
+    # provisional counts read, and the comments people wrote on the PR. NULL where the result has none.
+    Column("overall_coverage", Float),
+    Column("agent_performance_coverage", Float),
+    Column("task_outcome_quality_coverage", Float),
+    Column("process_compliance_coverage", Float),
+    Column("people_comments", Integer),
 )
 Index("ix_evaluations_key", evaluations.c.repo, evaluations.c.number, evaluations.c.head_sha,
       evaluations.c.scorer_version)
@@ -182,15 +190,20 @@ Index("uq_evaluations_latest", evaluations.c.repo, evaluations.c.number, unique=
 # these columns.
 _DASH_FACETS = ("week", "overall_score", "overall_band", "agent_performance", "task_outcome_quality",
                 "process_compliance", "pr_state", "activity_at", "repo", "agent_name")
+# Revision 0010 rebuilt ix_evaluations_dash_agent with the task type and the coverages, so the scans
+# behind a task-type filter or left-out provisional grades stay index-only too.
+COVERAGE_COLUMNS = ("overall_coverage", "agent_performance_coverage", "task_outcome_quality_coverage",
+                    "process_compliance_coverage")
 Index("ix_evaluations_dash_agent", evaluations.c.is_latest, evaluations.c.agent_id,
-      *(evaluations.c[name] for name in _DASH_FACETS))
+      *(evaluations.c[name] for name in (*_DASH_FACETS, "task_type", *COVERAGE_COLUMNS)))
 Index("ix_evaluations_dash_author", evaluations.c.is_latest, evaluations.c.author,
-      *(evaluations.c[name] for name in (*_DASH_FACETS, "agent_id")))
+      *(evaluations.c[name] for name in (*_DASH_FACETS, "agent_id", *COVERAGE_COLUMNS)))
 
 # Covering index of the agent page's cycle times and costs and of the comparison (revision 0008):
 # like the overview's, they read the index, never the rows behind result_json.
 TURN_FACETS = ("repo", "task_type", "pr_state", "draft_at_end", "rescue_class", "closure_class",
                "closure_against", "people_commits", "rounds", "agent_performance",
+               "agent_performance_coverage", "people_comments",
                "first_response_hours", "agent_hours", "people_hours", "draft_hours", "merge_hours",
                "week", "activity_at", "author", "overall_band")
 Index("ix_evaluations_turns", evaluations.c.is_latest, evaluations.c.agent_id,
@@ -224,6 +237,10 @@ Index("ix_signals_down", signals.c.evaluation_id, signals.c.signal_id, signals.c
 # Two tables, not one with both agent and author: the two together multiply into nearly as many
 # rows as PRs (each author works with several agents), which saves nothing.
 ROLLUP_SUMS = ("overall", "agent_performance", "task_outcome_quality", "process_compliance")
+# Revision 0010: per sum, the PRs whose grade was provisional (coverage under
+# taskeval.contract.PROVISIONAL_BELOW) — their count (v_), sum (vs_) and sum of squares (vq_) — so
+# the overview says how many a mean rests on and can leave them out without scanning.
+PROVISIONAL_PARTS = ("v", "vs", "vq")
 
 
 def _rollup_table(name: str, *keys: Column[Any]) -> Table:
@@ -237,6 +254,8 @@ def _rollup_table(name: str, *keys: Column[Any]) -> Table:
         *(Column(f"p_{state}", BigInteger, nullable=False) for state in ("merged", "closed", "open")),
         *(Column(f"{kind}_{sum_name}", BigInteger, nullable=False)
           for sum_name in ROLLUP_SUMS for kind in ("s", "q")),
+        *(Column(f"{kind}_{sum_name}", BigInteger, nullable=False, server_default=text("0"))
+          for sum_name in ROLLUP_SUMS for kind in PROVISIONAL_PARTS),
         PrimaryKeyConstraint(*(k.name for k in keys), "week", "overall_band", name=f"pk_{name}"),
     )
 
@@ -251,6 +270,24 @@ rollup_author = _rollup_table(
     "dashboard_rollup_author",
     Column("repo", String(200), nullable=False),
     Column("author", String(100), nullable=False),
+)
+
+# The signals that pulled each latest evaluation down (bot.db.PULLS_DOWN), counted per repository,
+# agent, week, band and signal (revision 0010), kept like the rollups above: the agent page's
+# "signals that pull the score down" reads it instead of joining every PR's signals.
+rollup_signals = Table(
+    "dashboard_rollup_signals",
+    metadata,
+    Column("repo", String(200), nullable=False),
+    Column("agent_id", String(64), nullable=False),  # "" = NULL (before attribution)
+    Column("week", String(10), nullable=False),
+    Column("overall_band", String(16), nullable=False),
+    Column("signal_id", String(64), nullable=False),
+    Column("category", String(32), nullable=False),
+    Column("n", BigInteger, nullable=False),
+    Column("s_score", BigInteger, nullable=False),
+    PrimaryKeyConstraint("agent_id", "repo", "week", "overall_band", "signal_id",
+                         name="pk_dashboard_rollup_signals"),
 )
 
 installation_events = Table(

@@ -45,8 +45,10 @@ COLUMNS: Final[tuple[str, ...]] = (
     "task_type", "task_type_source",
     *(column for _, column in TURNS), "turn_at_end", "draft", "time_to_merge_hours",
     "closure_class", "closure_counts_against_agent", "rescue_class", "commits_by_people",
+    "comments_by_people", "overall_coverage",
     *(f"outcome_{kind}" for kind in OUTCOMES),
 )
+PEOPLE_ROLES: Final = frozenset({"operator", "reviewer", "person"})  # taskeval.models.Role's people
 PAGE = 500
 
 
@@ -115,12 +117,48 @@ def row_of(result: dict[str, Any], recorded: dict[str, bool] | None = None) -> d
     row["closure_counts_against_agent"] = closure.get("countsAgainstAgent")
     row["rescue_class"] = rescue.get("class")
     row["commits_by_people"] = rescue.get("commitsByPeople")
+    row["comments_by_people"] = comments_by_people(result)
+    row["overall_coverage"] = overall_coverage(result)
     for kind in OUTCOMES:
         row[f"outcome_{kind}"] = (recorded or {}).get(kind)
     return row
 
 
-# The evaluations columns (revision 0008) the dashboard aggregates on, by export column: written
+def comments_by_people(result: dict[str, Any]) -> int | None:
+    """How many of the PR's comments (conversation and review-thread comments) people wrote: the
+    operator, reviewers and other people as the turns name them (docs/turns.md), never the agent,
+    a bot or CI. None for a result without turns (stored before them), whose roles are unknown."""
+    turns = _dict(result.get("turns"))
+    if not turns:
+        return None
+    roles = _dict(turns.get("roles"))
+    found = 0
+    for c in _dict(_dict(result.get("evidence")).get("facts")).get("comments") or ():
+        if not isinstance(c, dict) or not c.get("author") or c.get("authorIsBot"):
+            continue
+        if roles.get(c["author"], "person") in PEOPLE_ROLES:
+            found += 1
+    return found
+
+
+def overall_coverage(result: dict[str, Any]) -> float | None:
+    """The share of the overall score's weight that was conclusive: each category's coverage
+    weighted by its contract weight (0.30 / 0.45 / 0.25). Below ``PROVISIONAL_BELOW`` the dashboard
+    counts the PR's overall as provisional. None when a category has no coverage (results stored
+    before coverage)."""
+    total = weights = 0.0
+    for c in result.get("categoryScores") or ():
+        if not isinstance(c, dict):
+            continue
+        coverage, weight = c.get("coverage"), c.get("weight")
+        if not isinstance(coverage, int | float) or not isinstance(weight, int | float):
+            return None
+        total += float(weight) * float(coverage)
+        weights += float(weight)
+    return round(total / weights, 4) if weights else None
+
+
+# The evaluations columns (revisions 0008, 0010) the dashboard aggregates on, by export column: written
 # with each evaluation from its export row, so the page, the API and the CSV count the same values.
 STORED: Final[dict[str, str]] = {
     "task_type": "task_type", "draft": "draft_at_end",
@@ -128,6 +166,9 @@ STORED: Final[dict[str, str]] = {
     "people_hours": "people_hours", "draft_hours": "draft_hours", "time_to_merge_hours": "merge_hours",
     "rounds": "rounds", "closure_class": "closure_class", "closure_counts_against_agent": "closure_against",
     "rescue_class": "rescue_class", "commits_by_people": "people_commits",
+    # revision 0010: what the provisional counts and the people's comments aggregate
+    "comments_by_people": "people_comments", "overall_coverage": "overall_coverage",
+    **{f"{column}_coverage": f"{column}_coverage" for _name, column in CATEGORIES},
 }
 
 

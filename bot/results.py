@@ -12,19 +12,22 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import Connection, Engine, case, delete, func, insert, literal, select, update
+from sqlalchemy import Connection, Engine, case, delete, func, insert, literal, select, text, update
 from sqlalchemy.exc import IntegrityError
 
 from bot.db import (
+    PULLS_DOWN,
     ROLLUP_SUMS,
     evaluations,
     judge_cache,
     rollup_agent,
     rollup_author,
+    rollup_signals,
     signals,
     write,
 )
 from bot.export import epoch_of, pr_facts, stored_columns
+from taskeval.contract import PROVISIONAL_BELOW
 
 _CATEGORY_COLUMNS = {
     "agentPerformance": "agent_performance",
@@ -98,7 +101,7 @@ def store_evaluation(conn: Connection, row: dict[str, Any]) -> int:
     ``uq_evaluations_latest`` (IntegrityError): retry the transaction, it then sees the winner."""
     e = evaluations.c
     replaced = conn.execute(
-        select(*(e[name] for name in (*ROLLUP_COLUMNS, *ROLLUP_SCORES)))
+        select(e.id, *(e[name] for name in (*ROLLUP_COLUMNS, *ROLLUP_SCORES, *ROLLUP_COVERAGES)))
         .where(e.repo == row["repo"], e.number == row["number"], e.is_latest.is_(True))
     ).mappings().all()
     conn.execute(
@@ -109,6 +112,10 @@ def store_evaluation(conn: Connection, row: dict[str, Any]) -> int:
     result = conn.execute(insert(evaluations).values(**row, is_latest=True))
     for old in replaced:
         _rollup_add(conn, dict(old), -1)
+        s = signals.c
+        down = conn.execute(select(s.signal_id, s.category, s.score).where(
+            s.evaluation_id == old["id"], text(PULLS_DOWN))).mappings().all()
+        _signals_add(conn, dict(old), [dict(d) for d in down], -1)
     _rollup_add(conn, row, 1)
     key = result.inserted_primary_key
     if key is None:
@@ -117,11 +124,38 @@ def store_evaluation(conn: Connection, row: dict[str, Any]) -> int:
     rows = signal_rows(evaluation_id, row["result_json"])
     if rows:
         conn.execute(insert(signals), rows)
+    _signals_add(conn, row, [r for r in rows if pulls_down(r)], 1)
     return evaluation_id
+
+
+def pulls_down(signal: dict[str, Any]) -> bool:
+    """bot.db.PULLS_DOWN on one ``signals`` row: conclusive, weighted, scored under 60."""
+    score = signal["score"]
+    return bool(signal["conclusive"]) and float(signal["weight"]) > 0 and score is not None and score < 60
+
+
+def _signals_add(conn: Connection, row: dict[str, Any], down: list[dict[str, Any]], sign: int) -> None:
+    """Add (or subtract) one latest evaluation's pulled-down signals to/from ``rollup_signals``."""
+    r = rollup_signals.c
+    key = {name: str(row.get(name) or "") for name in ("repo", "agent_id", "week", "overall_band")}
+    for d in down:
+        match = [r[name] == value for name, value in key.items()] + [r.signal_id == d["signal_id"]]
+        score = int(d["score"])
+        done = conn.execute(update(rollup_signals).where(*match)
+                            .values(n=r.n + sign, s_score=r.s_score + sign * score)).rowcount
+        if sign < 0:
+            conn.execute(delete(rollup_signals).where(*match, r.n <= 0))
+        elif not done:
+            conn.execute(insert(rollup_signals).values(**key, signal_id=d["signal_id"],
+                                                       category=d["category"], n=1, s_score=score))
 
 
 ROLLUP_COLUMNS = ("repo", "agent_id", "agent_name", "author", "week", "overall_band", "pr_state")
 ROLLUP_SCORES = ("overall_score", "agent_performance", "task_outcome_quality", "process_compliance")
+# The coverage of each rolled-up score: under PROVISIONAL_BELOW the grade is provisional.
+ROLLUP_COVERAGES = ("overall_coverage", "agent_performance_coverage", "task_outcome_quality_coverage",
+                    "process_compliance_coverage")
+_COVERAGE_OF = dict(zip(ROLLUP_SCORES, ROLLUP_COVERAGES, strict=True))
 _ROLLUP_SUMS = dict(zip(ROLLUP_SCORES, ROLLUP_SUMS, strict=True))  # evaluations column -> sum name
 _ROLLUPS = ((rollup_agent, ("repo", "agent_id", "agent_name", "week", "overall_band")),
             (rollup_author, ("repo", "author", "week", "overall_band")))
@@ -135,6 +169,7 @@ def _rollup_add(conn: Connection, row: dict[str, Any], sign: int) -> None:
     (IntegrityError), like ``uq_evaluations_latest``: the caller retries the transaction.
     """
     scores = {name: int(row[name]) for name in ROLLUP_SCORES}
+    provisional = {name: provisional_coverage(row.get(_COVERAGE_OF[name])) for name in ROLLUP_SCORES}
     for table, keys in _ROLLUPS:
         r = table.c
         key = {name: str(row.get(name) or "") for name in keys}
@@ -145,6 +180,10 @@ def _rollup_add(conn: Connection, row: dict[str, Any], sign: int) -> None:
         for column, name in _ROLLUP_SUMS.items():
             changes[f"s_{name}"] = r[f"s_{name}"] + sign * scores[column]
             changes[f"q_{name}"] = r[f"q_{name}"] + sign * scores[column] * scores[column]
+            if provisional[column]:
+                changes[f"v_{name}"] = r[f"v_{name}"] + sign
+                changes[f"vs_{name}"] = r[f"vs_{name}"] + sign * scores[column]
+                changes[f"vq_{name}"] = r[f"vq_{name}"] + sign * scores[column] * scores[column]
         done = conn.execute(update(table).where(*match).values(**changes)).rowcount
         if sign < 0:
             conn.execute(delete(table).where(*match, r.n <= 0))
@@ -155,7 +194,22 @@ def _rollup_add(conn: Connection, row: dict[str, Any], sign: int) -> None:
             for column, name in _ROLLUP_SUMS.items():
                 values[f"s_{name}"] = scores[column]
                 values[f"q_{name}"] = scores[column] * scores[column]
+                flag = int(provisional[column])
+                values[f"v_{name}"] = flag
+                values[f"vs_{name}"] = flag * scores[column]
+                values[f"vq_{name}"] = flag * scores[column] * scores[column]
             conn.execute(insert(table).values(**values))
+
+
+def provisional_coverage(coverage: Any) -> bool:
+    """Whether a grade with this coverage is provisional (taskeval.report.provisional's rule on a
+    stored column): under PROVISIONAL_BELOW; a result from before coverage (None) is not."""
+    return coverage is not None and float(coverage) < PROVISIONAL_BELOW
+
+
+def provisional_sql(column: Any) -> Any:
+    """:func:`provisional_coverage` in SQL: NULL coverage is not provisional."""
+    return column < PROVISIONAL_BELOW
 
 
 def rebuild_rollup(conn: Connection) -> None:
@@ -172,9 +226,20 @@ def rebuild_rollup(conn: Connection) -> None:
         for column, name in _ROLLUP_SUMS.items():
             sums += [func.sum(e[column]), func.sum(e[column] * e[column])]
             names += [f"s_{name}", f"q_{name}"]
+            flag = case((provisional_sql(e[_COVERAGE_OF[column]]), 1), else_=0)
+            sums += [func.sum(flag), func.sum(flag * e[column]), func.sum(flag * e[column] * e[column])]
+            names += [f"v_{name}", f"vs_{name}", f"vq_{name}"]
         query = select(*keys, *sums).where(e.is_latest.is_(True)).group_by(*keys)
         conn.execute(delete(table))
         conn.execute(insert(table).from_select([*key_names, *names], query))
+    s = signals.c
+    keys = [func.coalesce(e[name], literal("")).label(name) for name in ("repo", "agent_id", "week", "overall_band")]
+    query = (select(*keys, s.signal_id, func.max(s.category), func.count(), func.sum(s.score))
+             .select_from(evaluations.join(signals, (s.evaluation_id == e.id) & text(PULLS_DOWN)))
+             .where(e.is_latest.is_(True)).group_by(*keys, s.signal_id))
+    conn.execute(delete(rollup_signals))
+    conn.execute(insert(rollup_signals).from_select(
+        ["repo", "agent_id", "week", "overall_band", "signal_id", "category", "n", "s_score"], query))
 
 
 def signal_rows(evaluation_id: int, result: dict[str, Any] | str) -> list[dict[str, Any]]:
@@ -262,57 +327,68 @@ UNATTRIBUTED = "unattributed"  # agent_id NULL: stored before results named thei
 
 
 def leaderboard(engine: Engine, repo: str | None = None, limit: int = 100,
-                by: LeaderboardBy = "agent") -> list[dict[str, Any]]:
+                by: LeaderboardBy = "agent", *, exclude_provisional: bool = False) -> list[dict[str, Any]]:
     """Agents (``by="agent"``, each agent id) or PR authors (``by="author"``) ranked by mean
     overall score over their evaluated PRs, aggregated in SQL.
 
     Each PR counts once, with its latest evaluation (``is_latest``), so re-running ``/evaluate``
     does not weigh a PR more. Ties go to the entry with more PRs, then alphabetically, so the order
-    is stable. Each entry also counts the PRs merged, closed unmerged and still open.
+    is stable. Each entry also counts the PRs merged, closed unmerged and still open, and per mean
+    how many PRs had a provisional grade in it (coverage under ``PROVISIONAL_BELOW``) and how many
+    the mean rests on; ``exclude_provisional`` leaves those out of each mean (as the dashboard's
+    switch does), and the ranking follows.
     """
     e = evaluations
     key = e.c.agent_id if by == "agent" else e.c.author
     count = func.count().label("count")
-    mean = func.avg(e.c.overall_score).label("mean")
+    measures = {"overall": (e.c.overall_score, e.c.overall_coverage),
+                **{name: (e.c[column], e.c[f"{column}_coverage"]) for name, column in _CATEGORY_COLUMNS.items()}}
+
+    def mean(score: Any, coverage: Any) -> Any:
+        return func.avg(case((provisional_sql(coverage), None), else_=score) if exclude_provisional else score)
 
     def state(name: str) -> Any:
         return func.sum(case((e.c.pr_state == name, 1), else_=0)).label(name)
 
+    means = {name: mean(score, coverage).label(f"m_{name}") for name, (score, coverage) in measures.items()}
+    unsure = {name: func.sum(case((provisional_sql(coverage), 1), else_=0)).label(f"v_{name}")
+              for name, (_score, coverage) in measures.items()}
+    order = means["overall"]
     query = (
-        select(
-            key.label("key"), func.max(e.c.agent_name).label("name"), count, mean,
-            func.avg(e.c.agent_performance).label("ap"),
-            func.avg(e.c.task_outcome_quality).label("toq"),
-            func.avg(e.c.process_compliance).label("pc"),
-            state("merged"), state("closed"), state("open"),
-        )
+        select(key.label("key"), func.max(e.c.agent_name).label("name"), count, *means.values(),
+               *unsure.values(), state("merged"), state("closed"), state("open"))
         .where(e.c.is_latest.is_(True))
         .group_by(key)
-        .order_by(mean.desc(), count.desc(), key)
+        .order_by(order.desc().nulls_last(), count.desc(), key)
         .limit(limit)
     )
     if repo is not None:
         query = query.where(e.c.repo == repo)
     with engine.connect() as conn:
-        rows = conn.execute(query).all()
+        rows = conn.execute(query).mappings().all()
     entries = []
     for rank, row in enumerate(rows, start=1):
         entry: dict[str, Any] = {"rank": rank}
         if by == "agent":
-            entry["agent"] = row.key
-            entry["agentName"] = row.name if row.key is not None else UNATTRIBUTED
+            entry["agent"] = row["key"]
+            entry["agentName"] = row["name"] if row["key"] is not None else UNATTRIBUTED
         else:
-            entry["author"] = row.key
+            entry["author"] = row["key"]
+        n = int(row["count"])
+        provisional = {name: int(row[f"v_{name}"] or 0) for name in measures}
+
+        def rounded(value: Any) -> float | None:
+            return None if value is None else round(float(value), 1)
+
         entry.update({
-            "count": int(row._mapping["count"]),  # row.count is Row's tuple method
-            "meanOverall": round(float(row.mean), 1),
-            "meanCategories": {
-                "agentPerformance": round(float(row.ap), 1),
-                "taskOutcomeQuality": round(float(row.toq), 1),
-                "processCompliance": round(float(row.pc), 1),
-            },
-            "prStates": {"merged": int(row.merged or 0), "closed": int(row.closed or 0),
-                         "open": int(row.open or 0)},
+            "count": n,
+            "meanOverall": rounded(row["m_overall"]),
+            "meanCategories": {name: rounded(row[f"m_{name}"]) for name in _CATEGORY_COLUMNS},
+            "prStates": {"merged": int(row["merged"] or 0), "closed": int(row["closed"] or 0),
+                         "open": int(row["open"] or 0)},
+            "provisional": provisional,
+            "restsOn": {name: n - v if exclude_provisional else n for name, v in provisional.items()},
+            "provisionalLeftOut": exclude_provisional,
         })
         entries.append(entry)
     return entries

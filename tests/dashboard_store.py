@@ -94,6 +94,27 @@ def _life(rng: random.Random, agent_id: str, state: str) -> dict[str, Any]:
     }
 
 
+WEIGHTS = {"agentPerformance": 0.30, "taskOutcomeQuality": 0.45, "processCompliance": 0.25}
+
+
+def _sureness(rng: random.Random, row: dict[str, Any]) -> dict[str, Any]:
+    """Each category's coverage (about one grade in five under the provisional floor, 0.5) and the
+    PR's comments: some by people (the operator, a reviewer), some by the agent and by bots."""
+    coverage = {c: 1.0 if rng.random() < 0.55 else round(rng.uniform(0.1, 1.0), 4) for c in WEIGHTS}
+    people = rng.choices((0, 1, 2, 3, 5), (30, 30, 20, 12, 8))[0]
+    agent_login = f"{row['agent_id'] or 'someone'}[bot]"
+    comments = []
+    for k in range(people + rng.randint(0, 2)):
+        who, is_bot = ((row["operator"] or "alice", False) if k < people and k % 2 == 0 else
+                       ("reviewer-rae", False) if k < people else
+                       (agent_login, True) if k % 2 else ("ci-helper", False))
+        comments.append({"id": row["number"] * 100 + k, "author": who, "authorIsBot": is_bot,
+                         "kind": "issue", "createdAt": _iso(row["activity_at"]), "bodyExcerpt": "synthetic"})
+    roles = {agent_login: "agent", row["operator"] or "alice": "operator", "reviewer-rae": "reviewer",
+             "ci-helper": "ci"}
+    return {"coverage": coverage, "comments": comments, "roles": roles}
+
+
 def _iso(epoch: float | None) -> str | None:
     return None if epoch is None else datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -113,7 +134,10 @@ def _life_result(row: dict[str, Any], life: dict[str, Any]) -> dict[str, Any]:
                      "reason": "synthetic"},
         "turns": {"agentHours": life["agent_hours"], "peopleHours": life["people_hours"],
                   "draftHours": life["draft_hours"], "firstHumanResponseHours": life["first_response"],
-                  "rounds": life["rounds"], "atEnd": "people"},
+                  "rounds": life["rounds"], "atEnd": "people", "roles": life["sure"]["roles"]},
+        "categoryScores": [{"category": c, "weight": w, "coverage": life["sure"]["coverage"][c]}
+                           for c, w in WEIGHTS.items()],
+        "comments": life["sure"]["comments"],
     }
     if life["rescue"]:
         parts["rescue"] = {"class": life["rescue"], "rounds": life["rounds"],
@@ -144,6 +168,8 @@ def full_result(row: dict[str, Any], sigs: list[dict[str, Any]], template: dict[
         value = row[{"agentPerformance": "agent_performance", "taskOutcomeQuality": "task_outcome_quality",
                      "processCompliance": "process_compliance"}[cat["category"]]]
         cat.update(deterministicScore=value, finalScore=value, aiScore=None, band=band(value))
+        if life is not None:
+            cat["coverage"] = next(c["coverage"] for c in life["categoryScores"] if c["category"] == cat["category"])
     by_id = {s["signal_id"]: s for s in sigs}
     for s in data["signals"]:
         if s["id"] in by_id:
@@ -172,6 +198,7 @@ def full_result(row: dict[str, Any], sigs: list[dict[str, Any]], template: dict[
         ev["facts"]["pull"].update({k: v for k, v in mine.items() if k != "number"})
         data["taskType"] = life["taskType"]
         data["turns"] = {**data.get("turns", {}), **life["turns"]}
+        ev["facts"]["comments"] = life["comments"]
         data.pop("rescue", None)
         data.pop("closure", None)
         for kind in ("rescue", "closure"):
@@ -186,6 +213,7 @@ def fill(engine: Engine, n: int, *, seed: int = 7, full_results: bool = False, w
     """Store ``n`` synthetic PRs; returns every row written, for tests to recompute numbers."""
     rng = random.Random(seed)
     life_rng = random.Random(seed * 7919 + 1)  # the PRs' lives: a stream apart, scores unchanged
+    sure_rng = random.Random(seed * 104729 + 3)  # coverage and comments: another, lives unchanged
     template = _template() if full_results else None
     pool = [a for a in AGENTS for _ in range(a[2])]
     rows: list[dict[str, Any]] = []
@@ -208,6 +236,7 @@ def fill(engine: Engine, n: int, *, seed: int = 7, full_results: bool = False, w
         state = rng.choices(["merged", "closed", "open"], [70, 22, 8])[0]
         versions = 2 if i % 10 == 0 else 1
         life = _life(life_rng, agent_id, state)
+        sure: dict[str, Any] | None = None
         for v in range(versions):
             latest = v == versions - 1
             older = 0 if latest else 1
@@ -237,12 +266,15 @@ def fill(engine: Engine, n: int, *, seed: int = 7, full_results: bool = False, w
                 sigs.append({"evaluation_id": next_id, "signal_id": sid, "category": cat,
                              "score": max(0, min(100, round(rng.gauss(base, 20)))) if conclusive else None,
                              "conclusive": conclusive, "weight": weight})
+            life["sure"] = sure = sure or _sureness(sure_rng, row)
             parts = _life_result(row, life)
             if template is not None:
                 row["result_json"] = full_result(row, sigs, template, parts)
             else:
+                stand_in = {k: v for k, v in parts.items() if k != "comments"}
+                stand_in["evidence"] = {**parts["evidence"], "facts": {"comments": parts["comments"]}}
                 row["result_json"] = json.dumps({"repository": repo, "overallScore": score, "synthetic": True,
-                                                 **parts})
+                                                 **stand_in})
             row.update(stored_columns(json.loads(row["result_json"])))  # as record_from_result does
             rows.append(row)
             sig_rows.extend(sigs)

@@ -191,3 +191,29 @@ def test_job_status_is_served(app: Flask, client: FlaskClient) -> None:
     assert (body["status"], body["repo"], body["number"], body["attempts"]) == (
         "queued", "octo-org/widgets", 42, 0)
     assert client.get(f"/api/jobs/{job_id}").status_code == 401
+
+
+def test_leaderboard_counts_provisional_grades_and_can_leave_them_out(client: FlaskClient,
+                                                                      engine_of: Engine) -> None:
+    """Per mean: how many PRs had a provisional grade (coverage under 0.5) and how many it rests on;
+    ``provisional=exclude`` leaves them out of the means, and the ranking follows."""
+    repo = "octo-org/widgets"
+
+    def unsure(data: dict[str, Any], coverage: float) -> dict[str, Any]:
+        for cat, weight in zip(data["categoryScores"], (0.30, 0.45, 0.25), strict=True):
+            cat.update(coverage=coverage, weight=weight)
+        return data
+
+    store(engine_of, unsure(result(repo, 1, "alice", (90, 90, 90), 90), 1.0))
+    store(engine_of, unsure(result(repo, 2, "alice", (40, 40, 40), 40), 0.2))  # provisional throughout
+    store(engine_of, unsure(result(repo, 3, "bob", (70, 70, 70), 70), 0.9))
+    store(engine_of, result(repo, 4, "bob", (60, 60, 60), 60))  # stored before coverage: not provisional
+    counted = client.get(f"/api/leaderboard?repo={repo}&by=author", headers=AUTH).get_json()
+    left = client.get(f"/api/leaderboard?repo={repo}&by=author&provisional=exclude", headers=AUTH).get_json()
+    assert [(e["author"], e["meanOverall"], e["provisional"]["overall"], e["restsOn"]["overall"])
+            for e in counted["entries"]] == [("alice", 65.0, 1, 2), ("bob", 65.0, 0, 2)]
+    assert [(e["author"], e["meanOverall"], e["restsOn"]["agentPerformance"], e["provisionalLeftOut"])
+            for e in left["entries"]] == [("alice", 90.0, 1, True), ("bob", 65.0, 2, True)]
+    assert left["provisional"] == "exclude" and counted["provisional"] == "include"
+    bad = client.get("/api/leaderboard?provisional=maybe", headers=AUTH)
+    assert bad.status_code == 400 and "provisional must be include or exclude" in bad.get_json()["error"]

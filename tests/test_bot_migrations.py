@@ -215,7 +215,7 @@ def test_rate_budgets_gain_a_resource_and_keep_their_rows(empty: Engine) -> None
         command.upgrade(migrations.config(conn), "0008")
         conn.execute(text('INSERT INTO rate_budgets (key, "limit", remaining, reset_at, "window", '
                           "updated_at) VALUES ('h|token:1', 5000, 1234, 99.0, 3, 1.0)"))
-    assert init_schema(empty) == ["0009"]
+    assert init_schema(empty) == ["0009", "0010"]
     with write(empty) as conn:
         conn.execute(rate_budgets.insert().values(key="h|token:1", resource="graphql", limit=5000,
                                                   remaining=4999, reset_at=99.0, window=1,
@@ -234,3 +234,68 @@ def test_rate_budgets_gain_a_resource_and_keep_their_rows(empty: Engine) -> None
     with empty.connect() as conn:
         kept = conn.execute(text("SELECT key, remaining FROM rate_budgets")).all()
     assert [tuple(r) for r in kept] == [("h|token:1", 1234)]
+
+
+def test_upgrade_from_0008_fills_coverage_people_comments_and_the_rollups(empty: Engine) -> None:
+    """A store at revision 0008 (evaluations, signals and rollups, no coverage columns) gains each
+    grade's coverage, the people's comments, the provisional sums and the pulled-down signals'
+    rollup from its stored results: the same rows ``store_evaluation`` and a rebuild write today."""
+    from bot.db import rollup_agent, rollup_author, rollup_signals, signals
+    from bot.results import rebuild_rollup, signal_rows
+
+    with write(empty) as conn:
+        migrations.upgrade(conn, "0008")
+    result = json.loads((Path(__file__).resolve().parents[1] / "examples" / "agent-pr-482.result.json").read_text())
+    unsure: dict[str, Any] = json.loads(json.dumps(result))
+    unsure["pullRequest"]["number"] = 483
+    unsure["categoryScores"][0]["coverage"] = 0.2  # agentPerformance provisional
+    unsure["categoryScores"][1]["coverage"] = 0.6  # taskOutcomeQuality is not
+    unsure["categoryScores"][2]["coverage"] = 0.1  # processCompliance is
+    before: dict[str, Any] = json.loads(json.dumps(result))  # stored before coverage and turns
+    before["pullRequest"]["number"] = 484
+    before.pop("turns", None)
+    for cat in before["categoryScores"]:
+        for key in ("coverage", "signalsConclusive", "signalsTotal"):
+            cat.pop(key, None)
+    later = {"overall_coverage", "agent_performance_coverage", "task_outcome_quality_coverage",
+             "process_compliance_coverage", "people_comments"}
+    ids = []
+    with empty.begin() as conn:
+        for data, latest in ((result, False), (result, True), (unsure, True), (before, True)):
+            row = {k: v for k, v in record_from_result(data).items() if k not in later}
+            ids.append(conn.execute(evaluations.insert().values(**row, stored_at=0.0, is_latest=latest))
+                       .inserted_primary_key[0])
+        for eid, data in zip(ids, (result, result, unsure, before), strict=True):
+            conn.execute(signals.insert(), signal_rows(eid, data))
+        row = {k: v for k, v in record_from_result(result).items() if k not in later}
+        conn.execute(evaluations.insert().values(**{**row, "number": 485, "result_json": "not json"},
+                                                 stored_at=0.0, is_latest=True))
+    assert "0010" in init_schema(empty)
+    with empty.connect() as conn:
+        got = {r.id: r for r in conn.execute(select(evaluations))}
+    new, provisional, old = got[ids[1]], got[ids[2]], got[ids[3]]
+    assert (new.agent_performance_coverage, new.task_outcome_quality_coverage,
+            new.process_compliance_coverage) == (0.7143, 1.0, 0.9259)
+    assert new.overall_coverage == pytest.approx(0.3 * 0.7143 + 0.45 + 0.25 * 0.9259, abs=1e-4)
+    assert new.people_comments == 2  # the operator's two comments; the agent's reply is not a person's
+    assert provisional.overall_coverage == pytest.approx(0.06 + 0.27 + 0.025, abs=1e-4)  # 0.355: provisional
+    assert (old.overall_coverage, old.agent_performance_coverage, old.people_comments) == (None, None, None)
+    assert all(getattr(got[max(got)], c) is None for c in later)  # the damaged row: nothing derived
+
+    def rollups() -> set[tuple[Any, ...]]:
+        with empty.connect() as conn:
+            return {(t.name, *row) for t in (rollup_agent, rollup_author, rollup_signals)
+                    for row in conn.execute(select(t))}
+
+    migrated = rollups()
+    with write(empty) as conn:
+        rebuild_rollup(conn)
+    assert migrated == rollups()  # the revision's frozen copy counts as today's code does
+    with empty.connect() as conn:
+        v = conn.execute(select(func.sum(rollup_agent.c.v_agent_performance), func.sum(rollup_agent.c.v_overall),
+                                func.sum(rollup_agent.c.n))).one()
+        pulled = conn.execute(select(func.sum(rollup_signals.c.n))).scalar()
+    assert tuple(v) == (1, 1, 4)  # the unsure PR's agentPerformance and overall; four latest PRs
+    down = sum(1 for data in (result, unsure, before) for s in signal_rows(0, data)
+               if s["conclusive"] and s["weight"] > 0 and s["score"] < 60)
+    assert pulled == down  # the latest evaluations' pulled-down signals, the older one's not

@@ -264,6 +264,52 @@ def test_agent_costs_and_the_comparison_equal_the_csv(driver: Any, site: str, st
     shot(driver, "compare")
 
 
+def _means_shown(driver: Any) -> dict[str, tuple[str, str]]:
+    """Agent -> (the overall mean as shown, the PRs it rests on as said under it)."""
+    from selenium.webdriver.common.by import By
+
+    out = {}
+    for row in driver.find_elements(By.CSS_SELECTOR, 'table[data-table="groups"] tbody tr'):
+        link = row.find_element(By.CSS_SELECTOR, 'td[data-col="agent"] a').get_attribute("href")
+        cell = row.find_element(By.CSS_SELECTOR, 'td[data-col="overallMean"]')
+        rests = cell.find_element(By.CSS_SELECTOR, "span.rests").text
+        out[urlsplit(link).path.rsplit("/", 1)[-1]] = (cell.text.split()[0], rests)
+    return out
+
+
+def test_the_provisional_switch_moves_the_means_as_the_csv_does(driver: Any, site: str) -> None:
+    """Flip the switch on the overview: the means and what they rest on change, and each one on
+    screen is the CSV's of the same view, both ways; the agent page keeps the switch."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(f"{site}/dashboard/")
+    counted = _means_shown(driver)
+    assert driver.find_element(By.ID, "provisional-state").text == "counted"
+    url = navigate(driver, driver.find_element(By.ID, "provisional-exclude"), lambda u: "provisional=exclude" in u)
+    left = _means_shown(driver)
+    assert driver.find_element(By.ID, "provisional-state").text == "left out"
+    assert set(left) == set(counted) and any(left[k][0] != counted[k][0] for k in left)
+    for shown, page in ((counted, f"{site}/dashboard/?format=csv&table=groups"),
+                        (left, f"{url}&format=csv&table=groups")):
+        table = {r["agent"]: r for r in _csv(page)}
+        for key, (mean, rests) in shown.items():
+            r = table[key]
+            assert abs(float(mean) - float(r["overallMean"])) <= 0.0501, key  # one decimal of the CSV's two
+            n, v = int(r["overallRestsOn"]), int(r["overallProvisional"])
+            said = (f"{n} PRs, {v} provisional" if shown is counted
+                    else f"{n} PRs, {v} provisional left out" if v else f"{n} PRs")
+            assert rests == said, key
+    assert any("left out" in rests for _m, rests in left.values())
+    shot(driver, "provisional-left-out")
+    agent = next(k for k in left if k != "no-agent")
+    link = driver.find_element(By.CSS_SELECTOR, f'table[data-table="groups"] a[href*="/agent/{agent}"]')
+    assert "provisional=exclude" in navigate(driver, link, lambda u: f"/agent/{agent}" in u)
+    assert driver.find_element(By.ID, "provisional-state").text == "left out"
+    assert driver.find_element(By.ID, "detail-rests").text == left[agent][1]
+    navigate(driver, driver.find_element(By.ID, "provisional-include"), lambda u: "provisional" not in u)
+    assert driver.find_element(By.ID, "detail-rests").text == counted[agent][1]
+
+
 def test_pr_page(driver: Any, site: str, store: tuple[str, Stored]) -> None:
     from selenium.webdriver.common.by import By
 

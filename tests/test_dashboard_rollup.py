@@ -1,7 +1,8 @@
-"""The dashboard's rollups (``dashboard_rollup_agent``/``_author``): kept by ``store_evaluation`` (new PRs, replaced
-latest evaluations, unattributed results) it equals a rebuild from ``evaluations``, and the
-overview's aggregates read from it are identical to the scan of ``evaluations``, for randomised
-stores and filters, on SQLite and PostgreSQL."""
+"""The dashboard's rollups (``dashboard_rollup_agent``/``_author``/``_signals``): kept by ``store_evaluation``
+(new PRs, replaced latest evaluations, unattributed results, grades with and without coverage) it
+equals a rebuild from ``evaluations``, and the overview's aggregates (provisional grades counted or
+left out) and the signals that pull scores down read from it are identical to the scan of
+``evaluations``, for randomised stores and filters, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from sqlalchemy import Engine, func, select
 
 from bot.dashboard import queries
 from bot.dashboard.queries import UNATTRIBUTED, Filters
-from bot.db import evaluations, rollup_agent, rollup_author, write
+from bot.db import evaluations, rollup_agent, rollup_author, rollup_signals, write
 from bot.results import rebuild_rollup, record_from_result, store_evaluation
 from taskeval.contract import band
 from tests.dashboard_store import AGENTS, PEOPLE, REPOS, START, fill
@@ -26,7 +27,7 @@ E = evaluations.c
 def _rollup(engine: Engine) -> set[tuple[Any, ...]]:
     with engine.connect() as conn:
         return {(table.name, *(int(v) if not isinstance(v, str) else v for v in row))
-                for table in (rollup_agent, rollup_author) for row in conn.execute(select(table))}
+                for table in (rollup_agent, rollup_author, rollup_signals) for row in conn.execute(select(table))}
 
 
 def _evaluate(rng: random.Random, template: dict[str, Any], number: int, repo: str) -> dict[str, Any]:
@@ -35,8 +36,13 @@ def _evaluate(rng: random.Random, template: dict[str, Any], number: int, repo: s
     result["pullRequest"]["number"] = number
     result["pullRequest"]["author"] = rng.choice(PEOPLE)
     result["headSha"] = f"{rng.getrandbits(160):040x}"
+    sure = rng.random()  # every grade sure, some provisional, or stored before coverage
     for category in result["categoryScores"]:
         category["finalScore"] = rng.randint(0, 100)
+        category["coverage"] = (1.0 if sure < 0.4 else None if sure > 0.9 else round(rng.random(), 3))
+    for signal in result["signals"]:
+        if signal.get("status") == "ok" and isinstance(signal.get("score"), int):
+            signal["score"] = rng.randint(0, 100)
     result["overallScore"] = rng.randint(0, 100)
     result["overallBand"] = band(result["overallScore"])
     choice = rng.random()
@@ -88,9 +94,12 @@ def test_rollup_is_kept_by_store_evaluation_and_matches_the_scan(engine: Engine)
         used = 0
         for f in cases:
             for by in ("agent", "author"):
-                fast = queries.groups(conn, f, by)
-                slow = queries.groups(conn, f, by, use_rollup=False)
-                assert fast == slow, (f, by)
+                for exclude in (False, True):
+                    fast = queries.groups(conn, f, by, exclude_provisional=exclude)
+                    slow = queries.groups(conn, f, by, use_rollup=False, exclude_provisional=exclude)
+                    assert fast == slow, (f, by, exclude)
+            assert _downs(queries.pull_downs(conn, f, 100)) == _downs(
+                queries.pull_downs(conn, f, 100, use_rollup=False)), f
             used += queries.rollup_where(f, "agent") is not None
         visible = Filters(repos=frozenset(REPOS[:2]))
         assert queries.repositories(conn, visible) == sorted(REPOS[:2])
@@ -101,6 +110,10 @@ def test_rollup_is_kept_by_store_evaluation_and_matches_the_scan(engine: Engine)
             choices[queries.NO_AGENT] = queries.NO_AGENT_NAME
         assert queries.agents(conn, Filters()) == sorted(choices.items())
         assert 0 < used < len(cases)  # both paths were exercised
+
+
+def _downs(found: list[queries.PullDown]) -> list[tuple[Any, ...]]:
+    return [(d.signal_id, d.category, d.count, round(d.mean_score, 9), [e["id"] for e in d.examples]) for d in found]
 
 
 def test_rollup_answers_only_whole_weeks() -> None:

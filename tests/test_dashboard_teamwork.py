@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import statistics
 from collections.abc import Iterator
 from pathlib import Path
@@ -120,6 +121,14 @@ def test_costs_and_denominators_equal_the_export(client: FlaskClient, engine: En
     closure = {r["closure"]: r for r in csv_table(client, path, "closure")}
     assert int(closure["agent_failure"]["prs"]) == sum(r["closure_class"] == "agent_failure" for r in closed)
     assert int(closure["project"]["prs"]) == sum(r["closure_class"] in teamwork.PROJECT_REASONS for r in closed)
+    per_pr = {r["figure"]: r for r in csv_table(client, path, "per_pr")}
+    for key, column, prs in (("people_commits", "commits_by_people", merged), ("rounds", "rounds", merged),
+                             ("people_comments", "comments_by_people", mine)):
+        values = [int(r[column]) for r in prs if r[column] != ""]
+        assert int(per_pr[key]["prs"]) == len(values), key
+        assert float(per_pr[key]["mean"]) == pytest.approx(statistics.fmean(values), abs=1e-4), key
+        assert float(per_pr[key]["low"]) <= float(per_pr[key]["mean"]) <= float(per_pr[key]["high"])
+    assert any(r["comments_by_people"] not in ("", "0") for r in mine)  # the store has people's comments
     text = client.get(path).get_data(as_text=True)
     assert f'id="merge-rate-decided">{len(merged) + len(closed)}<' in text
     taken = sum(r["rescue_class"] == "taken_over" for r in merged)
@@ -133,6 +142,26 @@ def test_costs_and_denominators_equal_the_export(client: FlaskClient, engine: En
         assert "too few rejections" in sentence
     else:
         assert f"{100 * failures / len(closed):.0f} % of its rejections were its own failures" in sentence
+
+
+def _comment(author: str | None, bot: bool = False) -> dict[str, Any]:
+    return {"id": 1, "author": author, "authorIsBot": bot, "kind": "issue", "bodyExcerpt": ""}
+
+
+@pytest.mark.parametrize(("comments", "roles", "expected"), [
+    ([_comment("op"), _comment("rev"), _comment("someone")], {"op": "operator", "rev": "reviewer"}, 3),
+    ([_comment("agent[bot]", True), _comment("agent"), _comment("ci-runner")],
+     {"agent": "agent", "ci-runner": "ci"}, 0),  # the agent, a flagged bot, CI: no person's comment
+    ([_comment("renovate", False), _comment(None)], {"renovate": "bot"}, 0),  # a bot by role; no author
+    ([], {}, 0),
+])
+def test_comments_by_people_follow_the_turns_roles(comments: list[dict[str, Any]], roles: dict[str, str],
+                                                   expected: int) -> None:
+    from bot.export import comments_by_people
+
+    result = {"turns": {"roles": roles, "agentHours": 0}, "evidence": {"facts": {"comments": comments}}}
+    assert comments_by_people(result) == expected
+    assert comments_by_people({"evidence": {"facts": {"comments": comments}}}) is None  # no turns: unknown
 
 
 @pytest.mark.parametrize(("merged", "taken", "closed", "failures", "expected"), [
@@ -231,3 +260,109 @@ def test_upgrade_from_0007_fills_the_columns_from_result_json(db_url: str) -> No
     assert got[484].task_type is None
     assert record_from_result(result)["merge_hours"] == new.merge_hours  # written like the backfill
     engine.dispose()
+
+
+def test_revert_and_follow_up_fix_rates_where_recorded(client: FlaskClient, engine: Engine,
+                                                       stored: Stored) -> None:
+    """Not recorded at first (said, with no rate); then the share of the PRs where each outcome is
+    recorded, true or false, with a Wilson interval, as the outcomes store holds them."""
+    from bot.db import outcomes
+
+    path = "/dashboard/agent/copilot"
+    before = {r["outcome"]: r for r in csv_table(client, path, "after_merge")}
+    assert {k: (r["recorded"], r["rate"]) for k, r in before.items()} == {
+        "reverted": ("0", ""), "follow_up_fix": ("0", "")}
+    assert client.get(path).get_data(as_text=True).count('data-recorded="no">not recorded<') == 2
+    merged = [r for r in stored.latest() if r["agent_id"] == "copilot" and r["pr_state"] == "merged"]
+    marks = [{"repo": r["repo"], "number": r["number"], "outcome": "reverted", "value": i % 4 == 0,
+              "evidence": "[]", "detail": "", "source": "scan", "observed_at": None, "recorded_at": 0.0}
+             for i, r in enumerate(merged[:30])]
+    with engine.begin() as conn:
+        conn.execute(insert(outcomes), marks)
+    queries.clear_cache()
+    after = {r["outcome"]: r for r in csv_table(client, path, "after_merge")}
+    hits = sum(m["value"] for m in marks)
+    assert (int(after["reverted"]["recorded"]), int(after["reverted"]["prs"])) == (30, hits)
+    assert float(after["reverted"]["rate"]) == pytest.approx(hits / 30, abs=1e-4)
+    wilson = queries.wilson(hits, 30)
+    assert (float(after["reverted"]["rateLow"]), float(after["reverted"]["rateHigh"])) == (
+        pytest.approx(wilson.low, abs=1e-4), pytest.approx(wilson.high, abs=1e-4))
+    assert after["follow_up_fix"]["recorded"] == "0"  # still none recorded: not a 0 % rate
+
+
+def _cell(decided: int, merged: int, ap: list[int] | None = None) -> teamwork.Cell:
+    ap = ap if ap is not None else [70] * decided
+    return teamwork.Cell(n=decided, decided=decided, merged=merged, rescued_known=merged, taken_over=merged // 4,
+                         ap_n=len(ap), ap_sum=float(sum(ap)), ap_sq=float(sum(x * x for x in ap)))
+
+
+@pytest.mark.parametrize(("pairs", "raw_sign", "adjusted"), [
+    # Simpson's paradox: A merges more within each task type, but is given mostly the hard ones
+    # (raw: 118/220 against 178/220; within: +0.05 and +0.10, each stratum 220 PRs)
+    ([(_cell(20, 18), _cell(200, 170)), (_cell(200, 100), _cell(20, 8))], -1, (0.05 * 220 + 0.10 * 220) / 440),
+    # the same mix and rates: no difference
+    ([(_cell(50, 40), _cell(50, 40)), (_cell(30, 10), _cell(30, 10))], 0, 0.0),
+    # one stratum only one side worked in is left out of the adjustment
+    ([(_cell(40, 30), _cell(40, 20)), (_cell(40, 40), _cell(0, 0, []))], 1, 0.25),
+])
+def test_the_task_mix_adjusted_difference(pairs: list[tuple[teamwork.Cell, teamwork.Cell]], raw_sign: int,
+                                          adjusted: float) -> None:
+    a, b = teamwork.Cell(), teamwork.Cell()
+    for x, y in pairs:
+        a.add(x)
+        b.add(y)
+    raw = teamwork.share_difference(a.merged, a.decided, b.merged, b.decided)
+    assert raw.diff is not None
+    assert (raw.diff > 1e-12) - (raw.diff < -1e-12) == raw_sign
+    got = teamwork.adjusted_difference(pairs, "merge_rate")
+    assert got.diff == pytest.approx(adjusted, abs=1e-12)
+    assert got.strata == sum(1 for x, y in pairs if x.decided and y.decided)
+    assert got.low is not None and got.high is not None and got.low <= got.diff <= got.high
+
+
+def test_the_adjusted_difference_has_no_value_without_shared_strata() -> None:
+    got = teamwork.adjusted_difference([(_cell(30, 20), _cell(0, 0, []))], "merge_rate")
+    assert (got.diff, got.strata, got.a_n, got.b_n) == (None, 0, 0, 0) and got.too_few
+
+
+def test_the_adjusted_interval_adds_the_strata_variances() -> None:
+    pairs = [(_cell(100, 80), _cell(100, 60)), (_cell(300, 150), _cell(100, 40))]
+    got = teamwork.adjusted_difference(pairs, "merge_rate")
+    w = [200 / 600, 400 / 600]
+
+    def var(hits: int, n: int) -> float:
+        p = (hits + 1) / (n + 2)
+        return p * (1 - p) / (n + 2)
+
+    half = 1.96 * math.sqrt(w[0] ** 2 * (var(80, 100) + var(60, 100)) + w[1] ** 2 * (var(150, 300) + var(40, 100)))
+    assert got.diff == pytest.approx(w[0] * 0.2 + w[1] * 0.1)
+    assert (got.low, got.high) == (pytest.approx(got.diff - half), pytest.approx(got.diff + half))
+    sure = teamwork.adjusted_difference([(_cell(50, 50), _cell(50, 0))], "merge_rate")
+    assert sure.low is not None and sure.high is not None and sure.low < sure.diff == 1.0 < sure.high  # never certain
+
+
+@pytest.mark.parametrize(("row", "stratum"), [(1, lambda r: r["task_type"] or "unknown"),
+                                            (2, lambda r: (r["task_type"] or "unknown", r["repository"]))])
+def test_the_comparison_shows_the_adjusted_difference_beside_the_raw_one(client: FlaskClient, engine: Engine,
+                                                                          row: int, stratum: Any) -> None:
+    export = export_rows(engine)
+    table = csv_table(client, "/dashboard/compare?a=copilot&b=codex", "compare")
+    assert [(r["kind"], r["stratum"]) for r in table[:3]] == [
+        ("overall", "all PRs"), ("adjusted", teamwork.ADJUSTED_BY_TYPE), ("adjusted", teamwork.ADJUSTED_BY_CELL)]
+    adjusted = table[row]
+    cells: dict[Any, dict[str, list[float]]] = {}
+    for r in export:
+        decided = r["state"] == "merged" or (r["state"] == "closed" and r["draft"] != "true")
+        if r["agent_id"] in ("copilot", "codex") and decided:
+            side = cells.setdefault(stratum(r), {"copilot": [], "codex": []})
+            side[r["agent_id"]].append(1.0 if r["state"] == "merged" else 0.0)
+    shared = {k: v for k, v in cells.items() if v["copilot"] and v["codex"]}
+    weight = sum(len(v["copilot"]) + len(v["codex"]) for v in shared.values())
+    want = sum((len(v["copilot"]) + len(v["codex"])) * (statistics.fmean(v["copilot"]) - statistics.fmean(v["codex"]))
+               for v in shared.values()) / weight
+    assert float(adjusted["merge_rateDiff"]) == pytest.approx(want, abs=1e-4)
+    assert int(adjusted["merge_rateStrata"]) == len(shared)
+    assert float(adjusted["merge_rateLow"]) <= float(adjusted["merge_rateDiff"]) <= float(adjusted["merge_rateHigh"])
+    assert int(adjusted["merge_rateAPrs"]) == sum(len(v["copilot"]) for v in shared.values())
+    html = client.get("/dashboard/compare?a=copilot&b=codex").get_data(as_text=True)
+    assert f"within {len(shared)} strata both worked in" in html

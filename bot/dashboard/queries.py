@@ -7,6 +7,10 @@ PRs today. Every query takes :class:`Filters`, whose ``repos`` is the set of rep
 may read (``None``: all, for a loopback dashboard or the API token); a repository outside it never
 reaches a row, a count or a CSV line.
 
+Every mean also counts the PRs whose grade in it was provisional (coverage under
+``taskeval.contract.PROVISIONAL_BELOW``), and ``exclude_provisional`` leaves them out of it
+(docs/bot.md, "Provisional grades").
+
 The 95 % interval of a mean is ``mean ± t(n-1) · s / √n`` with the sample variance taken from
 ``AVG(x·x) - AVG(x)²`` and ``COUNT`` in the same query (Student's t, so small groups get the wide
 interval they deserve).
@@ -35,8 +39,8 @@ from sqlalchemy import (
     true,
 )
 
-from bot.db import PULLS_DOWN, evaluations, rollup_agent, rollup_author, signals
-from bot.results import week_of
+from bot.db import PULLS_DOWN, evaluations, rollup_agent, rollup_author, rollup_signals, signals
+from bot.results import provisional_sql, week_of
 from taskeval.config import HUMAN_ID, UNKNOWN_BOT_ID
 from taskeval.contract import BAND_NAMES
 
@@ -46,6 +50,15 @@ CATEGORY_COLUMNS = {
     "taskOutcomeQuality": E.task_outcome_quality,
     "processCompliance": E.process_compliance,
 }
+# Each mean's coverage column: under PROVISIONAL_BELOW its grade was provisional (the overall's is
+# the categories' coverages weighted by their contract weights, bot.export.overall_coverage).
+COVERAGE_COLUMNS = {
+    "overall": E.overall_coverage,
+    "agentPerformance": E.agent_performance_coverage,
+    "taskOutcomeQuality": E.task_outcome_quality_coverage,
+    "processCompliance": E.process_compliance_coverage,
+}
+MEASURES = tuple(COVERAGE_COLUMNS)  # "overall" and the three categories
 CATEGORY_TITLES = {
     "agentPerformance": "Agent performance",
     "taskOutcomeQuality": "Task outcome quality",
@@ -129,10 +142,19 @@ class Group:
     outcomes: dict[str, Mean] = field(default_factory=dict)
     rank: int | None = None
     tied: bool = False  # shares its rank: the intervals do not separate it from another group
+    # Per measure ("overall" and each category): how many of the PRs had a provisional grade in it
+    # (coverage under PROVISIONAL_BELOW), and whether the means left them out.
+    provisional: dict[str, int] = field(default_factory=dict)
+    excluded: bool = False
+
+    def rests_on(self, measure: str) -> int:
+        """How many PRs the measure's mean rests on: all, or those not provisional in it."""
+        return self.count - self.provisional.get(measure, 0) if self.excluded else self.count
 
     @property
     def small(self) -> bool:
-        return self.count < SMALL_SAMPLE
+        """Fewer than :data:`SMALL_SAMPLE` PRs under the overall mean (what the rank rests on)."""
+        return self.rests_on("overall") < SMALL_SAMPLE
 
     @property
     def no_agent(self) -> bool:
@@ -207,14 +229,15 @@ def _rollup(by: str) -> Any:
     return rollup_author if by == "author" else rollup_agent
 
 
-def rollup_where(f: Filters, by: str = "agent") -> list[ColumnElement[bool]] | None:
+def rollup_where(f: Filters, by: str = "agent", table: Any = None) -> list[ColumnElement[bool]] | None:
     """The filters as conditions on the ``by`` rollup (``dashboard_rollup_agent``/``_author``), or
     None when it cannot answer them: a time range whose ends are not both Mondays 00:00 UTC
     (``activity_at >= since`` equals ``week >= week_of(since)`` only at a week's start), an author
-    filter on the agent rollup or an agent filter on the author rollup."""
+    filter on the agent rollup or an agent filter on the author rollup. ``table``: another rollup
+    with the ``by`` rollup's key columns (``dashboard_rollup_signals``)."""
     if f.task_type:
         return None  # the rollups have no task type
-    R = _rollup(by).c
+    R = (table if table is not None else _rollup(by)).c
     conds: list[ColumnElement[bool]] = []
     for bound, op in ((f.since, "ge"), (f.until, "lt")):
         if bound is None:
@@ -254,8 +277,8 @@ def _rollup_query(conds: list[ColumnElement[bool]], by: str) -> Any:
             else func.max(R.author))
     sums: list[Any] = [func.sum(R.n).label("n"), name.label("name")]
     for label, column in (("overall", "overall"), *((c, CATEGORY_COLUMNS[c].name) for c in CATEGORY_COLUMNS)):
-        sums.append(func.sum(R[f"s_{column}"]).label(f"s_{label}"))
-        sums.append(func.sum(R[f"q_{column}"]).label(f"q_{label}"))
+        for kind in ("s", "q", "v", "vs", "vq"):
+            sums.append(func.sum(R[f"{kind}_{column}"]).label(f"{kind}_{label}"))
     for band in BANDS:
         sums.append(func.sum(case((R.overall_band == band, R.n), else_=0)).label(f"b_{band}"))
     for state in ("merged", "closed", "open"):
@@ -292,9 +315,23 @@ def rank(groups: list[Group]) -> list[Group]:
                                          -(g.overall.mean or 0.0), -g.count, g.key))
 
 
-def groups(conn: Connection, f: Filters, by: str = "agent", *, use_rollup: bool = True) -> list[Group]:
+def _measure_mean(acc: dict[str, Any], m: str, exclude_provisional: bool) -> Mean:
+    """One measure's mean from a group's sums: of every PR, or of those not provisional in it."""
+    n = int(acc["n"])
+    if not exclude_provisional:
+        return mean_ci(n, acc[f"s_{m}"], acc[f"q_{m}"])
+    return mean_ci(n - int(acc[f"v_{m}"]), acc[f"s_{m}"] - acc[f"vs_{m}"], acc[f"q_{m}"] - acc[f"vq_{m}"])
+
+
+def groups(conn: Connection, f: Filters, by: str = "agent", *, use_rollup: bool = True,
+           exclude_provisional: bool = False) -> list[Group]:
     """One row per agent (``by="agent"``) or author, ranked where the intervals separate
     (:func:`rank`).
+
+    Each mean (overall, per category) also counts the PRs whose grade in it was provisional
+    (coverage under ``PROVISIONAL_BELOW``; :attr:`Group.provisional`); with
+    ``exclude_provisional`` the means, intervals, weekly trend and ranks leave those PRs out (the
+    PR count, bands and states still count every PR in view).
 
     One scan: the query groups by (key, week) with counts, sums and sums of squares, which add up;
     Python merges the weeks of each key (a few hundred aggregated rows) into the totals and the
@@ -314,6 +351,10 @@ def groups(conn: Connection, f: Filters, by: str = "agent", *, use_rollup: bool 
         for name, column in {"overall": E.overall_score, **CATEGORY_COLUMNS}.items():
             sums.append(func.sum(column).label(f"s_{name}"))
             sums.append(func.sum(column * column).label(f"q_{name}"))
+            flag = case((provisional_sql(COVERAGE_COLUMNS[name]), 1), else_=0)
+            sums.append(func.sum(flag).label(f"v_{name}"))
+            sums.append(func.sum(flag * column).label(f"vs_{name}"))
+            sums.append(func.sum(flag * column * column).label(f"vq_{name}"))
         for band in BANDS:
             sums.append(func.sum(case((E.overall_band == band, 1), else_=0)).label(f"b_{band}"))
         for state in ("merged", "closed", "open"):
@@ -330,25 +371,29 @@ def groups(conn: Connection, f: Filters, by: str = "agent", *, use_rollup: bool 
         elif row["name"] and not acc["name"]:
             acc["name"] = row["name"]
         for column, value in row.items():
-            if column == "n" or column[:2] in ("s_", "q_", "b_", "p_"):
+            if column == "n" or column.split("_", 1)[0] in ("s", "q", "b", "p", "v", "vs", "vq"):
                 acc[column] = acc.get(column, 0) + (float(value) if value is not None else 0)
         if row["week"] is not None:
             week = acc["weeks"].setdefault(str(row["week"]), [0.0, 0])
-            week[0] += float(row["s_overall"])
-            week[1] += n
+            left = exclude_provisional
+            week[0] += float(row["s_overall"] or 0) - (float(row["vs_overall"] or 0) if left else 0.0)
+            week[1] += n - (int(row["v_overall"] or 0) if left else 0)
     out: list[Group] = []
     for key_value, acc in merged.items():
         n = int(acc["n"])
-        weeks = [(w, total / count, count) for w, (total, count) in sorted(acc["weeks"].items())]
+        provisional = {m: int(acc[f"v_{m}"]) for m in MEASURES}
+        weeks = [(w, total / count, count) for w, (total, count) in sorted(acc["weeks"].items()) if count]
         out.append(Group(
             key=key_value,
             name=str(acc["name"] or key_value) if by == "agent" else key_value,
             count=n,
-            overall=mean_ci(n, acc["s_overall"], acc["q_overall"]),
-            categories={c: mean_ci(n, acc[f"s_{c}"], acc[f"q_{c}"]) for c in CATEGORY_COLUMNS},
+            overall=_measure_mean(acc, "overall", exclude_provisional),
+            categories={c: _measure_mean(acc, c, exclude_provisional) for c in CATEGORY_COLUMNS},
             bands={b: int(acc[f"b_{b}"]) for b in BANDS},
             merged=int(acc["p_merged"]), closed=int(acc["p_closed"]), open=int(acc["p_open"]),
             trend=weeks[-TREND_WEEKS:],
+            provisional=provisional,
+            excluded=exclude_provisional,
         ))
     return rank(out)
 
@@ -381,12 +426,19 @@ def outcome_definition(key: str) -> str:
 
 def outcome_rates(conn: Connection, f: Filters, by: str) -> tuple[list[str], dict[str, dict[str, Mean]]]:
     """Per row key and outcome, the share of PRs with that outcome among the PRs where it is
-    known, with its 95 % Wilson interval.
+    known, with its 95 % Wilson interval (:func:`outcome_counts`' counts)."""
+    order, counts = outcome_counts(conn, f, by)
+    return order, {k: {o: wilson(hits, n) for o, (n, hits) in per_key.items()} for k, per_key in counts.items()}
+
+
+def outcome_counts(conn: Connection, f: Filters,
+                   by: str) -> tuple[list[str], dict[str, dict[str, tuple[int, int]]]]:
+    """Per row key and outcome: (PRs where it is known, PRs with it).
 
     Outcome labels are folded to one key (:func:`outcome_key`), so ``Rejected`` from one source and
     ``rejected`` from another are one column, each PR counted once. ``rejected`` is always known
     for a merged or closed PR: a PR without a stored ``rejected`` record counts by its state.
-    Returns (the outcome keys, known ones in :data:`OUTCOME_ORDER` first; ``{key: {outcome: Mean}}``).
+    Returns (the outcome keys, known ones in :data:`OUTCOME_ORDER` first; ``{key: {outcome: (n, hits)}}``).
     """
     from bot.db import outcomes
 
@@ -436,9 +488,7 @@ def outcome_rates(conn: Connection, f: Filters, by: str) -> tuple[list[str], dic
             add(row["key"], str(row["outcome"]), int(row["n"]), int(row["hits"] or 0))
     kinds = {outcome for per_key in counts.values() for outcome in per_key}
     order = [k for k in OUTCOME_ORDER if k in kinds] + sorted(kinds - set(OUTCOME_ORDER))
-    rates = {k: {o: wilson(hits, n) for o, (n, hits) in per_key.items()}
-             for k, per_key in counts.items()}
-    return order, rates
+    return order, {k: {o: (n, hits) for o, (n, hits) in per_key.items()} for k, per_key in counts.items()}
 
 
 def wilson(hits: int, n: int) -> Mean:
@@ -473,25 +523,35 @@ class PullDown:
 
 
 def pull_downs(conn: Connection, f: Filters, total: int, limit: int = 10,
-               per_signal: int = 3) -> list[PullDown]:
+               per_signal: int = 3, *, use_rollup: bool = True) -> list[PullDown]:
     """The signals that most often pulled this selection's scores down, with example PRs.
 
     "Pulled down": conclusive, weighted, and scored under :data:`PULL_DOWN_BELOW` — the same rule
     as the comment's "What pulled the score down" (``bot.db.PULLS_DOWN``, whose partial index
-    holds just those rows). The examples are the most recent such PRs: one small query per signal
-    that walks the selection newest first and stops at ``per_signal``.
+    holds just those rows). The counts come from ``dashboard_rollup_signals`` when the filters are
+    its columns and whole weeks (:func:`rollup_where`), else from joining the PRs' signals; the
+    result is identical (``use_rollup=False`` forces the join). The examples are the most recent
+    such PRs: one small query per signal that walks the selection newest first and stops at
+    ``per_signal``.
     """
     S = signals.c
-    n = func.count().label("n")
-    top = conn.execute(
-        select(S.signal_id, func.max(S.category).label("category"), n,
-               func.avg(S.score).label("mean"))
-        .select_from(evaluations.join(signals, (S.evaluation_id == E.id) & DOWN))
-        .where(*where(f))
-        .group_by(S.signal_id)
-        .order_by(n.desc(), S.signal_id)
-        .limit(limit)
-    ).all()
+    rolled = rollup_where(f, "agent", rollup_signals) if use_rollup else None
+    if rolled is not None:  # the same counts from dashboard_rollup_signals (bot.results keeps it)
+        R = rollup_signals.c
+        n = func.sum(R.n).label("n")
+        top_query = (select(R.signal_id, func.max(R.category).label("category"), n,
+                            (func.sum(R.s_score) * 1.0 / func.sum(R.n)).label("mean"))
+                     .where(R.n > 0, *rolled).group_by(R.signal_id).order_by(n.desc(), R.signal_id).limit(limit))
+    else:
+        n = func.count().label("n")
+        top_query = (select(S.signal_id, func.max(S.category).label("category"), n,
+                            func.avg(S.score).label("mean"))
+                     .select_from(evaluations.join(signals, (S.evaluation_id == E.id) & DOWN))
+                     .where(*where(f))
+                     .group_by(S.signal_id)
+                     .order_by(n.desc(), S.signal_id)
+                     .limit(limit))
+    top = conn.execute(top_query).all()
     if not top:
         return []
     examples: dict[str, list[dict[str, Any]]] = {}

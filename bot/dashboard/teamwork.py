@@ -27,6 +27,7 @@ from typing import Any
 from sqlalchemy import Connection, case, false, func, select
 
 from bot.dashboard.queries import SMALL_SAMPLE, E, Filters, Mean, t95, where, wilson
+from bot.results import provisional_sql
 
 BOOTSTRAP = 1000
 SEED = "taskeval-cycle-time"
@@ -165,7 +166,9 @@ def cycle_times(conn: Connection, f: Filters) -> CycleTimes:
     Ranking in SQL instead (window functions, or ``ORDER BY … LIMIT … OFFSET`` around each
     quantile) cost more on SQLite: each is a sort of the selection in a temporary B-tree."""
     columns = [c for _k, c, _t, _r in CYCLE_FIGURES]
-    rows = _tuples(conn, select(*columns, E.week).where(*where(f)))
+    # the week only where the trend reads it (merged PRs): the other rows return NULL, no string
+    merged_week = case((E.merge_hours.is_not(None), E.week))
+    rows = _tuples(conn, select(*columns, merged_week).where(*where(f)))
     by_column = list(zip(*rows, strict=True)) if rows else [() for _ in range(len(columns) + 1)]
     seed = _seed(f)
     figures = []
@@ -215,6 +218,19 @@ class Costs:
     closure: dict[str, int] = field(default_factory=dict)  # decided closed PRs by closure class
     people_commits: Mean = field(default_factory=lambda: Mean(None))  # per merged PR with a rescue class
     rounds: Mean = field(default_factory=lambda: Mean(None))  # per merged PR with turns
+    people_comments: Mean = field(default_factory=lambda: Mean(None))  # per PR with turns, any state
+    per_pr_counts: dict[str, int] = field(default_factory=dict)  # the PRs each per-PR mean rests on
+
+    def per_pr(self) -> list[tuple[str, str, str, Mean, int]]:
+        """(key, figure, which PRs, mean, how many) of the per-PR costs to people."""
+        return [
+            ("people_commits", "People's commits per merged PR", "merged PRs with a rescue class",
+             self.people_commits, self.per_pr_counts.get("people_commits", 0)),
+            ("rounds", "Review rounds per merged PR", "merged PRs with turns", self.rounds,
+             self.per_pr_counts.get("rounds", 0)),
+            ("people_comments", "Comments by people per PR", "PRs with turns, any state",
+             self.people_comments, self.per_pr_counts.get("people_comments", 0)),
+        ]
 
     @property
     def decided(self) -> int:
@@ -250,40 +266,42 @@ def _is_draft() -> Any:
 
 
 def costs(conn: Connection, f: Filters) -> Costs:
-    """Decision counts, the rescue mix, people's commits and rounds per merged PR, and the
-    closure classes of the decided closed PRs: three grouped, index-only reads."""
+    """Decision counts, the rescue mix, people's commits and rounds per merged PR, comments by
+    people per PR, and the closure classes of the decided closed PRs: one grouped, index-only read
+    (by state, draft, rescue and closure class: a few dozen groups), split here."""
     out = Costs()
     draft = _is_draft()
-    for state, is_draft, n in conn.execute(
-            select(E.pr_state, draft, func.count()).where(*where(f)).group_by(E.pr_state, draft)):
+    commits, rounds, comments = (func.coalesce(E.people_commits, 0), func.coalesce(E.rounds, 0),
+                                 func.coalesce(E.people_comments, 0))
+    sums = dict(c=0, cs=0, cq=0, r=0, rs=0, rq=0, m=0, ms=0, mq=0)
+    query = (select(E.pr_state, draft, E.rescue_class, E.closure_class, func.count(),
+                    func.count(E.people_commits), func.sum(commits), func.sum(commits * commits),
+                    func.count(E.rounds), func.sum(rounds), func.sum(rounds * rounds),
+                    func.count(E.people_comments), func.sum(comments), func.sum(comments * comments))
+             .where(*where(f)).group_by(E.pr_state, draft, E.rescue_class, E.closure_class))
+    for state, is_draft, rescue, closure, n, *parts in conn.execute(query):
         n = int(n)
+        values = [int(v or 0) for v in parts]
+        for name, value in zip(("m", "ms", "mq"), values[6:], strict=True):
+            sums[name] += value  # comments by people: every PR with turns, whatever its state
         if state == "merged":
             out.merged += n
+            out.rescue[rescue] = out.rescue.get(rescue, 0) + n
+            for name, value in zip(("c", "cs", "cq", "r", "rs", "rq"), values[:6], strict=True):
+                sums[name] += value
         elif state == "closed":
             if is_draft:
                 out.closed_drafts += n
             else:
                 out.closed += n
+                out.closure[closure] = out.closure.get(closure, 0) + n
         elif state == "open":
             out.open += n
             out.open_drafts += n if is_draft else 0
-    commits = func.coalesce(E.people_commits, 0)
-    rounds = func.coalesce(E.rounds, 0)
-    sums = dict(c=0, cs=0, cq=0, r=0, rs=0, rq=0)
-    for row in conn.execute(
-            select(E.rescue_class, func.count(),
-                   func.count(E.people_commits), func.sum(commits), func.sum(commits * commits),
-                   func.count(E.rounds), func.sum(rounds), func.sum(rounds * rounds))
-            .where(*where(f), E.pr_state == "merged").group_by(E.rescue_class)):
-        out.rescue[row[0]] = int(row[1])
-        for name, value in zip(sums, row[2:], strict=True):
-            sums[name] += int(value or 0)
     out.people_commits = _mean(sums["c"], sums["cs"], sums["cq"])
     out.rounds = _mean(sums["r"], sums["rs"], sums["rq"])
-    for cls, n in conn.execute(
-            select(E.closure_class, func.count())
-            .where(*where(f), E.pr_state == "closed", ~draft).group_by(E.closure_class)):
-        out.closure[cls] = int(n)
+    out.people_comments = _mean(sums["m"], sums["ms"], sums["mq"])
+    out.per_pr_counts = {"people_commits": sums["c"], "rounds": sums["r"], "people_comments": sums["m"]}
     return out
 
 
@@ -343,29 +361,37 @@ class Cell:
     ap_n: int = 0
     ap_sum: float = 0.0
     ap_sq: float = 0.0
+    ap_provisional: int = 0  # PRs whose agentPerformance grade was provisional (in ap_n or left out)
 
     def add(self, other: Cell) -> None:
         for name in self.__dataclass_fields__:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
-def cells(conn: Connection, f: Filters) -> dict[tuple[str, str], Cell]:
-    """One side's sums per (task type, repository): one grouped, index-only read."""
+def cells(conn: Connection, f: Filters, *, exclude_provisional: bool = False) -> dict[tuple[str, str], Cell]:
+    """One side's sums per (task type, repository): one grouped, index-only read. The mean
+    agentPerformance counts its provisional grades (coverage under ``PROVISIONAL_BELOW``) and,
+    with ``exclude_provisional``, leaves them out."""
     draft = _is_draft()
     merged = case((E.pr_state == "merged", 1), else_=0)
     decided = case((E.pr_state == "merged", 1), ((E.pr_state == "closed") & ~draft, 1), else_=0)
     known = case(((E.pr_state == "merged") & E.rescue_class.in_(RESCUE_CLASSES), 1), else_=0)
     taken = case(((E.pr_state == "merged") & (E.rescue_class == "taken_over"), 1), else_=0)
     task = func.coalesce(E.task_type, "unknown")
+    ap = E.agent_performance
+    flag = case((provisional_sql(E.agent_performance_coverage), 1), else_=0)
     query = (select(task, E.repo, func.count(), func.sum(decided), func.sum(merged), func.sum(known),
-                    func.sum(taken), func.sum(E.agent_performance),
-                    func.sum(E.agent_performance * E.agent_performance))
+                    func.sum(taken), func.sum(ap), func.sum(ap * ap),
+                    func.sum(flag), func.sum(flag * ap), func.sum(flag * ap * ap))
              .where(*where(f)).group_by(task, E.repo))
     out = {}
     for row in conn.execute(query):
-        n = int(row[2])
+        n, v = int(row[2]), int(row[9] or 0)
+        ap_n, ap_sum, ap_sq = n, float(row[7] or 0), float(row[8] or 0)
+        if exclude_provisional:
+            ap_n, ap_sum, ap_sq = n - v, ap_sum - float(row[10] or 0), ap_sq - float(row[11] or 0)
         out[(str(row[0]), str(row[1]))] = Cell(n, int(row[3] or 0), int(row[4] or 0), int(row[5] or 0),
-                                              int(row[6] or 0), n, float(row[7] or 0), float(row[8] or 0))
+                                              int(row[6] or 0), ap_n, ap_sum, ap_sq, v)
     return out
 
 
@@ -380,6 +406,9 @@ class Difference:
     diff: float | None = None
     low: float | None = None
     high: float | None = None
+    a_provisional: int | None = None  # a mean of grades: how many of each side's were provisional
+    b_provisional: int | None = None
+    strata: int | None = None  # a task-mix-adjusted difference: the strata it is taken within
 
     @property
     def too_few(self) -> bool:
@@ -411,7 +440,7 @@ def mean_difference(a: Cell, b: Cell) -> Difference:
         return m, var
 
     (ma, va), (mb, vb) = stats(a), stats(b)
-    out = Difference(ma, mb, a.ap_n, b.ap_n)
+    out = Difference(ma, mb, a.ap_n, b.ap_n, a_provisional=a.ap_provisional, b_provisional=b.ap_provisional)
     if ma is None or mb is None or a.ap_n < 2 or b.ap_n < 2:
         return out
     ea, eb = va / a.ap_n, vb / b.ap_n
@@ -424,7 +453,7 @@ def mean_difference(a: Cell, b: Cell) -> Difference:
 
 @dataclass
 class Stratum:
-    kind: str  # overall | task type | repository
+    kind: str  # overall | adjusted | task type | repository
     name: str
     merge_rate: Difference
     rescue_rate: Difference
@@ -437,6 +466,69 @@ def _stratum(kind: str, name: str, a: Cell, b: Cell) -> Stratum:
                    mean_difference(a, b))
 
 
+# --- the task-mix-adjusted difference ---------------------------------------------------------------
+
+# The two task-mix adjustments: within task types (every pair of agents shares some), and within
+# task type × repository (finer, but two agents in different repositories share few such strata).
+ADJUSTED_BY_TYPE = "all PRs, task mix adjusted (within task types)"
+ADJUSTED_BY_CELL = "all PRs, task mix adjusted (within task type × repository)"
+
+
+def _stratum_variance(c: Cell, part: str) -> float:
+    """The variance of one side's estimate within one stratum: of a share, from the share with one
+    success and one failure added (Agresti and Caffo's adjustment, so a stratum at 0 % or 100 % is
+    not taken as certain); of a mean, the sample variance over n."""
+    if part == "agent_performance":
+        if c.ap_n < 2:
+            return 0.0
+        m = c.ap_sum / c.ap_n
+        return max(0.0, (c.ap_sq / c.ap_n - m * m) * c.ap_n / (c.ap_n - 1)) / c.ap_n
+    hits, n = (c.merged, c.decided) if part == "merge_rate" else (c.taken_over, c.rescued_known)
+    p = (hits + 1) / (n + 2)
+    return p * (1 - p) / (n + 2)
+
+
+def adjusted_difference(pairs: Sequence[tuple[Cell, Cell]], part: str) -> Difference:
+    """A minus B within each stratum (a task type, or a task type and repository) both sides have
+    PRs in for this measure, weighted by the stratum's size (both sides' PRs in the measure's denominator): what
+    the difference would be if both had worked on the same task mix. ``part``: ``merge_rate``,
+    ``rescue_rate`` or ``agent_performance``.
+
+    Its 95 % interval is ``D ± 1.96·√(Σ (w/W)² (var_A + var_B))`` over the strata
+    (:func:`_stratum_variance`): the strata are independent, so the variance of the weighted sum is
+    the weighted sum of theirs. A stratified bootstrap of 1,000 resamples over 36 strata cost
+    ~165 ms of CPU per comparison (BENCHMARKS.md), for the same interval up to its own noise.
+    """
+    def size(c: Cell) -> int:
+        return {"merge_rate": c.decided, "rescue_rate": c.rescued_known, "agent_performance": c.ap_n}[part]
+
+    def value(c: Cell) -> float:
+        if part == "merge_rate":
+            return c.merged / c.decided
+        if part == "rescue_rate":
+            return c.taken_over / c.rescued_known
+        return c.ap_sum / c.ap_n
+
+    shared = [(a, b) for a, b in pairs if size(a) and size(b)]
+    a_n, b_n = sum(size(a) for a, _b in shared), sum(size(b) for _a, b in shared)
+    out = Difference(None, None, a_n, b_n, strata=len(shared))
+    if part == "agent_performance":
+        out.a_provisional = sum(a.ap_provisional for a, _b in shared)
+        out.b_provisional = sum(b.ap_provisional for _a, b in shared)
+    if not shared:
+        return out
+    weights = [size(a) + size(b) for a, b in shared]
+    total = sum(weights)
+    out.a = sum(w * value(a) for w, (a, _b) in zip(weights, shared, strict=True)) / total
+    out.b = sum(w * value(b) for w, (_a, b) in zip(weights, shared, strict=True)) / total
+    out.diff = out.a - out.b
+    variance = sum((w / total) ** 2 * (_stratum_variance(a, part) + _stratum_variance(b, part))
+                   for w, (a, b) in zip(weights, shared, strict=True))
+    half = 1.96 * math.sqrt(variance)
+    out.low, out.high = out.diff - half, out.diff + half
+    return out
+
+
 def _sum(found: Iterable[tuple[tuple[str, str], Cell]], index: int) -> dict[str, Cell]:
     out: dict[str, Cell] = defaultdict(Cell)
     for key, cell in found:
@@ -444,16 +536,24 @@ def _sum(found: Iterable[tuple[tuple[str, str], Cell]], index: int) -> dict[str,
     return out
 
 
-def compare(conn: Connection, fa: Filters, fb: Filters) -> list[Stratum]:
-    """A minus B overall, then within each task type and each repository both sides worked on
-    (so an agent given only the easy tasks does not look better for it)."""
-    a, b = cells(conn, fa), cells(conn, fb)
+def compare(conn: Connection, fa: Filters, fb: Filters, *, exclude_provisional: bool = False) -> list[Stratum]:
+    """A minus B overall, then adjusted for the task mix (:func:`adjusted_difference`, within task
+    types and within task type × repository), then within each task type and each repository both
+    sides worked on (so an agent given only the easy tasks does not look better for it)."""
+    a = cells(conn, fa, exclude_provisional=exclude_provisional)
+    b = cells(conn, fb, exclude_provisional=exclude_provisional)
     total_a, total_b = Cell(), Cell()
     for c in a.values():
         total_a.add(c)
     for c in b.values():
         total_b.add(c)
     out = [_stratum("overall", "all PRs", total_a, total_b)]
+    by_type_a, by_type_b = _sum(a.items(), 0), _sum(b.items(), 0)
+    for name, pairs in (
+            (ADJUSTED_BY_TYPE, [(by_type_a[t], by_type_b[t]) for t in sorted(set(by_type_a) & set(by_type_b))]),
+            (ADJUSTED_BY_CELL, [(a[key], b[key]) for key in sorted(set(a) & set(b))])):
+        out.append(Stratum("adjusted", name, *(adjusted_difference(pairs, part) for part in
+                                                ("merge_rate", "rescue_rate", "agent_performance"))))
     for index, kind in ((0, "task type"), (1, "repository")):
         sa, sb = _sum(a.items(), index), _sum(b.items(), index)
         for name in sorted(set(sa) & set(sb)):

@@ -62,6 +62,7 @@ _REPO_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
 _KEY_RE = re.compile(r"^[A-Za-z0-9_.\[\]-]{1,100}$")
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 PAGE_SIZE = 50
+PROVISIONAL_CHOICES = ("include", "exclude")  # ?provisional=: the default counts them, exclude leaves them out
 TASK_TYPES = queries.TASK_TYPES
 OPEN_ENDPOINTS = {"dashboard.login", "dashboard.login_token", "dashboard.callback",
                   "dashboard.signed_out", "dashboard.static"}
@@ -237,6 +238,7 @@ class View:
     by: str
     args: dict[str, str]
     problems: list[str]
+    exclude_provisional: bool = False  # ``provisional=exclude``: provisional grades out of means and ranks
 
 
 def _view(*, agent: str | None = None, author: str | None = None) -> View:
@@ -262,6 +264,7 @@ def _view(*, agent: str | None = None, author: str | None = None) -> View:
     since = pick("since", lambda v: bool(_DATE_RE.match(v)) and _valid_day(v))
     until = pick("until", lambda v: bool(_DATE_RE.match(v)) and _valid_day(v))
     by = "author" if args.get("by") == "author" else "agent"
+    exclude = pick("provisional", lambda v: v in PROVISIONAL_CHOICES) == "exclude"
     v = viewer()
     filters = Filters(
         repos=v.repos,
@@ -273,7 +276,7 @@ def _view(*, agent: str | None = None, author: str | None = None) -> View:
         since=queries.day_start(since) if since else None,
         until=queries.day_start(until) + 86400 if until else None,  # the whole `until` day
     )
-    return View(filters, by, chosen, problems)
+    return View(filters, by, chosen, problems, exclude)
 
 
 def _valid_day(value: str) -> bool:
@@ -296,13 +299,37 @@ def _mean_cell(m: queries.Mean) -> Markup:
         f"{m.mean:.1f}", f"{m.low:.1f}", f"{m.high:.1f}", f"{m.low:.0f}", f"{m.high:.0f}")
 
 
+def rests_on_text(gr: queries.Group, measure: str) -> str:
+    """"212 PRs, 40 provisional" (included) or "172 PRs, 40 provisional left out"."""
+    n, provisional = gr.rests_on(measure), gr.provisional.get(measure, 0)
+    prs = f"{n} PR" + ("" if n == 1 else "s")
+    if gr.excluded:
+        return f"{prs}, {provisional} provisional left out" if provisional else prs
+    return f"{prs}, {provisional} provisional"
+
+
+dashboard.add_app_template_global(rests_on_text, "rests_on_text")
+
+
+@dashboard.app_template_global()
+def provisional_floor() -> int:
+    """taskeval.contract.PROVISIONAL_BELOW in per cent, for the switch's explanation."""
+    return round(PROVISIONAL_BELOW * 100)
+
+
+def _rests_on_cell(gr: queries.Group, measure: str, cell: Markup) -> Markup:
+    return cell + Markup('<br><span class="rests" data-measure="{}">{}</span>').format(
+        measure, rests_on_text(gr, measure))
+
+
 def _rank_cell(gr: queries.Group) -> Markup | str:
     if gr.rank is None:
         return "—"
+    rests = rests_on_text(gr, "overall")
     if gr.tied:
         return Markup('<span title="shares rank {} with another row: their 95 % intervals '
-                      'overlap">={}</span>').format(gr.rank, gr.rank)
-    return str(gr.rank)
+                      'overlap; ranked on the overall mean of {}">={}</span>').format(gr.rank, rests, gr.rank)
+    return Markup('<span title="ranked on the overall mean of {}">{}</span>').format(rests, gr.rank)
 
 
 GroupCell = Callable[[queries.Group], Any]
@@ -313,7 +340,16 @@ def _category(cat: str, part: str) -> GroupCell:
 
 
 def _category_cell(cat: str) -> GroupCell:
-    return lambda gr: _mean_cell(gr.categories[cat])
+    return lambda gr: _rests_on_cell(gr, cat, _mean_cell(gr.categories[cat]))
+
+
+def _rests_columns(measure: str, key: str) -> list[Column]:
+    """The CSV's (and JSON's) counts beside a mean: PRs provisional in it, PRs it rests on."""
+    return [
+        Column(f"{key} provisional", lambda gr: gr.provisional.get(measure, 0), key=f"{key}Provisional",
+               csv_only=True),
+        Column(f"{key} rests on", lambda gr: gr.rests_on(measure), key=f"{key}RestsOn", csv_only=True),
+    ]
 
 
 def _band_count(band: str) -> GroupCell:
@@ -370,6 +406,9 @@ def group_table(groups: list[queries.Group], by: str, outcome_cols: list[str], v
         return cell
 
     interval = "Under the mean, its 95 % interval (Student's t), within the 0–100 scale."
+    provisional = (f"Then how many PRs it rests on, and how many of them had a provisional grade in it "
+                   f"(under {round(PROVISIONAL_BELOW * 100)} % of its signal weight conclusive): counted in the mean, "
+                   f"or left out with provisional=exclude.")
     columns = [
         Column("Rank", lambda gr: gr.rank, _rank_cell, numeric=True, key="rank", help=RANK_HELP),
         Column("Rank shared", lambda gr: gr.tied, key="rankShared", csv_only=True),
@@ -381,16 +420,20 @@ def group_table(groups: list[queries.Group], by: str, outcome_cols: list[str], v
         Column("PRs", lambda gr: gr.count, numeric=True, key="prs",
                help="Pull requests in view, each once (its latest evaluation)."),
         Column("Small sample", lambda gr: gr.small, key="smallSample", csv_only=True),
-        Column("Overall", lambda gr: _round(gr.overall.mean), lambda gr: _mean_cell(gr.overall),
-               numeric=True, key="overallMean", help=f"Mean overall score. {interval}"),
+        Column("Overall", lambda gr: _round(gr.overall.mean),
+               lambda gr: _rests_on_cell(gr, "overall", _mean_cell(gr.overall)),
+               numeric=True, key="overallMean", help=f"Mean overall score. {interval} {provisional}"),
         Column("Overall 95% low", lambda gr: _round(gr.overall.low), key="overallLow", csv_only=True),
         Column("Overall 95% high", lambda gr: _round(gr.overall.high), key="overallHigh", csv_only=True),
+        *_rests_columns("overall", "overall"),
+        Column("Provisional left out", lambda gr: gr.excluded, key="provisionalLeftOut", csv_only=True),
     ]
     for cat, title in CATEGORY_TITLES.items():
         columns.append(Column(title, _category(cat, "mean"), _category_cell(cat), numeric=True, key=f"{cat}Mean",
-                              help=f"Mean {title.lower()} score. {interval}"))
+                              help=f"Mean {title.lower()} score. {interval} {provisional}"))
         columns.append(Column(f"{title} 95% low", _category(cat, "low"), key=f"{cat}Low", csv_only=True))
         columns.append(Column(f"{title} 95% high", _category(cat, "high"), key=f"{cat}High", csv_only=True))
+        columns += _rests_columns(cat, cat)
     columns.append(Column("Bands", lambda gr: None, lambda gr: charts.band_bar(gr.bands), key="_bands",
                           help="PRs per overall band, failing (left) to excellent (right)."))
     for band in BANDS:
@@ -404,8 +447,11 @@ def group_table(groups: list[queries.Group], by: str, outcome_cols: list[str], v
                               csv_only=col != "rejected"))
     columns.append(Column("Weekly trend", lambda gr: None, lambda gr: charts.trend(gr.trend), key="_trend",
                           help="Weekly mean overall score, last 26 weeks with PRs (dashed line at 60)."))
+    left = ("left out of every mean and rank" if view.exclude_provisional
+            else "counted in every mean; the switch above leaves them out")
     table = Table("groups", "Agents" if by == "agent" else "Authors", columns, groups,
-                  note=f"Each PR counts once (its latest evaluation). Under each mean, its 95 % interval. "
+                  note=f"Each PR counts once (its latest evaluation). Under each mean, its 95 % interval, "
+                       f"the PRs it rests on and how many had a provisional grade ({left}). "
                        f"Ranks only where intervals separate (=2: a shared rank). Groups under "
                        f"{queries.SMALL_SAMPLE} PRs, and PRs where no agent was found, are marked and "
                        f"not ranked. Hover a column's title for its definition.",
@@ -446,7 +492,8 @@ def overview() -> Any:
     cfg = config()
     with cfg.engine.connect() as conn:
         groups = [replace(gr) for gr in queries.cached(
-            conn, "groups", (view.filters, view.by), lambda: queries.groups(conn, view.filters, view.by))]
+            conn, "groups", (view.filters, view.by, view.exclude_provisional),
+            lambda: queries.groups(conn, view.filters, view.by, exclude_provisional=view.exclude_provisional))]
         outcome_cols, rates = queries.cached(conn, "outcomes", (view.filters, view.by),
                                              lambda: queries.outcome_rates(conn, view.filters, view.by))
         for gr in groups:
@@ -483,7 +530,9 @@ def _detail(by: str, key: str) -> Any:
     except ValueError:
         page = 1
     with cfg.engine.connect() as conn:
-        found = queries.cached(conn, "groups", (view.filters, by), lambda: queries.groups(conn, view.filters, by))
+        found = queries.cached(conn, "groups", (view.filters, by, view.exclude_provisional),
+                               lambda: queries.groups(conn, view.filters, by,
+                                                      exclude_provisional=view.exclude_provisional))
         everything = Filters(repos=view.filters.repos, agent=view.filters.agent, author=view.filters.author)
         if not found and not queries.count(conn, everything):
             abort(404, f"no stored evaluations for {by} {key}")
@@ -500,6 +549,8 @@ def _detail(by: str, key: str) -> Any:
         cycle = queries.cached(conn, "cycle_times", (view.filters,),
                                lambda: teamwork.cycle_times(conn, view.filters))
         costs = queries.cached(conn, "costs", (view.filters,), lambda: teamwork.costs(conn, view.filters))
+        _order, recorded = queries.cached(conn, "outcome_counts", (view.filters, by),
+                                          lambda: queries.outcome_counts(conn, view.filters, by))
     context: dict[str, Any] = {}
     buckets = [(label, n, charts.BAND_COLOURS[_bucket_band(i)]) for i, (label, n) in enumerate(hist)]
     tables = [
@@ -529,6 +580,7 @@ def _detail(by: str, key: str) -> Any:
         Table("prs", "Pull requests", _pr_columns(), prs,
               note="Newest activity first; each PR's latest evaluation."),
         *teamwork_tables(cycle, costs),
+        after_merge_table(recorded.get(group.key, {}) if group else {}),
     ]
     pages = max(1, -(-total // PAGE_SIZE))
     title = (group.name if group and by == "agent" else key)
@@ -621,6 +673,19 @@ def teamwork_tables(cycle: teamwork.CycleTimes, costs: teamwork.Costs) -> list[T
             f"sending the work back) per merged PR: {_num(costs.rounds.mean, 2)} (95 %: "
             f"{_num(costs.rounds.low, 2)}–{_num(costs.rounds.high, 2)}). Commits that did the PR's work only, "
             f"as agent.human_intervention counts them.")),
+        Table("per_pr", "What each PR asked of people", [
+            Column("Figure", lambda c: c[0], lambda c: Markup('{}<br><span class="muted">{}</span>').format(
+                c[1], c[2]), key="figure"),
+            Column("PRs", lambda c: c[4], numeric=True, key="prs", help="How many PRs the mean rests on."),
+            Column("Mean", lambda c: _round(c[3].mean, 4), lambda c: Markup('<span class="mean">{}</span>{}').format(
+                _num(c[3].mean, 2), _interval(c[3].low, c[3].high, lambda x: _num(x, 2))), numeric=True,
+                key="mean", help="Mean per PR, with its 95 % t interval."),
+            Column("Mean 95% low", lambda c: _round(c[3].low, 4), key="low", csv_only=True),
+            Column("Mean 95% high", lambda c: _round(c[3].high, 4), key="high", csv_only=True),
+        ], costs.per_pr(), note=("People's commits: commits that did the PR's work, as agent.human_intervention "
+                                 "counts them. Rounds: a person sending the work back. Comments by people: "
+                                 "conversation and review-thread comments by the operator, reviewers and other "
+                                 "people (docs/turns.md), never the agent's, a bot's or CI's.")),
         Table("closure", "Closed PRs: why they ended", [
             Column("Closure", lambda s: s.key, lambda s: s.title, key="closure"),
             *_share_cells("", "Decided closed PRs with a closure class (drafts left out)."),
@@ -628,6 +693,38 @@ def teamwork_tables(cycle: teamwork.CycleTimes, costs: teamwork.Costs) -> list[T
             "First the three groups (the agent's failure; the project's reasons: superseded, duplicate, stale, "
             "declined; withdrawn or unknown), then each class. Only the agent's failure counts against it.")),
     ]
+
+
+AFTER_MERGE = (("reverted", "Revert rate"), ("follow_up_fix", "Follow-up-fix rate"))
+
+
+def after_merge_table(counts: dict[str, tuple[int, int]]) -> Table:
+    """The agent's revert and follow-up-fix rates with their Wilson intervals, over the PRs where
+    the outcome is recorded; "not recorded" where it is recorded for none."""
+    rows = [(key, title, *counts.get(key, (0, 0))) for key, title in AFTER_MERGE]
+
+    def share_cell(r: tuple[str, str, int, int]) -> Markup | str:
+        if not r[2]:
+            return Markup('<span class="muted" data-recorded="no">not recorded</span>')
+        m = queries.wilson(r[3], r[2])
+        return Markup("{}{}").format(_pct(m.mean), _interval(m.low, m.high, _pct))
+
+    def part(r: tuple[str, str, int, int], name: str) -> float | None:
+        return _round(getattr(queries.wilson(r[3], r[2]), name), 4) if r[2] else None
+
+    return Table("after_merge", "After merge: reverts and follow-up fixes", [
+        Column("Outcome", lambda r: r[0], lambda r: r[1], key="outcome",
+               help="Reverted: merged, then reverted on the base branch. Follow-up fix: merged, then a later "
+                    "merged PR fixed it (references it with fix words)."),
+        Column("Recorded for", lambda r: r[2], numeric=True, key="recorded",
+               help="PRs where the outcome is recorded (true or false): the rate's denominator."),
+        Column("PRs with it", lambda r: r[3], numeric=True, key="prs"),
+        Column("Rate", lambda r: part(r, "mean"), share_cell, numeric=True, key="rate",
+               help="Share of the PRs where it is recorded, with its 95 % Wilson interval."),
+        Column("Rate 95% low", lambda r: part(r, "low"), key="rateLow", csv_only=True),
+        Column("Rate 95% high", lambda r: part(r, "high"), key="rateHigh", csv_only=True),
+    ], rows, note=("From the outcomes store (taskeval outcomes --write-store, or the bot's push and pull_request "
+                   "events); \"not recorded\" where no PR in view has the outcome recorded either way."))
 
 
 def _bucket_band(index: int) -> str:
@@ -688,23 +785,43 @@ def _side(view: View, side: str, names: dict[str, str]) -> tuple[Filters, str]:
     return chosen, f"{names.get(agent_key, agent_key) if agent_key else 'all agents'}{period}"
 
 
+def provisional_text(d: teamwork.Difference, exclude: bool) -> str:
+    """"A 212 PRs, 40 provisional · B …": what each side's mean of grades rests on."""
+    def side(n: int, v: int | None) -> str:
+        if exclude:
+            return f"{n} PRs, {v} provisional left out" if v else f"{n} PRs"
+        return f"{n} PRs, {v} provisional"
+    return f"A {side(d.a_n, d.a_provisional)} · B {side(d.b_n, d.b_provisional)}"
+
+
 def _difference(get: Callable[[teamwork.Stratum], teamwork.Difference], fmt: Callable[[float | None], str],
-                what: str) -> list[Column]:
+                what: str, exclude: bool = False) -> list[Column]:
     def cell(st: teamwork.Stratum) -> Markup | str:
         d = get(st)
+        if d.strata == 0:
+            return Markup('<span class="muted">no stratum both worked in</span>')
         if d.too_few:
             return Markup('<span class="tag small" title="A rests on {}, B on {} PRs">too few PRs</span>').format(
                 d.a_n, d.b_n)
         if d.diff is None:
             return "—"
-        return Markup('<span class="mean">{}{}</span>{}<br><span class="muted">A {} · B {}</span>').format(
+        cell = Markup('<span class="mean">{}{}</span>{}<br><span class="muted">A {} · B {}</span>').format(
             "+" if d.diff > 0 else "", fmt(d.diff), _interval(d.low, d.high, fmt), fmt(d.a), fmt(d.b))
+        if d.strata is not None:
+            cell += Markup('<br><span class="rests">within {} strata both worked in</span>').format(d.strata)
+        if d.a_provisional is not None:
+            cell += Markup('<br><span class="rests">{}</span>').format(provisional_text(d, exclude))
+        return cell
 
     def value(st: teamwork.Stratum, part: str) -> Any:
         d = get(st)
         return None if d.too_few else _round(getattr(d, part), 4)
 
     key = what.replace(" ", "_")
+    counts = [
+        Column(f"{what} A provisional", lambda st: get(st).a_provisional, key=f"{key}AProvisional", csv_only=True),
+        Column(f"{what} B provisional", lambda st: get(st).b_provisional, key=f"{key}BProvisional", csv_only=True),
+    ] if what.startswith("mean") else []
     return [
         Column(what[0].upper() + what[1:] + " (A − B)", lambda st: value(st, "diff"), cell, numeric=True,
                key=f"{key}Diff",
@@ -716,6 +833,8 @@ def _difference(get: Callable[[teamwork.Stratum], teamwork.Difference], fmt: Cal
         Column(f"{what} B", lambda st: _round(get(st).b, 4), key=f"{key}B", csv_only=True),
         Column(f"{what} A PRs", lambda st: get(st).a_n, key=f"{key}APrs", csv_only=True),
         Column(f"{what} B PRs", lambda st: get(st).b_n, key=f"{key}BPrs", csv_only=True),
+        Column(f"{what} strata", lambda st: get(st).strata, key=f"{key}Strata", csv_only=True),
+        *counts,
     ]
 
 
@@ -736,18 +855,25 @@ def compare() -> Any:
         names = dict(choices["agents"])
         fa, label_a = _side(view, "a", names)
         fb, label_b = _side(view, "b", names)
-        strata = queries.cached(conn, "compare", (fa, fb), lambda: teamwork.compare(conn, fa, fb))
+        exclude = view.exclude_provisional
+        strata = queries.cached(conn, "compare", (fa, fb, exclude),
+                                lambda: teamwork.compare(conn, fa, fb, exclude_provisional=exclude))
     table = Table("compare", f"A: {label_a} − B: {label_b}", [
         Column("Within", lambda st: st.kind, key="kind"),
         Column("Stratum", lambda st: st.name, key="stratum"),
         *_difference(lambda st: st.merge_rate, _pp, "merge rate"),
         *_difference(lambda st: st.rescue_rate, _pp, "rescue rate"),
-        *_difference(lambda st: st.agent_performance, _points, "mean agentPerformance"),
+        *_difference(lambda st: st.agent_performance, _points, "mean agentPerformance", exclude),
     ], strata, note=("Merge rate: merged of the PRs that reached a decision (merged or closed; drafts never "
                      "marked ready and open PRs left out). Rescue rate: merged PRs taken over by people (they "
                      "pushed commits doing the PR's work) of the merged PRs with a rescue class. Mean "
-                     "agentPerformance: every PR. Intervals: Newcombe's for shares, Welch's t for means. Then the "
-                     "same within each task type and repository both sides worked on."))
+                     "agentPerformance: every PR, with how many had a provisional grade "
+                     + ("(left out of the mean). " if exclude else "(counted; the switch above leaves them out). ")
+                     + "Intervals: Newcombe's for shares, Welch's t for means. \"Task mix adjusted\": the "
+                     "differences within each task type (then each task type and repository) both sides "
+                     "worked on, weighted by the stratum's PRs (both sides), its interval from the strata's "
+                     "variances: what the difference would be on the same task mix. Then the same within "
+                     "each task type and repository both sides worked on."))
     return _tables_or_page([table], "taskeval-compare", "dashboard/compare.html", view=view, choices=choices,
                            label_a=label_a, label_b=label_b, title="Compare")
 

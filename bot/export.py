@@ -3,7 +3,8 @@
 
 Each PR appears once, with its latest evaluation (``is_latest``, as the leaderboard and the
 dashboard count it): its scores (overall; per category the final, deterministic and AI score and
-the coverage), the agent and operator, the task type, the turns summary, the closure and rescue
+the coverage), the agent and operator, the task type, the turns summary (its hours empty when
+the timeline was not read: ``turns_partial``), the closure and rescue
 classes, and every recorded outcome (``outcome_<kind>``: true, false, or empty when none is
 recorded). Rows are read in pages and written as they come, so a store of any size streams.
 
@@ -34,6 +35,7 @@ MEDIA_TYPES: Final[dict[ExportFormat, str]] = {"csv": "text/csv; charset=utf-8",
 
 CATEGORIES: Final = (("agentPerformance", "agent_performance"), ("taskOutcomeQuality", "task_outcome_quality"),
                      ("processCompliance", "process_compliance"))
+UNKNOWN_WHEN_PARTIAL: Final = frozenset({"agent_hours", "people_hours", "draft_hours"})
 TURNS: Final = (("agentHours", "agent_hours"), ("peopleHours", "people_hours"), ("draftHours", "draft_hours"),
                 ("firstHumanResponseHours", "first_human_response_hours"), ("rounds", "rounds"))
 COLUMNS: Final[tuple[str, ...]] = (
@@ -43,7 +45,7 @@ COLUMNS: Final[tuple[str, ...]] = (
     *(f"{column}_{part}" for _, column in CATEGORIES for part in ("final", "deterministic", "ai", "coverage")),
     "agent_id", "agent_name", "agent_confidence", "operator",
     "task_type", "task_type_source",
-    *(column for _, column in TURNS), "turn_at_end", "draft", "time_to_merge_hours",
+    *(column for _, column in TURNS), "turns_partial", "turn_at_end", "draft", "time_to_merge_hours",
     "closure_class", "closure_counts_against_agent", "rescue_class", "commits_by_people",
     "comments_by_people", "overall_coverage",
     *(f"outcome_{kind}" for kind in OUTCOMES),
@@ -106,8 +108,11 @@ def row_of(result: dict[str, Any], recorded: dict[str, bool] | None = None) -> d
     row.update(agent_id=agent.get("id"), agent_name=agent.get("name"), agent_confidence=agent.get("confidence"),
                operator=agent.get("operator"))
     row["task_type"], row["task_type_source"] = _task_type(result)
+    # Without the timeline the turns cannot see drafts, sessions or review requests: the hours
+    # are unknown, not the people's whole time (revision 0011; docs/bot.md).
+    row["turns_partial"] = bool(turns.get("partial")) if turns else None
     for key, column in TURNS:
-        row[column] = turns.get(key)
+        row[column] = None if row["turns_partial"] and column in UNKNOWN_WHEN_PARTIAL else turns.get(key)
     row["turn_at_end"] = turns.get("atEnd")
     row["draft"] = bool(facts["draft"]) and not merged if "draft" in facts else None
     created, merged_at = epoch_of(row["created_at"]), epoch_of(row["merged_at"])

@@ -215,7 +215,7 @@ def test_rate_budgets_gain_a_resource_and_keep_their_rows(empty: Engine) -> None
         command.upgrade(migrations.config(conn), "0008")
         conn.execute(text('INSERT INTO rate_budgets (key, "limit", remaining, reset_at, "window", '
                           "updated_at) VALUES ('h|token:1', 5000, 1234, 99.0, 3, 1.0)"))
-    assert init_schema(empty) == ["0009", "0010"]
+    assert init_schema(empty) == ["0009", "0010", "0011"]
     with write(empty) as conn:
         conn.execute(rate_budgets.insert().values(key="h|token:1", resource="graphql", limit=5000,
                                                   remaining=4999, reset_at=99.0, window=1,
@@ -299,3 +299,35 @@ def test_upgrade_from_0008_fills_coverage_people_comments_and_the_rollups(empty:
     down = sum(1 for data in (result, unsure, before) for s in signal_rows(0, data)
                if s["conclusive"] and s["weight"] > 0 and s["score"] < 60)
     assert pulled == down  # the latest evaluations' pulled-down signals, the older one's not
+
+
+def test_upgrade_to_0011_leaves_the_hours_of_a_pr_without_its_timeline_empty(empty: Engine) -> None:
+    """A PR whose timeline was not read had its whole life counted as the people's move; from 0011
+    its hours are unknown (empty), the others keep theirs, and the downgrade puts them back."""
+    result = json.loads((Path(__file__).resolve().parents[1] / "examples" / "agent-pr-482.result.json").read_text())
+    blind: dict[str, Any] = json.loads(json.dumps(result))
+    blind["pullRequest"]["number"] = 483
+    blind["turns"]["partial"] = True
+    hours = (result["turns"]["agentHours"], result["turns"]["peopleHours"], result["turns"]["draftHours"])
+    with write(empty) as conn:
+        migrations.upgrade(conn, "0010")
+    with empty.begin() as conn:
+        for data in (result, blind):  # stored as revision 0010's code stored them: hours kept
+            row = {**record_from_result(data), "agent_hours": hours[0], "people_hours": hours[1],
+                   "draft_hours": hours[2]}
+            conn.execute(evaluations.insert().values(**row, stored_at=0.0, is_latest=True))
+    assert init_schema(empty) == ["0011"]
+
+    def stored() -> dict[int, tuple[Any, ...]]:
+        with empty.connect() as conn:
+            return {r.number: (r.agent_hours, r.people_hours, r.draft_hours)
+                    for r in conn.execute(select(evaluations))}
+
+    assert stored() == {482: hours, 483: (None, None, None)}
+    assert stored()[483] == tuple(record_from_result(blind)[c] for c in ("agent_hours", "people_hours",
+                                                                         "draft_hours"))
+    from alembic import command
+
+    with write(empty) as conn:
+        command.downgrade(migrations.config(conn), "0010")
+    assert stored() == {482: hours, 483: hours}

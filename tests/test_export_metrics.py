@@ -109,7 +109,8 @@ def test_export_cli_api_and_store_agree(app: Flask, client: FlaskClient, db_url:
         cats = {c["category"]: c for c in data["categoryScores"]}
         assert line["task_outcome_quality_deterministic"] == cats["taskOutcomeQuality"]["deterministicScore"]
         assert line["agent_performance_coverage"] == cats["agentPerformance"]["coverage"]
-        assert line["agent_hours"] == data["turns"]["agentHours"]
+        assert line["turns_partial"] == data["turns"]["partial"]
+        assert line["agent_hours"] == (None if data["turns"]["partial"] else data["turns"]["agentHours"])
         assert line["rounds"] == data["turns"]["rounds"]
     by = {line["number"]: line for line in lines}
     assert (by[11]["task_type"], by[11]["task_type_source"], by[11]["rescue_class"]) == ("fix", "title", "clean")
@@ -121,7 +122,8 @@ def test_export_cli_api_and_store_agree(app: Flask, client: FlaskClient, db_url:
     assert by[11]["outcome_rejected"] is None  # not recorded is not false
     csv_by = {r["number"]: r for r in rows}
     assert (csv_by["11"]["outcome_reverted"], csv_by["11"]["outcome_rejected"]) == ("true", "")
-    assert float(csv_by["11"]["agent_hours"]) == by[11]["agent_hours"]
+    assert csv_by["11"]["agent_hours"] == ("" if by[11]["agent_hours"] is None else str(by[11]["agent_hours"]))
+    assert csv_by["11"]["turns_partial"] == str(by[11]["turns_partial"]).lower()
 
     only = client.get(f"/api/export?format=ndjson&repo={builders.REPO}", headers=AUTH).get_data(as_text=True)
     assert len(only.splitlines()) == 3
@@ -225,3 +227,24 @@ def test_export_cli_reports_bad_input_in_one_line(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
     folder = _export(f"sqlite:///{tmp_path / 'none.db'}", "--output", str(tmp_path))
     assert folder.returncode == 2 and "is a directory" in folder.stderr
+
+
+@pytest.mark.parametrize(("turns", "partial", "hours"), [
+    ({"agentHours": 1.5, "peopleHours": 20.0, "draftHours": 0.5, "rounds": 1, "partial": False},
+     False, (1.5, 20.0, 0.5)),
+    # No timeline: the account cannot see drafts or sessions, so its hours are unknown.
+    ({"agentHours": 0.0, "peopleHours": 40.0, "draftHours": 0.0, "rounds": 1, "partial": True},
+     True, (None, None, None)),
+    (None, None, (None, None, None)),  # stored before turns existed
+])
+def test_the_export_leaves_the_hours_of_a_pr_without_its_timeline_empty(
+        turns: dict[str, Any] | None, partial: bool | None, hours: tuple[Any, ...]) -> None:
+    from bot.export import row_of, stored_columns
+
+    result: dict[str, Any] = {"pullRequest": {"number": 7}, "turns": turns}
+    row = row_of(result)
+    assert row["turns_partial"] is partial
+    assert (row["agent_hours"], row["people_hours"], row["draft_hours"]) == hours
+    assert row["rounds"] == (turns or {}).get("rounds")  # rounds come from reviews, kept
+    stored = stored_columns(result)
+    assert (stored["agent_hours"], stored["people_hours"], stored["draft_hours"]) == hours

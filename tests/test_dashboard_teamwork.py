@@ -366,3 +366,14 @@ def test_the_comparison_shows_the_adjusted_difference_beside_the_raw_one(client:
     assert int(adjusted["merge_rateAPrs"]) == sum(len(v["copilot"]) for v in shared.values())
     html = client.get("/dashboard/compare?a=copilot&b=codex").get_data(as_text=True)
     assert f"within {len(shared)} strata both worked in" in html
+
+
+@pytest.mark.parametrize(("low", "high", "shown"), [
+    (0.1, 0.3, "10 %–30 %"),
+    (-0.073, -0.001, "-7 % to -0 %"),  # a dash between negatives would read as a minus
+    (-0.2, 0.1, "-20 % to 10 %"),
+])
+def test_an_interval_with_a_negative_bound_reads_low_to_high(low: float, high: float, shown: str) -> None:
+    from bot.dashboard.views import _interval, _pct
+
+    assert f'title="95 % interval">{shown}</span>' in str(_interval(low, high, _pct))

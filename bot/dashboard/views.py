@@ -600,8 +600,12 @@ def _hours(x: float | None) -> str:
 
 
 def _interval(low: float | None, high: float | None, fmt: Callable[[float | None], str]) -> Markup | str:
-    return "" if low is None else Markup(' <span class="ci" title="95 % interval">{}–{}</span>').format(
-        fmt(low), fmt(high))
+    """The 95 % interval under a figure; "to" between negative bounds, where a dash would read as
+    a minus ("-7.3 %–-0.1 %")."""
+    if low is None:
+        return ""
+    between = " to " if low < 0 or (high is not None and high < 0) else "–"
+    return Markup(' <span class="ci" title="95 % interval">{}{}{}</span>').format(fmt(low), between, fmt(high))
 
 
 def _quantile_cell(get: Callable[[teamwork.Figure], teamwork.Quantile]) -> Callable[[teamwork.Figure], Any]:

@@ -179,15 +179,16 @@ def test_a_pr_that_cannot_be_read_is_recorded_with_its_reason(engine: Any, db_ur
 def test_a_long_backfill_as_an_app_renews_its_installation_token(
         sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """``taskeval backfill`` with GITHUB_APP_ID and its key reads as the repository's installation;
-    its tokens here live 21.5 s, so PyGithub (which renews one 20 s before it expires) needs a new
-    one every second or so: the run outlives several, and GitHub never sees an expired one."""
+    its tokens here live 23 s, so PyGithub (which renews one 20 s before it expires) needs a new
+    one every 3 s: the run outlives at least one, and GitHub never sees an expired one. (A
+    shorter life made a request that waited over a second for a busy CPU arrive expired.)"""
     from taskeval import cli
     from tests.fakegithub import app_key_pair
 
     private, public = app_key_pair()
-    fake = FakeGitHub(token=None, latency=0.1)
+    fake = FakeGitHub(token=None, latency=0.3)
     fake.add_app(4242, public, installations={77: [REPO]})
-    fake.installation_token_ttl = 21.5
+    fake.installation_token_ttl = 23.0
     _typical(fake, 10)
     for name in ("GITHUB_TOKEN", "GH_TOKEN", "DATABASE_URL"):
         monkeypatch.delenv(name, raising=False)
@@ -197,7 +198,7 @@ def test_a_long_backfill_as_an_app_renews_its_installation_token(
     with fake.mock():
         code = cli.main(["backfill", REPO, "--store", sqlite_url, "--no-ai", "--parallel", "1"])
     assert code == 0
-    assert fake.count(route="app.token") >= 3, "the run outlived several tokens"
+    assert fake.count(route="app.token") >= 2, "the run outlived a token"
     assert fake.expired_uses == 0, "no request went out with an expired token"
     engine = make_engine(sqlite_url)  # (the token's lifetime is the point, not the database)
     with engine.connect() as conn:

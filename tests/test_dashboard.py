@@ -34,18 +34,10 @@ from tests.dashboard_store import Stored, fill
 from tests.fake_github_oauth import FakeGitHubOAuth
 
 pytest_plugins = ["tests.bot.fixtures"]
+pytestmark = pytest.mark.usefixtures("fresh_dashboard_cache")
 API_TOKEN = "dashboard-api-token-0123456789"
 SESSION_SECRET = "dashboard-session-secret-0123456789"
 N_PRS = 90
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache() -> Iterator[None]:
-    """Tests rewrite rows in place (which the bot never does), so no aggregate may be remembered
-    from one test to the next."""
-    queries.clear_cache()
-    yield
-    queries.clear_cache()
 
 
 @pytest.fixture

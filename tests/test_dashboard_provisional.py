@@ -11,7 +11,6 @@ import io
 import json
 import statistics
 from collections import defaultdict
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,6 +24,7 @@ from taskeval.contract import PROVISIONAL_BELOW
 from tests.dashboard_store import START, Stored, fill
 
 pytest_plugins = ["tests.bot.fixtures"]
+pytestmark = pytest.mark.usefixtures("fresh_dashboard_cache")
 
 MEASURES = {"overall": "overall_score", "agentPerformance": "agent_performance",
             "taskOutcomeQuality": "task_outcome_quality", "processCompliance": "process_compliance"}
@@ -32,13 +32,6 @@ COVERAGE = {"overall": "overall_coverage", "agentPerformance": "agent_performanc
             "taskOutcomeQuality": "task_outcome_quality_coverage",
             "processCompliance": "process_compliance_coverage"}
 WEEK = 7 * 86400
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache() -> Iterator[None]:
-    queries.clear_cache()
-    yield
-    queries.clear_cache()
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ import io
 import json
 import math
 import statistics
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +26,7 @@ from bot.results import record_from_result
 from tests.dashboard_store import Stored, fill
 
 pytest_plugins = ["tests.bot.fixtures"]
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache() -> Iterator[None]:
-    queries.clear_cache()
-    yield
-    queries.clear_cache()
+pytestmark = pytest.mark.usefixtures("fresh_dashboard_cache")
 
 
 @pytest.fixture

@@ -543,17 +543,22 @@ def read_pulls(requester: Requester, repository: str, numbers: list[int],
     return batch
 
 
+def _read_alone(requester: Requester, repository: str, number: int) -> PullRead | Exception:
+    """One PR of a batch read by itself: its read, or the error about it alone (an unavailable
+    GraphQL or a spent budget is the whole batch's, so it is raised)."""
+    try:
+        return read_pull(requester, repository, number)
+    except (GraphQLUnavailable, RateLimitError):
+        raise
+    except GitHubError as exc:
+        return exc
+
+
 def _read_batch(requester: Requester, repository: str, numbers: list[int], points: int,
                 batch: BatchRead) -> None:
     if len(numbers) == 1:
-        number = numbers[0]
         batch.sizes.append(1)
-        try:
-            batch.reads[number] = read_pull(requester, repository, number)
-        except (GraphQLUnavailable, RateLimitError):
-            raise
-        except GitHubError as exc:
-            batch.reads[number] = exc
+        batch.reads[numbers[0]] = _read_alone(requester, repository, numbers[0])
         return
     owner, name = repository.split("/", 1)
     shared = _Session(requester, repository, numbers[0])
@@ -600,12 +605,7 @@ def _read_batch(requester: Requester, repository: str, numbers: list[int], point
         elif not isinstance(pr, Mapping) and session.refused:
             # A refused non-null connection nulled the PR (see ``read_pull``): read it alone,
             # which asks again without the refused connections and records them as gaps.
-            try:
-                batch.reads[number] = read_pull(requester, repository, number)
-            except (GraphQLUnavailable, RateLimitError):
-                raise
-            except GitHubError as exc:
-                batch.reads[number] = exc
+            batch.reads[number] = _read_alone(requester, repository, number)
         elif not isinstance(pr, Mapping):
             batch.reads[number] = NotFoundError(
                 f"PR #{number} in {repository} not found, or the token cannot see it",

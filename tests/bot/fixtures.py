@@ -67,3 +67,14 @@ def app(db_url: str) -> Iterator[Flask]:
 @pytest.fixture
 def client(app: Flask) -> FlaskClient:
     return app.test_client()
+
+
+@pytest.fixture
+def fresh_dashboard_cache() -> Iterator[None]:
+    """Dashboard tests rewrite rows in place (which the bot never does), so no aggregate may be
+    remembered from one test to the next: ``pytestmark = pytest.mark.usefixtures(...)``."""
+    from bot.dashboard import queries
+
+    queries.clear_cache()
+    yield
+    queries.clear_cache()

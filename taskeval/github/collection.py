@@ -225,6 +225,8 @@ def _collect_graphql(reader: _Reader, max_workers: int, *, read: PullRead | None
     raw.graphql_queries = read.queries
     raw.graphql_remaining = read.remaining
     raw.graphql_limit = read.limit
+    if listed["issue_comments"][1] is None:
+        raw.comment_seed = read.comment_seed
     return raw
 
 

@@ -7,6 +7,7 @@ import io
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,6 +170,50 @@ def test_merged_pr_gets_outputs_summary_result_and_one_comment_updated_on_rerun(
     assert {route: fake.count(route=route) for route in (
         "user", "issues.comments", "issues.create_comment", "issues.update_comment")} == {
         "user": 0, "issues.comments": 0, "issues.create_comment": 0, "issues.update_comment": 0}
+
+
+def test_each_run_costs_three_rest_requests_and_two_points(
+    tmp_path: Path, fake: FakeGitHub,
+) -> None:
+    """What the cost model counts (BENCHMARKS.md): the 3 REST reads GraphQL lacks, the query,
+    and one mutation, so 1,000 requests and 1,000 points an hour pay for 333 evaluations."""
+    costs = []
+    for _ in range(2):
+        fake.reset_log()
+        points = fake.graphql_points
+        run = run_action(tmp_path, fake, "pull_request", payload("pull_request.closed.merged"))
+        assert run.code == 0, run.stdout + run.stderr
+        rest = sorted(r.route for r in fake.log if r.route not in ("graphql", "rate_limit"))
+        costs.append((rest, fake.count(route="graphql"), fake.graphql_points - points))
+    reads = sorted(["issues.get", "issues.timeline", "actions.runs"])
+    assert costs == [(reads, 2, 2), (reads, 2, 2)]
+
+
+def test_a_marker_comment_by_someone_else_is_left_alone(tmp_path: Path, fake: FakeGitHub) -> None:
+    pasted = fake.add_issue_comment(REPO, PR, f"{MARKER}\ncopied from elsewhere", user="mallory")
+    for _ in range(2):
+        run = run_action(tmp_path, fake, "pull_request", payload("pull_request.closed.merged"))
+        assert run.code == 0, run.stdout + run.stderr
+    assert pasted["body"] == f"{MARKER}\ncopied from elsewhere"
+    assert [c["user"]["login"] for c in taskeval_comments(fake)] == ["mallory", ACTIONS_BOT]
+
+
+def test_two_runs_at_once_end_with_one_comment(tmp_path: Path, fake: FakeGitHub) -> None:
+    """Two jobs evaluating the PR at the same time (a re-run while the first still runs)."""
+    fake.latency = 0.05  # both collections overlap
+    runs: list[ActionRun] = []
+    jobs = [threading.Thread(target=lambda n=n: runs.append(run_action(
+        tmp_path / f"job{n}", fake, "pull_request", payload("pull_request.closed.merged"))))
+        for n in range(2)]
+    for n, job in enumerate(jobs):
+        (tmp_path / f"job{n}").mkdir()
+        job.start()
+    for job in jobs:
+        job.join(timeout=180)
+    assert [r.code for r in runs] == [0, 0], [r.stdout for r in runs]
+    ours = taskeval_comments(fake)
+    assert len(ours) == 1
+    assert {r.outputs["comment-url"] for r in runs} == {ours[0]["html_url"]}
 
 
 def test_over_rest_the_comment_is_written_over_rest(tmp_path: Path, fake: FakeGitHub) -> None:

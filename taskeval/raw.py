@@ -203,6 +203,12 @@ class CommentSeed(_Raw):
 
     pull_node_id: str
     own: list[OwnComment] = Field(default_factory=list)
+    # The budgets left after the collection and what it cost, for ``writes.comment_over_graphql``
+    # (None: GitHub did not say).
+    rest_remaining: int | None = None
+    graphql_remaining: int | None = None
+    rest_cost: int = 0
+    graphql_cost: int = 0
 
 
 class RawCollection(_Raw):

@@ -931,6 +931,29 @@ def test_when_graphql_is_refused_for_the_write_rest_writes_the_same_comment(
     assert fake.count(route="issues.create_comment") == 1
 
 
+@pytest.mark.parametrize(("rest_limit", "points_limit", "over"), [
+    (1_000, 1_000, "graphql"),  # GITHUB_TOKEN: REST is the scarce budget
+    (5_000, 5_000, "graphql"),  # a personal token or an App installation
+    (15_000, 1_000, "rest"),  # GITHUB_TOKEN on GitHub Enterprise Cloud: points are scarce
+    (5_000, 30, "rest"),  # points nearly spent by other work this hour
+])
+def test_the_comment_takes_the_budget_that_lasts_longer(
+    rest_limit: int, points_limit: int, over: str,
+) -> None:
+    fake = FakeGitHub(rate_limit=rest_limit)
+    fake.graphql_limit = fake.graphql_remaining = points_limit
+    fake.add_pr(REPO, 482)
+    with fake.mock():
+        gh = client(fake)
+        seed = graphql_seed(gh)
+        fake.reset_log()
+        _, created = upsert_comment(gh, REPO, 482, "score: 70", own_login="taskeval-user",
+                                    seed=seed)
+    assert created and len(marker_comments(fake)) == 1
+    assert (mutations(fake), fake.count(route="issues.create_comment")) == (
+        (["TaskevalAddComment"], 0) if over == "graphql" else ([], 1))
+
+
 def test_a_graphql_collection_that_could_not_read_the_comments_has_no_seed(
     fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch,
 ) -> None:

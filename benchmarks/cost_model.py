@@ -51,7 +51,7 @@ from benchmarks.judge_tokens import token_counter
 from taskeval import cli
 from taskeval.github import make_client
 from taskeval.github.etags import shared_cache
-from taskeval.github.writes import COMMENT_MUTATIONS
+from taskeval.github.writes import COMMENT_MUTATIONS, REST_COMMENT_REQUESTS
 from taskeval.judge import FileCache
 from taskeval.pipeline import Options, evaluate_pull_request, publish_comment
 from tests.fakegithub import ACTIONS_PERMISSIONS, FakeGitHub
@@ -303,11 +303,24 @@ def typical_backfill(api: str, prs: int) -> BackfillCost:
                         list(job.batches))
 
 
+def _per_hour(limit: int, points_limit: int, requests: int, points: int) -> float:
+    rates = [limit / requests] if requests else []
+    if points:
+        rates.append(points_limit / points)
+    return min(rates) if rates else math.inf
+
+
 def _rate(limit: int, points_limit: int, cost: Cost) -> int:
-    rates = [limit / cost.budget_used]
-    if cost.points:
-        rates.append(points_limit / cost.points)
-    return math.floor(min(rates))
+    """Evaluations an hour of these budgets. An evaluation that wrote its comment with GraphQL
+    mutations would have written it over REST where that lasts longer
+    (``writes.comment_over_graphql``: ``REST_COMMENT_REQUESTS`` instead of the mutation's
+    points), so the better of the two is what the adapter gets."""
+    rate = _per_hour(limit, points_limit, cost.budget_used, cost.points)
+    if cost.comment_queries:
+        rate = max(rate, _per_hour(limit, points_limit,
+                                   cost.budget_used + REST_COMMENT_REQUESTS,
+                                   cost.points - cost.comment_points))
+    return math.floor(rate)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,7 +7,8 @@ The comment is written over REST, or, when collection read the PR over GraphQL (
 path needs no login: GitHub's ``viewerDidAuthor`` on each comment says whether the credentials
 wrote it, whichever account they post as. Both paths give the same result (the comment's URL,
 created or updated) and the same guarantees: a marker comment someone else wrote is never
-touched, and two runs racing to create end with one comment."""
+touched, and two runs racing to create end with one comment. The mutations are used when they
+leave the credentials' budgets more evaluations than REST would (``comment_over_graphql``)."""
 
 from __future__ import annotations
 

@@ -257,7 +257,10 @@ def evaluate(runner: Runner, ctx: Context, decision: Decision, env: Mapping[str,
 
     if inputs.comment:
         try:
-            url, created = publish_comment(gh, ctx.repository, number, evaluation.markdown)
+            # Over GraphQL the collection already found our comment (``viewerDidAuthor``), and
+            # the mutations are paid from the GraphQL budget: no `GET /user`, no REST listing.
+            url, created = publish_comment(gh, ctx.repository, number, evaluation.markdown,
+                                           seed=evaluation.comment_seed)
         except AuthError as exc:
             hint = ""
             if result.evidence.facts.pull.is_fork and ctx.event_name == "pull_request":

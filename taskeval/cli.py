@@ -263,7 +263,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.comment:
         try:
             url, created = publish_comment(gh, repository, number, evaluation.markdown,
-                                           own_login=own_login)
+                                           own_login=own_login, seed=evaluation.comment_seed)
         except (AuthError, GitHubError) as exc:
             return _fail(f"could not post the comment: {exc}", EXIT_SIDE_EFFECT)
         print(f"taskeval: comment {'created' if created else 'updated'}: {url}", file=sys.stderr)

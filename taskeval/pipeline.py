@@ -62,7 +62,7 @@ if TYPE_CHECKING:  # PyGithub loads in a quarter of a second; re-scoring offline
     from github import Github
 
     from taskeval.github.client import Meter
-    from taskeval.raw import RawCollection
+    from taskeval.raw import CommentSeed, RawCollection
 
 AiMode = Literal["auto", "on", "off"]
 
@@ -89,6 +89,9 @@ class Options:
 class Evaluation:
     result: EvaluationResult
     markdown: str
+    # What a GraphQL collection already read for the comment (``publish_comment``); None over
+    # REST, where the comment is found and written over REST.
+    comment_seed: CommentSeed | None = None
 
 
 class BundleFileError(ValueError):
@@ -120,7 +123,7 @@ def evaluate_collection(raw: RawCollection, options: Options | None = None) -> E
     bundle = build_bundle(raw)
     # How it was collected (a GraphQL -> REST fallback) is said first among the warnings.
     result = score_bundle(bundle, loaded, options, warnings=list(raw.notes))
-    return Evaluation(result, render_comment(result))
+    return Evaluation(result, render_comment(result), raw.comment_seed)
 
 
 def _judge(
@@ -669,9 +672,11 @@ def _config_file_at(config_path: Path, mtime_ns: int, size: int) -> LoadedConfig
 
 
 def publish_comment(
-    gh: Github, repository: str, number: int, markdown: str, *, own_login: str | None = None
+    gh: Github, repository: str, number: int, markdown: str, *, own_login: str | None = None,
+    seed: CommentSeed | None = None,
 ) -> tuple[str, bool]:
-    """Create or update the single taskeval comment; returns (url, created)."""
+    """Create or update the single taskeval comment; returns (url, created). ``seed`` (an
+    ``Evaluation``'s ``comment_seed``) writes it with GraphQL mutations, REST otherwise."""
     from taskeval.github import upsert_comment
 
-    return upsert_comment(gh, repository, number, markdown, own_login=own_login)
+    return upsert_comment(gh, repository, number, markdown, own_login=own_login, seed=seed)

@@ -189,6 +189,28 @@ class CollectionIssue(_Raw):
     message: str
 
 
+class OwnComment(_Raw):
+    """One taskeval comment the credentials wrote (marker and ``viewerDidAuthor``)."""
+
+    node_id: str  # GraphQL's ``id``, which its mutations take
+    id: int  # the REST id
+
+
+class CommentSeed(_Raw):
+    """What the GraphQL read already holds for posting the evaluation comment: the PR's node id,
+    and the marker comments GitHub says the credentials themselves wrote (``viewerDidAuthor``),
+    oldest first, out of every conversation comment (set only when all of them were read)."""
+
+    pull_node_id: str
+    own: list[OwnComment] = Field(default_factory=list)
+    # The budgets left after the collection and what it cost, for ``writes.comment_over_graphql``
+    # (None: GitHub did not say).
+    rest_remaining: int | None = None
+    graphql_remaining: int | None = None
+    rest_cost: int = 0
+    graphql_cost: int = 0
+
+
 class RawCollection(_Raw):
     """Everything collection gathered for one PR."""
 
@@ -220,3 +242,6 @@ class RawCollection(_Raw):
     notes: list[str] = Field(default_factory=list)
     rate_limit_remaining: int | None = None
     rate_limit_limit: int | None = None
+    # For the comment (``writes.upsert_comment``), GraphQL collections only; never dumped, so
+    # never part of a stored or compared collection.
+    comment_seed: CommentSeed | None = Field(default=None, exclude=True)

@@ -938,23 +938,16 @@ class FakeGitHub:
                     raise _Answer(404, _error_body("Not Found", 404))
                 return self._page(self._timeline(repo, int(match["n"])), query, path)
             if route == "issues.create_comment":
-                number = int(match["n"])
-                if number not in repo.pulls:
-                    raise _Answer(404, _error_body("Not Found", 404))
                 text = self._body_field(body, "body")
                 assert identity is not None
-                comment = self._issue_comment(name, number, text, identity.login,
-                                              BASE_TIME + timedelta(days=1),
-                                              "NONE" if identity.integration else "MEMBER",
-                                              type=identity.type)
-                repo.issue_comments.setdefault(number, []).append(comment)
-                self._sync_counts(name, number)
+                comment = self.write_comment("create", name, int(match["n"]), text, identity)
+                if comment is None:
+                    raise _Answer(404, _error_body("Not Found", 404))
                 return 201, comment, {"Location": comment["url"]}
             if route == "issues.delete_comment":
-                comment = self._find_comment(repo, int(match["id"]))
-                for thread in repo.issue_comments.values():
-                    if comment in thread:
-                        thread.remove(comment)
+                assert identity is not None
+                if self.write_comment("delete", name, int(match["id"]), "", identity) is None:
+                    raise _Answer(404, _error_body("Not Found", 404))
                 return 204, None, {}
             if route in ("issues.get_comment", "issues.update_comment", "reactions.create",
                          "reactions.list"):
@@ -962,8 +955,9 @@ class FakeGitHub:
                 if route == "issues.get_comment":
                     return 200, comment, {}
                 if route == "issues.update_comment":
-                    comment["body"] = self._body_field(body, "body")
-                    comment["updated_at"] = _iso(BASE_TIME + timedelta(days=1, minutes=1))
+                    assert identity is not None
+                    self.write_comment("update", name, comment["id"],
+                                       self._body_field(body, "body"), identity)
                     return 200, comment, {}
                 reactions = self.reactions.setdefault(comment["id"], [])
                 if route == "reactions.list":
@@ -1345,6 +1339,38 @@ class FakeGitHub:
             "issue_url": _api(f"/repos/{repo}/issues/{number}"),
             "author_association": association, "performed_via_github_app": None,
         }
+
+    def write_comment(self, action: str, repo: str, target: int, body: str,
+                      identity: Identity) -> dict[str, Any] | None:
+        """One conversation-comment write, as REST (``POST``/``PATCH``/``DELETE``) and GraphQL
+        (``addComment``/``updateIssueComment``/``deleteIssueComment``) both make it:
+        ``create`` on PR ``target``, ``update``/``delete`` of comment ``target``. The comment
+        written (the deleted one for ``delete``), None when the PR or comment does not exist.
+        The caller has checked the permission."""
+        with self._lock:
+            state = self.repos[repo]
+            if action == "create":
+                if target not in state.pulls:
+                    return None
+                comment = self._issue_comment(repo, target, body, identity.login,
+                                              BASE_TIME + timedelta(days=1),
+                                              "NONE" if identity.integration else "MEMBER",
+                                              type=identity.type)
+                state.issue_comments.setdefault(target, []).append(comment)
+                self._sync_counts(repo, target)
+                return comment
+            for number, thread in state.issue_comments.items():
+                for comment in thread:
+                    if comment["id"] != target:
+                        continue
+                    if action == "delete":
+                        thread.remove(comment)
+                        self._sync_counts(repo, number)
+                    else:
+                        comment["body"] = body
+                        comment["updated_at"] = _iso(BASE_TIME + timedelta(days=1, minutes=1))
+                    return comment
+            return None
 
     def _find_comment(self, repo: _Repo, cid: int) -> dict[str, Any]:
         for comments in repo.issue_comments.values():

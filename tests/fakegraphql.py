@@ -181,6 +181,11 @@ def node_id(*parts: object) -> str:
     return base64.b64encode(json.dumps([str(p) for p in parts]).encode()).decode()
 
 
+def comment_node_id(repo: str, comment_id: int) -> str:
+    """An ``IssueComment``'s node id (what ``updateIssueComment``/``deleteIssueComment`` take)."""
+    return node_id("IssueComment", repo, comment_id)
+
+
 def _cursor(index: int) -> str:
     return base64.b64encode(f"cursor:v2:{index}".encode()).decode()
 
@@ -315,7 +320,9 @@ class Resolver:
         def rate_limit(info: GraphQLResolveInfo, dryRun: bool = False) -> Mapping[str, Any]:
             return rate
 
-        return {"rateLimit": rate_limit, "repository": self.repository, "node": self.node}
+        return {"rateLimit": rate_limit, "repository": self.repository, "node": self.node,
+                "addComment": self.add_comment, "updateIssueComment": self.update_issue_comment,
+                "deleteIssueComment": self.delete_issue_comment}
 
     def repository(self, info: GraphQLResolveInfo, owner: str, name: str,
                    followRenames: bool = True) -> dict[str, Any]:
@@ -416,7 +423,7 @@ class Resolver:
             "reviews": connection(lambda **_: [self._review(r) for r in facts.reviews(name, number)]),
             "reviewThreads": connection(lambda **_: self._threads(name, number)),
             "comments": connection(lambda **_: [
-                self._issue_comment(c) for c in facts.issue_comments(name, number)]),
+                self._issue_comment(name, c) for c in facts.issue_comments(name, number)]),
             "files": connection(lambda **_: [self._file(f) for f in facts.files(name, number)]),
         }
 
@@ -522,11 +529,66 @@ class Resolver:
                 "replyTo": ({"fullDatabaseId": str(c["in_reply_to_id"])}
                             if c.get("in_reply_to_id") else None), "url": c.get("html_url")}
 
-    @staticmethod
-    def _issue_comment(c: Mapping[str, Any]) -> dict[str, Any]:
-        return {"fullDatabaseId": str(c["id"]), "author": actor(c.get("user")),
+    def _issue_comment(self, name: str, c: Mapping[str, Any]) -> dict[str, Any]:
+        """An ``IssueComment``: its ``url`` is REST's ``html_url``; ``viewerDidAuthor`` compares
+        the REST author with the caller's account (false where the source has no caller)."""
+        viewer = getattr(self.facts, "viewer_login", lambda: None)()
+        author = str((c.get("user") or {}).get("login") or "")
+        return {"__typename": "IssueComment", "id": comment_node_id(name, c["id"]),
+                "fullDatabaseId": str(c["id"]), "databaseId": c["id"],
+                "author": actor(c.get("user")),
                 "body": c.get("body") or "", "createdAt": c.get("created_at"),
-                "authorAssociation": c.get("author_association") or "NONE", "url": c.get("html_url")}
+                "authorAssociation": c.get("author_association") or "NONE", "url": c.get("html_url"),
+                "viewerDidAuthor": bool(viewer) and author.lower() == str(viewer).lower()}
+
+    # ---------------------------------------------------------------------------- mutations
+
+    def _writer(self) -> Any:
+        writer = getattr(self.facts, "write_comment", None)
+        if writer is None:
+            raise _error("Resource not accessible by integration", "FORBIDDEN")
+        return writer
+
+    def _comment_target(self, id: str, kind: str) -> tuple[str, int]:
+        try:
+            found, repo_name, *rest = json.loads(base64.b64decode(id))
+            if found != kind:
+                raise ValueError(found)
+            return str(repo_name), int(rest[0])
+        except (ValueError, IndexError, TypeError) as exc:
+            raise _error(f"Could not resolve to a node with the global id of '{id}'",
+                         "NOT_FOUND") from exc
+
+    def add_comment(self, info: GraphQLResolveInfo, input: Mapping[str, Any]) -> dict[str, Any]:
+        """``addComment`` on a pull request: its payload's ``subject`` is read after the write."""
+        repo_name, number = self._comment_target(str(input["subjectId"]), "PullRequest")
+        made = _asked(lambda: self._writer()("create", repo_name, number, str(input["body"])))
+        if made is None:
+            raise _error(f"Could not resolve to a node with the global id of "
+                         f"'{input['subjectId']}'", "NOT_FOUND")
+        node = self._issue_comment(repo_name, made)
+        data = _asked(lambda: self.facts.pull(repo_name, number))
+        return {"clientMutationId": input.get("clientMutationId"),
+                "commentEdge": {"cursor": _cursor(0), "node": node},
+                "subject": self._pull(repo_name, data) if data is not None else None}
+
+    def update_issue_comment(self, info: GraphQLResolveInfo,
+                             input: Mapping[str, Any]) -> dict[str, Any]:
+        repo_name, cid = self._comment_target(str(input["id"]), "IssueComment")
+        made = _asked(lambda: self._writer()("update", repo_name, cid, str(input["body"])))
+        if made is None:
+            raise _error(f"Could not resolve to a node with the global id of '{input['id']}'",
+                         "NOT_FOUND")
+        return {"clientMutationId": input.get("clientMutationId"),
+                "issueComment": self._issue_comment(repo_name, made)}
+
+    def delete_issue_comment(self, info: GraphQLResolveInfo,
+                             input: Mapping[str, Any]) -> dict[str, Any]:
+        repo_name, cid = self._comment_target(str(input["id"]), "IssueComment")
+        if _asked(lambda: self._writer()("delete", repo_name, cid, "")) is None:
+            raise _error(f"Could not resolve to a node with the global id of '{input['id']}'",
+                         "NOT_FOUND")
+        return {"clientMutationId": input.get("clientMutationId")}
 
     @staticmethod
     def _file(f: Mapping[str, Any]) -> dict[str, Any]:
@@ -657,6 +719,20 @@ class _FakeFacts:
         state = self._need(repo)
         return next((c for pull in state.pulls.values() for c in pull.commits if c["sha"] == sha),
                     None)
+
+    def viewer_login(self) -> str | None:
+        return self.identity.login if self.identity is not None else None
+
+    def write_comment(self, action: str, repo: str, target: int,
+                      body: str) -> Mapping[str, Any] | None:
+        """The REST routes' comment writes (``target``: the PR number to create on, else the
+        comment id), with their permission (``issues: write`` or ``pull_requests: write``);
+        None when the PR or comment does not exist."""
+        granted = self.identity.permissions if self.identity is not None else None
+        if self.identity is None or (granted is not None and not any(
+                granted.get(s) == "write" for s in ("issues", "pull_requests"))):
+            raise Refused("Resource not accessible by integration")
+        return self.fake.write_comment(action, repo, target, body, self.identity)
 
 
 class _FakeBudget:

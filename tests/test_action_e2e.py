@@ -7,6 +7,7 @@ import io
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,6 +110,12 @@ def taskeval_comments(fake: FakeGitHub) -> list[dict[str, Any]]:
     return [c for c in fake.comments(REPO, PR) if c["body"].startswith(MARKER)]
 
 
+def mutations(fake: FakeGitHub) -> list[str]:
+    """The GraphQL mutations the fake executed, by operation name, in order."""
+    return [query.split("(", 1)[0].split()[1] for query, _ in fake.graphql_queries
+            if query.startswith("mutation ")]
+
+
 def reactions(fake: FakeGitHub, comment_id: int) -> list[tuple[str, str]]:
     return [(r["content"], r["user"]["login"]) for r in fake.reactions.get(comment_id, [])]
 
@@ -157,8 +164,67 @@ def test_merged_pr_gets_outputs_summary_result_and_one_comment_updated_on_rerun(
     assert len(taskeval_comments(fake)) == 1
     assert second.outputs["comment-url"] == first.outputs["comment-url"]
     assert "comment updated" in second.stdout
-    assert fake.count(route="issues.update_comment") == 1
+    # Over GraphQL (the default) the comment is written with mutations, found in what the
+    # collection read, and the token's login is never asked (GET /user is refused but charged).
+    assert mutations(fake) == ["TaskevalAddComment", "TaskevalUpdateComment"]
+    assert {route: fake.count(route=route) for route in (
+        "user", "issues.comments", "issues.create_comment", "issues.update_comment")} == {
+        "user": 0, "issues.comments": 0, "issues.create_comment": 0, "issues.update_comment": 0}
+
+
+def test_each_run_costs_three_rest_requests_and_two_points(
+    tmp_path: Path, fake: FakeGitHub,
+) -> None:
+    """What the cost model counts (BENCHMARKS.md): the 3 REST reads GraphQL lacks, the query,
+    and one mutation, so 1,000 requests and 1,000 points an hour pay for 333 evaluations."""
+    costs = []
+    for _ in range(2):
+        fake.reset_log()
+        points = fake.graphql_points
+        run = run_action(tmp_path, fake, "pull_request", payload("pull_request.closed.merged"))
+        assert run.code == 0, run.stdout + run.stderr
+        rest = sorted(r.route for r in fake.log if r.route not in ("graphql", "rate_limit"))
+        costs.append((rest, fake.count(route="graphql"), fake.graphql_points - points))
+    reads = sorted(["issues.get", "issues.timeline", "actions.runs"])
+    assert costs == [(reads, 2, 2), (reads, 2, 2)]
+
+
+def test_a_marker_comment_by_someone_else_is_left_alone(tmp_path: Path, fake: FakeGitHub) -> None:
+    pasted = fake.add_issue_comment(REPO, PR, f"{MARKER}\ncopied from elsewhere", user="mallory")
+    for _ in range(2):
+        run = run_action(tmp_path, fake, "pull_request", payload("pull_request.closed.merged"))
+        assert run.code == 0, run.stdout + run.stderr
+    assert pasted["body"] == f"{MARKER}\ncopied from elsewhere"
+    assert [c["user"]["login"] for c in taskeval_comments(fake)] == ["mallory", ACTIONS_BOT]
+
+
+def test_two_runs_at_once_end_with_one_comment(tmp_path: Path, fake: FakeGitHub) -> None:
+    """Two jobs evaluating the PR at the same time (a re-run while the first still runs)."""
+    fake.latency = 0.05  # both collections overlap
+    runs: list[ActionRun] = []
+    jobs = [threading.Thread(target=lambda n=n: runs.append(run_action(
+        tmp_path / f"job{n}", fake, "pull_request", payload("pull_request.closed.merged"))))
+        for n in range(2)]
+    for n, job in enumerate(jobs):
+        (tmp_path / f"job{n}").mkdir()
+        job.start()
+    for job in jobs:
+        job.join(timeout=180)
+    assert [r.code for r in runs] == [0, 0], [r.stdout for r in runs]
+    ours = taskeval_comments(fake)
+    assert len(ours) == 1
+    assert {r.outputs["comment-url"] for r in runs} == {ours[0]["html_url"]}
+
+
+def test_over_rest_the_comment_is_written_over_rest(tmp_path: Path, fake: FakeGitHub) -> None:
+    for _ in range(2):
+        run = run_action(tmp_path, fake, "pull_request", payload("pull_request.closed.merged"),
+                         inputs={"api": "rest"})
+        assert run.code == 0, run.stdout + run.stderr
+    assert len(taskeval_comments(fake)) == 1
     assert fake.count(route="issues.create_comment") == 1
+    assert fake.count(route="issues.update_comment") == 1
+    assert mutations(fake) == []
 
 
 def test_the_action_gives_the_same_result_through_either_transport(
@@ -273,22 +339,28 @@ def test_workflow_dispatch_evaluates_the_pr_from_the_form(tmp_path: Path, fake: 
 # ------------------------------------------------------------------------------------ failures
 
 
+@pytest.mark.parametrize("api", ["graphql", "rest"])
 def test_read_only_token_still_writes_result_and_outputs_and_names_the_permission(
-    tmp_path: Path,
+    tmp_path: Path, api: str,
 ) -> None:
+    """The same error whether the comment's write was refused as a mutation's ``FORBIDDEN``
+    (GraphQL) or a ``403`` (REST)."""
     gh = FakeGitHub(login=ACTIONS_BOT, integration=True, permissions={
         "metadata": "read", "contents": "read", "pull_requests": "read", "issues": "read",
         "checks": "read", "actions": "read"})
     gh.add_pr(REPO, PR, fork="contributor")
     with gh.serve():
-        forked = run_action(tmp_path, gh, "pull_request", payload("pull_request.closed.merged"))
+        forked = run_action(tmp_path, gh, "pull_request", payload("pull_request.closed.merged"),
+                            inputs={"api": api})
     assert forked.code == 0
     errors = forked.annotations("error")
-    assert len(errors) == 1 and "pull-requests: write" in errors[0]
+    assert len(errors) == 1 and "pull-requests: write" in errors[0], errors
     assert "PRs from forks get a read-only token" in errors[0]
-    # PyGithub's own "Request ... failed with 403" lines are debug output, not stray stderr.
     assert forked.stderr == ""
-    assert "::debug::github." in forked.stdout
+    if api == "rest":  # PyGithub's own "Request ... failed with 403" lines are debug output
+        assert "::debug::github." in forked.stdout
+    else:
+        assert mutations(gh) == ["TaskevalAddComment"]
     assert forked.outputs["evaluated"] == "true"
     assert forked.outputs["comment-url"] == ""
     assert forked.result()["overallScore"] == int(forked.outputs["overall-score"])

@@ -21,6 +21,7 @@ from taskeval.evidence import build_bundle
 from taskeval.github import NotFoundError, RateLimitError, collect, make_client
 from taskeval.github import collection as collection_module
 from taskeval.github.graphql import FIRST_PAGE, FIRST_SIZES, every_query
+from taskeval.github.writes import COMMENT_MUTATIONS
 from taskeval.raw import RawCollection
 from tests import fakegraphql
 from tests.fakegithub import ACTIONS_PERMISSIONS, BASE_TIME, FAKE_TOKEN, FakeGitHub, Fault
@@ -203,6 +204,15 @@ def test_every_query_the_collector_can_send_is_valid_against_githubs_schema() ->
     assert len(queries) >= 10
     for query in queries:
         assert validation_errors(query) == [], query
+
+
+def test_the_comment_mutations_are_valid_and_cost_one_point_each() -> None:
+    """``addComment`` (with the PR's comments in its answer), ``updateIssueComment``,
+    ``deleteIssueComment`` and the comments' further pages, as GitHub's schema types them."""
+    assert len(COMMENT_MUTATIONS) == 4
+    for query in COMMENT_MUTATIONS:
+        assert validation_errors(query) == [], query
+        assert query_cost(query, {"page": 100})[0] == 1, query
 
 
 def test_the_fake_rejects_what_github_would() -> None:

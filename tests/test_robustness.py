@@ -589,15 +589,37 @@ def test_cli_process_survives_a_broken_judge_with_shipped_settings(
     assert len(marker_comments(fake)) == 1
 
 
+def _failing_mutations(fake: FakeGitHub, status: int) -> list[str]:
+    """Answer every GraphQL mutation ``status`` without making it (queries are answered); the
+    mutations asked are listed."""
+    handle = fake.handle
+    asked: list[str] = []
+
+    def failing(method: str, path: str, query: Any = None, headers: Any = None,
+                body: Any = None) -> tuple[int, dict[str, str], Any]:
+        text = json.loads(body or b"{}").get("query", "") if path.endswith("/graphql") else ""
+        if method.upper() == "POST" and text.startswith("mutation "):
+            asked.append(text.split("(", 1)[0].split()[1])
+            return status, {"Content-Type": "application/json"}, {"message": "Server Error"}
+        return handle(method, path, query, headers, body)
+
+    fake.handle = failing  # type: ignore[method-assign]
+    return asked
+
+
+@pytest.mark.parametrize("api", ["graphql", "rest"])
 def test_action_process_reports_a_failed_comment_post_once_and_keeps_the_result(
-    fake_http: FakeGitHub, tmp_path: Path,
+    fake_http: FakeGitHub, tmp_path: Path, api: str,
 ) -> None:
     fake = fake_http
     fake.inject(f"/repos/{REPO}/issues/{PR}/comments", Fault.server_error(502).on("POST"))
+    asked = _failing_mutations(fake, 502)
     done = run_action_process(tmp_path, fake, "pull_request",
-                              event_payload("pull_request.closed.merged"))
+                              event_payload("pull_request.closed.merged"), inputs={"api": api})
     assert done.code == 0  # the evaluation stands; the comment is a side effect
-    assert fake.count(route="issues.create_comment") == 1
+    # Never resent, over either transport (GitHub may have stored it before failing).
+    assert (fake.count(route="issues.create_comment"), asked) == (
+        (0, ["TaskevalAddComment"]) if api == "graphql" else (1, []))
     assert [a for a in done.annotations("error") if "comment" in a.lower()] != []
     assert done.outputs["evaluated"] == "true" and done.result()["overallScore"] >= 0
     assert marker_comments(fake) == []

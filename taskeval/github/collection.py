@@ -225,6 +225,10 @@ def _collect_graphql(reader: _Reader, max_workers: int, *, read: PullRead | None
     raw.graphql_queries = read.queries
     raw.graphql_remaining = read.remaining
     raw.graphql_limit = read.limit
+    if listed["issue_comments"][1] is None and read.comment_seed is not None:
+        raw.comment_seed = read.comment_seed.model_copy(update={
+            "rest_remaining": raw.rate_limit_remaining, "graphql_remaining": read.remaining,
+            "rest_cost": reader.meter.requests - read.queries, "graphql_cost": read.cost})
     return raw
 
 

@@ -34,6 +34,7 @@ from github.GithubException import GithubException
 from github.Requester import Requester
 
 from taskeval.config import CONFIG_PATH
+from taskeval.contract import COMMENT_MARKER
 from taskeval.github.client import MeteredRequester
 from taskeval.github.errors import (
     NEEDS,
@@ -47,6 +48,8 @@ from taskeval.github.errors import (
 )
 from taskeval.raw import (
     CollectionIssue,
+    CommentSeed,
+    OwnComment,
     RawCheckRun,
     RawCommit,
     RawFile,
@@ -162,8 +165,8 @@ PULL_CONNECTIONS: Final[tuple[Conn, ...]] = (
     Conn("reviewThreads", "PullRequest", "id", "review_comments",
          children=(("", _THREAD_COMMENTS),)),
     Conn("comments", "PullRequest",
-         f"fullDatabaseId author {{ {_ACTOR} }} body createdAt authorAssociation url",
-         "issue_comments"),
+         f"id fullDatabaseId author {{ {_ACTOR} }} body createdAt authorAssociation url "
+         "viewerDidAuthor", "issue_comments"),
     Conn("files", "PullRequest", "path additions deletions changeType", "files"),
 )
 
@@ -279,6 +282,9 @@ class PullRead:
     remaining: int | None = None
     limit: int | None = None
     queries: int = 0
+    # For the comment: the PR's node id and our marker comments; None when the conversation
+    # comments could not all be read (then the comment is written over REST).
+    comment_seed: CommentSeed | None = None
 
 
 @dataclass
@@ -507,14 +513,28 @@ def _finish(session: _Session, repo: Mapping[str, Any], pr: dict[str, Any], *,
     for resource, gap in session.gaps.items():
         if resource in listed:
             listed[resource] = ([] if resource != "config" else None, gap)
+    seed = None
+    if pr_id and "issue_comments" not in session.gaps and "comments" not in session.refused:
+        seed = comment_seed(str(pr_id), nodes["comments"])
     return PullRead(
         repo={"full_name": repo.get("nameWithOwner"), "html_url": repo.get("url"),
               "default_branch": (repo.get("defaultBranchRef") or {}).get("name")},
         pull=pull, listed=listed, renamed=renamed, checks_without_id=without_id,
         head_unread=head_unread,
         cost=session.cost, remaining=session.remaining, limit=session.limit,
-        queries=session.queries,
+        queries=session.queries, comment_seed=seed,
     )
+
+
+def comment_seed(pull_node_id: str, comments: list[Any]) -> CommentSeed:
+    """The comment's starting point from ``IssueComment`` nodes: those that start with the
+    marker and that GitHub says the credentials wrote (``viewerDidAuthor``, whatever login the
+    token posts as: a PAT's user, ``github-actions[bot]``, an App's bot), oldest first."""
+    own = [OwnComment(node_id=str(n["id"]), id=_id(n.get("fullDatabaseId")))
+           for n in comments
+           if isinstance(n, Mapping) and n.get("viewerDidAuthor") is True and n.get("id")
+           and str(n.get("body") or "").startswith(COMMENT_MARKER)]
+    return CommentSeed(pull_node_id=pull_node_id, own=sorted(own, key=lambda c: c.id))
 
 
 @dataclass

@@ -1076,3 +1076,16 @@ def test_repeated_reads_are_conditional_and_a_304_is_the_cached_answer() -> None
         fake.reset_log()
         other = collect(client(fake, "ghp_SecondToken000000000000000000000000"), REPO, 483)
     assert other.config_text == "ai: true\n" and 304 not in {r.status for r in fake.log}
+
+
+@pytest.mark.parametrize("api", ["rest", "graphql"])
+def test_the_rest_budget_a_collection_reports_is_never_the_points_budget(api: str) -> None:
+    """GraphQL answers carry the points budget's rate-limit headers; the REST quota a collection
+    reports (and the comment's choice of budget rests on) comes from REST answers only."""
+    fake = FakeGitHub(rate_limit=15_000)
+    fake.graphql_limit = fake.graphql_remaining = 1_000
+    fake.add_pr(REPO, 482)
+    with fake.mock():
+        raw = collect_over(client(fake), REPO, 482, api=api)
+    assert raw.rate_limit_limit == 15_000
+    assert raw.rate_limit_remaining is not None and raw.rate_limit_remaining > 14_000

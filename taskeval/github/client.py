@@ -187,6 +187,15 @@ class _Retry(GithubRetry):
         return cast(_Retry, retry)
 
 
+def _rate_of(headers: Mapping[str, Any]) -> tuple[int, int] | None:
+    """(remaining, limit) from an answer's rate-limit headers, when it has both."""
+    lower = {str(k).lower(): v for k, v in headers.items()}
+    try:
+        return int(lower["x-ratelimit-remaining"]), int(lower["x-ratelimit-limit"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 class MeteredRequester(Requester):
     """A Requester that counts each request it sends (retries are counted by ``_Retry``), with
     the rate-limit resource it is charged to, and makes every GET conditional on the answer it
@@ -197,6 +206,9 @@ class MeteredRequester(Requester):
         self._meter = meter
         self._etags = etag_cache
         self._points = threading.local()
+        # (remaining, limit) of the REST budget as the last REST answer said it. PyGithub's own
+        # ``rate_limiting`` takes any answer's headers, a GraphQL query's (the points budget) too.
+        self.core_rate: tuple[int, int] | None = None
         super().__init__(**kwargs)
 
     def requestJson(
@@ -219,6 +231,8 @@ class MeteredRequester(Requester):
             verb, url, parameters, headers, input, cnx, follow_302_redirect=follow_302_redirect)
         if self._meter is not None:
             self._meter.seen(answer)
+        if resource_of(verb, url) != GRAPHQL:
+            self.core_rate = _rate_of(answer) or self.core_rate
         if key is not None and self._etags is not None:
             if status == 304 and cached is not None:
                 self._etags.hit()

@@ -570,8 +570,9 @@ def _html_base(repo: Mapping[str, Any], repository: str) -> str:
 
 
 def _rate_limit(requesters: list[Requester]) -> tuple[int | None, int | None]:
-    """The lowest remaining quota seen by any thread: the most recent, as the quota only falls."""
-    seen = [r.rate_limiting for r in requesters if r.rate_limiting[0] >= 0]
+    """The lowest remaining REST quota seen by any thread: the most recent, as the quota only
+    falls. REST answers only: a GraphQL answer's headers are the points budget's."""
+    seen = [rate for r in requesters if (rate := getattr(r, "core_rate", None)) is not None]
     if not seen:
         return None, None
     remaining, limit = min(seen)

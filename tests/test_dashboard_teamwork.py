@@ -370,3 +370,37 @@ def test_an_interval_with_a_negative_bound_reads_low_to_high(low: float, high: f
     from bot.dashboard.views import _interval, _pct
 
     assert f'title="95 % interval">{shown}</span>' in str(_interval(low, high, _pct))
+
+
+@pytest.mark.parametrize(("filters", "match"), [
+    ({}, {}), ({"repo": "octo-org/gadgets"}, {"repository": "octo-org/gadgets"})])
+def test_the_agent_by_task_type_matrix_equals_the_export(client: FlaskClient, engine: Engine,
+                                                         filters: dict[str, str], match: dict[str, str]) -> None:
+    """Each cell: the agent's PRs of that task type, the merge rate over its decided PRs and the
+    mean agentPerformance, as the export of the same store gives them; a cell under 10 PRs says
+    "too few PRs" and carries no rate in the CSV either."""
+    export = [r for r in export_rows(engine) if all(r[k] == v for k, v in match.items())]
+    page = {r["agent"]: r for r in csv_table(client, f"/dashboard/tasks?{_query(filters)}", "tasks")}
+    checked = small = 0
+    for agent in ("copilot", "codex", "claude-code"):
+        for kind in queries.TASK_TYPES:
+            mine = [r for r in export if r["agent_id"] == agent and (r["task_type"] or "unknown") == kind]
+            row = page.get(agent, {})
+            assert int(row.get(f"{kind}Prs") or 0) == len(mine), (agent, kind)
+            if not mine:
+                continue
+            merged = sum(r["state"] == "merged" for r in mine)
+            decided = merged + sum(r["state"] == "closed" and r["draft"] != "true" for r in mine)
+            assert int(row[f"{kind}Decided"]) == decided
+            if len(mine) < queries.SMALL_SAMPLE:
+                assert row[f"{kind}MergeRate"] == "" and row[f"{kind}MeanAgentPerformance"] == ""
+                small += 1
+                continue
+            assert float(row[f"{kind}MergeRate"]) == pytest.approx(merged / decided, abs=1e-4)
+            scores = [float(r["agent_performance_final"]) for r in mine]
+            assert float(row[f"{kind}MeanAgentPerformance"]) == pytest.approx(statistics.fmean(scores), abs=0.01)
+            assert float(row[f"{kind}MergeRateLow"]) <= merged / decided <= float(row[f"{kind}MergeRateHigh"])
+            checked += 1
+    assert checked and small, "the store has cells with numbers and cells with too few PRs"
+    text = client.get(f"/dashboard/tasks?{_query(filters)}").get_data(as_text=True)
+    assert "too few PRs" in text and 'id="tasks-title"' in text

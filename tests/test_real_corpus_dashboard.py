@@ -115,3 +115,25 @@ def test_the_store_is_what_the_replay_gave(replay_store: str) -> None:
     """Each replayed PR once, with its latest result."""
     export = _exported(replay_store)
     assert len({(r["repository"], r["number"]) for r in export}) == len(export) == 5 * PER_AGENT
+
+
+def test_the_task_type_matrix_of_the_replay_equals_the_export(
+        driver: Any, site: str, replay_store: str) -> None:  # noqa: F811
+    from selenium.webdriver.common.by import By
+
+    export = _exported(replay_store)
+    driver.get(f"{site}/dashboard/tasks")
+    table = {r["agent"]: r for r in _csv(f"{site}/dashboard/tasks?format=csv&table=tasks")}
+    for row in driver.find_elements(By.CSS_SELECTOR, 'table[data-table="tasks"] tbody tr'):
+        link = row.find_elements(By.CSS_SELECTOR, 'td[data-col="agent"] a')
+        if not link:
+            continue  # the no-agent row
+        agent = link[0].get_attribute("href").split("/agent/", 1)[1].split("?", 1)[0]
+        for kind in ("feature", "fix", "docs"):
+            mine = [r for r in export if r["agent_id"] == agent and (r["task_type"] or "unknown") == kind]
+            cell = row.find_elements(By.CSS_SELECTOR, f'td[data-col="{kind}Prs"]')
+            if cell:
+                shown = cell[0].text.split(" PR", 1)[0]
+                assert shown == (str(len(mine)) if mine else "—"), (agent, kind, cell[0].text)
+                assert int(table[agent][f"{kind}Prs"]) == len(mine)
+    shot(driver, "replay-tasks")

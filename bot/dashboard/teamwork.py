@@ -26,7 +26,7 @@ from typing import Any
 
 from sqlalchemy import Connection, case, false, func, select
 
-from bot.dashboard.queries import SMALL_SAMPLE, E, Filters, Mean, t95, where, wilson
+from bot.dashboard.queries import SMALL_SAMPLE, E, Filters, Mean, group_key, mean_ci, t95, where, wilson
 from bot.results import provisional_sql
 
 BOOTSTRAP = 1000
@@ -377,10 +377,12 @@ class Cell:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
-def cells(conn: Connection, f: Filters, *, exclude_provisional: bool = False) -> dict[tuple[str, str], Cell]:
-    """One side's sums per (task type, repository): one grouped, index-only read. The mean
-    agentPerformance counts its provisional grades (coverage under ``PROVISIONAL_BELOW``) and,
-    with ``exclude_provisional``, leaves them out."""
+def cells(conn: Connection, f: Filters, *, exclude_provisional: bool = False,
+          by: Any = None) -> dict[tuple[str, str], Cell]:
+    """One side's sums per (task type, repository; ``by``: per task type and that column): one
+    grouped, index-only read. The mean agentPerformance counts its provisional grades (coverage
+    under ``PROVISIONAL_BELOW``) and, with ``exclude_provisional``, leaves them out."""
+    second = E.repo if by is None else by
     draft = _is_draft()
     merged = case((E.pr_state == "merged", 1), else_=0)
     decided = case((E.pr_state == "merged", 1), ((E.pr_state == "closed") & ~draft, 1), else_=0)
@@ -389,10 +391,10 @@ def cells(conn: Connection, f: Filters, *, exclude_provisional: bool = False) ->
     task = func.coalesce(E.task_type, "unknown")
     ap = E.agent_performance
     flag = case((provisional_sql(E.agent_performance_coverage), 1), else_=0)
-    query = (select(task, E.repo, func.count(), func.sum(decided), func.sum(merged), func.sum(known),
+    query = (select(task, second, func.count(), func.sum(decided), func.sum(merged), func.sum(known),
                     func.sum(taken), func.sum(ap), func.sum(ap * ap),
                     func.sum(flag), func.sum(flag * ap), func.sum(flag * ap * ap))
-             .where(*where(f)).group_by(task, E.repo))
+             .where(*where(f)).group_by(task, second))
     out = {}
     for row in conn.execute(query):
         n, v = int(row[2]), int(row[9] or 0)
@@ -543,6 +545,38 @@ def _sum(found: Iterable[tuple[tuple[str, str], Cell]], index: int) -> dict[str,
     for key, cell in found:
         out[key[index]].add(cell)
     return out
+
+
+@dataclass
+class TaskCell:
+    """One agent's PRs of one task type: merge rate over decided PRs and mean agentPerformance,
+    each with its interval; ``too_few`` under :data:`SMALL_SAMPLE` PRs (shown instead of numbers)."""
+
+    agent: str
+    task_type: str
+    prs: int
+    decided: int
+    merged: int
+    merge_rate: Mean
+    agent_performance: Mean
+    provisional: int
+
+    @property
+    def too_few(self) -> bool:
+        return self.prs < SMALL_SAMPLE
+
+
+def task_matrix(conn: Connection, f: Filters, *,
+                exclude_provisional: bool = False) -> dict[tuple[str, str], TaskCell]:
+    """The agent × task-type matrix (issue "task types"): one grouped read by task type and
+    agent, the PRs without a found agent in one row of their own, as on the overview."""
+    out: dict[tuple[str, str], Cell] = defaultdict(Cell)
+    found = cells(conn, f, exclude_provisional=exclude_provisional, by=E.agent_id)
+    for (task, agent), cell in found.items():
+        out[(group_key(None if agent == "None" else agent, "agent"), task)].add(cell)
+    return {key: TaskCell(key[0], key[1], c.n, c.decided, c.merged, wilson(c.merged, c.decided),
+                          mean_ci(c.ap_n, c.ap_sum, c.ap_sq), c.ap_provisional)
+            for key, c in out.items()}
 
 
 def compare(conn: Connection, fa: Filters, fb: Filters, *, exclude_provisional: bool = False) -> list[Stratum]:

@@ -26,7 +26,18 @@ from typing import Any
 
 from sqlalchemy import Connection, case, false, func, select
 
-from bot.dashboard.queries import SMALL_SAMPLE, E, Filters, Mean, group_key, mean_ci, t95, where, wilson
+from bot.dashboard.queries import (
+    SMALL_SAMPLE,
+    UNATTRIBUTED,
+    E,
+    Filters,
+    Mean,
+    group_key,
+    mean_ci,
+    t95,
+    where,
+    wilson,
+)
 from bot.results import provisional_sql
 
 BOOTSTRAP = 1000
@@ -401,7 +412,9 @@ def cells(conn: Connection, f: Filters, *, exclude_provisional: bool = False,
         ap_n, ap_sum, ap_sq = n, float(row[7] or 0), float(row[8] or 0)
         if exclude_provisional:
             ap_n, ap_sum, ap_sq = n - v, ap_sum - float(row[10] or 0), ap_sq - float(row[11] or 0)
-        out[(str(row[0]), str(row[1]))] = Cell(n, int(row[3] or 0), int(row[4] or 0), int(row[5] or 0),
+        # A NULL agent (stored before attribution) is UNATTRIBUTED, as the overview names it.
+        second_key = UNATTRIBUTED if row[1] is None else str(row[1])
+        out[(str(row[0]), second_key)] = Cell(n, int(row[3] or 0), int(row[4] or 0), int(row[5] or 0),
                                               int(row[6] or 0), ap_n, ap_sum, ap_sq, v)
     return out
 
@@ -573,7 +586,7 @@ def task_matrix(conn: Connection, f: Filters, *,
     out: dict[tuple[str, str], Cell] = defaultdict(Cell)
     found = cells(conn, f, exclude_provisional=exclude_provisional, by=E.agent_id)
     for (task, agent), cell in found.items():
-        out[(group_key(None if agent == "None" else agent, "agent"), task)].add(cell)
+        out[(group_key(agent, "agent"), task)].add(cell)
     return {key: TaskCell(key[0], key[1], c.n, c.decided, c.merged, wilson(c.merged, c.decided),
                           mean_ci(c.ap_n, c.ap_sum, c.ap_sq), c.ap_provisional)
             for key, c in out.items()}

@@ -216,8 +216,8 @@ class MeteredRequester(Requester):
         headers: dict[str, Any] | None = None, input: Any | None = None, cnx: Any = None,
         follow_302_redirect: bool = False,
     ) -> tuple[int, dict[str, Any], str]:
+        resource = resource_of(verb, url)
         if self._meter is not None:
-            resource = resource_of(verb, url)
             points = getattr(self._points, "next", 1) if resource == GRAPHQL else 1
             self._meter.add(resource, points)
         key = cached = None
@@ -231,7 +231,7 @@ class MeteredRequester(Requester):
             verb, url, parameters, headers, input, cnx, follow_302_redirect=follow_302_redirect)
         if self._meter is not None:
             self._meter.seen(answer)
-        if resource_of(verb, url) != GRAPHQL:
+        if resource != GRAPHQL:
             self.core_rate = _rate_of(answer) or self.core_rate
         if key is not None and self._etags is not None:
             if status == 304 and cached is not None:

@@ -51,7 +51,7 @@ from benchmarks.judge_tokens import token_counter
 from taskeval import cli
 from taskeval.github import make_client
 from taskeval.github.etags import shared_cache
-from taskeval.github.writes import COMMENT_MUTATIONS, REST_COMMENT_REQUESTS
+from taskeval.github.writes import COMMENT_MUTATIONS, REST_CREATE_REQUESTS
 from taskeval.judge import FileCache
 from taskeval.pipeline import Options, evaluate_pull_request, publish_comment
 from tests.fakegithub import ACTIONS_PERMISSIONS, FakeGitHub
@@ -167,13 +167,15 @@ def via_action(fake: FakeGitHub, model: FakeOpenAI, folder: Path, number: int,
 
 def via_app(fake: FakeGitHub, model: FakeOpenAI, folder: Path, number: int,
             api: str) -> dict[str, Any]:
-    """The bot's path: an installation client, the pipeline, and the upsert with the App's login
-    (the installation-token exchange happens once an hour and is left out)."""
+    """The bot's path (``bot.handlers.PipelineCore``): an installation client, the pipeline, and
+    the upsert with the App's login and what the collection read for the comment (the
+    installation-token exchange happens once an hour and is left out)."""
     gh = make_client(APP_TOKEN, base_url=fake.url)
     options = Options(ai="on", trigger="pull_request", cache=FileCache(folder / "c"), api=api,  # type: ignore[arg-type]
                       env={"OPENAI_API_KEY": model.api_key, "OPENAI_BASE_URL": model.base_url})
     evaluation = evaluate_pull_request(gh, REPO, number, options)
-    publish_comment(gh, REPO, number, evaluation.markdown, own_login=APP_LOGIN)
+    publish_comment(gh, REPO, number, evaluation.markdown, own_login=APP_LOGIN,
+                    seed=evaluation.comment_seed)
     return json.loads(evaluation.result.to_json())
 
 
@@ -313,12 +315,12 @@ def _per_hour(limit: int, points_limit: int, requests: int, points: int) -> floa
 def _rate(limit: int, points_limit: int, cost: Cost) -> int:
     """Evaluations an hour of these budgets. An evaluation that wrote its comment with GraphQL
     mutations would have written it over REST where that lasts longer
-    (``writes.comment_over_graphql``: ``REST_COMMENT_REQUESTS`` instead of the mutation's
-    points), so the better of the two is what the adapter gets."""
+    (``writes.comment_over_graphql``: the POST and the listing after it, ``REST_CREATE_REQUESTS``,
+    instead of the mutation's points), so the better of the two is what the adapter gets."""
     rate = _per_hour(limit, points_limit, cost.budget_used, cost.points)
     if cost.comment_queries:
         rate = max(rate, _per_hour(limit, points_limit,
-                                   cost.budget_used + REST_COMMENT_REQUESTS,
+                                   cost.budget_used + REST_CREATE_REQUESTS,
                                    cost.points - cost.comment_points))
     return math.floor(rate)
 

@@ -292,6 +292,7 @@ class Backfill:
         self._pause_until = 0.0
         self._stop = threading.Event()
         self._own_login: str | None = None
+        self._login_lock = threading.Lock()
         self._count = threading.Lock()
 
     # ------------------------------------------------------------------ GitHub
@@ -357,8 +358,10 @@ class Backfill:
                 evaluation = run(self.gh, self.opts.repository, pr.number, options, meter=meter)
             url = None
             if self.opts.comment:
+                seed = evaluation.comment_seed
                 url, _ = publish_comment(self.gh, self.opts.repository, pr.number,
-                                         evaluation.markdown, own_login=self._own_login)
+                                         evaluation.markdown, seed=seed, meter=meter,
+                                         own_login=None if seed else self._comment_login())
         finally:
             meter.close()
             with self._count:
@@ -460,8 +463,8 @@ class Backfill:
                 return self.summary
             self.progress = Progress(len(listed), self.stream, self.tty)
             self.progress.done = self.progress.counts["skipped"] = self.summary.skipped
-            if self.opts.comment:
-                self._own_login = self._comment_login()
+            if self.opts.comment and self.opts.api == "rest":
+                self._comment_login()  # before any work: who posts decides which comment is ours
             try:
                 self._work(todo)
             finally:
@@ -472,11 +475,15 @@ class Backfill:
                 self.progress.close()
             self.summary.seconds = time.monotonic() - started
 
-    def _comment_login(self) -> str | None:
+    def _comment_login(self) -> str:
+        """The login the comment is posted as, asked once (``GET /user``) and only where a REST
+        collection needs it to find our comment: after a GraphQL read ``viewerDidAuthor`` did."""
         from taskeval.github import comment_login
 
-        explicit = os.environ.get("TASKEVAL_COMMENT_AS")
-        return explicit or comment_login(self.gh)
+        with self._login_lock:
+            if self._own_login is None:
+                self._own_login = os.environ.get("TASKEVAL_COMMENT_AS") or comment_login(self.gh)
+            return self._own_login
 
     def _work(self, todo: list[Candidate]) -> None:
         from taskeval.github import AuthError, GitHubError, NotFoundError, RateLimitError

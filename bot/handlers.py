@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -39,6 +41,17 @@ class GitHubContext:
 
 
 @dataclass(frozen=True)
+class Evaluated:
+    """One evaluation as the handlers use it: the result, its comment, and what a GraphQL
+    collection already read for posting that comment (``taskeval.raw.CommentSeed``; None after a
+    REST collection), so the comment needs no read of its own."""
+
+    result: dict[str, Any]
+    markdown: str
+    comment_seed: Any = None
+
+
+@dataclass(frozen=True)
 class Outcome:
     note: str
     evaluation: dict[str, Any] | None = None  # an ``evaluations`` row to store
@@ -53,10 +66,9 @@ class Core(Protocol):
 
     def head_sha(self, ctx: GitHubContext, repo: str, number: int) -> str: ...
 
-    def evaluate(self, ctx: GitHubContext, repo: str, number: int,
-                 trigger: str) -> tuple[dict[str, Any], str]: ...
+    def evaluate(self, ctx: GitHubContext, repo: str, number: int, trigger: str) -> Evaluated: ...
 
-    def publish(self, ctx: GitHubContext, repo: str, number: int, markdown: str) -> str: ...
+    def publish(self, ctx: GitHubContext, repo: str, number: int, evaluated: Evaluated) -> str: ...
 
     def is_permanent_publish_error(self, exc: Exception) -> bool: ...
 
@@ -105,7 +117,8 @@ def handle_evaluate(core: Core, ctx: GitHubContext, job: Job) -> Outcome:
     already posted for this PR and head SHA has the same content (signature), it is not edited
     again, unless a person asked with ``/evaluate``.
     """
-    result, markdown = core.evaluate(ctx, job.repo, job.number, job.trigger)
+    evaluated = core.evaluate(ctx, job.repo, job.number, job.trigger)
+    result, markdown = evaluated.result, evaluated.markdown
     summary = f"{result['overallScore']} ({result['overallBand']})"
     if job.trigger == BACKFILL:  # history: stored, never commented (unless backfill-comment)
         return Outcome(note=f"evaluated: {summary}; no comment (backfill)",
@@ -117,7 +130,7 @@ def handle_evaluate(core: Core, ctx: GitHubContext, job: Job) -> Outcome:
                        evaluation=record_from_result(result, comment_url=previous[1],
                                                      signature=signature))
     try:
-        url = core.publish(ctx, job.repo, job.number, markdown)
+        url = core.publish(ctx, job.repo, job.number, evaluated)
     except Exception as exc:
         if not core.is_permanent_publish_error(exc):
             raise
@@ -158,20 +171,36 @@ class PipelineCore:
     def head_sha(self, ctx: GitHubContext, repo: str, number: int) -> str:
         return str(ctx.gh.get_repo(repo).get_pull(number).head.sha)
 
-    def evaluate(self, ctx: GitHubContext, repo: str, number: int,
-                 trigger: str) -> tuple[dict[str, Any], str]:
+    def evaluate(self, ctx: GitHubContext, repo: str, number: int, trigger: str) -> Evaluated:
         from taskeval.pipeline import Options, evaluate_pull_request
 
         options = Options(ai=self.settings.ai, trigger=trigger, env=dict(self.settings.env),
                           github_token=ctx.token, cache=self.cache, api=self.settings.api)
+        with self._meter(ctx) as meter:
+            evaluation = evaluate_pull_request(ctx.gh, repo, number, options, meter=meter)
+        return Evaluated(json.loads(evaluation.result.to_json()), evaluation.markdown,
+                         evaluation.comment_seed)
+
+    def publish(self, ctx: GitHubContext, repo: str, number: int, evaluated: Evaluated) -> str:
+        from taskeval.pipeline import publish_comment
+
+        with self._meter(ctx) as meter:
+            url, _created = publish_comment(ctx.gh, repo, number, evaluated.markdown,
+                                            own_login=ctx.own_login, seed=evaluated.comment_seed,
+                                            meter=meter)
+        return url
+
+    @contextmanager
+    def _meter(self, ctx: GitHubContext) -> Iterator[Any]:
+        """The credential's shared budgets, when it has them: every worker on every node takes
+        its requests from them (REST requests and GraphQL points apart), writes as well as
+        reads; when either is spent down to its reserve the job is deferred to the reset
+        (``BudgetExhausted``), not failed."""
         if ctx.budget_key is None:
-            evaluation = evaluate_pull_request(ctx.gh, repo, number, options)
-            return json.loads(evaluation.result.to_json()), evaluation.markdown
+            yield None
+            return
         from bot.budget import Budget, GateMeter, rate_limit_now
 
-        # Every worker on every node takes its requests from the credential's budgets (REST
-        # requests and GraphQL points apart); when either is spent down to its reserve the job is
-        # deferred to the reset (BudgetExhausted), not failed.
         meter = GateMeter(
             Budget(self.engine, ctx.budget_key, reserve=self.settings.rate_reserve,
                    wait=False, refresh=lambda: rate_limit_now(ctx.gh)),
@@ -179,16 +208,9 @@ class PipelineCore:
                            reserve=self.settings.graphql_reserve, wait=False,
                            refresh=lambda: rate_limit_now(ctx.gh, resource="graphql")))
         try:
-            evaluation = evaluate_pull_request(ctx.gh, repo, number, options, meter=meter)
+            yield meter
         finally:
             meter.close()
-        return json.loads(evaluation.result.to_json()), evaluation.markdown
-
-    def publish(self, ctx: GitHubContext, repo: str, number: int, markdown: str) -> str:
-        from taskeval.pipeline import publish_comment
-
-        url, _created = publish_comment(ctx.gh, repo, number, markdown, own_login=ctx.own_login)
-        return url
 
     def is_permanent_publish_error(self, exc: Exception) -> bool:
         from taskeval.github import AuthError

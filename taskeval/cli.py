@@ -239,8 +239,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         gh = make_client(token, base_url=api_url(os.environ))
     except ValueError as exc:
         return _fail(str(exc))
-    if args.comment and own_login is None:
+    options = _options(args, "cli", token)
+    if args.comment and own_login is None and options.api == "rest":
         # Who posts decides which existing comment is ours: find out before the work is done.
+        # (Over GraphQL the read says which comments the token wrote, and a fallback to REST
+        # asks when it writes.)
         try:
             own_login = comment_login(gh)
         except AuthError as exc:
@@ -248,7 +251,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         except GitHubError as exc:
             return _fail(str(exc), EXIT_RETRY_LATER)
     try:
-        evaluation = evaluate_pull_request(gh, repository, number, _options(args, "cli", token))
+        evaluation = evaluate_pull_request(gh, repository, number, options)
     except (NotFoundError, AuthError) as exc:
         return _fail(str(exc))
     except GitHubError as exc:  # rate limits, 5xx, timeouts, malformed answers: transient

@@ -351,6 +351,9 @@ class FakeGitHub:
         self.graphql_points = 0  # points charged so far
         self.graphql_max_page: int | None = None  # a bigger `first`/`last` times out
         self.graphql_queries: list[tuple[str, dict[str, Any]]] = []  # every executed query
+        # Conversation-comment writes made, by action (create/update/delete), whichever API
+        # made them: what a PR's readers see happen, whatever the transport.
+        self.comment_writes: Counter[str] = Counter()
         self.tokens: dict[str, Identity] = {}
         if token is not None:
             self.add_token(token, login, integration=integration, permissions=permissions)
@@ -1358,6 +1361,7 @@ class FakeGitHub:
                                               type=identity.type)
                 state.issue_comments.setdefault(target, []).append(comment)
                 self._sync_counts(repo, target)
+                self.comment_writes[action] += 1
                 return comment
             for number, thread in state.issue_comments.items():
                 for comment in thread:
@@ -1369,6 +1373,7 @@ class FakeGitHub:
                     else:
                         comment["body"] = body
                         comment["updated_at"] = _iso(BASE_TIME + timedelta(days=1, minutes=1))
+                    self.comment_writes[action] += 1
                     return comment
             return None
 

@@ -78,7 +78,7 @@ def test_backfill_stores_each_merged_pr_once_and_a_rerun_fetches_nothing(
     assert {(r.agent_id, r.agent_confidence) for r in stored} == {("copilot", "certain")}
     assert served.comments(REPO, 1) == [] or all(
         not c["body"].startswith("<!-- taskeval") for c in served.comments(REPO, 1))
-    assert served.count(route="issues.create_comment") == 0, "no comment without --comment"
+    assert served.comment_writes == {}, "no comment without --comment"
     assert "backfill: [6/6]" in out.getvalue()
     assert summary.requests == served.count() - served.count(route="rate_limit")
     # Over GraphQL (the default) the issue objects come from the repository's issue listing,
@@ -141,11 +141,26 @@ def test_listing_stops_at_the_window(store: str) -> None:
         assert fake.count(route="pulls.list") == 1
 
 
-def test_comment_on_request(served: FakeGitHub, store: str) -> None:
-    summary = run(served, store, comment=True, limit=2)
+@pytest.mark.parametrize(("api", "logins_asked", "mutations"), [
+    ("graphql", 0, 2),  # viewerDidAuthor in the batch read finds ours: no GET /user
+    ("rest", 1, 0),  # asked once, before any work, not once per PR
+])
+def test_comment_on_request(served: FakeGitHub, store: str, api: str, logins_asked: int,
+                            mutations: int) -> None:
+    summary = run(served, store, comment=True, limit=2, api=api)
     assert summary.evaluated == 2
-    assert served.count(route="issues.create_comment") == 2
-    assert all(r.comment_url for r in rows(make_engine(store)))
+    assert served.comment_writes == {"create": 2}
+    stored = rows(make_engine(store))
+    assert len(stored) == 2 and all(r.comment_url for r in stored)
+    for r in stored:
+        ours = [c for c in served.comments(REPO, r.number) if c["body"].startswith("<!-- taskeval")]
+        assert [c["html_url"] for c in ours] == [r.comment_url]
+    assert served.count(route="user") == logins_asked
+    assert sum(q.startswith("mutation TaskevalAddComment") for q, _ in served.graphql_queries) \
+        == mutations
+    # The writes are counted (and taken from the shared budget) like the reads: every request
+    # the run sent is in its summary but the free /rate_limit reads and the login's.
+    assert summary.requests == served.count() - served.count(route="rate_limit") - logins_asked
 
 
 def test_failures_are_reported_with_reasons_and_the_rest_goes_on(

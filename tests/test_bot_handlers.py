@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from bot import events
-from bot.handlers import GitHubContext, handle_command, handle_evaluate
+from bot.handlers import Evaluated, GitHubContext, handle_command, handle_evaluate
 from bot.queue import Job
 from bot.results import comment_signature
 
@@ -43,8 +43,7 @@ class FakeCore:
         self.calls.append(("head_sha", repo, number))
         return HEAD
 
-    def evaluate(self, ctx: GitHubContext, repo: str, number: int,
-                 trigger: str) -> tuple[dict[str, Any], str]:
+    def evaluate(self, ctx: GitHubContext, repo: str, number: int, trigger: str) -> Evaluated:
         self.calls.append(("evaluate", repo, number, trigger))
         names = ("agentPerformance", "taskOutcomeQuality", "processCompliance")
         result = {
@@ -55,10 +54,11 @@ class FakeCore:
             "categoryScores": [{"category": n, "finalScore": s}
                                for n, s in zip(names, (70, 85, 88), strict=True)],
         }
-        return result, "<!-- taskeval:evaluation -->\n**81** strong"
+        return Evaluated(result, "<!-- taskeval:evaluation -->\n**81** strong")
 
-    def publish(self, ctx: GitHubContext, repo: str, number: int, markdown: str) -> str:
-        self.calls.append(("publish", repo, number, markdown.splitlines()[0], ctx.own_login))
+    def publish(self, ctx: GitHubContext, repo: str, number: int, evaluated: Evaluated) -> str:
+        self.calls.append(("publish", repo, number, evaluated.markdown.splitlines()[0],
+                           ctx.own_login))
         if self.publish_error:
             raise self.publish_error
         return f"https://github.com/{repo}/pull/{number}#issuecomment-1"

@@ -32,7 +32,7 @@ from sqlalchemy import Engine, event, func, select
 from bot import events
 from bot.app import create_app
 from bot.db import evaluations, init_schema, jobs, make_engine
-from bot.handlers import GitHubContext, PipelineCore
+from bot.handlers import Evaluated, GitHubContext, PipelineCore
 from bot.settings import BotSettings
 from bot.worker import Clients, Worker
 from taskeval.github import make_client
@@ -441,8 +441,8 @@ class AfterPublish(PipelineCore):
         super().__init__(settings, engine)
         self.then = then
 
-    def publish(self, ctx: GitHubContext, repo: str, number: int, markdown: str) -> str:
-        url = super().publish(ctx, repo, number, markdown)
+    def publish(self, ctx: GitHubContext, repo: str, number: int, evaluated: Evaluated) -> str:
+        url = super().publish(ctx, repo, number, evaluated)
         self.then()
         return url
 

@@ -125,11 +125,12 @@ def _app_token_env(fake: FakeGitHub, env: dict[str, str]) -> dict[str, str]:
     return {**env, "GITHUB_TOKEN": APP_TOKEN}
 
 
-def test_comment_with_an_app_token_outside_actions_names_the_flag_before_evaluating(
+def test_comment_over_rest_with_an_app_token_outside_actions_names_the_flag_before_evaluating(
     fake: FakeGitHub, env: dict[str, str]
 ) -> None:
     fake.add_pr(REPO, 11)
-    proc = run_cli("evaluate", f"{REPO}#11", "--no-ai", "--comment", env=_app_token_env(fake, env))
+    proc = run_cli("evaluate", f"{REPO}#11", "--no-ai", "--comment", "--api", "rest",
+                   env=_app_token_env(fake, env))
     one_line_exit_2(proc)
     assert "--comment-as LOGIN" in proc.stderr and "TASKEVAL_COMMENT_AS" in proc.stderr
     assert "own_login" not in proc.stderr
@@ -156,11 +157,48 @@ def test_comment_as_posts_and_then_updates_the_one_comment(
     assert not [r for r in fake.log if r.route == "user"]  # the login was given: /user not asked
 
 
-def test_a_personal_token_still_finds_its_login_by_itself(fake: FakeGitHub, env: dict[str, str]) -> None:
+def test_over_graphql_an_app_token_needs_no_comment_as(fake: FakeGitHub, env: dict[str, str]) -> None:
+    """The read says which marker comments the token wrote (``viewerDidAuthor``): no login is
+    asked, named or guessed, and the second run updates the first run's comment."""
+    fake.add_pr(REPO, 14)
+    app_env = _app_token_env(fake, env)
+    for expected in ("created", "updated"):
+        proc = run_cli("evaluate", f"{REPO}#14", "--no-ai", "--comment", env=app_env)
+        assert proc.returncode == 0, proc.stderr
+        assert f"comment {expected}" in proc.stderr
+    ours = [c for c in fake.comments(REPO, 14) if c["body"].startswith(MARKER)]
+    assert len(ours) == 1 and ours[0]["user"]["login"] == "my-app[bot]"
+    assert not [r for r in fake.log if r.route == "user"]
+
+
+def test_a_fallback_to_rest_that_cannot_tell_the_login_keeps_the_result(
+    fake: FakeGitHub, env: dict[str, str], tmp_path: Path,
+) -> None:
+    """A server without GraphQL: the evaluation falls back to REST, which needs the login to
+    find the comment; GitHub refuses /user to an App token, so the comment is not posted, the
+    flag is named, and the result is printed and written all the same."""
+    fake.add_pr(REPO, 15)
+    fake.graphql_enabled = False
+    out = tmp_path / "result.json"
+    proc = run_cli("evaluate", f"{REPO}#15", "--no-ai", "--comment", "--output", str(out),
+                   env=_app_token_env(fake, env))
+    assert proc.returncode == 1, proc.stderr  # the evaluation ran; its side effect did not
+    assert "could not post the comment" in proc.stderr and "--comment-as LOGIN" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert json.loads(out.read_text())["pullRequest"]["number"] == 15
+    assert MARKER in proc.stdout  # the comment's text, printed
+    assert not [c for c in fake.comments(REPO, 15) if c["body"].startswith(MARKER)]
+
+
+@pytest.mark.parametrize(("api", "asked"), [("rest", [200]), ("graphql", [])])
+def test_a_personal_token_still_finds_its_login_by_itself(
+    fake: FakeGitHub, env: dict[str, str], api: str, asked: list[int],
+) -> None:
     fake.add_pr(REPO, 13)
-    proc = run_cli("evaluate", f"{REPO}#13", "--no-ai", "--comment", env=env)
+    proc = run_cli("evaluate", f"{REPO}#13", "--no-ai", "--comment", "--api", api, env=env)
     assert proc.returncode == 0, proc.stderr
-    assert [r.status for r in fake.log if r.route == "user"] == [200]
+    assert [r.status for r in fake.log if r.route == "user"] == asked
+    assert len([c for c in fake.comments(REPO, 13) if c["body"].startswith(MARKER)]) == 1
 
 
 def test_comment_as_must_be_a_login(fake: FakeGitHub, env: dict[str, str]) -> None:

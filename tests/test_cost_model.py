@@ -35,17 +35,16 @@ def test_every_request_is_billed_and_the_comment_costs_what_the_docs_say() -> No
     assert (costs["cli"]["comment"], costs["action"]["comment"], costs["app"]["comment"]) == (4, 4, 3)
     assert costs["cli"]["collection"] == costs["action"]["collection"] == costs["app"]["collection"]
     # Over GraphQL: one query of one point, and the REST reads GraphQL lacks (issue object,
-    # timeline, workflow runs). The Action and the CLI write the comment with one mutation
-    # (addComment, whose answer lists the comments the race check reads), found from what the
-    # query read: no REST listing, no write over REST, and the Action no GET /user (the CLI
-    # still learns its login first, for a REST fallback); the bot's path writes over REST.
+    # timeline, workflow runs). Every adapter writes the comment with one mutation (addComment,
+    # whose answer lists the comments the race check reads), found from what the query read:
+    # no REST listing, no write over REST, no GET /user.
     graphql = {c["adapter"]: c for c in measured if c["api"] == "graphql"}
     for adapter, cost in graphql.items():
         assert cost["collection"] == 3, adapter
         assert cost["budget_used"] == cost["requests"] - cost["not_modified"], adapter
     assert {a: (c["graphql_queries"], c["points"], c["comment_queries"], c["comment_points"],
                 c["comment"]) for a, c in graphql.items()} == {
-        "action": (2, 2, 1, 1, 0), "cli": (2, 2, 1, 1, 1), "app": (1, 1, 0, 0, 3)}
+        "action": (2, 2, 1, 1, 0), "cli": (2, 2, 1, 1, 0), "app": (2, 2, 1, 1, 0)}
     # 1,000 REST requests and 1,000 points an hour: the Action's first evaluation of a PR
     # costs 3 of each, its re-runs (updateIssueComment) 3 requests (2 charged) and 2 points.
     action = graphql["action"]

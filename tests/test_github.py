@@ -954,6 +954,39 @@ def test_the_comment_takes_the_budget_that_lasts_longer(
         (["TaskevalAddComment"], 0) if over == "graphql" else ([], 1))
 
 
+@pytest.mark.parametrize(("existing", "requests", "created"), [
+    (False, ["issues.create_comment", "issues.comments"], True),  # POST, then the race's listing
+    (True, ["issues.update_comment"], False),  # the PATCH alone
+])
+def test_over_rest_after_a_graphql_read_no_login_is_asked_and_nothing_listed_first(
+    monkeypatch: pytest.MonkeyPatch, existing: bool, requests: list[str], created: bool,
+) -> None:
+    """Where REST lasts longer (points nearly spent), the comment is written over REST from what
+    the GraphQL read found: an App's installation token, which GET /user refuses, needs no
+    ``--comment-as``, and a marker comment pasted by someone else is still left alone."""
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    token = "ghs_InstallationToken0000000000000000000000"
+    fake = FakeGitHub(token=None, rate_limit=15_000)
+    fake.add_token(token, "taskeval[bot]", integration=True)
+    fake.graphql_limit = fake.graphql_remaining = 30
+    fake.add_pr(REPO, 482)
+    pasted = fake.add_issue_comment(REPO, 482, f"{MARKER}\npasted", user="mallory")
+    with fake.mock():
+        gh = client(fake, token)
+        if existing:
+            upsert_comment(gh, REPO, 482, "score: 60", seed=graphql_seed(gh))
+        seed = graphql_seed(gh)
+        fake.reset_log()
+        url, was_created = upsert_comment(gh, REPO, 482, "score: 70", seed=seed)
+
+    assert was_created is created and mutations(fake) == []
+    assert [r.route for r in fake.log] == requests
+    assert pasted["body"] == f"{MARKER}\npasted"
+    assert [(c["user"]["login"], c["body"]) for c in marker_comments(fake)] == [  # type: ignore[index]
+        ("mallory", f"{MARKER}\npasted"), ("taskeval[bot]", f"{MARKER}\nscore: 70")]
+    assert url == marker_comments(fake)[-1]["html_url"]
+
+
 def test_a_graphql_collection_that_could_not_read_the_comments_has_no_seed(
     fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch,
 ) -> None:

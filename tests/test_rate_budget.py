@@ -213,7 +213,8 @@ def test_a_worker_stops_short_of_either_reserve_while_the_other_budget_has_room(
     fake.reset_log()
     points_before = fake.graphql_points
     with fake.mock():
-        result, _ = core.evaluate(ctx, "octo-org/widgets", 7, "pull_request")
+        evaluated = core.evaluate(ctx, "octo-org/widgets", 7, "pull_request")
+    result = evaluated.result
     assert result["pullRequest"]["number"] == 7
     core_row = Budget(engine, key).state()
     graphql_row = Budget(engine, key, resource="graphql").state()
@@ -222,6 +223,16 @@ def test_a_worker_stops_short_of_either_reserve_while_the_other_budget_has_room(
                     and r.status != 304)  # the reads repeated from the first try are free
     assert fake.graphql_points - points_before == 1
     assert graphql_row["remaining"] == fake.graphql_remaining == 5000 - 1
+    assert core_row["remaining"] == fake.rate_remaining == 5000 - rest_sent
+
+    # The comment's write is taken from the same shared budget: one mutation, one point.
+    with fake.mock():
+        url = core.publish(ctx, "octo-org/widgets", 7, evaluated)
+    assert url.startswith("https://") and fake.comment_writes == {"create": 1}
+    graphql_row = Budget(engine, key, resource="graphql").state()
+    core_row = Budget(engine, key).state()
+    assert graphql_row is not None and core_row is not None
+    assert graphql_row["remaining"] == fake.graphql_remaining == 5000 - 2
     assert core_row["remaining"] == fake.rate_remaining == 5000 - rest_sent
 
 

@@ -3,12 +3,13 @@ safe), our own login, a commenter's permission, and reactions on a command comme
 
 The comment is written over REST, or, when collection read the PR over GraphQL (a
 ``CommentSeed``), with GraphQL mutations (``addComment``, ``updateIssueComment``,
-``deleteIssueComment``), whose points come from the GraphQL budget, not the REST one. The GraphQL
-path needs no login: GitHub's ``viewerDidAuthor`` on each comment says whether the credentials
-wrote it, whichever account they post as. Both paths give the same result (the comment's URL,
-created or updated) and the same guarantees: a marker comment someone else wrote is never
-touched, and two runs racing to create end with one comment. The mutations are used when they
-leave the credentials' budgets more evaluations than REST would (``comment_over_graphql``)."""
+``deleteIssueComment``), whose points come from the GraphQL budget, not the REST one. After a
+GraphQL read neither path needs a login: GitHub's ``viewerDidAuthor`` on each comment says
+whether the credentials wrote it, whichever account they post as. Both paths give the same
+result (the comment's URL, created or updated) and the same guarantees: a marker comment someone
+else wrote is never touched, and two runs racing to create end with one comment. The mutations
+are used when they leave the credentials' budgets more evaluations than REST would
+(``comment_over_graphql``)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from github.GithubException import GithubException
 from github.Requester import Requester
 
 from taskeval.contract import COMMENT_MARKER
-from taskeval.github.client import LOGIN_RE, MeteredRequester, clone, pages, repo_path
+from taskeval.github.client import LOGIN_RE, Meter, MeteredRequester, clone, pages, repo_path
 from taskeval.github.errors import (
     AuthError,
     GitHubError,
@@ -75,7 +76,7 @@ def comment_login(gh: Github) -> str:
 
 def upsert_comment(
     gh: Github, repository: str, number: int, body: str, *, own_login: str | None = None,
-    seed: CommentSeed | None = None,
+    seed: CommentSeed | None = None, meter: Meter | None = None,
 ) -> tuple[str, bool]:
     """Create or update the one taskeval comment on a PR; returns (comment URL, created?).
 
@@ -85,17 +86,20 @@ def upsert_comment(
 
     ``seed`` (from a GraphQL collection) writes with GraphQL mutations and finds our comment in
     what the collection read; when the server refuses GraphQL, REST writes it as without one.
+    ``meter`` counts (and, for a shared budget, takes from it) the writes' requests and points.
     """
     base = repo_path(repository)
     text = body if body.startswith(MARKER) else f"{MARKER}\n{body}"
     what = f"the comments of PR #{number} in {repository}"
     if seed is not None and comment_over_graphql(seed):
         try:
-            return _GraphQLComment(gh, repository, number, what).upsert(text, seed)
+            return _GraphQLComment(gh, repository, number, what, meter).upsert(text, seed)
         except GraphQLUnavailable:
-            pass  # the REST path below, which finds whatever the mutations did
-    requester = clone(gh)
+            seed = None  # REST below, from a listing: it finds whatever the mutations did
+    requester = clone(gh, meter)
     try:
+        if seed is not None:
+            return _rest_from_seed(requester, base, number, text, seed)
         login = own_login or authenticated_login(requester)
         ours = _own_comments(requester, base, number, login)
         if ours:
@@ -111,6 +115,31 @@ def upsert_comment(
         raise translate(exc, what, "comment") from exc
     finally:
         requester.close()
+
+
+def _rest_from_seed(
+    requester: Any, base: str, number: int, text: str, seed: CommentSeed
+) -> tuple[str, bool]:
+    """The comment over REST when a GraphQL read already found ours (``viewerDidAuthor``): no
+    ``GET /user`` and no listing before the write. An update is the PATCH alone; a create is the
+    POST, whose answer names the account it posted as, then the race's listing."""
+    for own in seed.own:
+        try:
+            _, data = requester.requestJsonAndCheck(
+                "PATCH", f"{base}/issues/comments/{own.id}", input={"body": text}
+            )
+            return str(data["html_url"]), False
+        except GithubException as exc:
+            if exc.status != 404:
+                raise
+            # deleted since it was read (another run's convergence): the next, or a new one
+    _, data = requester.requestJsonAndCheck(
+        "POST", f"{base}/issues/{number}/comments", input={"body": text}
+    )
+    login = str((data.get("user") or {}).get("login") or "")
+    if not login:
+        raise GitHubError("GitHub's answer to the new comment names no author", resource="comment")
+    return _converge(requester, base, number, login, text, data)
 
 
 def _own_comments(requester: Any, base: str, number: int, login: str) -> list[Mapping[str, Any]]:
@@ -150,11 +179,17 @@ def _converge(
     return str(created["html_url"]), True
 
 
-# What writing the comment costs on each path, found and written: over REST ``GET /user`` (or
-# the listing's) + the listing + the POST or PATCH + the listing after a POST; over GraphQL one
-# mutation (its answer lists the comments).
-REST_COMMENT_REQUESTS: Final = 4
+# What writing the comment costs on each path after a GraphQL read, which found ours: over REST
+# the PATCH, or the POST and the listing after it; over GraphQL one mutation (its answer lists the
+# comments). (After a REST read, REST also asks ``GET /user`` and lists the comments first.)
+REST_UPDATE_REQUESTS: Final = 1
+REST_CREATE_REQUESTS: Final = 2
 GRAPHQL_COMMENT_POINTS: Final = 1
+
+
+def rest_comment_requests(seed: CommentSeed) -> int:
+    """REST requests the comment takes after a GraphQL read (``_rest_from_seed``)."""
+    return REST_UPDATE_REQUESTS if seed.own else REST_CREATE_REQUESTS
 
 
 def comment_over_graphql(seed: CommentSeed) -> bool:
@@ -171,7 +206,7 @@ def comment_over_graphql(seed: CommentSeed) -> bool:
         return min(rest / max(1, requests), points / max(1, cost))
 
     over_graphql = evaluations(seed.rest_cost, seed.graphql_cost + GRAPHQL_COMMENT_POINTS)
-    over_rest = evaluations(seed.rest_cost + REST_COMMENT_REQUESTS, seed.graphql_cost)
+    over_rest = evaluations(seed.rest_cost + rest_comment_requests(seed), seed.graphql_cost)
     return over_graphql >= over_rest
 
 
@@ -207,14 +242,16 @@ class _Gone(Exception):
 class _GraphQLComment:
     """The evaluation comment written with GraphQL mutations (see the module docstring)."""
 
-    def __init__(self, gh: Github, repository: str, number: int, what: str) -> None:
+    def __init__(self, gh: Github, repository: str, number: int, what: str,
+                 meter: Meter | None = None) -> None:
         self.gh = gh
+        self.meter = meter
         self.repository = repository
         self.number = number
         self.what = what
 
     def upsert(self, text: str, seed: CommentSeed) -> tuple[str, bool]:
-        requester = clone(self.gh)
+        requester = clone(self.gh, self.meter)
         try:
             for own in seed.own:
                 try:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from taskeval.transports import DEFAULT_API, Api
+from taskeval.transports import Api, default_api, parse_api
 
 AiMode = Literal["auto", "on", "off"]
 
@@ -70,7 +70,7 @@ class ActionInputs:
     openai_base_url: str
     fail_under: int
     result_path: str
-    api: Api = DEFAULT_API
+    api: Api = field(default_factory=default_api)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ActionInputs:
@@ -86,9 +86,11 @@ class ActionInputs:
         if base_url and not base_url.startswith(("https://", "http://")):
             raise InputError(f"input 'openai-base-url' must be an http(s) URL, got {base_url!r}")
         config = raw_input(env, "config-path")
-        api = raw_input(env, "api").lower() or DEFAULT_API
-        if api not in ("rest", "graphql"):
-            raise InputError(f"input 'api' must be rest or graphql, got {api!r}")
+        try:
+            named = raw_input(env, "api")
+            api = parse_api(named, "input 'api'") if named else default_api(env)
+        except ValueError as exc:
+            raise InputError(str(exc)) from exc
         return cls(
             github_token=raw_input(env, "github-token"),
             pull_request=parse_pull_number(raw_input(env, "pull-request")),
@@ -100,5 +102,5 @@ class ActionInputs:
             openai_base_url=base_url,
             fail_under=int(fail_text),
             result_path=raw_input(env, "result-path") or DEFAULT_RESULT_PATH,
-            api=api,  # type: ignore[arg-type]
+            api=api,
         )

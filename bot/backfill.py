@@ -45,7 +45,7 @@ from bot.results import record_from_result, store_evaluation
 from bot.settings import DEFAULT_RESERVE
 from taskeval.github.batch import BatchSizer
 from taskeval.github.errors import GitHubError, RateLimitError, translate
-from taskeval.transports import DEFAULT_API, Api
+from taskeval.transports import Api, default_api
 
 State = Literal["merged", "closed", "all"]
 DEFAULT_STORE_FILE = "taskeval.db"  # in the working directory; `taskeval dashboard` reads it
@@ -77,7 +77,7 @@ class Options:
     parallel: int = DEFAULT_PARALLEL
     ai: Literal["auto", "on", "off"] = "auto"
     config_path: Path | None = None
-    api: Api = DEFAULT_API
+    api: Api = field(default_factory=default_api)  # TASKEVAL_API, else GraphQL
 
 
 @dataclass(frozen=True)

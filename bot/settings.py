@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
 from urllib.parse import urlsplit
 
-from taskeval.transports import DEFAULT_API, Api
+from taskeval.transports import Api, default_api
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -129,7 +129,7 @@ class BotSettings:
     rate_reserve: int = DEFAULT_RESERVE
     graphql_reserve: int = DEFAULT_RESERVE
     ai: Literal["auto", "on", "off"] = "auto"
-    api: Api = DEFAULT_API  # TASKEVAL_API: how collection reads GitHub
+    api: Api = field(default_factory=default_api)  # TASKEVAL_API: how collection reads GitHub
     env: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -189,9 +189,10 @@ class BotSettings:
                                 f"https://ghes.example.com/api/v3, got {api_url!r}")
         app_id, key = app_credentials(env)
         ai = env.get("TASKEVAL_AI", "auto").strip().lower() or "auto"
-        api = env.get("TASKEVAL_API", DEFAULT_API).strip().lower() or DEFAULT_API
-        if api not in ("rest", "graphql"):
-            raise SettingsError(f"TASKEVAL_API must be rest or graphql, got {api!r}")
+        try:
+            api = default_api(env)
+        except ValueError as exc:
+            raise SettingsError(str(exc)) from exc
         if ai not in ("auto", "on", "off"):
             raise SettingsError(f"TASKEVAL_AI must be auto, on or off, got {ai!r}")
         sync = env.get("TASKEVAL_SQLITE_SYNCHRONOUS", "full").strip().lower() or "full"
@@ -228,6 +229,6 @@ class BotSettings:
             rate_reserve=_int(env, "TASKEVAL_RATE_RESERVE", DEFAULT_RESERVE, low=0),
             graphql_reserve=_int(env, "TASKEVAL_GRAPHQL_RESERVE", DEFAULT_RESERVE, low=0),
             ai=ai,  # type: ignore[arg-type]
-            api=api,  # type: ignore[arg-type]
+            api=api,
             env=env,
         )

@@ -16,13 +16,13 @@ import logging
 import math
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 from urllib.parse import urlsplit
 
 from taskeval import SCORER_VERSION, __version__
-from taskeval.transports import API_CHOICES, DEFAULT_API
+from taskeval.transports import API_CHOICES, default_api
 
 if TYPE_CHECKING:  # the CLI imports the pipeline lazily, to start fast
     from taskeval.pipeline import Options
@@ -125,12 +125,23 @@ def _write_output(path: str | None, text: str) -> None:
             raise OutputError(f"--output {path}: cannot write: {exc.strerror or exc}") from exc
 
 
+def resolve_api(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> str | None:
+    """Fill in the transport of a command that reads GitHub and was given no ``--api``
+    (``TASKEVAL_API``, else GraphQL); the problem with ``TASKEVAL_API``, if it has one."""
+    if "api" in vars(args) and args.api is None:
+        try:
+            args.api = default_api(env)
+        except ValueError as exc:
+            return str(exc)
+    return None
+
+
 def add_api_argument(parser: argparse.ArgumentParser) -> None:
     """``--api rest|graphql``: how a command that reads GitHub collects (docs/collection.md)."""
-    parser.add_argument("--api", choices=API_CHOICES, default=DEFAULT_API,
-                        help="collect over GraphQL (default: fewer requests; REST for what "
-                             "GraphQL lacks, and for all of it when the server refuses GraphQL, "
-                             "said in the warnings) or REST")
+    parser.add_argument("--api", choices=API_CHOICES, default=None,
+                        help="collect over GraphQL (the default unless TASKEVAL_API says rest: "
+                             "fewer requests; REST for what GraphQL lacks, and for all of it "
+                             "when the server refuses GraphQL, said in the warnings) or REST")
 
 
 def web_host(api: str) -> str:
@@ -191,7 +202,7 @@ def _options(args: argparse.Namespace, trigger: str, token: str | None) -> Optio
         env=dict(os.environ),
         github_token=token,
         keep_signals=not getattr(args, "recompute", False),
-        api=getattr(args, "api", None) or DEFAULT_API,
+        api=getattr(args, "api", None) or default_api(),
     )
 
 
@@ -447,6 +458,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     problem = missing_extra(args)
+    if problem:
+        return _fail(problem)
+    problem = resolve_api(args)
     if problem:
         return _fail(problem)
     if args.command in ("evaluate", "score", "schema"):  # the bot's commands configure their own logs

@@ -56,7 +56,7 @@ from taskeval.signals import (
     unknown_signal_ids,
 )
 from taskeval.tasktypes import classify
-from taskeval.transports import DEFAULT_API, Api
+from taskeval.transports import Api, default_api
 
 if TYPE_CHECKING:  # PyGithub loads in a quarter of a second; re-scoring offline never needs it
     from github import Github
@@ -73,8 +73,9 @@ class Options:
 
     ai: AiMode = "auto"
     config_path: Path | None = None
-    # How collection reads GitHub (taskeval.github.collection.collect; docs/collection.md).
-    api: Api = DEFAULT_API
+    # How collection reads GitHub (taskeval.github.collection.collect; docs/collection.md):
+    # TASKEVAL_API, else GraphQL, unless the adapter names one.
+    api: Api = field(default_factory=default_api)
     trigger: str = "cli"
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     github_token: str | None = None  # lets `ai: auto` fall back to GitHub Models

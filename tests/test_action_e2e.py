@@ -18,6 +18,7 @@ import pytest
 from action.main import run
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub
 from tests.fakeopenai import FakeOpenAI
+from tests.processes import transport_env
 from tests.test_action_events import DOCUMENTED_EVENTS
 from tests.test_action_runner import parse_output_file
 
@@ -31,7 +32,7 @@ ACTIONS_BOT = "github-actions[bot]"
 DEFAULT_INPUTS = {
     "github-token": FAKE_TOKEN, "pull-request": "", "config-path": "", "comment": "true",
     "ai": "off", "model": "", "openai-api-key": "", "openai-base-url": "", "fail-under": "0",
-    "result-path": "taskeval-result.json",
+    "result-path": "taskeval-result.json", "api": "",  # action.yml's defaults, as the runner passes
 }
 
 
@@ -97,6 +98,7 @@ def run_action(
     }
     merged = {**DEFAULT_INPUTS, **(inputs or {})}
     env.update({f"INPUT_{name.upper()}": value for name, value in merged.items()})
+    env.update(transport_env())  # a workflow's env: the transport under test, if one is set
     env.update(extra_env or {})
     proc = subprocess.run([sys.executable, "-m", "action"], cwd=workspace, env=env,
                           capture_output=True, text=True, timeout=120, check=False)
@@ -124,7 +126,7 @@ def reactions(fake: FakeGitHub, comment_id: int) -> list[tuple[str, str]]:
 
 
 def test_merged_pr_gets_outputs_summary_result_and_one_comment_updated_on_rerun(
-    tmp_path: Path, fake: FakeGitHub,
+    tmp_path: Path, fake: FakeGitHub, transport: str,
 ) -> None:
     first = run_action(tmp_path, fake, "pull_request", payload("pull_request.closed.merged"))
     assert first.code == 0, first.stdout + first.stderr
@@ -164,14 +166,21 @@ def test_merged_pr_gets_outputs_summary_result_and_one_comment_updated_on_rerun(
     assert len(taskeval_comments(fake)) == 1
     assert second.outputs["comment-url"] == first.outputs["comment-url"]
     assert "comment updated" in second.stdout
-    # Over GraphQL (the default) the comment is written with mutations, found in what the
-    # collection read, and the token's login is never asked (GET /user is refused but charged).
-    assert mutations(fake) == ["TaskevalAddComment", "TaskevalUpdateComment"]
-    assert {route: fake.count(route=route) for route in (
-        "user", "issues.comments", "issues.create_comment", "issues.update_comment")} == {
-        "user": 0, "issues.comments": 0, "issues.create_comment": 0, "issues.update_comment": 0}
+    writes = {route: fake.count(route=route) for route in (
+        "user", "issues.comments", "issues.create_comment", "issues.update_comment")}
+    if transport == "graphql":
+        # The comment is written with mutations, found in what the collection read, and the
+        # token's login is never asked (GET /user is refused but charged).
+        assert mutations(fake) == ["TaskevalAddComment", "TaskevalUpdateComment"]
+        assert writes == {"user": 0, "issues.comments": 0, "issues.create_comment": 0,
+                          "issues.update_comment": 0}
+    else:  # REST asks the login once a run (refused for the Actions token, so its bot's name)
+        assert mutations(fake) == []
+        assert (writes["user"], writes["issues.create_comment"], writes["issues.update_comment"]) \
+            == (2, 1, 1)
 
 
+@pytest.mark.one_transport
 def test_each_run_costs_three_rest_requests_and_two_points(
     tmp_path: Path, fake: FakeGitHub,
 ) -> None:
@@ -181,7 +190,8 @@ def test_each_run_costs_three_rest_requests_and_two_points(
     for _ in range(2):
         fake.reset_log()
         points = fake.graphql_points
-        run = run_action(tmp_path, fake, "pull_request", payload("pull_request.closed.merged"))
+        run = run_action(tmp_path, fake, "pull_request", payload("pull_request.closed.merged"),
+                         inputs={"api": "graphql"})
         assert run.code == 0, run.stdout + run.stderr
         rest = sorted(r.route for r in fake.log if r.route not in ("graphql", "rate_limit"))
         costs.append((rest, fake.count(route="graphql"), fake.graphql_points - points))
@@ -227,6 +237,7 @@ def test_over_rest_the_comment_is_written_over_rest(tmp_path: Path, fake: FakeGi
     assert mutations(fake) == []
 
 
+@pytest.mark.one_transport
 def test_the_action_gives_the_same_result_through_either_transport(
     tmp_path: Path, fake: FakeGitHub,
 ) -> None:
@@ -235,7 +246,7 @@ def test_the_action_gives_the_same_result_through_either_transport(
     results = {}
     for api in ("graphql", "rest"):
         fake.reset_log()
-        inputs = {"comment": "false", **({"api": api} if api == "rest" else {})}
+        inputs = {"comment": "false", "api": api}
         run = run_action(tmp_path, fake, "pull_request", payload("pull_request.closed.merged"),
                          inputs=inputs)
         assert run.code == 0, run.stdout + run.stderr

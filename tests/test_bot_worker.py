@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from bot.worker import Worker, classify
 from taskeval.github import AuthError, GitHubError, NotFoundError, RateLimitError
 from tests.bot.helpers import SECRET, settings_for
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub, Fault, app_key_pair
+from tests.processes import child_env
 
 pytest_plugins = ["tests.bot.fixtures"]
 REPO = "octo-org/widgets"
@@ -266,8 +266,7 @@ def test_sigterm_finishes_or_releases_the_current_job(
 
 
 def _worker_env(db: str, fake_url: str, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("GITHUB_", "OPENAI_", "TASKEVAL_"))}
+    env = child_env()
     env.update(GITHUB_WEBHOOK_SECRET=SECRET, DATABASE_URL=db, GITHUB_TOKEN=FAKE_TOKEN,
                GITHUB_API_URL=fake_url, TASKEVAL_AI="off", TASKEVAL_POLL_SECONDS="0.1",
                PYTHONPATH=str(ROOT), **extra)

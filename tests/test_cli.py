@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,16 +12,15 @@ import pytest
 from taskeval.models import EvaluationResult
 from taskeval.report import MARKER
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub
+from tests.processes import child_env
 
 REPO = "octo-org/widgets"
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "OPENAI_", "TASKEVAL_"))}
-    base.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "taskeval", *args],
-        env=base,
+        env=child_env(**(env or {})),
         capture_output=True,
         text=True,
         timeout=120,

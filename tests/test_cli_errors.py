@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import pytest
 
 from taskeval import cli
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub, Fault
+from tests.processes import child_env
 from tests.test_cli import REPO, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,9 +48,7 @@ def run_without(modules: list[str], *args: str, cwd: Path | None = None) -> subp
             "    sys.modules[name] = None  # import fails, find_spec says absent\n"
             "from taskeval.cli import main\n"
             "sys.exit(main(sys.argv[2:]))\n")
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "OPENAI_", "TASKEVAL_"))}
-    base.pop("DATABASE_URL", None)
-    return subprocess.run([sys.executable, "-c", code, ",".join(modules), *args], env=base,
+    return subprocess.run([sys.executable, "-c", code, ",".join(modules), *args], env=child_env(),
                           capture_output=True, text=True, timeout=120, cwd=cwd)
 
 

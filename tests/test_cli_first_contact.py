@@ -125,6 +125,7 @@ def _app_token_env(fake: FakeGitHub, env: dict[str, str]) -> dict[str, str]:
     return {**env, "GITHUB_TOKEN": APP_TOKEN}
 
 
+@pytest.mark.one_transport
 def test_comment_over_rest_with_an_app_token_outside_actions_names_the_flag_before_evaluating(
     fake: FakeGitHub, env: dict[str, str]
 ) -> None:
@@ -157,13 +158,15 @@ def test_comment_as_posts_and_then_updates_the_one_comment(
     assert not [r for r in fake.log if r.route == "user"]  # the login was given: /user not asked
 
 
+@pytest.mark.one_transport
 def test_over_graphql_an_app_token_needs_no_comment_as(fake: FakeGitHub, env: dict[str, str]) -> None:
     """The read says which marker comments the token wrote (``viewerDidAuthor``): no login is
     asked, named or guessed, and the second run updates the first run's comment."""
     fake.add_pr(REPO, 14)
     app_env = _app_token_env(fake, env)
     for expected in ("created", "updated"):
-        proc = run_cli("evaluate", f"{REPO}#14", "--no-ai", "--comment", env=app_env)
+        proc = run_cli("evaluate", f"{REPO}#14", "--no-ai", "--comment", "--api", "graphql",
+                       env=app_env)
         assert proc.returncode == 0, proc.stderr
         assert f"comment {expected}" in proc.stderr
     ours = [c for c in fake.comments(REPO, 14) if c["body"].startswith(MARKER)]
@@ -171,6 +174,7 @@ def test_over_graphql_an_app_token_needs_no_comment_as(fake: FakeGitHub, env: di
     assert not [r for r in fake.log if r.route == "user"]
 
 
+@pytest.mark.one_transport  # the fallback from GraphQL
 def test_a_fallback_to_rest_that_cannot_tell_the_login_keeps_the_result(
     fake: FakeGitHub, env: dict[str, str], tmp_path: Path,
 ) -> None:
@@ -180,7 +184,7 @@ def test_a_fallback_to_rest_that_cannot_tell_the_login_keeps_the_result(
     fake.add_pr(REPO, 15)
     fake.graphql_enabled = False
     out = tmp_path / "result.json"
-    proc = run_cli("evaluate", f"{REPO}#15", "--no-ai", "--comment", "--output", str(out),
+    proc = run_cli("evaluate", f"{REPO}#15", "--no-ai", "--comment", "--api", "graphql", "--output", str(out),
                    env=_app_token_env(fake, env))
     assert proc.returncode == 1, proc.stderr  # the evaluation ran; its side effect did not
     assert "could not post the comment" in proc.stderr and "--comment-as LOGIN" in proc.stderr

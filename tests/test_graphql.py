@@ -405,14 +405,51 @@ def test_an_evaluation_over_graphql_says_its_rest_fallback_in_the_warnings() -> 
     assert fallen.result.bundle_hash == rest.result.bundle_hash
 
 
-@pytest.mark.parametrize(("argv", "expected"), [
-    (["evaluate", "o/r#1"], "graphql"), (["evaluate", "o/r#1", "--api", "rest"], "rest"),
-    (["backfill", "o/r"], "graphql"), (["backfill", "o/r", "--api", "rest"], "rest"),
+@pytest.mark.parametrize(("argv", "env", "expected"), [
+    (["evaluate", "o/r#1"], {}, "graphql"),
+    (["evaluate", "o/r#1", "--api", "rest"], {}, "rest"),
+    (["evaluate", "o/r#1"], {"TASKEVAL_API": "rest"}, "rest"),  # one setting for every command
+    (["evaluate", "o/r#1"], {"TASKEVAL_API": " REST "}, "rest"),
+    (["evaluate", "o/r#1"], {"TASKEVAL_API": ""}, "graphql"),
+    (["evaluate", "o/r#1", "--api", "graphql"], {"TASKEVAL_API": "rest"}, "graphql"),  # flag wins
+    (["evaluate", "o/r#1", "--api", "graphql"], {"TASKEVAL_API": "soap"}, "graphql"),
+    (["backfill", "o/r"], {}, "graphql"), (["backfill", "o/r", "--api", "rest"], {}, "rest"),
+    (["backfill", "o/r"], {"TASKEVAL_API": "rest"}, "rest"),
+    (["evaluate", "o/r#1"], {"TASKEVAL_API": "soap"},
+     "TASKEVAL_API must be rest or graphql, got 'soap'"),
 ])
-def test_commands_that_read_github_take_api(argv: list[str], expected: str) -> None:
-    from taskeval.cli import build_parser
+def test_commands_that_read_github_take_api(argv: list[str], env: dict[str, str],
+                                            expected: str) -> None:
+    from taskeval.cli import build_parser, resolve_api
 
-    assert build_parser().parse_args(argv).api == expected
+    args = build_parser().parse_args(argv)
+    problem = resolve_api(args, env)
+    assert (problem or args.api) == expected
+
+
+def test_a_bad_taskeval_api_is_one_line_and_sends_nothing(fake: FakeGitHub) -> None:
+    from tests.test_cli import run_cli
+
+    proc = run_cli("evaluate", f"{REPO}#482", "--no-ai",
+                   env={"GITHUB_TOKEN": FAKE_TOKEN, "GITHUB_API_URL": fake.url,
+                        "TASKEVAL_API": "soap"})
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip() == "taskeval: TASKEVAL_API must be rest or graphql, got 'soap'"
+    assert fake.log == []
+
+
+def test_taskeval_api_sets_the_library_default_and_an_explicit_option_wins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from taskeval.pipeline import Options
+
+    monkeypatch.delenv("TASKEVAL_API", raising=False)
+    assert Options().api == "graphql"
+    monkeypatch.setenv("TASKEVAL_API", "rest")
+    assert Options().api == "rest" and Options(api="graphql").api == "graphql"
+    monkeypatch.setenv("TASKEVAL_API", "soap")
+    with pytest.raises(ValueError, match="TASKEVAL_API must be rest or graphql"):
+        Options()
 
 
 def test_the_action_input_and_the_bot_setting_are_named_api() -> None:
@@ -422,9 +459,14 @@ def test_the_action_input_and_the_bot_setting_are_named_api() -> None:
 
     assert ActionInputs.from_env({"INPUT_API": "graphql"}).api == "graphql"
     assert ActionInputs.from_env({}).api == "graphql"  # the default
+    assert ActionInputs.from_env({"INPUT_API": ""}).api == "graphql"  # action.yml's default
     assert ActionInputs.from_env({"INPUT_API": "rest"}).api == "rest"
+    assert ActionInputs.from_env({"TASKEVAL_API": "rest"}).api == "rest"  # the workflow's env
+    assert ActionInputs.from_env({"INPUT_API": "graphql", "TASKEVAL_API": "rest"}).api == "graphql"
     with pytest.raises(InputError, match="'api' must be rest or graphql"):
         ActionInputs.from_env({"INPUT_API": "soap"})
+    with pytest.raises(InputError, match="TASKEVAL_API must be rest or graphql"):
+        ActionInputs.from_env({"TASKEVAL_API": "soap"})
     env = {"GITHUB_TOKEN": FAKE_TOKEN, "GITHUB_WEBHOOK_SECRET": "s" * 32, "TASKEVAL_API": "graphql"}
     assert Settings.from_env(env).api == "graphql"
     assert Settings.from_env({**env, "TASKEVAL_API": ""}).api == "graphql"  # the default

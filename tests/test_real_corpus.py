@@ -104,24 +104,16 @@ def _data_dir() -> Path:
 
 
 @pytest.fixture(scope="module")
-def corpus() -> Corpus:
-    ids = [i for ids in SAMPLE.values() for i in ids]
-    return load(_data_dir(), ids=ids)
+def corpus(sample_corpus: Corpus) -> Corpus:
+    return sample_corpus
 
 
 @pytest.fixture(scope="module")
-def results(corpus: Corpus) -> dict[int, tuple[PullRecord, dict[str, Any] | BaseException]]:
-    """Every sample PR evaluated in process (collection over HTTP to the replay), AI off.
-    A crash is kept as the exception, so one test can list them all."""
-    out: dict[int, tuple[PullRecord, dict[str, Any] | BaseException]] = {}
-    with serving(corpus) as replay:
-        gh = client(replay.url)
-        for pr in corpus.prs:
-            try:
-                out[pr.id] = (pr, as_json(evaluate(gh, pr)))
-            except Exception as exc:  # the test reports every crash, with its PR
-                out[pr.id] = (pr, exc)
-    return out
+def results(
+    sample_results: dict[int, tuple[PullRecord, dict[str, Any] | BaseException]],
+) -> dict[int, tuple[PullRecord, dict[str, Any] | BaseException]]:
+    """The sample evaluated once per run (tests/conftest.py)."""
+    return sample_results
 
 
 def _ok(results: dict[int, tuple[PullRecord, Any]]) -> list[tuple[PullRecord, dict[str, Any]]]:

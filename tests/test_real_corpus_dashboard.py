@@ -4,7 +4,8 @@ against the export of the same store: the agent page's PRs, decided PRs and time
 comparison of two agents' merge-rate difference against its CSV.
 
 The store holds the 40 sample PRs of each of the five agents (``tests/test_real_corpus.py``'s
-fixed sample), evaluated through the replay over HTTP with the AI off. Without the corpus the
+fixed sample), evaluated once per run through the replay over HTTP with the AI off (the
+``sample_results`` fixture of tests/conftest.py, which the real-PR tests read too). Without the corpus the
 tests skip and say so (``TASKEVAL_REQUIRE_CORPUS=1`` makes them fail); without Chromium likewise
 (``TASKEVAL_REQUIRE_BROWSER=1``).
 """
@@ -20,26 +21,22 @@ import pytest
 from bot.db import init_schema, make_engine, write
 from bot.export import rows
 from bot.results import record_from_result, store_evaluation
-from taskeval.corpus.aidev import FOLDER_AGENT, load
-from taskeval.corpus.evaluate import as_json, client, evaluate
-from taskeval.corpus.replay import serving
+from taskeval.corpus.aidev import FOLDER_AGENT
 from tests.test_dashboard_browser import Served, _csv, _fresh_cache, _need_browser, driver, shot  # noqa: F401
-from tests.test_real_corpus import SAMPLE, _data_dir
-
-PER_AGENT = 40  # the whole fixed sample: enough decided PRs per agent for the comparison
+from tests.test_real_corpus import PER_AGENT  # the whole fixed sample: enough decided PRs per agent
 
 
 @pytest.fixture(scope="module")
-def replay_store(tmp_path_factory: pytest.TempPathFactory) -> str:
-    _need_browser()
-    ids = [i for agent_ids in SAMPLE.values() for i in agent_ids[:PER_AGENT]]
-    corpus = load(_data_dir(), ids=ids)
+def replay_store(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> str:
+    _need_browser()  # before the sample is evaluated: without a browser there is nothing to do
+    evaluated = request.getfixturevalue("sample_results")  # the same run's 200 results
+    results = []
+    for pr, result in evaluated.values():
+        assert isinstance(result, dict), f"{pr.ref}: {result!r}"
+        results.append(result)
     url = f"sqlite:///{tmp_path_factory.mktemp('replay-dash') / 'taskeval.db'}"
     engine = make_engine(url)
     init_schema(engine)
-    with serving(corpus) as replay:
-        gh = client(replay.url)
-        results = [as_json(evaluate(gh, pr)) for pr in corpus.prs]
     with write(engine) as conn:
         for result in results:
             store_evaluation(conn, {**record_from_result(result), "stored_at": time.time()})

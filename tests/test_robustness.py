@@ -49,6 +49,7 @@ from taskeval.pipeline import publish_comment
 from taskeval.report import GITHUB_COMMENT_LIMIT, MARKER
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub, Fault
 from tests.fakeopenai import Action, Fail, FakeOpenAI, Reply, Stall, cite_first, judgement
+from tests.processes import child_env
 from tests.test_action_e2e import payload as event_payload
 from tests.test_action_e2e import run_action as run_action_process
 from tests.test_action_runner import parse_output_file
@@ -492,10 +493,7 @@ def test_a_429_then_an_answer_is_retried_into_a_blended_score(
 
 
 def process_env(**values: str) -> dict[str, str]:
-    base = {k: v for k, v in os.environ.items()
-            if not k.startswith(("GITHUB_", "GH_", "OPENAI_", "AZURE_", "TASKEVAL_", "INPUT_",
-                                 "RUNNER_"))}
-    return {**base, "PYTHONPATH": str(ROOT), **values}
+    return child_env(PYTHONPATH=str(ROOT), **values)
 
 
 def taskeval_process(*args: str, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:

@@ -8,7 +8,6 @@ comments), so "inert" is checked on the HTML a reader would get, not on the mark
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -32,6 +31,7 @@ from taskeval.report import MARKER, render_comment
 from tests import builders
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub, Fault
 from tests.fakeopenai import Fail, FakeOpenAI, Reply, cite_first
+from tests.processes import child_env
 from tests.test_action_e2e import payload as event_payload
 from tests.test_action_e2e import run_action as run_action_process
 
@@ -329,10 +329,7 @@ FAST_RETRY = {"retry-after-ms": "10"}
 
 
 def process_env(values: Mapping[str, str]) -> dict[str, str]:
-    base = {k: v for k, v in os.environ.items()
-            if not k.startswith(("GITHUB_", "GH_", "OPENAI_", "AZURE_", "TASKEVAL_", "INPUT_",
-                                 "RUNNER_"))}
-    return {**base, "PYTHONPATH": str(ROOT), **values}
+    return child_env(PYTHONPATH=str(ROOT), **values)
 
 
 def taskeval_process(*args: str, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:

@@ -36,7 +36,7 @@ from taskeval.raw import (
     RawUser,
 )
 from taskeval.redact import redact
-from taskeval.transports import API_CHOICES, DEFAULT_API
+from taskeval.transports import API_CHOICES, default_api
 
 # GitHub lists at most this many commits of a pull request (documented limit of the endpoint).
 PR_COMMIT_LIST_LIMIT: Final = 250
@@ -69,10 +69,10 @@ _REST_ONLY_LOCK = threading.Lock()
 
 
 def collect(gh: Github, repository: str, number: int, *, max_workers: int = 8,
-            meter: Meter | None = None, api: str = DEFAULT_API) -> RawCollection:
+            meter: Meter | None = None, api: str | None = None) -> RawCollection:
     """Fetch everything taskeval reads about one PR, concurrently, with no per-item requests.
 
-    ``api`` picks the transport (``taskeval.transports``: GraphQL by default):
+    ``api`` picks the transport (``taskeval.transports``: ``TASKEVAL_API``, else GraphQL):
     ``rest`` (below) or ``graphql`` (``_collect_graphql``: one
     GraphQL query for most of the evidence, REST for what GraphQL lacks); both give the same
     ``RawCollection``, so the same bundle. When the server has no GraphQL or refuses the token
@@ -100,6 +100,7 @@ def collect(gh: Github, repository: str, number: int, *, max_workers: int = 8,
     """
     if number < 1:
         raise ValueError(f"a pull request number is positive, got {number}")
+    api = api or default_api()
     if api not in API_CHOICES:
         raise ValueError(f"api is one of {', '.join(API_CHOICES)}, got {api!r}")
     reader = _Reader(gh, repository, number, meter)

@@ -16,6 +16,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import func, select
 
 from bot.settings import BotSettings, normalise_database_url
+from tests.processes import transport_env
 
 PAYLOADS = Path(__file__).parent / "payloads"
 SECRET = "test-webhook-secret-7f3a"
@@ -51,7 +52,8 @@ def delivery_headers(event: str, body: bytes, delivery: str,
 
 
 def settings_for(url: str, **overrides: Any) -> BotSettings:
-    env = {"GITHUB_WEBHOOK_SECRET": SECRET, "DATABASE_URL": url, "GITHUB_TOKEN": "ghp_" + "x" * 36}
+    env = {"GITHUB_WEBHOOK_SECRET": SECRET, "DATABASE_URL": url, "GITHUB_TOKEN": "ghp_" + "x" * 36,
+           **transport_env()}  # as a deployment that sets TASKEVAL_API
     base = BotSettings.from_env(env)
     return BotSettings(**{**base.__dict__, **overrides})
 

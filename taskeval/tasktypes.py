@@ -30,8 +30,9 @@ from types import MappingProxyType
 from typing import Final
 
 from taskeval.config import Settings, TaskTypeTarget
+from taskeval.evidence.vocabulary import issue_id
 from taskeval.memo import by_identity
-from taskeval.models import PullFacts, TaskType, TaskTypeName
+from taskeval.models import LinkedIssueEntry, PullFacts, TaskType, TaskTypeName
 
 TYPES: Final[tuple[TaskTypeName, ...]] = ("feature", "fix", "docs", "refactor", "test", "chore", "ci", "deps")
 # Several labels naming different types: the narrower kind of work wins (a dependency bump
@@ -264,6 +265,11 @@ class LinkedIssue:
 
     evidence_id: str  # e.g. "issue:12"
     labels: tuple[str, ...]
+
+
+def linked_issues_of(entries: Sequence[LinkedIssueEntry]) -> list[LinkedIssue]:
+    """The bundle's linked issues (``facts.linkedIssues``) as classification reads them."""
+    return [LinkedIssue(evidence_id=issue_id(e.number), labels=tuple(e.labels)) for e in entries]
 
 
 def classify(pull: PullFacts, settings: Settings | None = None,

@@ -34,8 +34,9 @@ def test_every_request_is_billed_and_the_comment_costs_what_the_docs_say() -> No
     # The bot knows its login; the CLI and the Action ask for theirs (GET /user).
     assert (costs["cli"]["comment"], costs["action"]["comment"], costs["app"]["comment"]) == (4, 4, 3)
     assert costs["cli"]["collection"] == costs["action"]["collection"] == costs["app"]["collection"]
-    # Over GraphQL: one query of one point, and the REST reads GraphQL lacks (issue object,
-    # timeline, workflow runs). The Action and the CLI write the comment with one mutation
+    # Over GraphQL: one query of one point, one more for the labels of the issue the PR's body
+    # fixes (#12), and the REST reads GraphQL lacks (issue object, timeline, workflow runs).
+    # The Action and the CLI write the comment with one mutation
     # (addComment, whose answer lists the comments the race check reads), found from what the
     # query read: no REST listing, no write over REST, and the Action no GET /user (the CLI
     # still learns its login first, for a REST fallback); the bot's path writes over REST.
@@ -45,9 +46,9 @@ def test_every_request_is_billed_and_the_comment_costs_what_the_docs_say() -> No
         assert cost["budget_used"] == cost["requests"] - cost["not_modified"], adapter
     assert {a: (c["graphql_queries"], c["points"], c["comment_queries"], c["comment_points"],
                 c["comment"]) for a, c in graphql.items()} == {
-        "action": (2, 2, 1, 1, 0), "cli": (2, 2, 1, 1, 1), "app": (1, 1, 0, 0, 3)}
+        "action": (3, 3, 1, 1, 0), "cli": (3, 3, 1, 1, 1), "app": (2, 2, 0, 0, 3)}
     # 1,000 REST requests and 1,000 points an hour: the Action's first evaluation of a PR
-    # costs 3 of each, its re-runs (updateIssueComment) 3 requests (2 charged) and 2 points.
+    # costs 3 of each, its re-runs (updateIssueComment) 3 requests (2 charged) and 3 points.
     action = graphql["action"]
     assert 1000 // max(action["budget_used"], action["points"]) >= 310
     assert action["rerun"] == 3 and action["rerun_charged"] <= 2

@@ -95,6 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     differ: dict[str, list[str]] = defaultdict(list)
     crashes: list[str] = []
     requests: dict[str, list[int]] = {api: [] for api in API}
+    # Where each PR's task type came from (the GraphQL result's; the REST one is the same
+    # whenever the results are), and the labels that typed it from a linked issue.
+    sources: Counter[str] = Counter()
+    issue_labels: Counter[str] = Counter()
     seconds: dict[str, float] = dict.fromkeys(API, 0.0)
     lock = threading.Lock()
     local = threading.local()
@@ -118,6 +122,10 @@ def main(argv: list[str] | None = None) -> int:
                     seconds[api] += got[api][2]
                 if reason:
                     differ[reason].append(f"{pr.agent} {pr.ref}")
+                task = got["graphql"][0].get("taskType") or {}
+                sources[str(task.get("source"))] += 1
+                if task.get("source") == "issue-label":
+                    issue_labels.update(task.get("matched") or [])
 
         t0 = time.perf_counter()
         with ThreadPoolExecutor(max_workers=max(1, args.workers)) as pool:
@@ -142,6 +150,11 @@ def main(argv: list[str] | None = None) -> int:
     for crash in crashes[:10]:
         lines.append(f"  - crash: {crash}")
     if compared:
+        lines.append(
+            "- Task types by source: " + ", ".join(f"{k} {v}" for k, v in sorted(sources.items()))
+            + "; the linked issues' labels that typed a PR: "
+            + ", ".join(f"{label} {n}" for label, n in issue_labels.most_common(10)) + ".")
+    if compared:
         lines += [
             "",
             "| transport | HTTP requests per PR (mean) | min | max | seconds per PR (mean) |",
@@ -161,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
             "prs": len(prs), "compared": compared, "differ": n_differ,
             "reasons": {k: v for k, v in differ.items()}, "crashes": crashes,
             "requests": {api: statistics.fmean(v) if v else None for api, v in requests.items()},
-            "seconds": seconds, "wall": wall,
+            "seconds": seconds, "wall": wall, "task_type_sources": dict(sources),
+            "issue_labels": dict(issue_labels),
         }, indent=2) + "\n")
     return 1 if n_differ or crashes else 0
 

@@ -433,7 +433,31 @@ class Backfill:
         if batch.sizes == [len(numbers)]:
             self.sizer.reported(len(numbers), batch.cost)
         self.batches.extend(batch.sizes)
+        self._read_linked([read.pull for read in batch.reads.values()
+                           if not isinstance(read, Exception)])
         self._reads.update(batch.reads)
+
+    def _read_linked(self, pulls: list[Any]) -> None:
+        """The batch's linked issues in one query (``Shared.read_linked``); one that fails
+        leaves each PR to read its own, which reports the failure as a single read would."""
+        from taskeval.github.client import clone
+        from taskeval.github.graphql import GraphQLUnavailable
+
+        if self._shared is None or not pulls:
+            return
+        meter = self.meter()
+        requester = clone(self.gh, meter)
+        try:
+            self._shared.read_linked(requester, self.opts.repository, pulls)
+        except (GitHubError, GraphQLUnavailable) as exc:
+            if isinstance(exc, RateLimitError):
+                raise
+        finally:
+            meter.close()
+            requester.close()
+            with self._count:
+                self.summary.requests += meter.requests
+                self.summary.points += meter.points
 
     def _close_shared(self) -> None:
         if self._shared_meter is not None:

@@ -190,6 +190,15 @@ class TimelineEntry(Model):
     label: str | None = _Detail
 
 
+class LinkedIssueEntry(Model):
+    """A linked issue collection read (``issue:<n>`` in taskMetadata), with its labels: the
+    third source of the PR's task type, so a re-scored bundle types the PR as it was typed."""
+
+    number: int
+    labels: list[str] = Field(default_factory=list)  # sorted
+    is_pull: bool = _Flag  # GitHub's issue object for this number is a pull request's
+
+
 class PullFacts(Model):
     number: int
     title: str
@@ -242,6 +251,11 @@ class BundleFacts(Model):
     # not be read ("timeline" in ``unavailable``). Left out of the JSON while None, so an older
     # bundle keeps its canonical form and its bundleHash.
     timeline: list[TimelineEntry] | None = Field(default=None, exclude_if=lambda v: v is None)
+    # The linked issues read for their labels, in reading order (closing links first); one that
+    # could not be read is "linked_issues" in ``unavailable``. Left out of the JSON while empty
+    # (every bundle stored before them, and every PR without a same-repository link), so an
+    # older bundle keeps its canonical form and its bundleHash.
+    linked_issues: list[LinkedIssueEntry] = Field(default_factory=list, exclude_if=_empty)
 
 
 class EvidenceBundle(Model):

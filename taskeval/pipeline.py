@@ -11,7 +11,7 @@ import functools
 import hashlib
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +36,7 @@ from taskeval.models import (
     EvidenceBundle,
     EvidenceGroup,
     JudgeInfo,
+    LinkedIssueEntry,
     PullFacts,
     PullRequestRef,
     Rescue,
@@ -55,7 +56,7 @@ from taskeval.signals import (
     stale_signals,
     unknown_signal_ids,
 )
-from taskeval.tasktypes import classify
+from taskeval.tasktypes import classify, linked_issues_of
 from taskeval.transports import Api, default_api
 
 if TYPE_CHECKING:  # PyGithub loads in a quarter of a second; re-scoring offline never needs it
@@ -179,7 +180,7 @@ def score_bundle(
     agent = kept.agent if kept and kept.agent is not None else attribute(bundle, settings)
     account = kept.account if kept and kept.account is not None else account_of(ctx)
     scored = _scored(signals, outcomes, judged, agent, _audit(bundle.groups), bundle.facts.pull, loaded,
-                     warnings or [], account)
+                     warnings or [], account, bundle.facts.linked_issues)
     return _result(bundle, loaded, options, scored, bundle_hash)
 
 
@@ -312,13 +313,14 @@ class _Scored:
 def _scored(
     signals: list[Signal], outcomes: Mapping[contract.Category, CategoryOutcome], judged: JudgeResult,
     agent: AgentAttribution, audit: EvidenceGroup, pull: PullFacts, loaded: LoadedConfig,
-    warnings: list[str], account: Account,
+    warnings: list[str], account: Account, linked: Sequence[LinkedIssueEntry] = (),
 ) -> _Scored:
     """The blend, the warnings and the task type, the same for a bundle and for what a stored
-    result stores (the task type reads only the PR's facts and the config, so it is never kept)."""
+    result stores (the task type reads only the PR's facts, its linked issues' labels and the
+    config, so it is never kept)."""
     notes = [*warnings, *_input_warnings(audit, pull, loaded), *_judge_warnings(judged.info)]
     return _Scored(signals, _blend(outcomes, judged, signals), judged.info, notes, agent, account,
-                   classify(pull, loaded.settings))
+                   classify(pull, loaded.settings, linked_issues_of(linked)))
 
 
 def _result(
@@ -576,12 +578,13 @@ def _from_stored(
         return None
     try:
         pull = PullFacts.model_validate(evidence["facts"]["pull"])
+        linked = _LINKED.validate_python(evidence["facts"].get("linkedIssues") or [])
         audit = EvidenceGroup.model_validate(next(g for g in evidence["groups"] if g["source"] == "runAudit"))
         repository, head_sha = (_TEXT.validate_python(evidence[key]) for key in ("repository", "headSha"))
     except (ValidationError, KeyError, TypeError, StopIteration):
         return None
     scored = _scored(signals, deterministic_scores(signals, loaded.settings), judged, kept.agent, audit, pull,
-                     loaded, [], kept.account)
+                     loaded, [], kept.account, linked)
     opts = replace(options, trigger="rescore", evaluated_at=_stamp(data, pull, options))
     fields = _fields(repository, head_sha, pull, loaded, opts, scored, data["bundleHash"])
     # Every field is validated already; constructing skips only the evidence it lacks.
@@ -591,6 +594,7 @@ def _from_stored(
 
 
 _TEXT = TypeAdapter(str)
+_LINKED = TypeAdapter(list[LinkedIssueEntry])
 
 
 def rescore_file(path: Path, options: Options) -> EvaluationResult:

@@ -179,11 +179,22 @@ class RawTimelineEvent(_Raw):
     source_title: str | None = None
 
 
+class RawLinkedIssue(_Raw):
+    """An issue the PR's text links (``issue:<n>`` in the bundle), read for its labels: the
+    third source of the PR's task type (``taskeval.tasktypes``). ``GET /issues/{n}`` answers a
+    PR number with the PR's issue object, so a linked "issue" may be a PR (``is_pull``); its
+    labels count the same, since they name the kind of work just as an issue's do."""
+
+    number: int
+    labels: list[str] = Field(default_factory=list)  # sorted, so both transports agree
+    is_pull: bool = False
+
+
 class CollectionIssue(_Raw):
     """A part of the evidence that could not be fetched, and why (e.g. 403 without `checks: read`)."""
 
     # issue | commits | reviews | review_comments | issue_comments | timeline | files | check_runs
-    # | workflow_runs | config
+    # | workflow_runs | config | linked_issues
     resource: str
     status: int | None = None  # HTTP status when there was one
     message: str
@@ -229,6 +240,10 @@ class RawCollection(_Raw):
     # read (then ``issues`` says why), [] when GitHub listed no event.
     timeline: list[RawTimelineEvent] | None = None
     config_text: str | None = None  # .github/taskeval.yml on the default branch, if any
+    # The linked issues read for their labels (``evidence.issues_to_read``: same repository,
+    # closing links first, at most three), in that order; one that could not be read is a gap
+    # in ``issues`` (resource ``linked_issues``) and is not listed here.
+    linked_issues: list[RawLinkedIssue] = Field(default_factory=list)
     issues: list[CollectionIssue] = Field(default_factory=list)
     requests: int = 0  # HTTP requests this collection made (GraphQL queries included)
     # How it was collected: "rest", or "graphql" (GraphQL for most evidence, REST for what

@@ -9,15 +9,16 @@ in this order, from
    (``[WIP]``, ``Draft:``, ``[DEVIN: Moritz]``) are stepped over. A dependency scope decides
    whatever the type says (``chore(deps):``, ``build(deps-dev):`` are ``deps``);
 2. the PR's labels (``bug``, ``documentation``, ``dependencies``, ``type: refactor`` ...);
-3. its linked issues' labels, when the bundle holds them;
+3. its linked issues' labels: the same-repository issues the PR text links that collection read
+   (at most three, closing links first), kept in the bundle's ``facts.linkedIssues``;
 
 and ``unknown`` when none of them says. A title without a prefix is not guessed from its words:
 "Fix the login page" has no prefix, and its labels decide. When several labels name different
 types the most specific wins (:data:`PRECEDENCE`); the result lists every label it matched.
 
-Pure: the PR's facts and the repository config (``task_types:``, whose entries are added to or
-override the built-in tables below; ``none`` removes one) decide it, so a re-scored result
-computes it again and never keeps a stored one.
+Pure: the PR's facts, its linked issues' labels and the repository config (``task_types:``,
+whose entries are added to or override the built-in tables below; ``none`` removes one) decide
+it, so a re-scored result computes it again and never keeps a stored one.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ from types import MappingProxyType
 from typing import Final
 
 from taskeval.config import Settings, TaskTypeTarget
+from taskeval.evidence.vocabulary import issue_id
 from taskeval.memo import by_identity
-from taskeval.models import PullFacts, TaskType, TaskTypeName
+from taskeval.models import LinkedIssueEntry, PullFacts, TaskType, TaskTypeName
 
 TYPES: Final[tuple[TaskTypeName, ...]] = ("feature", "fix", "docs", "refactor", "test", "chore", "ci", "deps")
 # Several labels naming different types: the narrower kind of work wins (a dependency bump
@@ -264,6 +266,11 @@ class LinkedIssue:
 
     evidence_id: str  # e.g. "issue:12"
     labels: tuple[str, ...]
+
+
+def linked_issues_of(entries: Sequence[LinkedIssueEntry]) -> list[LinkedIssue]:
+    """The bundle's linked issues (``facts.linkedIssues``) as classification reads them."""
+    return [LinkedIssue(evidence_id=issue_id(e.number), labels=tuple(e.labels)) for e in entries]
 
 
 def classify(pull: PullFacts, settings: Settings | None = None,

@@ -45,6 +45,7 @@ import responses
 from github.Requester import Requester
 
 from taskeval.corpus.replay import paginate
+from taskeval.evidence.vocabulary import issues_to_read
 from tests import fakegraphql
 from tests.fakegraphql import GRAPHQL_LIMIT
 
@@ -211,6 +212,7 @@ class _Repo:
     workflow_runs: list[dict[str, Any]] = field(default_factory=list)
     contents: dict[tuple[str, str], str] = field(default_factory=dict)  # (ref, path) -> text
     permissions: dict[str, tuple[str, str]] = field(default_factory=dict)  # login -> (perm, role)
+    issues: dict[int, dict[str, Any]] = field(default_factory=dict)  # plain issues (not PRs)
 
 
 class _Answer(Exception):
@@ -488,6 +490,7 @@ class FakeGitHub:
         config_text: str | None = None,
         created_at: datetime = BASE_TIME,
         via_app: str | None = None,
+        linked_issues: bool = True,
     ) -> FakePR:
         """A pull request with everything around it; defaults give a merged agent PR with green
         CI, one approving review, one review comment and a short conversation.
@@ -499,6 +502,9 @@ class FakeGitHub:
         run. ``fork="someone"`` opens the PR from ``someone/<name>`` (branch ``patch-1``).
         ``via_app="chatgpt-codex-connector"`` says the PR was opened through that GitHub App: as on
         GitHub, only its issue object (``/issues/{n}``) carries ``performed_via_github_app``.
+        The same-repository issues the body links (the default body fixes #12) are created as
+        plain issues labelled ``bug`` unless they exist already (``add_issue`` first to label
+        them otherwise) or ``linked_issues=False`` (then reading them answers 404).
         """
         self.add_repo(repo)
         if config_text is not None:
@@ -596,6 +602,10 @@ class FakeGitHub:
              "author_association": "OWNER"},
             {"user": author, "body": "Added `test_parse_none` and handled `None` input."},
         ]
+        if linked_issues:  # the issues the body links exist, as they do on GitHub
+            for linked in issues_to_read(title, data["body"], number, repo):
+                if linked not in self.repos[repo].issues and linked not in self.repos[repo].pulls:
+                    self.add_issue(repo, linked)
         with self._lock:
             state_repo = self.repos[repo]
             state_repo.pulls[number] = pull
@@ -608,6 +618,43 @@ class FakeGitHub:
             self._sync_counts(repo, number)
             self._add_ci(repo, pull, ci, rerun, ref, head_full)
         return FakePR(repo, number, data["head"]["sha"], ref, shas, data)
+
+    def add_issue(self, repo: str = "octo-org/widgets", number: int = 12, *,
+                  title: str = "parse_widget raises IndexError on empty input",
+                  labels: Sequence[str] = ("bug",), state: str = "open", user: str = "octocat",
+                  created_at: datetime = BASE_TIME - timedelta(days=2)) -> dict[str, Any]:
+        """A plain issue (not a PR), in GitHub's issue shape (``GET /repos/{o}/{r}/issues/{n}``
+        and the repository's issue listing); re-adding replaces it."""
+        self.add_repo(repo)
+        iid = _num("issue", repo, number) % 2_000_000_000 + 1
+        issue_url = f"/repos/{repo}/issues/{number}"
+        data = {
+            "id": iid, "node_id": f"I_{iid}", "url": _api(issue_url),
+            "repository_url": _api(f"/repos/{repo}"),
+            "labels_url": _api(f"{issue_url}/labels{{/name}}"),
+            "comments_url": _api(f"{issue_url}/comments"),
+            "events_url": _api(f"{issue_url}/events"),
+            "html_url": f"{self.html_base}/{repo}/issues/{number}",
+            "number": number, "title": title, "user": self.user(user),
+            "labels": [{"id": _num("label", lb), "node_id": f"LA_{_num('label', lb)}",
+                        "name": lb, "color": "d73a4a", "default": False} for lb in labels],
+            "state": state, "locked": False, "assignee": None, "assignees": [],
+            "milestone": None, "comments": 0, "created_at": _iso(created_at),
+            "updated_at": _iso(created_at), "closed_at": None, "author_association": "OWNER",
+            "active_lock_reason": None, "body": "", "performed_via_github_app": None,
+            "state_reason": None, "timeline_url": _api(f"{issue_url}/timeline"),
+        }
+        with self._lock:
+            self.repos[repo].issues[number] = data
+        return data
+
+    def issue_object(self, repo: str, number: int) -> dict[str, Any] | None:
+        """What ``GET /repos/{o}/{r}/issues/{n}`` answers: a PR's issue object, a plain
+        issue, or None (404)."""
+        state = self.repos[repo]
+        if number in state.pulls:
+            return self._pr_issue(repo, state.pulls[number])
+        return state.issues.get(number)
 
     def add_issue_comment(self, repo: str, number: int, body: str, *, user: str = "octocat",
                           author_association: str = "OWNER") -> dict[str, Any]:
@@ -931,7 +978,10 @@ class FakeGitHub:
             if route == "issues.list":
                 return self._page(self._list_issues(name, repo, query), query, path)
             if route == "issues.get":
-                return 200, self._pr_issue(name, self._pull(repo, match["n"])), {}
+                found = self.issue_object(name, int(match["n"]))
+                if found is None:
+                    raise _Answer(404, _error_body("Not Found", 404))
+                return 200, found, {}
             if route == "issues.comments":
                 if int(match["n"]) not in repo.pulls:
                     raise _Answer(404, _error_body("Not Found", 404))
@@ -1071,8 +1121,8 @@ class FakeGitHub:
         return [{k: v for k, v in d.items() if k not in full_only} for d in chosen]
 
     def _list_issues(self, name: str, repo: _Repo, query: Mapping[str, str]) -> list[Any]:
-        """``GET /repos/{o}/{r}/issues``: pull requests are issues here (the fake has no other
-        issues), each the object ``GET /issues/{n}`` answers; ``state`` (default open),
+        """``GET /repos/{o}/{r}/issues``: pull requests are issues here, beside the plain
+        issues, each the object ``GET /issues/{n}`` answers; ``state`` (default open),
         ``sort`` (created, updated, comments; default created), ``direction``, ``since``
         (updated at or after)."""
         state = query.get("state", "open")
@@ -1081,9 +1131,10 @@ class FakeGitHub:
                                                                   "comments"):
             raise _Answer(422, _error_body("Validation Failed", 422))
         since = query.get("since")
-        chosen = [self._pr_issue(name, p) for p in repo.pulls.values()
-                  if (state == "all" or p.data["state"] == state)
-                  and (not since or p.data["updated_at"] >= since)]
+        every = [self._pr_issue(name, p) for p in repo.pulls.values()] + [
+            i for n, i in repo.issues.items() if n not in repo.pulls]
+        chosen = [d for d in every if (state == "all" or d["state"] == state)
+                  and (not since or d["updated_at"] >= since)]
         key = "comments" if sort == "comments" else f"{sort}_at"
         chosen.sort(key=lambda d: (d[key], d["number"]), reverse=query.get("direction",
                                                                           "desc") == "desc")

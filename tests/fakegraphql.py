@@ -307,6 +307,10 @@ class Facts(Protocol):
     def commit(self, repo: str, sha: str) -> Mapping[str, Any] | None:
         """A commit of one of the repository's PRs, in the PR commit listing's shape."""
 
+    def issue(self, repo: str, number: int) -> Mapping[str, Any] | None:
+        """``GET /repos/{o}/{r}/issues/{n}``: an issue, or a PR's issue object (with
+        ``pull_request``)."""
+
 
 class Resolver:
     """One request's view of a ``Facts`` source, shaped as GitHub's GraphQL objects."""
@@ -342,6 +346,9 @@ class Resolver:
         if kind == "PullRequest":
             data = _asked(lambda: self.facts.pull(repo_name, int(rest[0])))
             found = self._pull(repo_name, data) if data is not None else None
+        elif kind == "Issue":
+            data = _asked(lambda: self.facts.issue(repo_name, int(rest[0])))
+            found = self._issue(repo_name, data) if data is not None else None
         elif kind == "Commit":
             found = self._commit_by_sha(repo_name, rest[0])
         elif kind == "PullRequestReviewThread":
@@ -375,6 +382,24 @@ class Resolver:
             return {"__typename": "Blob", "id": node_id("Blob", name, ref, path), "text": text,
                     "isBinary": False, "isTruncated": False, "byteSize": len(text.encode())}
 
+        def issue_or_pull_request(info: GraphQLResolveInfo, number: int) -> dict[str, Any]:
+            found = _asked(lambda: facts.issue(name, number))
+            if found is None:
+                raise _error(f"Could not resolve to an issue or pull request with the number of "
+                             f"{number}.", "NOT_FOUND")
+            if found.get("pull_request"):
+                pull = _asked(lambda: facts.pull(name, number))
+                if pull is not None:
+                    return self._pull(name, pull)
+            return self._issue(name, found)
+
+        def issue(info: GraphQLResolveInfo, number: int) -> dict[str, Any]:
+            found = _asked(lambda: facts.issue(name, number))
+            if found is None or found.get("pull_request"):
+                raise _error(f"Could not resolve to an Issue with the number of {number}.",
+                             "NOT_FOUND")
+            return self._issue(name, found)
+
         default = data.get("default_branch")
         return {
             "__typename": "Repository", "id": node_id("Repository", name),
@@ -382,6 +407,21 @@ class Resolver:
             "url": data["html_url"],
             "defaultBranchRef": {"name": default, "prefix": "refs/heads/"} if default else None,
             "pullRequest": pull_request, "object": git_object,
+            "issueOrPullRequest": issue_or_pull_request, "issue": issue,
+        }
+
+    @staticmethod
+    def _issue(name: str, data: Mapping[str, Any]) -> dict[str, Any]:
+        """An ``Issue`` from its REST object: what the collector reads of one (its labels)."""
+        number = data["number"]
+        return {
+            "__typename": "Issue", "id": node_id("Issue", name, number),
+            "databaseId": data.get("id"), "number": number, "title": data.get("title") or "",
+            "body": data.get("body") or "", "state": str(data.get("state") or "open").upper(),
+            "url": data.get("html_url"), "createdAt": data.get("created_at"),
+            "author": actor(data.get("user")),
+            "labels": connection(lambda **_: [{"name": lb["name"]}
+                                              for lb in data.get("labels") or []]),
         }
 
     def _pull(self, name: str, data: Mapping[str, Any]) -> dict[str, Any]:
@@ -719,6 +759,10 @@ class _FakeFacts:
         state = self._need(repo)
         return next((c for pull in state.pulls.values() for c in pull.commits if c["sha"] == sha),
                     None)
+
+    def issue(self, repo: str, number: int) -> Mapping[str, Any] | None:
+        self._need(repo, "issues", "pull_requests")
+        return self.fake.issue_object(repo, number)
 
     def viewer_login(self) -> str | None:
         return self.identity.login if self.identity is not None else None

@@ -408,7 +408,8 @@ def test_a_pr_opened_through_the_codex_app_is_attributed_from_its_issue_object(
         result = evaluate_pull_request(make_client(FAKE_TOKEN, base_url=fake.url, retries=0),
                                        "acme/widgets", 31, Options(ai="off")).result
 
-    assert fake.count(route="issues.get") == 1  # one read of the issue object, no more
+    # One read of the issue object, no more (beside it, the issue the body fixes, #12).
+    assert sum(r.path == "/repos/acme/widgets/issues/31" for r in fake.log) == 1
     assert result.agent is not None
     assert result.agent.id == agent
     if confidence is not None:

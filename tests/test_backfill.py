@@ -86,8 +86,8 @@ def test_backfill_stores_each_merged_pr_once_and_a_rerun_fetches_nothing(
         # The issue objects come from the repository's issue listing, not one request per PR;
         # each PR's timeline is its own read (docs/backfill.md).
         assert served.count(route="issues.get") == 0 and served.count(route="issues.list") >= 1
-    else:
-        assert served.count(route="issues.get") == 6
+    else:  # each PR's issue object, and the issue its body fixes (#12), for its labels
+        assert served.count(route="issues.get") == 12
     assert served.count(route="issues.timeline") == 6
     before = served.count(route="issues.timeline") + served.count(route="graphql")
     again = run(served, store)

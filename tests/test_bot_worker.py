@@ -343,5 +343,6 @@ def test_the_worker_stores_the_same_evaluation_through_either_transport(
         results[api] = (result, fake.count(route="graphql"), fake.count())
     (graphql, queries, graphql_requests), (rest, none, rest_requests) = results.values()
     assert graphql == rest
-    # Over GraphQL: the PR's one query, then the comment's ``addComment`` (no REST write).
-    assert (queries, none) == (2, 0) and graphql_requests < rest_requests
+    # Over GraphQL: the PR's query, one for the labels of the issue it fixes (#12), then the
+    # comment's ``addComment`` (no REST write); none over REST.
+    assert (queries, none) == (3, 0) and graphql_requests < rest_requests

@@ -84,24 +84,24 @@ def test_evaluate_gives_the_same_result_through_either_transport(
 
 def test_collection_makes_one_request_per_page_for_150_commits(fake: FakeGitHub, env: dict[str, str]) -> None:
     """No N+1: 150 commits cost two commit pages, not 150 commit requests (GraphQL, the default:
-    the first query holds 50 of them and one node(id:) query the other 100; REST still reads
-    what GraphQL lacks, one request a page)."""
+    the first query holds 50 of them and one node(id:) query the other 100, one more the labels
+    of the issue the PR fixes; REST still reads what GraphQL lacks, one request a page)."""
     fake.add_pr(REPO, 150, commits=150)
     fake.reset_log()
     proc = run_cli("evaluate", f"{REPO}#150", "--no-ai", env=env)
     assert proc.returncode == 0, proc.stderr
-    assert dict(fake.counts()) == {"graphql": 2, "issues.get": 1, "issues.timeline": 2,
+    assert dict(fake.counts()) == {"graphql": 3, "issues.get": 1, "issues.timeline": 2,
                                    "actions.runs": 2}
     fake.reset_log()
     proc = run_cli("evaluate", f"{REPO}#150", "--no-ai", "--api", "rest", env=env)
     assert proc.returncode == 0, proc.stderr
     # REST: one request per page of each resource: 150 commits, their 150 workflow runs and the
     # timeline that lists the commits are two pages each; the PR's issue object (the App it was
-    # opened through) is one request
+    # opened through) is one request, and the issue the PR fixes (#12, for its labels) one more
     assert dict(fake.counts()) == {
         "repos.get": 1,
         "pulls.get": 1,
-        "issues.get": 1,
+        "issues.get": 2,
         "pulls.commits": 2,
         "actions.runs": 2,
         "pulls.reviews": 1,

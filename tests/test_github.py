@@ -34,8 +34,9 @@ from tests.fakegithub import ACTIONS_PERMISSIONS, FAKE_TOKEN, FakeGitHub, Fault,
 
 REPO = "octo-org/widgets"
 # One request each: repository, PR, the PR's issue object, commits, reviews, review comments,
-# conversation comments, issue timeline, files, config, check runs, workflow runs.
-BASELINE_REQUESTS = 12
+# conversation comments, issue timeline, files, config, check runs, workflow runs, and the issue
+# the default PR body fixes (#12), read for its labels.
+BASELINE_REQUESTS = 13
 
 
 def collect(gh: Github, repository: str, number: int, **kwargs: object) -> RawCollection:
@@ -322,7 +323,8 @@ def test_the_app_a_pr_was_opened_through_comes_from_its_issue_object(fake: FakeG
     raw = collect(client(fake), REPO, 482)
 
     assert raw.pull.performed_via_github_app == "chatgpt-codex-connector" and raw.issues == []
-    assert fake.count(route="issues.get") == 1 and fake.count(route="pulls.get") == 1
+    # The PR's issue object once, and the issue its body fixes (#12) for its labels.
+    assert fake.count(route="issues.get") == 2 and fake.count(route="pulls.get") == 1
     assert raw.requests == len(fake.log) == BASELINE_REQUESTS
 
 
@@ -356,7 +358,8 @@ def test_a_failing_issue_object_fails_like_any_listing(fake: FakeGitHub) -> None
 
     with pytest.raises(GitHubError, match="issue object"):
         collect(client(fake), REPO, 482)
-    assert fake.count(route="issues.get") == 3  # the first try and two retries
+    # The first try and two retries (beside them, #12 may be read for its labels).
+    assert sum(r.path == f"/repos/{REPO}/issues/482" for r in fake.log) == 3
 
 
 @pytest.mark.parametrize(

@@ -111,6 +111,17 @@ def _copilot_named_twice(fake: FakeGitHub) -> int:
     return 12
 
 
+def _linked_issues(fake: FakeGitHub) -> int:
+    """A PR that links issues of every kind: labelled, unlabelled, a PR, one that does not
+    exist, another repository's, and more than the three that are read."""
+    fake.add_issue(REPO, 20, labels=["Type: Bug", "good first issue"])
+    fake.add_issue(REPO, 21, labels=[])
+    fake.add_pr(REPO, 22, labels=["documentation"], body="Docs for the parser.")
+    fake.add_pr(REPO, 13, title="Guard the parser", labels=(), linked_issues=False, body=(
+        "Fixes #20, fixes #22 and closes #23; resolves other-org/lib#4.\n\nSee #21 and #24."))
+    return 13
+
+
 Scenario = Callable[[FakeGitHub], int]
 SCENARIOS: dict[str, Scenario] = {
     "merged agent PR, green CI": lambda f: f.add_pr(REPO, 482).number,
@@ -136,6 +147,7 @@ SCENARIOS: dict[str, Scenario] = {
     "130 check runs on the head": _many_checks,
     "105 labels, assignees, requested reviewers": _labelled_and_assigned,
     "Copilot: two REST logins, one GraphQL login": _copilot_named_twice,
+    "linked issues: labelled, missing, a PR, cross-repository, past the cap": _linked_issues,
 }
 
 
@@ -175,15 +187,21 @@ def test_same_bundle_over_http_from_the_served_fake(build: Scenario) -> None:
     _assert_same(rest, graphql)
 
 
-def test_a_typical_pr_costs_one_query_one_point_and_three_rest_reads() -> None:
+@pytest.mark.parametrize(("body", "queries"), [
+    ("Handles empty input.", 1),  # no linked issue: nothing extra
+    (None, 2),  # the default body fixes #12: one more query, for its labels
+], ids=["no-link", "fixes-12"])
+def test_a_typical_pr_costs_one_query_one_point_and_three_rest_reads(body: str | None,
+                                                                     queries: int) -> None:
     fake = FakeGitHub()
-    fake.add_pr(REPO, 482)
+    fake.add_pr(REPO, 482, body=body)
     with fake.mock():
         raw = collect(client(fake), REPO, 482, api="graphql")
-    assert (raw.graphql_queries, raw.graphql_points, raw.requests) == (1, 1, 4)
-    assert fake.graphql_points == 1 and raw.graphql_remaining == fake.graphql_remaining
+    assert (raw.graphql_queries, raw.graphql_points, raw.requests) == (queries, queries, 3 + queries)
+    assert fake.graphql_points == queries and raw.graphql_remaining == fake.graphql_remaining
     # REST for what GraphQL lacks: the issue object's App, the timeline, the workflow runs.
-    assert fake.counts() == {"graphql": 1, "issues.get": 1, "issues.timeline": 1, "actions.runs": 1}
+    assert fake.counts() == {"graphql": queries, "issues.get": 1, "issues.timeline": 1,
+                             "actions.runs": 1}
 
 
 def test_every_connection_is_paged_to_its_end() -> None:
@@ -192,8 +210,9 @@ def test_every_connection_is_paged_to_its_end() -> None:
     with fake.mock():
         raw = collect(client(fake), REPO, number, api="graphql")
     assert (len(raw.reviews), len(raw.review_comments), len(raw.issue_comments)) == (110, 130, 120)
-    # Pages after the first are read by node(id:), 100 at a time.
-    assert raw.graphql_queries == 1 + 1 + 1 + 1 + 1  # first, reviews, threads, comments, a thread
+    # Pages after the first are read by node(id:), 100 at a time; the default body fixes #12,
+    # whose labels take one more query.
+    assert raw.graphql_queries == 1 + 1 + 1 + 1 + 1 + 1  # first, reviews, threads, comments, a thread, #12
 
 
 # ----------------------------------------------------------------------- the schema
@@ -359,7 +378,8 @@ def test_a_refused_non_null_connection_is_the_same_gap_as_rest(
         rest = collect(gh, REPO, 482, api="rest")
         graphql = collect(gh, REPO, 482, api="graphql")
     assert [i.resource for i in rest.issues] == [i.resource for i in graphql.issues] == [resource]
-    assert graphql.graphql_queries == 2 and fake.count(route="graphql") == 2
+    # The first query, asked again without the refused connection, and #12's labels.
+    assert graphql.graphql_queries == 3 and fake.count(route="graphql") == 3
     assert rest.issues[0].message == graphql.issues[0].message
     if resource == "commits":
         # Known difference (docs/collection.md): the count lives on the refused connection.
@@ -544,3 +564,15 @@ def test_any_generated_pr_gives_the_same_bundle_through_both_transports(
     with fake.mock():
         rest, graphql = _both(fake, 482)
     _assert_same(rest, graphql)
+
+
+def test_the_linked_issue_scenario_reads_what_it_says() -> None:
+    fake = FakeGitHub()
+    number = _linked_issues(fake)
+    with fake.mock():
+        rest, graphql = _both(fake, number)
+    for raw in (rest, graphql):
+        assert [(i.number, i.labels, i.is_pull) for i in raw.linked_issues] == [
+            (20, ["Type: Bug", "good first issue"], False), (22, ["documentation"], True)]
+        assert [(i.resource, i.status) for i in raw.issues] == [("linked_issues", 404)]
+    assert graphql.graphql_queries == 2  # the PR, then its three linked issues in one query

@@ -221,8 +221,9 @@ def test_a_worker_stops_short_of_either_reserve_while_the_other_budget_has_room(
     assert core_row is not None and graphql_row is not None
     rest_sent = sum(1 for r in fake.log if r.route not in ("graphql", "rate_limit")
                     and r.status != 304)  # the reads repeated from the first try are free
-    assert fake.graphql_points - points_before == 1
-    assert graphql_row["remaining"] == fake.graphql_remaining == 5000 - 1
+    # The PR's query and the labels of the issue it fixes (#12), a point each.
+    assert fake.graphql_points - points_before == 2
+    assert graphql_row["remaining"] == fake.graphql_remaining == 5000 - 2
     assert core_row["remaining"] == fake.rate_remaining == 5000 - rest_sent
 
     # The comment's write is taken from the same shared budget: one mutation, one point.
@@ -232,7 +233,7 @@ def test_a_worker_stops_short_of_either_reserve_while_the_other_budget_has_room(
     graphql_row = Budget(engine, key, resource="graphql").state()
     core_row = Budget(engine, key).state()
     assert graphql_row is not None and core_row is not None
-    assert graphql_row["remaining"] == fake.graphql_remaining == 5000 - 2
+    assert graphql_row["remaining"] == fake.graphql_remaining == 5000 - 3
     assert core_row["remaining"] == fake.rate_remaining == 5000 - rest_sent
 
 

@@ -24,7 +24,11 @@ What it serves is what the dataset holds, shaped as GitHub serves it:
   signatures), reviews, conversation comments, the timeline (``/issues/{n}/timeline``), the PR's
   own issue object (``/issues/{n}``, with ``pull_request``; ``performed_via_github_app`` is always
   null, since the data does not record the App a PR was opened through) and the issues the PR
-  links (``/issues/{n}`` and their timelines).
+  links (``/issues/{n}`` and their timelines; GraphQL's ``issueOrPullRequest``). A linked issue's
+  ``labels`` are derived, since ``issues.csv`` has no label column: the ``labeled`` events of
+  ``issue_timelines.csv`` not undone by a later ``unlabeled``, in time order, over the whole
+  timeline (the collection's "now" is when the dataset was collected; see ``issue_labels``).
+  An issue the data does not hold answers 404, whatever GitHub would have answered.
 
 What the data lacks is answered ``403`` with a GitHub-shaped body whose message names the gap, so
 an evaluation records partial evidence instead of reading "no CI" from an empty list: check runs,
@@ -253,7 +257,19 @@ def event_payload(owner_id: int, index: int, event: TimelineEvent) -> dict[str, 
     return data
 
 
+def issue_labels(issue: Issue) -> list[str]:
+    """The labels an issue carries now, as the data lets them be known: ``issues.csv`` has no
+    label column, so they are the issue timeline's ``labeled`` events not undone by a later
+    ``unlabeled`` one, in time order (the timeline up to when the dataset was collected, which
+    stands for the present a collection sees). A label put on before the timeline begins, or
+    one the timeline dropped, is not known; an issue without label events carries none."""
+    events = sorted(issue.timeline, key=lambda e: e.created_at or "")
+    return _net(events, "labeled", "unlabeled", lambda e: e.label)
+
+
 def issue_payload(repository: str, issue: Issue) -> dict[str, Any]:
+    """``GET /repos/{o}/{r}/issues/{n}`` for a linked issue; its ``labels`` from
+    :func:`issue_labels`."""
     return {
         "id": issue.id,
         "number": issue.number,
@@ -265,6 +281,7 @@ def issue_payload(repository: str, issue: Issue) -> dict[str, Any]:
         "html_url": issue.html_url,
         "body": issue.body,
         "repository_url": f"{HTML_BASE}/{repository}",
+        "labels": [{"name": n} for n in issue_labels(issue)],
     }
 
 
@@ -543,6 +560,15 @@ class ReplayFacts:
 
     def content(self, repo: str, ref: str | None, path: str) -> str | None:
         return None  # REST answers 404: no config, defaults apply
+
+    def issue(self, repo: str, number: int) -> Mapping[str, Any] | None:
+        """``GET /issues/{n}``: a PR's issue object or a linked issue (its labels derived from
+        its timeline); None (404) for a number the data does not hold."""
+        pr = self.replay.corpus.pull(repo, number)
+        if pr is not None:
+            return pr_as_issue(pr)
+        issue = self.replay.corpus.issue(repo, number)
+        return issue_payload(repo, issue) if issue is not None else None
 
     def commit(self, repo: str, sha: str) -> Mapping[str, Any] | None:
         for pr in self.replay.corpus.prs:

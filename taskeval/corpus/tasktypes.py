@@ -2,10 +2,14 @@
 
 Each AIDev-pop agent folder holds ``gpt_conventional_commits.csv``: a Conventional Commits type
 per PR, assigned by the dataset's authors with a language model from the PR's title and
-description. taskeval reads only the title's prefix and the labels (the PR's labels are the
-net ``labeled``/``unlabeled`` events of ``pr_timelines.csv``; the Devin folder has no timelines),
-so it says ``unknown`` where neither names a type. :func:`agreement` compares the two per type:
-how often taskeval says anything (coverage) and, where it does, how often it says the same.
+description. taskeval reads the title's prefix, the PR's labels (the net ``labeled``/``unlabeled``
+events of ``pr_timelines.csv``; the Devin folder has no timelines) and then its linked issues'
+labels: the issues collection would read (``evidence.vocabulary.issues_to_read`` of the title
+and body) that the data holds, each with the labels the replay serves for it
+(``replay.issue_labels``, or a linked PR's own labels), so this is what an evaluation through
+the replay gives. It says ``unknown`` where none names a type. :func:`agreement` compares the
+two per type: how often taskeval says anything (coverage) and, where it does, how often it says
+the same.
 
 ``python -m taskeval.corpus.tasktypes [--sample]`` prints the table docs/tasktypes.md shows.
 """
@@ -21,9 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from taskeval.corpus.aidev import AGENT_FOLDERS, default_data_dir
+from taskeval.corpus.aidev import AGENT_FOLDERS, Corpus, PullRecord, default_data_dir, load
+from taskeval.corpus.replay import issue_labels
+from taskeval.evidence.vocabulary import issue_id, issues_to_read
 from taskeval.models import PullFacts
-from taskeval.tasktypes import BUILTIN_PREFIXES, TYPES, classify
+from taskeval.tasktypes import BUILTIN_PREFIXES, TYPES, LinkedIssue, classify
 
 GPT_FILE: Final = "gpt_conventional_commits.csv"
 # The dataset's Conventional Commits types as taskeval's task types (the built-in prefix table;
@@ -41,6 +47,7 @@ class Row:
     dataset: str  # the dataset's type mapped to a task type, "unknown" for "other"
     ours: str
     source: str
+    issue_labels: tuple[str, ...] = ()  # the linked issues' labels that named the type, if they did
 
 
 def _labels(folder: Path) -> dict[int, tuple[str, ...]]:
@@ -62,20 +69,41 @@ def _labels(folder: Path) -> dict[int, tuple[str, ...]]:
     return {pr: tuple(labels) for pr, labels in current.items()}
 
 
+def _linked(corpus: Corpus, pr: PullRecord, labels: dict[int, tuple[str, ...]]) -> list[LinkedIssue]:
+    """The linked issues an evaluation through the replay reads, with the labels it serves."""
+    out = []
+    for number in issues_to_read(pr.title, pr.body, pr.number, pr.repository):
+        other = corpus.pull(pr.repository, number)
+        issue = corpus.issue(pr.repository, number) if other is None else None
+        if other is not None:
+            held = labels.get(other.id, ())
+        elif issue is not None:
+            held = tuple(issue_labels(issue))
+        else:
+            continue  # the replay answers 404: not read
+        out.append(LinkedIssue(evidence_id=issue_id(number), labels=tuple(sorted(held))))
+    return out
+
+
 def rows(data_dir: Path | None = None, folders: Iterable[str] = AGENT_FOLDERS) -> Iterator[Row]:
-    """Every PR of the dataset's type table, with taskeval's type from its title and labels."""
+    """Every PR of the dataset's type table, with taskeval's type from its title, its labels and
+    its linked issues' labels."""
     root = data_dir or default_data_dir()
+    corpus = load(root, agents=list(folders))
+    labels = {pid: held for agent in folders for pid, held in _labels(root / agent).items()}
+    by_id = {p.id: p for p in corpus.prs}
     for agent in folders:
-        folder = root / agent
-        labels = _labels(folder)
-        with (folder / GPT_FILE).open(newline="", encoding="utf-8") as f:
+        with (root / agent / GPT_FILE).open(newline="", encoding="utf-8") as f:
             for rec in csv.DictReader(f):
                 pr = int(rec["id"])
+                record = by_id.get(pr)
+                linked = _linked(corpus, record, labels) if record is not None else []
                 got = classify(PullFacts(
                     number=0, title=rec["title"], author="-", labels=list(labels.get(pr, ())), state="closed",
-                    created_at="", head_sha="", head_ref="", base_ref="", url=""))
+                    created_at="", head_sha="", head_ref="", base_ref="", url=""), issues=linked)
                 yield Row(agent, pr, rec["title"], labels.get(pr, ()),
-                          DATASET_TYPES.get(rec["type"].strip().lower(), "unknown"), got.type, got.source)
+                          DATASET_TYPES.get(rec["type"].strip().lower(), "unknown"), got.type, got.source,
+                          tuple(got.matched) if got.source == "issue-label" else ())
 
 
 def in_sample(pr_id: int, per_mille: int = 100) -> bool:
@@ -140,7 +168,34 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     found = [r for r in rows(root) if not args.sample or in_sample(r.id)]
     print(table(found))
+    print()
+    print(sources(found))
     return 0
+
+
+def sources(found: list[Row]) -> str:
+    """Where the types came from, and the PRs typed by a linked issue's labels: how often the
+    dataset agrees, and which labels did it (the ones to read for false positives)."""
+    by_source: dict[str, int] = defaultdict(int)
+    for row in found:
+        by_source[row.source] += 1
+    typed = [r for r in found if r.source == "issue-label"]
+    same = sum(r.ours == r.dataset for r in typed)
+    used: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for r in typed:
+        for label in r.issue_labels:
+            cell = used[(label, r.ours)]
+            cell[0] += 1
+            cell[1] += r.ours == r.dataset
+    lines = [f"sources: {', '.join(f'{k} {v}' for k, v in sorted(by_source.items()))}; "
+             f"typed by a linked issue's labels: {len(typed)} of {len(found)}, the dataset's type "
+             f"for {same} of them",
+             "",
+             "| linked issue's label | taskeval type | PRs | dataset agrees |",
+             "|---|---|---:|---:|"]
+    for (label, kind), (n, agree) in sorted(used.items(), key=lambda kv: -kv[1][0]):
+        lines.append(f"| {label} | {kind} | {n} | {agree} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

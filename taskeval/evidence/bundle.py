@@ -45,6 +45,7 @@ from taskeval.models import (
     CommitEntry,
     EvidenceBundle,
     FileEntry,
+    LinkedIssueEntry,
     PullFacts,
     ReviewEntry,
     RunEntry,
@@ -163,6 +164,8 @@ def _facts_of(raw: RawCollection) -> BundleFacts:
         ],
         unavailable=sorted({i.resource for i in raw.issues}),
         timeline=None if raw.timeline is None else [timeline_entry(e) for e in raw.timeline],
+        linked_issues=[LinkedIssueEntry(number=i.number, labels=sorted(i.labels), is_pull=i.is_pull)
+                       for i in raw.linked_issues],
     )
 
 

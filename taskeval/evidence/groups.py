@@ -52,7 +52,6 @@ from typing import Any, Final, TypeVar
 
 from taskeval.contract import COMMENT_MARKER
 from taskeval.evidence.vocabulary import (
-    BODY_LIMIT,
     DEFAULT_PATTERNS,
     SUBJECT_LIMIT,
     IssueLink,
@@ -73,6 +72,7 @@ from taskeval.evidence.vocabulary import (
     outcome_of,
     parse_trailers,
     pr_id,
+    pr_text,
     reverted_sha,
     seconds_between,
     subject_of,
@@ -222,9 +222,12 @@ def _task_metadata(raw: RawCollection, links: list[IssueLink]) -> EvidenceGroup:
     )
     candidates = [_Candidate((0,), (0,), pr_item)]
     base = raw.html_base.rstrip("/")
+    read = {i.number: i for i in raw.linked_issues}
     for pos, link in enumerate(links, start=1):
         repo = link.repo or raw.repository
         verb = link.keyword or "mentions"
+        # The labels of an issue collection read (``RawCollection.linked_issues``), only then.
+        got = read.get(link.number) if link.repo is None else None
         candidates.append(
             _Candidate(
                 (1, pos), (1, pos),
@@ -234,7 +237,9 @@ def _task_metadata(raw: RawCollection, links: list[IssueLink]) -> EvidenceGroup:
                     label=f"{verb} {repo}#{link.number}",
                     url=f"{base}/{repo}/issues/{link.number}",
                     facts=_facts(number=link.number, repository=repo, keyword=link.keyword,
-                                 closing=link.closing),
+                                 closing=link.closing,
+                                 labels=(", ".join(sorted(got.labels)) or None) if got else None,
+                                 isPullRequest=True if got and got.is_pull else None),
                 ),
             )
         )
@@ -741,7 +746,7 @@ def _run_audit(raw: RawCollection, cids: dict[int, str]) -> EvidenceGroup:
 def build_groups(raw: RawCollection) -> list[EvidenceGroup]:
     """The eight groups, in contract order, of a normalised collection."""
     pull = raw.pull
-    links = linked_issues(f"{pull.title}\n{excerpt(pull.body, BODY_LIMIT)}", raw.repository)
+    links = linked_issues(pr_text(pull.title, pull.body), raw.repository)
     cids = check_ids((c.id, c.name) for c in raw.check_runs)
     ci = _latest_outcomes(raw)
     builders: dict[GroupName, Callable[[], EvidenceGroup]] = {

@@ -301,6 +301,33 @@ def linked_issues(text: str, repository: str) -> list[IssueLink]:
     return list(_linked_issues(text, repository))
 
 
+# Linked issues read for their labels (the third source of a PR's task type): a body naming fifty
+# issues must not cost fifty reads, and the closing links, read first, are the task itself.
+MAX_LINKED_ISSUE_READS: Final = 3
+
+
+def pr_text(title: str, body: str) -> str:
+    """The PR text links are read from: the title and the bounded body the bundle keeps, so the
+    ``issue:<n>`` items and the issues collection reads for them come from the same text."""
+    return f"{title}\n{excerpt(body, BODY_LIMIT)}"
+
+
+def issues_to_read(title: str, body: str, number: int, repository: str,
+                   cap: int = MAX_LINKED_ISSUE_READS) -> list[int]:
+    """The linked issues collection reads labels from: those the bundle lists as ``issue:<n>``
+    (:func:`linked_issues` of :func:`pr_text`) in the PR's own repository, closing-keyword links
+    first, never the PR itself, at most ``cap``. Another repository's issue is left out: its
+    labels follow another project's conventions, and reading it needs access the token may
+    not have."""
+    out: list[int] = []
+    for link in linked_issues(pr_text(title, body), repository):
+        if link.repo is None and link.number != number and link.number not in out:
+            out.append(link.number)
+            if len(out) >= cap:
+                break
+    return out
+
+
 def near_anchors(pattern: re.Pattern[str], text: str, anchors: re.Pattern[str]) -> Iterator[re.Match[str]]:
     """``pattern.finditer(text)`` for a pattern whose every match holds an anchor and spans at
     most the anchor's whitespace-delimited token and the two tokens ahead of it, ending

@@ -11,6 +11,9 @@ backfill reads hundreds of PRs of one repository, so it amortises what GitHub le
   PRs being evaluated reach, instead of ``GET /issues/{n}`` per PR.
 * **Workflow runs**: the repository's runs listed once per day range (:class:`RunIndex`),
   instead of one listing per PR's branch; each PR takes the runs of its branch and window from it.
+* **Linked issues' labels** (the third source of a task type): from the issue listing above
+  where it has reached the issue, else one GraphQL query for the whole batch's linked issues
+  (:meth:`Shared.read_linked`), instead of one query per PR.
 
 Each answers for a PR exactly what the PR's own request would have, or nothing: the PR's own
 request is then sent. So the bundle is byte for byte the bundle of a single-PR collection
@@ -22,17 +25,20 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import date, datetime, timedelta
 from typing import Any, Final
 
 from github.GithubException import GithubException
 from github.Requester import Requester
 
+from taskeval.evidence.vocabulary import issues_to_read
 from taskeval.github import convert
 from taskeval.github.client import PER_PAGE, pages, repo_path
 from taskeval.github.collection import MAX_WORKFLOW_RUNS, RUN_LOOKBACK, Listed
-from taskeval.raw import RawPullRequest, RawWorkflowRun
+from taskeval.github.errors import LinkFailure
+from taskeval.github.graphql import IssuesRead, read_issues
+from taskeval.raw import RawLinkedIssue, RawPullRequest, RawWorkflowRun
 
 # GitHub returns at most 1,000 workflow runs for a filtered listing (``created`` is a filter);
 # a day range with that many is split, and a single day with that many is left to the PRs'
@@ -112,6 +118,12 @@ class IssueFeed:
             found = self._seen.get(number)
         # The listing is GitHub's issue object for a PR only when it says it is one.
         return found if found is not None and found.get("pull_request") else None
+
+    def any_issue(self, number: int) -> Mapping[str, Any] | None:
+        """The listing's object for ``number``, an issue or a PR (what ``GET /issues/{n}``
+        answers), if the listing has reached it."""
+        with self._lock:
+            return self._seen.get(number)
 
 
 class RunIndex:
@@ -218,14 +230,45 @@ def _ranges(days: list[date]) -> Iterator[tuple[date, date]]:
 
 class Shared:
     """What a backfill's PRs share (``collection.Amortised``): the issue feed and the run
-    index, each optional."""
+    index, each optional, and the linked issues a batch read (:meth:`read_linked`)."""
 
     def __init__(self, issues: IssueFeed | None, runs: RunIndex | None) -> None:
         self.issues = issues
         self.runs = runs
+        self._linked: dict[int, RawLinkedIssue | LinkFailure] = {}
+        self._lock = threading.Lock()
 
     def issue(self, number: int) -> Mapping[str, Any] | None:
         return self.issues.issue(number) if self.issues is not None else None
+
+    def linked_issue(self, number: int) -> RawLinkedIssue | LinkFailure | None:
+        """A linked issue's labels from the issue feed where it has reached the issue, else from
+        the batch's query; None when neither has it (the PR's own query reads it)."""
+        with self._lock:
+            found = self._linked.get(number)
+        if found is not None:
+            return found
+        item = self.issues.any_issue(number) if self.issues is not None else None
+        if item is None:
+            return None
+        try:
+            return convert.linked_issue(item, number)
+        except convert.MalformedIssue:
+            return None
+
+    def read_linked(self, requester: Requester, repository: str,
+                    pulls: Iterable[RawPullRequest]) -> IssuesRead | None:
+        """Read the linked issues of a batch's PRs (``evidence.vocabulary.issues_to_read``) that
+        the feed does not hold, with one query for them all; None when there were none."""
+        wanted = [n for pull in pulls
+                  for n in issues_to_read(pull.title, pull.body, pull.number, repository)
+                  if self.linked_issue(n) is None]
+        if not wanted:
+            return None
+        got = read_issues(requester, repository, list(dict.fromkeys(wanted)))
+        with self._lock:
+            self._linked.update(got.answers)
+        return got
 
     def workflow_runs(self, pull: RawPullRequest) -> Listed | None:
         return self.runs.workflow_runs(pull) if self.runs is not None else None

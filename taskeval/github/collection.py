@@ -22,15 +22,27 @@ from github.Requester import Requester
 from pydantic import ValidationError
 
 from taskeval.config import CONFIG_PATH
+from taskeval.evidence.vocabulary import issues_to_read
 from taskeval.github import convert
 from taskeval.github.client import Meter, clone, pages, repo_path
-from taskeval.github.errors import NEEDS, RESOURCE_LABELS, GitHubError, is_rate_limited, message_of, translate
-from taskeval.github.graphql import GraphQLUnavailable, PullRead, read_pull
+from taskeval.github.errors import (
+    NEEDS,
+    RESOURCE_LABELS,
+    GitHubError,
+    LinkFailure,
+    is_rate_limited,
+    link_failure,
+    linked_issue_gap,
+    message_of,
+    translate,
+)
+from taskeval.github.graphql import GraphQLUnavailable, IssuesRead, PullRead, read_issues, read_pull
 from taskeval.raw import (
     CollectionIssue,
     RawCollection,
     RawCommit,
     RawFile,
+    RawLinkedIssue,
     RawPullRequest,
     RawTimelineEvent,
     RawUser,
@@ -55,7 +67,8 @@ _LABELS: Final = RESOURCE_LABELS
 
 # The order the REST path gathers its listings in (and so reports their gaps in).
 _REST_ORDER: Final = ("issue", "commits", "reviews", "review_comments", "issue_comments",
-                      "timeline", "files", "config", "check_runs", "workflow_runs")
+                      "timeline", "files", "config", "check_runs", "workflow_runs",
+                      "linked_issues")
 
 T = TypeVar("T")
 # What one listing yields: its items, and the gap that kept it short (if any).
@@ -134,6 +147,9 @@ def _collect_rest(reader: _Reader, max_workers: int) -> RawCollection:
         futures = _start_pr_listings(pool, reader, default_branch)
         pull = _convert_pull(reader, pull_data)
         futures.update(_start_ci_listings(pool, reader, pull))
+        numbers = _issue_numbers(pull, repo, reader.repository)
+        futures["linked_issues"] = (pool.submit(reader.linked_issues, numbers) if numbers
+                                    else _done(([], None)))
         results = _gather(reader, futures)
         pull = pull.model_copy(update={"performed_via_github_app": results["issue"][0]})
     finally:
@@ -150,6 +166,8 @@ class Amortised(Protocol):
     def issue(self, number: int) -> Mapping[str, Any] | None: ...
 
     def workflow_runs(self, pull: RawPullRequest) -> Listed | None: ...
+
+    def linked_issue(self, number: int) -> RawLinkedIssue | LinkFailure | None: ...
 
 
 def collect_read(gh: Github, repository: str, read: PullRead, *, max_workers: int = 8,
@@ -205,7 +223,20 @@ def _collect_graphql(reader: _Reader, max_workers: int, *, read: PullRead | None
                                            convert.changed_file)
         if (read.checks_without_id or read.head_unread) and read.listed["check_runs"][1] is None:
             futures["check_runs"] = pool.submit(*_check_runs_listing(reader, pull))
+        numbers = _issue_numbers(pull, read.repo, reader.repository)
+        known = {n: got for n in numbers
+                 if shared is not None and (got := shared.linked_issue(n)) is not None}
+        missing = [n for n in numbers if n not in known]
+        issues_f = pool.submit(lambda: read_issues(reader.requester(), reader.repository, missing)) \
+            if missing else _done(IssuesRead())
         rest = _gather(reader, futures)
+        try:
+            issues_read = issues_f.result()
+        except GitHubError:
+            raise
+        except Exception as exc:
+            raise reader.failure(exc, "linked_issues") from exc
+        rest["linked_issues"] = _linked_listed(numbers, {**known, **issues_read.answers})
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         reader.close()
@@ -222,15 +253,32 @@ def _collect_graphql(reader: _Reader, max_workers: int, *, read: PullRead | None
     # The REST path's order, so that gaps are reported in the same order.
     results = {key: rest[key] if key in rest else listed[key] for key in _REST_ORDER}
     raw = _assemble(reader, read.repo, pull, results, transport="graphql")
-    raw.graphql_points = read.cost
-    raw.graphql_queries = read.queries
-    raw.graphql_remaining = read.remaining
-    raw.graphql_limit = read.limit
+    raw.graphql_points = read.cost + issues_read.cost
+    raw.graphql_queries = read.queries + issues_read.queries
+    remaining = issues_read.remaining if issues_read.queries else read.remaining
+    raw.graphql_remaining = remaining
+    raw.graphql_limit = issues_read.limit if issues_read.queries else read.limit
     if listed["issue_comments"][1] is None and read.comment_seed is not None:
         raw.comment_seed = read.comment_seed.model_copy(update={
-            "rest_remaining": raw.rate_limit_remaining, "graphql_remaining": read.remaining,
-            "rest_cost": reader.meter.requests - read.queries, "graphql_cost": read.cost})
+            "rest_remaining": raw.rate_limit_remaining, "graphql_remaining": remaining,
+            "rest_cost": reader.meter.requests - raw.graphql_queries,
+            "graphql_cost": raw.graphql_points})
     return raw
+
+
+def _issue_numbers(pull: RawPullRequest, repo: Mapping[str, Any], repository: str) -> list[int]:
+    """The linked issues to read for their labels (``evidence.vocabulary.issues_to_read``), of
+    the repository as GitHub names it (the bundle's name)."""
+    return issues_to_read(pull.title, pull.body, pull.number,
+                          str(repo.get("full_name") or repository))
+
+
+def _linked_listed(numbers: list[int],
+                   answers: Mapping[int, RawLinkedIssue | LinkFailure]) -> Listed:
+    """The linked issues read, in reading order, and one gap for those that could not be."""
+    found = [got for n in numbers if isinstance(got := answers[n], RawLinkedIssue)]
+    failed = [got for n in numbers if isinstance(got := answers[n], LinkFailure)]
+    return found, linked_issue_gap(failed)
 
 
 def _as_rest_names(comments: Listed, graphql_author: RawUser, rest_author: RawUser) -> Listed:
@@ -269,6 +317,7 @@ def _assemble(reader: _Reader, repo: Mapping[str, Any], pull: RawPullRequest,
         check_runs=results["check_runs"][0],
         workflow_runs=[run for run in results["workflow_runs"][0] if run.head_sha in shas],
         config_text=results["config"][0],
+        linked_issues=results["linked_issues"][0],
         issues=_issues(results, pull),
         requests=reader.meter.requests,
         rate_limit_remaining=remaining,
@@ -376,6 +425,26 @@ class _Reader:
                 resource="issue",
                 message=redact(f"{_LABELS['issue']} was malformed ({exc}); no App is assumed"),
             )
+
+    def linked_issues(self, numbers: list[int]) -> Listed:
+        """The labels of the linked issues ``numbers``, one ``GET /issues/{n}`` each (a PR's
+        number answers with the PR's issue object; its labels count the same). A 403/404/410
+        or a malformed answer is that issue's failure, recorded in one gap; a rate limit or a
+        server error after retries fails the collection, as on every other read."""
+        answers: dict[int, RawLinkedIssue | LinkFailure] = {}
+        for number in numbers:
+            try:
+                data = self.get(f"{self.base}/issues/{number}")
+            except GithubException as exc:
+                if exc.status not in _ISSUE_GAPS or is_rate_limited(exc):
+                    raise self.failure(exc, "linked_issues") from exc
+                answers[number] = link_failure(number, exc.status)
+                continue
+            try:
+                answers[number] = convert.linked_issue(data, number)
+            except convert.MalformedIssue:
+                answers[number] = link_failure(number, None)
+        return _linked_listed(numbers, answers)
 
     def config(self, default_branch: str | None) -> tuple[str | None, CollectionIssue | None]:
         """The repository's config text from its default branch; absent is not a gap."""

@@ -18,6 +18,7 @@ from taskeval.raw import (
     RawCommit,
     RawFile,
     RawIssueComment,
+    RawLinkedIssue,
     RawPullRequest,
     RawReview,
     RawReviewComment,
@@ -93,6 +94,22 @@ def issue_app(data: Any, number: int) -> str | None:
         if isinstance(slug, str) and slug.strip():
             return slug.strip()
     raise MalformedIssue("performed_via_github_app is neither null nor an App with a slug")
+
+
+def linked_issue(data: Any, number: int) -> RawLinkedIssue:
+    """A linked issue's labels from its issue object (``GET /repos/{o}/{r}/issues/{n}``, or an
+    element of the repository's issue listing): label objects or names, sorted. Raises
+    ``MalformedIssue`` for an answer that is not issue ``number`` or lists no labels."""
+    if not isinstance(data, Mapping):
+        raise MalformedIssue(f"expected an object, got {type(data).__name__}")
+    if data.get("number") != number:
+        raise MalformedIssue(f"it is issue {data.get('number')!r}, not #{number}")
+    labels = data.get("labels")
+    if not isinstance(labels, list):
+        raise MalformedIssue("it lists no labels")
+    names = [str(lb.get("name")) if isinstance(lb, Mapping) else str(lb) for lb in labels]
+    return RawLinkedIssue(number=number, labels=sorted(n for n in names if n and n != "None"),
+                          is_pull=isinstance(data.get("pull_request"), Mapping))
 
 
 def commit(data: Mapping[str, Any]) -> RawCommit:

@@ -8,7 +8,8 @@ says what to grant.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
@@ -18,6 +19,7 @@ from github.GithubException import GithubException, RateLimitExceededException
 from pydantic import ValidationError
 
 from taskeval.config import CONFIG_PATH
+from taskeval.raw import CollectionIssue
 from taskeval.redact import redact
 
 # What each resource collection reads is called in a gap's message ("check runs could not be
@@ -34,6 +36,7 @@ RESOURCE_LABELS: Final[Mapping[str, str]] = {
     "check_runs": "check runs",
     "workflow_runs": "workflow runs",
     "config": CONFIG_PATH,
+    "linked_issues": "linked issues' labels",
 }
 
 # The permission a resource probably needs, named as GitHub names fine-grained permissions.
@@ -50,6 +53,7 @@ NEEDS: Final[Mapping[str, str]] = {
     "check_runs": "`checks: read`",
     "workflow_runs": "`actions: read`",
     "config": "`contents: read`",
+    "linked_issues": "`issues: read`",
     "user": "a user token (installation tokens cannot read `/user`)",
     "installation": "an installation of the App on this repository (check app id, key and "
                     "installation id)",
@@ -57,6 +61,39 @@ NEEDS: Final[Mapping[str, str]] = {
     "reaction": "`pull-requests: write` (or `issues: write`)",
     "collaborator": "`metadata: read` and push access to the repository",
 }
+
+
+@dataclass(frozen=True)
+class LinkFailure:
+    """A linked issue that could not be read for its labels: its number, the HTTP status (GraphQL's
+    ``NOT_FOUND`` is 404, ``FORBIDDEN`` 403; None for a malformed answer) and what went wrong."""
+
+    number: int
+    status: int | None
+    detail: str
+
+
+_LINK_DETAILS: Final[Mapping[int, str]] = {403: "Forbidden", 404: "Not Found", 410: "Gone"}
+
+
+def link_failure(number: int, status: int | None) -> LinkFailure:
+    """The failure for a status, worded the same whichever transport met it (GitHub's own
+    message differs between REST and GraphQL, and the bundle must not)."""
+    return LinkFailure(number, status, _LINK_DETAILS.get(status or 0, "unreadable"))
+
+
+def linked_issue_gap(failures: Sequence[LinkFailure]) -> CollectionIssue | None:
+    """One gap for every linked issue that could not be read, in reading order; None for none.
+    Its status is the first failure's; a 403 names the permission the token probably lacks."""
+    if not failures:
+        return None
+    parts = []
+    for f in failures:
+        status = f"{f.status}: {f.detail}" if f.status else f.detail
+        hint = f"; the token probably lacks {NEEDS['linked_issues']}" if f.status == 403 else ""
+        parts.append(f"linked issue #{f.number} could not be read for its labels ({status}){hint}")
+    return CollectionIssue(resource="linked_issues", status=failures[0].status,
+                           message=redact("; ".join(parts)))
 
 
 class GitHubError(Exception):

@@ -40,10 +40,12 @@ from taskeval.github.errors import (
     NEEDS,
     RESOURCE_LABELS,
     GitHubError,
+    LinkFailure,
     NotFoundError,
     RateLimitError,
     _reset_at,
     is_rate_limited,
+    link_failure,
     translate,
 )
 from taskeval.raw import (
@@ -54,6 +56,7 @@ from taskeval.raw import (
     RawCommit,
     RawFile,
     RawIssueComment,
+    RawLinkedIssue,
     RawPullRequest,
     RawReview,
     RawReviewComment,
@@ -249,9 +252,32 @@ def pulls_query(numbers: list[int]) -> str:
     )
 
 
+# A linked issue's labels, 100 a page (GitHub allows 100 labels on an issue, so one page
+# normally holds them all); halved while GitHub times out, the rest paged by ``node(id:)``.
+_ISSUE_LABELS: Final = f"id number labels(first: $labels) {{ {_PAGE_INFO} nodes {{ name }} }}"
+LABEL_CONNECTIONS: Final[Mapping[str, Conn]] = {
+    kind: Conn("labels", kind, "name", "linked_issues") for kind in ("Issue", "PullRequest")}
+
+
+def issue_alias(index: int) -> str:
+    return f"i{index}"
+
+
+def issues_query(numbers: list[int]) -> str:
+    """One query for the labels of several issues of one repository
+    (``i<k>: issueOrPullRequest(number: N)``: REST's ``GET /issues/{n}`` answers a PR's number
+    too, so this does). A label connection is one request per issue: 1 point up to 150."""
+    issues = " ".join(
+        f"{issue_alias(k)}: issueOrPullRequest(number: {int(n)}) {{ __typename "
+        f"... on Issue {{ {_ISSUE_LABELS} }} ... on PullRequest {{ {_ISSUE_LABELS} }} }}"
+        for k, n in enumerate(numbers))
+    return ("query TaskevalLinkedIssues($owner: String!, $name: String!, $labels: Int!) { "
+            f"{_RATE} repository(owner: $owner, name: $name) {{ {issues} }} }}")
+
+
 def every_connection() -> Iterator[Conn]:
     """Every connection the collector may page (the tests validate each one's query)."""
-    stack = [*PULL_CONNECTIONS, _SUITES]
+    stack = [*PULL_CONNECTIONS, _SUITES, *LABEL_CONNECTIONS.values()]
     while stack:
         conn = stack.pop(0)
         yield conn
@@ -260,7 +286,8 @@ def every_connection() -> Iterator[Conn]:
 
 def every_query() -> list[str]:
     """Every query text this module can send."""
-    return [pull_query(), pulls_query([1, 2]), *(page_query(c) for c in every_connection())]
+    return [pull_query(), pulls_query([1, 2]), issues_query([1, 2]),
+            *(page_query(c) for c in every_connection())]
 
 
 # --------------------------------------------------------------------------------- the reader
@@ -535,6 +562,85 @@ def comment_seed(pull_node_id: str, comments: list[Any]) -> CommentSeed:
            if isinstance(n, Mapping) and n.get("viewerDidAuthor") is True and n.get("id")
            and str(n.get("body") or "").startswith(COMMENT_MARKER)]
     return CommentSeed(pull_node_id=pull_node_id, own=sorted(own, key=lambda c: c.id))
+
+
+@dataclass
+class IssuesRead:
+    """The linked issues one query read: each number's labels or why it could not be read, and
+    what the query cost."""
+
+    answers: dict[int, RawLinkedIssue | LinkFailure] = field(default_factory=dict)
+    cost: int = 0
+    queries: int = 0
+    remaining: int | None = None
+    limit: int | None = None
+
+
+_ERROR_STATUS: Final[Mapping[str, int]] = {"NOT_FOUND": 404, "FORBIDDEN": 403}
+
+
+def read_issues(requester: Requester, repository: str, numbers: list[int]) -> IssuesRead:
+    """The labels of ``numbers`` (issues or PRs of ``repository``) with one query
+    (``issues_query``), asked again while GitHub times out on it. ``NOT_FOUND`` on one is a
+    404 and ``FORBIDDEN`` a 403 for that issue alone, as REST answers ``GET /issues/{n}``; a
+    rate limit raises ``RateLimitError``, and any other error ``GitHubError``."""
+    out = IssuesRead()
+    wanted = list(dict.fromkeys(numbers))
+    if not wanted:
+        return out
+    owner, name = repository.split("/", 1)
+    session = _Session(requester, repository, wanted[0])
+    try:
+        _read_issues(session, owner, name, wanted, out)
+    finally:
+        out.cost, out.queries = session.cost, session.queries
+        out.remaining, out.limit = session.remaining, session.limit
+    return out
+
+
+def _read_issues(session: _Session, owner: str, name: str, wanted: list[int],
+                 out: IssuesRead) -> None:
+    repository = session.repository
+    body: dict[str, Any] = {}
+    size = NEXT_PAGE
+    for attempt in range(TIMEOUT_RETRIES + 1):
+        try:
+            body, _ = session.raw(issues_query(wanted), {"owner": owner, "name": name,
+                                                         "labels": size})
+            break
+        except _TimedOut:
+            if attempt == TIMEOUT_RETRIES or size <= MIN_PAGE:
+                raise GitHubError(f"GitHub timed out on the GraphQL query for the linked issues "
+                                  f"of {repository}; evaluate again later or use --api rest",
+                                  resource="linked_issues") from None
+            size = max(MIN_PAGE, size // 2)
+    aliases = {issue_alias(k): n for k, n in enumerate(wanted)}
+    for error in (e for e in body.get("errors") or [] if isinstance(e, Mapping)):
+        path = [str(p) for p in error.get("path") or []]
+        number = aliases.get(path[1]) if len(path) > 1 else None
+        status = _ERROR_STATUS.get(str(error.get("type") or ""))
+        if number is None or status is None:
+            raise GitHubError(redact(f"GitHub's GraphQL API failed on the linked issues of "
+                                     f"{repository} ({_message(error)})"), resource="linked_issues")
+        out.answers.setdefault(number, link_failure(number, status))
+    data = body.get("data")
+    repo = data.get("repository") if isinstance(data, Mapping) else None
+    if not isinstance(repo, Mapping):
+        raise GitHubError(f"GitHub's GraphQL answer for the linked issues of {repository} has "
+                          "no repository", resource="linked_issues")
+    for key, number in aliases.items():
+        node = repo.get(key)
+        if number in out.answers:
+            continue
+        if not isinstance(node, Mapping):
+            out.answers[number] = link_failure(number, 404)
+            continue
+        kind = str(node.get("__typename") or "Issue")
+        conn = LABEL_CONNECTIONS.get(kind, LABEL_CONNECTIONS["Issue"])
+        nodes = session.complete(conn, node.get("labels"), node.get("id"))
+        names = [str(n["name"]) for n in nodes if isinstance(n, Mapping) and n.get("name")]
+        out.answers[number] = RawLinkedIssue(number=number, labels=sorted(names),
+                                             is_pull=kind == "PullRequest")
 
 
 @dataclass

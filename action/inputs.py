@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from taskeval.transports import Api, default_api, parse_api
 
@@ -26,6 +26,21 @@ DEFAULT_RESULT_PATH = "taskeval-result.json"
 
 class InputError(ValueError):
     """An input the workflow passed that cannot be used; the message names the input."""
+
+
+# Each reserve's input, and the environment variable a workflow may set instead (the input wins).
+RESERVE_ENV: Final = {"rate-reserve": "TASKEVAL_RATE_RESERVE",
+                      "graphql-reserve": "TASKEVAL_GRAPHQL_RESERVE"}
+
+
+def _reserve(env: Mapping[str, str], name: str, variable: str, unit: str) -> int:
+    """A reserve from input ``name``, else ``variable`` in the step's env; 0 when neither."""
+    raw, source = raw_input(env, name), f"input '{name}'"
+    if not raw:
+        raw, source = (env.get(variable) or "").strip(), variable
+    if raw and not raw.isdigit():
+        raise InputError(f"{source} must be a whole number of {unit} (at least 0), got {raw!r}")
+    return int(raw or 0)
 
 
 def raw_input(env: Mapping[str, str], name: str) -> str:
@@ -71,6 +86,9 @@ class ActionInputs:
     fail_under: int
     result_path: str
     api: Api = field(default_factory=default_api)
+    # Budget kept for the token's other users: REST requests, GraphQL points (0: none).
+    rate_reserve: int = 0
+    graphql_reserve: int = 0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ActionInputs:
@@ -92,6 +110,9 @@ class ActionInputs:
         except ValueError as exc:
             raise InputError(str(exc)) from exc
         return cls(
+            rate_reserve=_reserve(env, "rate-reserve", RESERVE_ENV["rate-reserve"], "requests"),
+            graphql_reserve=_reserve(env, "graphql-reserve", RESERVE_ENV["graphql-reserve"],
+                                     "points"),
             github_token=raw_input(env, "github-token"),
             pull_request=parse_pull_number(raw_input(env, "pull-request")),
             config_path=Path(config) if config else None,

@@ -170,28 +170,19 @@ def _write_result(runner: Runner, ctx: Context, text: str) -> str | None:
     return _host_path(ctx.workspace, ctx.inputs.result_path)
 
 
-RESERVES = {"core": "TASKEVAL_RATE_RESERVE", "graphql": "TASKEVAL_GRAPHQL_RESERVE"}
-
-
-def _reserve_meter(gh: Any, env: Mapping[str, str]) -> Any:
-    """A meter that stops the evaluation short of the reserves the workflow sets in ``env``
-    (REST requests, GraphQL points), which the token's other users (later steps, other
+def _reserve_meter(gh: Any, inputs: ActionInputs) -> Any:
+    """A meter that stops the evaluation and its comment short of the reserves the workflow
+    sets (REST requests, GraphQL points), which the token's other users (later steps, other
     workflows of the repository) keep; None when no reserve is set. GitHub's own word is read
     once, from ``GET /rate_limit`` (free), then from every answer."""
     from taskeval.github.quota import ReserveMeter, rate_limit_now
 
-    reserves: dict[str, int] = {}
-    for resource, name in RESERVES.items():
-        raw = (env.get(name) or "").strip()
-        if raw:
-            if not raw.isdigit():
-                unit = "points" if resource == "graphql" else "requests"
-                raise ValueError(f"{name} must be a whole number of {unit} (at least 0), "
-                                 f"got {raw!r}")
-            reserves[resource] = int(raw)
+    reserves = {"core": inputs.rate_reserve, "graphql": inputs.graphql_reserve}
     if not any(reserves.values()):
         return None
-    return ReserveMeter(reserves, lambda resource: rate_limit_now(gh, resource=resource))
+    names = {"core": "input 'rate-reserve' or TASKEVAL_RATE_RESERVE",
+             "graphql": "input 'graphql-reserve' or TASKEVAL_GRAPHQL_RESERVE"}
+    return ReserveMeter(reserves, lambda resource: rate_limit_now(gh, resource=resource), names)
 
 
 def evaluate(runner: Runner, ctx: Context, decision: Decision, env: Mapping[str, str]) -> int:
@@ -220,11 +211,7 @@ def evaluate(runner: Runner, ctx: Context, decision: Decision, env: Mapping[str,
         cache=FileCache(core_env["TASKEVAL_CACHE_DIR"]),
         api=inputs.api,
     )
-    try:
-        meter = _reserve_meter(gh, env)
-    except ValueError as exc:
-        runner.error(str(exc), title="taskeval input error")
-        return EXIT_INPUT
+    meter = _reserve_meter(gh, inputs)
     runner.info(f"taskeval: evaluating {ctx.repository}#{number} ({decision.reason})")
     try:
         evaluation = evaluate_pull_request(gh, ctx.repository, number, options, meter=meter)
@@ -260,7 +247,7 @@ def evaluate(runner: Runner, ctx: Context, decision: Decision, env: Mapping[str,
             # Over GraphQL the collection already found our comment (``viewerDidAuthor``), and
             # the mutations are paid from the GraphQL budget: no `GET /user`, no REST listing.
             url, created = publish_comment(gh, ctx.repository, number, evaluation.markdown,
-                                           seed=evaluation.comment_seed)
+                                           seed=evaluation.comment_seed, meter=meter)
         except AuthError as exc:
             hint = ""
             if result.evidence.facts.pull.is_fork and ctx.event_name == "pull_request":

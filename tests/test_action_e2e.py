@@ -492,11 +492,13 @@ def test_every_documented_event_type_ends_cleanly(tmp_path: Path, event: str) ->
     assert parse_output_file((tmp_path / "out").read_text()) == {"evaluated": "false"}
 
 
-@pytest.mark.parametrize("spent", ["graphql", "core"])
+@pytest.mark.parametrize(("spent", "how"), [("graphql", "env"), ("core", "env"),
+                                            ("graphql", "input"), ("core", "input")])
 def test_the_action_stops_short_of_the_reserve_the_workflow_keeps(
-    tmp_path: Path, fake: FakeGitHub, spent: str,
+    tmp_path: Path, fake: FakeGitHub, spent: str, how: str,
 ) -> None:
-    """TASKEVAL_RATE_RESERVE / TASKEVAL_GRAPHQL_RESERVE in the step's env: the GITHUB_TOKEN's
+    """TASKEVAL_RATE_RESERVE / TASKEVAL_GRAPHQL_RESERVE in the step's env, or the inputs
+    rate-reserve / graphql-reserve: the GITHUB_TOKEN's
     budget (1,000 requests and 1,000 points an hour per repository) is shared with the
     workflow's other steps, so the Action sends nothing that would spend into what they keep,
     whichever of the two budgets is low, and says so in one line."""
@@ -505,9 +507,11 @@ def test_the_action_stops_short_of_the_reserve_the_workflow_keeps(
     else:
         fake.rate_remaining = 100
     before = (fake.rate_remaining, fake.graphql_remaining)
+    reserves = {"rate-reserve": "100", "graphql-reserve": "100"}
     done = run_action(tmp_path, fake, "pull_request", payload("pull_request.closed.merged"),
-                      inputs={"api": "graphql"},
-                      extra_env={"TASKEVAL_RATE_RESERVE": "100", "TASKEVAL_GRAPHQL_RESERVE": "100"})
+                      inputs={"api": "graphql", **(reserves if how == "input" else {})},
+                      extra_env={"TASKEVAL_RATE_RESERVE": "100", "TASKEVAL_GRAPHQL_RESERVE": "100"}
+                      if how == "env" else {})
     assert done.code == 1 and done.outputs.get("evaluated") == "false"
     errors = done.annotations("error")
     name = "TASKEVAL_GRAPHQL_RESERVE" if spent == "graphql" else "TASKEVAL_RATE_RESERVE"

@@ -75,7 +75,7 @@ def test_declared_outputs_are_exactly_those_the_entrypoint_sets(meta: dict[str, 
 
 def test_every_input_is_read_by_the_entrypoint(meta: dict[str, Any]) -> None:
     source = (ROOT / "action" / "inputs.py").read_text(encoding="utf-8")
-    read = set(re.findall(r'raw_input\(env, "([a-z-]+)"\)', source))
+    read = set(re.findall(r'(?:raw_input|_reserve)\(env, "([a-z-]+)"', source))
     assert read == set(meta["inputs"])
 
 

@@ -149,6 +149,21 @@ def test_underscore_spelling_is_a_fallback_for_shell_use() -> None:
     assert raw_input({"INPUT_GITHUB-TOKEN": "a", "INPUT_GITHUB_TOKEN": "b"}, "github-token") == "a"
 
 
+@pytest.mark.parametrize(("env", "reserves"), [
+    ({}, (0, 0)),
+    ({"INPUT_RATE-RESERVE": "", "INPUT_GRAPHQL-RESERVE": ""}, (0, 0)),  # action.yml's defaults
+    ({"INPUT_RATE-RESERVE": "200", "INPUT_GRAPHQL-RESERVE": "50"}, (200, 50)),
+    ({"TASKEVAL_RATE_RESERVE": "300", "TASKEVAL_GRAPHQL_RESERVE": "30"}, (300, 30)),  # step env
+    ({"INPUT_RATE-RESERVE": "200", "TASKEVAL_RATE_RESERVE": "300"}, (200, 0)),  # the input wins
+    ({"INPUT_RATE-RESERVE": "", "TASKEVAL_RATE_RESERVE": "300"}, (300, 0)),
+])
+def test_reserves_come_from_the_inputs_else_the_steps_env(
+    env: dict[str, str], reserves: tuple[int, int],
+) -> None:
+    inputs = ActionInputs.from_env(env)
+    assert (inputs.rate_reserve, inputs.graphql_reserve) == reserves
+
+
 def test_defaults_when_the_runner_passes_empty_inputs() -> None:
     inputs = ActionInputs.from_env({"INPUT_COMMENT": "", "INPUT_FAIL-UNDER": ""})
     assert (inputs.comment, inputs.ai, inputs.fail_under, inputs.result_path) == (
@@ -167,6 +182,9 @@ def test_defaults_when_the_runner_passes_empty_inputs() -> None:
         ("INPUT_PULL-REQUEST", "abc", "'pull-request' must be a pull request number"),
         ("INPUT_PULL-REQUEST", "0", "'pull-request' must be a pull request number"),
         ("INPUT_OPENAI-BASE-URL", "models.example", "'openai-base-url' must be an http(s) URL"),
+        ("INPUT_RATE-RESERVE", "lots", "input 'rate-reserve' must be a whole number of requests"),
+        ("INPUT_GRAPHQL-RESERVE", "-5", "input 'graphql-reserve' must be a whole number of points"),
+        ("TASKEVAL_RATE_RESERVE", "1e3", "TASKEVAL_RATE_RESERVE must be a whole number of requests"),
     ],
 )
 def test_bad_inputs_name_the_input(name: str, value: str, message: str) -> None:

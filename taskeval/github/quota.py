@@ -64,12 +64,14 @@ class ReserveMeter(Meter):
     """Refuses a request (``RateLimitError``, before it is sent) that would spend a resource
     into its reserve: what GitHub last reported of it, less the requests or points sent since.
     ``quota(resource)`` is asked once per resource (``rate_limit_now``); a resource without a
-    reserve is not gated."""
+    reserve is not gated. ``names`` says, per resource, where its reserve was set, for the
+    message."""
 
     def __init__(self, reserves: Mapping[str, int],
-                 quota: Callable[[str], Seen | None]) -> None:
+                 quota: Callable[[str], Seen | None], names: Mapping[str, str]) -> None:
         super().__init__()
         self.reserves = {k: v for k, v in reserves.items() if v > 0}
+        self.names = names
         self.quota = quota
         self._left: dict[str, tuple[int, float]] = {}  # resource -> (left, reset epoch)
         self._gate = threading.Lock()
@@ -86,8 +88,7 @@ class ReserveMeter(Meter):
                     what = "GraphQL points" if resource == GRAPHQL else "requests"
                     raise RateLimitError(
                         f"GitHub's {what} for this token are down to {left}, and "
-                        f"{reserve} are kept in reserve (TASKEVAL_"
-                        f"{'GRAPHQL' if resource == GRAPHQL else 'RATE'}_RESERVE); try again "
+                        f"{reserve} are kept in reserve ({self.names[resource]}); try again "
                         "after the reset", status=None, resource="rate",
                         reset_at=datetime.fromtimestamp(reset, UTC) if reset else None)
                 self._left[resource] = (left - points, reset)

@@ -31,6 +31,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -318,25 +319,35 @@ class Backfill:
         except requests.RequestException as exc:
             raise translate(exc, f"repository {self.opts.repository}", "repository") from exc
 
-    def _list(self) -> list[Candidate]:
-        from taskeval.github.client import clone, pages, repo_path
+    @contextmanager
+    def _metered(self) -> Iterator[Any]:
+        """A requester of its own on the run's budget; what it sent is added to the summary."""
+        from taskeval.github.client import clone
 
         meter = self.meter()
         requester = clone(self.gh, meter)
-        params = {"state": "all" if self.opts.state == "all" else "closed",
-                  "sort": "updated", "direction": "desc"}
         try:
-            items = pages(requester, f"{repo_path(self.opts.repository)}/pulls", params)
-            found = list(select_pulls(items, self.opts))
-        except GitHubError:  # already one plain line (the budget, the first rate-limit call)
-            raise
-        except Exception as exc:  # a 404 is a repository that does not exist: bad input, not a crash
-            raise translate(exc, f"repository {self.opts.repository}", "repository") from exc
+            yield requester
         finally:
             meter.close()
             requester.close()
-            self.summary.requests += meter.requests
-        return found
+            with self._count:
+                self.summary.requests += meter.requests
+                self.summary.points += meter.points
+
+    def _list(self) -> list[Candidate]:
+        from taskeval.github.client import pages, repo_path
+
+        params = {"state": "all" if self.opts.state == "all" else "closed",
+                  "sort": "updated", "direction": "desc"}
+        with self._metered() as requester:
+            try:
+                items = pages(requester, f"{repo_path(self.opts.repository)}/pulls", params)
+                return list(select_pulls(items, self.opts))
+            except GitHubError:  # already one plain line (the budget, the first rate-limit call)
+                raise
+            except Exception as exc:  # a 404 is a repository that does not exist: bad input
+                raise translate(exc, f"repository {self.opts.repository}", "repository") from exc
 
     # ------------------------------------------------------------------ one PR
 
@@ -411,25 +422,18 @@ class Backfill:
             _iso(pr.created_at) or datetime.now(UTC), _iso(pr.ended_at))) is not None]
         if windows:
             self._shared.runs.ensure(min(w[0] for w in windows), max(w[1] for w in windows))
-        meter = self.meter()
-        requester = clone(self.gh, meter)
         numbers = [pr.number for pr in prs]
-        try:
-            batch = read_pulls(requester, self.opts.repository, numbers,
-                               points=self.sizer.expected(len(numbers)))
-        except GraphQLUnavailable:
-            self.batching = False  # each PR's own collection falls back to REST, and says so
-            return
-        except GitHubError as exc:
-            if isinstance(exc, RateLimitError):
-                raise
-            return  # read one by one
-        finally:
-            meter.close()
-            requester.close()
-            with self._count:
-                self.summary.requests += meter.requests
-                self.summary.points += meter.points
+        with self._metered() as requester:
+            try:
+                batch = read_pulls(requester, self.opts.repository, numbers,
+                                   points=self.sizer.expected(len(numbers)))
+            except GraphQLUnavailable:
+                self.batching = False  # each PR's own collection falls back to REST, and says so
+                return
+            except GitHubError as exc:
+                if isinstance(exc, RateLimitError):
+                    raise
+                return  # read one by one
         if batch.sizes == [len(numbers)]:
             self.sizer.reported(len(numbers), batch.cost)
         self.batches.extend(batch.sizes)
@@ -440,24 +444,16 @@ class Backfill:
     def _read_linked(self, pulls: list[Any]) -> None:
         """The batch's linked issues in one query (``Shared.read_linked``); one that fails
         leaves each PR to read its own, which reports the failure as a single read would."""
-        from taskeval.github.client import clone
         from taskeval.github.graphql import GraphQLUnavailable
 
         if self._shared is None or not pulls:
             return
-        meter = self.meter()
-        requester = clone(self.gh, meter)
-        try:
-            self._shared.read_linked(requester, self.opts.repository, pulls)
-        except (GitHubError, GraphQLUnavailable) as exc:
-            if isinstance(exc, RateLimitError):
-                raise
-        finally:
-            meter.close()
-            requester.close()
-            with self._count:
-                self.summary.requests += meter.requests
-                self.summary.points += meter.points
+        with self._metered() as requester:
+            try:
+                self._shared.read_linked(requester, self.opts.repository, pulls)
+            except (GitHubError, GraphQLUnavailable) as exc:
+                if isinstance(exc, RateLimitError):
+                    raise
 
     def _close_shared(self) -> None:
         if self._shared_meter is not None:

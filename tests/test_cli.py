@@ -88,7 +88,7 @@ def test_collection_makes_one_request_per_page_for_150_commits(fake: FakeGitHub,
     of the issue the PR fixes; REST still reads what GraphQL lacks, one request a page)."""
     fake.add_pr(REPO, 150, commits=150)
     fake.reset_log()
-    proc = run_cli("evaluate", f"{REPO}#150", "--no-ai", env=env)
+    proc = run_cli("evaluate", f"{REPO}#150", "--no-ai", "--api", "graphql", env=env)
     assert proc.returncode == 0, proc.stderr
     assert dict(fake.counts()) == {"graphql": 3, "issues.get": 1, "issues.timeline": 2,
                                    "actions.runs": 2}

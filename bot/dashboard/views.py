@@ -652,9 +652,9 @@ def teamwork_tables(cycle: teamwork.CycleTimes, costs: teamwork.Costs) -> list[T
                    numeric=True, key="p90Hours", help="90th percentile hours, with its 95 % bootstrap interval."),
             Column("90th 95% low", lambda fig: _round(fig.p90.low), key="p90Low", csv_only=True),
             Column("90th 95% high", lambda fig: _round(fig.p90.high), key="p90High", csv_only=True),
-        ], cycle.figures, note=f"Hours, each PR once. Quantiles interpolate linearly (a spreadsheet's "
-                               f"PERCENTILE.INC); intervals are seeded {teamwork.BOOTSTRAP}-resample bootstraps. "
-                               f"Draft time is apart: it is in neither turn."),
+        ], cycle.figures, note="Hours, each PR once. Quantiles interpolate linearly (a spreadsheet's "
+                               "PERCENTILE.INC); intervals are 95 % percentile bootstraps, computed exactly "
+                               "(no resampling). Draft time is apart: it is in neither turn."),
         Table("merge_trend", "Weekly median time to merge", [
             Column("Week", lambda p: p[0], key="week"),
             Column("Median hours", lambda p: _round(p[1]), numeric=True, key="medianHours"),

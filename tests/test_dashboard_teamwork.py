@@ -215,6 +215,27 @@ def test_bootstrap_intervals_match_resampling_and_cover_the_quantile() -> None:
     assert teamwork.bootstrap_quantile([3.0, 3.0, 3.0], 0.9) == (3.0, 3.0)
 
 
+@pytest.mark.parametrize("path", ["/dashboard/agent/copilot", "/dashboard/author/alice?task_type=fix"])
+def test_each_tables_csv_carries_what_the_page_shows(client: FlaskClient, path: str) -> None:
+    """A CSV reads only what its own table shows; each one still equals that table in the page's
+    JSON (the PR list's CSV: every PR, the page's first), and a table the page lacks is a 404."""
+    sep = "&" if "?" in path else "?"
+    page = json.loads(client.get(f"{path}{sep}format=json").data)
+    assert {"groups", "signals", "distribution", "prs", "cycle", "merge_trend", "decisions", "rescue",
+            "per_pr", "closure", "after_merge"} <= set(page)
+    for name, records in page.items():
+        got = csv_table(client, path, name)
+        if name == "prs":  # the page shows 50 PRs, the CSV is the export of them all
+            assert len(got) >= len(records) and len(records) == min(50, len(got))
+            got = got[:len(records)]
+        assert [list(r) for r in got] == [list(r) for r in records], name  # the same columns
+        assert [[("" if v is None else str(v).lower() if isinstance(v, bool) else str(v)) for v in r.values()]
+                for r in records] == [list(r.values()) for r in got], name
+    assert csv_table(client, path, "groups") == list(csv.DictReader(io.StringIO(
+        client.get(f"{path}{sep}format=csv").get_data(as_text=True))))  # the first table by default
+    assert client.get(f"{path}{sep}format=csv&table=nope").status_code == 404
+
+
 def test_comparison_equals_the_export_and_says_too_few(client: FlaskClient, engine: Engine) -> None:
     export = export_rows(engine)
     table = csv_table(client, "/dashboard/compare?a=copilot&b=codex", "compare")

@@ -41,7 +41,7 @@ from bot.results import provisional_sql
 
 LEVELS = (0.025, 0.975)  # the 95 % interval's ends
 TREND_WEEKS = 26
-BATCH = 1000  # rows per fetch of the cycle-time read (_columns)
+BATCH = 200  # rows per fetch of the cycle-time read (_columns): under the collector's 700
 
 PROJECT_REASONS = ("superseded", "duplicate", "stale", "declined")
 CLOSURE_GROUPS = (("agent_failure", "the agent's failure", ("agent_failure",)),
@@ -185,7 +185,10 @@ def _columns(conn: Connection, statement: Any, width: int) -> list[list[Any]]:
     three times the query on SQLite, and these values need no type processing (floats, strings).
     Read in batches of :data:`BATCH` rows, not with ``fetchall()``: 27,500 row tuples alive at once
     outlived the garbage collector's young generations, and promoting them made a full collection
-    (60–75 ms in a dashboard process) fall on every other request.
+    (60–75 ms in a dashboard process) fall on every other request. A batch also stays under the
+    collector's first threshold (700 new container objects): each is freed before it can start a
+    collection, where batches of 1,000 started ~27 a request and, through the tuples alive at
+    each, a full collection every ~15 requests (``gc.callbacks``, BENCHMARKS.md).
     """
     compiled = statement.compile(dialect=conn.dialect, compile_kwargs={"render_postcompile": True})
     params = compiled.params

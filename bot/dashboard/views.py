@@ -530,7 +530,7 @@ def author(key: str) -> Any:
 
 class _DetailReads:
     """What the agent (or author) page reads, each figure on first use: a CSV of one table reads
-    only what that table shows, not the page's other seven figures (docs/bot.md)."""
+    only what that table shows, not every figure of the page (BENCHMARKS.md)."""
 
     def __init__(self, conn: Connection, view: View, by: str, total: int, page: int) -> None:
         self.conn, self.view, self.by, self.total, self.page = conn, view, by, total, page

@@ -17,6 +17,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any
 
 from flask import (
@@ -31,6 +32,7 @@ from flask import (
     url_for,
 )
 from markupsafe import Markup, escape
+from sqlalchemy import Connection
 
 from bot.dashboard import charts, queries, teamwork
 from bot.dashboard.auth import (
@@ -137,14 +139,20 @@ def _csv_response(table: Table, stem: str) -> Response:
                     headers={"Content-Disposition": f'attachment; filename="{name}.csv"'})
 
 
+def _csv_table_name(names: Sequence[str]) -> str:
+    """The table a ``format=csv`` request asks for (``table=``, else the page's first); 404 when
+    the page has none of that name."""
+    wanted = request.args.get("table") or names[0]
+    if wanted not in names:
+        abort(404, f"no table {wanted!r} on this page")
+    return wanted
+
+
 def _tables_or_page(tables: list[Table], stem: str, template: str, **context: Any) -> Any:
     fmt = request.args.get("format", "html")
     if fmt == "csv":
-        wanted = request.args.get("table") or tables[0].name
-        table = next((t for t in tables if t.name == wanted), None)
-        if table is None:
-            abort(404, f"no table {wanted!r} on this page")
-        return _csv_response(table, stem)
+        wanted = _csv_table_name([t.name for t in tables])
+        return _csv_response(next(t for t in tables if t.name == wanted), stem)
     if fmt == "json":
         body = {t.name: t.records() for t in tables}
         return Response(json.dumps(body, ensure_ascii=False, default=str), mimetype="application/json")
@@ -520,6 +528,80 @@ def author(key: str) -> Any:
     return _detail("author", key)
 
 
+class _DetailReads:
+    """What the agent (or author) page reads, each figure on first use: a CSV of one table reads
+    only what that table shows, not every figure of the page (BENCHMARKS.md)."""
+
+    def __init__(self, conn: Connection, view: View, by: str, total: int, page: int) -> None:
+        self.conn, self.view, self.by, self.total, self.page = conn, view, by, total, page
+
+    def _cached(self, name: str, args: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
+        return queries.cached(self.conn, name, args, compute)
+
+    @cached_property
+    def histogram(self) -> list[tuple[str, int]]:
+        f = self.view.filters
+        return self._cached("histogram", (f,), lambda: queries.histogram(self.conn, f))  # type: ignore[no-any-return]
+
+    @cached_property
+    def pull_downs(self) -> list[Any]:
+        f = self.view.filters
+        return self._cached("pull_downs", (f, self.total),  # type: ignore[no-any-return]
+                            lambda: queries.pull_downs(self.conn, f, self.total))
+
+    @cached_property
+    def prs(self) -> list[dict[str, Any]]:
+        if request.args.get("format") == "csv" and request.args.get("table") == "prs":
+            return queries.pr_list(self.conn, self.view.filters, limit=100_000, offset=0)  # the export: all
+        return queries.pr_list(self.conn, self.view.filters, limit=PAGE_SIZE, offset=(self.page - 1) * PAGE_SIZE)
+
+    @cached_property
+    def cycle(self) -> teamwork.CycleTimes:
+        f = self.view.filters
+        return self._cached("cycle_times", (f,), lambda: teamwork.cycle_times(self.conn, f))  # type: ignore[no-any-return]
+
+    @cached_property
+    def costs(self) -> teamwork.Costs:
+        f = self.view.filters
+        return self._cached("costs", (f,), lambda: teamwork.costs(self.conn, f))  # type: ignore[no-any-return]
+
+    @cached_property
+    def recorded(self) -> dict[str, dict[str, tuple[int, int]]]:
+        f = self.view.filters
+        _order, recorded = self._cached("outcome_counts", (f, self.by),
+                                        lambda: queries.outcome_counts(self.conn, f, self.by))
+        return recorded  # type: ignore[no-any-return]
+
+
+@dataclass
+class Section:
+    """Tables of a page that rest on the same reads, built when the response shows one of them."""
+
+    names: tuple[str, ...]
+    build: Callable[[], list[Table]]
+
+
+def _signals_table(downs: list[Any]) -> Table:
+    return Table("signals", "Signals that pull the score down most often", [
+        Column("Signal", lambda d: d.signal_id, lambda d: Markup("{}<br><code>{}</code>").format(
+            d.name, d.signal_id), key="signal"),
+        Column("Name", lambda d: d.name, key="name", csv_only=True),
+        Column("Category", lambda d: d.category, lambda d: CATEGORY_TITLES.get(d.category, d.category),
+               key="category"),
+        Column("PRs pulled down", lambda d: d.count, numeric=True, key="prs"),
+        Column("Share of PRs", lambda d: round(d.share, 4), lambda d: _pct(d.share), numeric=True,
+               key="share"),
+        Column("Mean signal score", lambda d: round(d.mean_score, 1), numeric=True, key="meanScore"),
+        Column("Example PRs", lambda d: " ".join(f"{e['repo']}#{e['number']}" for e in d.examples),
+               lambda d: Markup("<br>").join(
+                   Markup('<a href="{}">{}#{}</a> <span class="muted">({}/100: {})</span>').format(
+                       url_for("dashboard.pr", owner=e["repo"].split("/")[0], repo=e["repo"].split("/")[1],
+                               number=e["number"]), e["repo"], e["number"], e["score"], e.get("reason", ""))
+                   for e in d.examples), key="examples"),
+    ], downs, note=f"A signal pulls a score down when it is conclusive, weighted, and scores under "
+                   f"{queries.PULL_DOWN_BELOW}/100 (the comment's \"What pulled the score down\").")
+
+
 def _detail(by: str, key: str) -> Any:
     if not _KEY_RE.match(key):
         abort(404)
@@ -529,6 +611,7 @@ def _detail(by: str, key: str) -> Any:
         page = max(1, int(request.args.get("page", "1")))
     except ValueError:
         page = 1
+    stem = f"taskeval-{by}-{key}"
     with cfg.engine.connect() as conn:
         found = queries.cached(conn, "groups", (view.filters, by, view.exclude_provisional),
                                lambda: queries.groups(conn, view.filters, by,
@@ -538,61 +621,40 @@ def _detail(by: str, key: str) -> Any:
             abort(404, f"no stored evaluations for {by} {key}")
         group = found[0] if found else None
         total = group.count if group else 0
-        hist = queries.cached(conn, "histogram", (view.filters,), lambda: queries.histogram(conn, view.filters))
-        downs = queries.cached(conn, "pull_downs", (view.filters, total),
-                               lambda: queries.pull_downs(conn, view.filters, total))
-        if request.args.get("format") == "csv" and request.args.get("table") == "prs":
-            prs = queries.pr_list(conn, view.filters, limit=100_000, offset=0)  # the export: all
-        else:
-            prs = queries.pr_list(conn, view.filters, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
-        choices = queries.choices(conn, view.filters)
-        cycle = queries.cached(conn, "cycle_times", (view.filters,),
-                               lambda: teamwork.cycle_times(conn, view.filters))
-        costs = queries.cached(conn, "costs", (view.filters,), lambda: teamwork.costs(conn, view.filters))
-        _order, recorded = queries.cached(conn, "outcome_counts", (view.filters, by),
-                                          lambda: queries.outcome_counts(conn, view.filters, by))
-    context: dict[str, Any] = {}
-    buckets = [(label, n, charts.BAND_COLOURS[_bucket_band(i)]) for i, (label, n) in enumerate(hist)]
-    tables = [
-        group_table([group] if group else [], by, [], view, link=False),
-        Table("signals", "Signals that pull the score down most often", [
-            Column("Signal", lambda d: d.signal_id, lambda d: Markup("{}<br><code>{}</code>").format(
-                d.name, d.signal_id), key="signal"),
-            Column("Name", lambda d: d.name, key="name", csv_only=True),
-            Column("Category", lambda d: d.category, lambda d: CATEGORY_TITLES.get(d.category, d.category),
-                   key="category"),
-            Column("PRs pulled down", lambda d: d.count, numeric=True, key="prs"),
-            Column("Share of PRs", lambda d: round(d.share, 4), lambda d: _pct(d.share), numeric=True,
-                   key="share"),
-            Column("Mean signal score", lambda d: round(d.mean_score, 1), numeric=True, key="meanScore"),
-            Column("Example PRs", lambda d: " ".join(f"{e['repo']}#{e['number']}" for e in d.examples),
-                   lambda d: Markup("<br>").join(
-                       Markup('<a href="{}">{}#{}</a> <span class="muted">({}/100: {})</span>').format(
-                           url_for("dashboard.pr", owner=e["repo"].split("/")[0], repo=e["repo"].split("/")[1],
-                                   number=e["number"]), e["repo"], e["number"], e["score"], e.get("reason", ""))
-                       for e in d.examples), key="examples"),
-        ], downs, note=f"A signal pulls a score down when it is conclusive, weighted, and scores under "
-                       f"{queries.PULL_DOWN_BELOW}/100 (the comment's \"What pulled the score down\")."),
-        Table("distribution", "Overall score distribution", [
-            Column("Score", lambda b: b[0], key="bucket"),
-            Column("PRs", lambda b: b[1], numeric=True, key="prs"),
-        ], hist),
-        Table("prs", "Pull requests", _pr_columns(), prs,
-              note="Newest activity first; each PR's latest evaluation."),
-        *teamwork_tables(cycle, costs),
-        after_merge_table(recorded.get(group.key, {}) if group else {}),
-    ]
+        reads = _DetailReads(conn, view, by, total, page)
+        sections = [
+            Section(("groups",), lambda: [group_table([group] if group else [], by, [], view, link=False)]),
+            Section(("signals",), lambda: [_signals_table(reads.pull_downs)]),
+            Section(("distribution",), lambda: [Table("distribution", "Overall score distribution", [
+                Column("Score", lambda b: b[0], key="bucket"),
+                Column("PRs", lambda b: b[1], numeric=True, key="prs"),
+            ], reads.histogram)]),
+            Section(("prs",), lambda: [Table("prs", "Pull requests", _pr_columns(), reads.prs,
+                                             note="Newest activity first; each PR's latest evaluation.")]),
+            Section(("cycle", "merge_trend"), lambda: cycle_tables(reads.cycle)),
+            Section(("decisions", "rescue", "per_pr", "closure"), lambda: cost_tables(reads.costs)),
+            Section(("after_merge",), lambda: [after_merge_table(reads.recorded.get(group.key, {}) if group else {})]),
+        ]
+        if request.args.get("format") == "csv":
+            wanted = _csv_table_name([name for section in sections for name in section.names])
+            built = next(s for s in sections if wanted in s.names).build()
+            return _csv_response(next(t for t in built if t.name == wanted), stem)
+        tables = [table for section in sections for table in section.build()]
+        buckets = [(label, n, charts.BAND_COLOURS[_bucket_band(i)]) for i, (label, n) in enumerate(reads.histogram)]
+        title = (group.name if group and by == "agent" else key)
+        context: dict[str, Any] = {
+            "summary_sentence": teamwork.sentence(title, reads.costs),
+            "costs": reads.costs,
+            "merge_trend_svg": charts.line(reads.cycle.trend, unit="h", label="weekly median time to merge"),
+            "choices": queries.choices(conn, view.filters),
+        }
     pages = max(1, -(-total // PAGE_SIZE))
-    title = (group.name if group and by == "agent" else key)
-    context["summary_sentence"] = teamwork.sentence(title, costs)
-    context["costs"] = costs
-    context["merge_trend_svg"] = charts.line(cycle.trend, unit="h", label="weekly median time to merge")
-    return _tables_or_page(tables, f"taskeval-{by}-{key}", "dashboard/detail.html", **context, view=view, by=by,
+    return _tables_or_page(tables, stem, "dashboard/detail.html", **context, view=view, by=by,
                            key=key,
                            group=group, histogram_svg=charts.histogram(buckets),
                            trend_svg=charts.trend(group.trend if group else [], width=560, height=180,
                                                   axes=True),
-                           page=page, pages=pages, choices=choices, title=title)
+                           page=page, pages=pages, title=title)
 
 
 def _hours(x: float | None) -> str:
@@ -628,15 +690,8 @@ def _share_cells(prefix: str, help_text: str) -> list[Column]:
     ]
 
 
-def teamwork_tables(cycle: teamwork.CycleTimes, costs: teamwork.Costs) -> list[Table]:
-    """The agent page's cycle times, costs to people and decision counts (docs/bot.md)."""
-    rate = costs.merge_rate
-    decisions = [
-        ("merged", "Merged", costs.merged), ("closed", "Closed unmerged (after marked ready)", costs.closed),
-        ("decided", "Reached a decision (merged + closed): the merge rate's denominator", costs.decided),
-        ("closed_drafts", "Closed while still a draft: never marked ready, left out", costs.closed_drafts),
-        ("open", "Open: undecided, left out", costs.open),
-    ]
+def cycle_tables(cycle: teamwork.CycleTimes) -> list[Table]:
+    """The agent page's cycle times and weekly median time to merge (docs/bot.md)."""
     return [
         Table("cycle", "Cycle time", [
             Column("Figure", lambda fig: fig.key, lambda fig: Markup('{}<br><span class="muted">{}</span>').format(
@@ -652,14 +707,27 @@ def teamwork_tables(cycle: teamwork.CycleTimes, costs: teamwork.Costs) -> list[T
                    numeric=True, key="p90Hours", help="90th percentile hours, with its 95 % bootstrap interval."),
             Column("90th 95% low", lambda fig: _round(fig.p90.low), key="p90Low", csv_only=True),
             Column("90th 95% high", lambda fig: _round(fig.p90.high), key="p90High", csv_only=True),
-        ], cycle.figures, note=f"Hours, each PR once. Quantiles interpolate linearly (a spreadsheet's "
-                               f"PERCENTILE.INC); intervals are seeded {teamwork.BOOTSTRAP}-resample bootstraps. "
-                               f"Draft time is apart: it is in neither turn."),
+        ], cycle.figures, note="Hours, each PR once. Quantiles interpolate linearly (a spreadsheet's "
+                               "PERCENTILE.INC); intervals are 95 % percentile bootstraps, computed exactly "
+                               "(no resampling). Draft time is apart: it is in neither turn."),
         Table("merge_trend", "Weekly median time to merge", [
             Column("Week", lambda p: p[0], key="week"),
             Column("Median hours", lambda p: _round(p[1]), numeric=True, key="medianHours"),
             Column("Merged PRs", lambda p: p[2], numeric=True, key="prs"),
         ], cycle.trend),
+    ]
+
+
+def cost_tables(costs: teamwork.Costs) -> list[Table]:
+    """The agent page's costs to people and decision counts (docs/bot.md)."""
+    rate = costs.merge_rate
+    decisions = [
+        ("merged", "Merged", costs.merged), ("closed", "Closed unmerged (after marked ready)", costs.closed),
+        ("decided", "Reached a decision (merged + closed): the merge rate's denominator", costs.decided),
+        ("closed_drafts", "Closed while still a draft: never marked ready, left out", costs.closed_drafts),
+        ("open", "Open: undecided, left out", costs.open),
+    ]
+    return [
         Table("decisions", "Decisions: the merge rate's denominators", [
             Column("PRs", lambda d: d[1], key="what"),
             Column("Count", lambda d: d[2], numeric=True, key="count"),

@@ -195,6 +195,7 @@ def test_budget_spent_with_no_wait_stops_without_exceeding_it(store: str) -> Non
         assert len(rows(make_engine(store))) == done
 
 
+@pytest.mark.one_transport  # the budget's wait, whichever transport spends it
 def test_budget_waits_for_the_reset_with_a_countdown(store: str) -> None:
     fake = FakeGitHub(rate_limit=40, rate_window=3.0, enforce_rate_limit=True)
     history(fake, 8, every_third_unmerged=False)
@@ -236,6 +237,7 @@ def _env(fake: FakeGitHub, tmp: Path) -> dict[str, str]:
     return env
 
 
+@pytest.mark.one_transport  # a signal's handling and the store's, not collection
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "Ctrl-C"])
 def test_a_killed_run_resumes_with_no_duplicates(tmp_path: Path, how: signal.Signals) -> None:
     fake = FakeGitHub(latency=0.03)

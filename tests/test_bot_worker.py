@@ -273,6 +273,7 @@ def _worker_env(db: str, fake_url: str, **extra: str) -> dict[str, str]:
     return env
 
 
+@pytest.mark.one_transport  # the queue's lease after a kill, not collection
 def test_a_worker_killed_mid_job_loses_nothing(db_url: str, tmp_path: Path) -> None:
     fake = FakeGitHub()
     pr = fake.add_pr(REPO, 42)

@@ -294,6 +294,7 @@ class Backfill:
         self._stop = threading.Event()
         self._own_login: str | None = None
         self._login_lock = threading.Lock()
+        self._login_error: Exception | None = None  # GET /user's refusal, asked once
         self._count = threading.Lock()
 
     # ------------------------------------------------------------------ GitHub
@@ -369,10 +370,11 @@ class Backfill:
                 evaluation = run(self.gh, self.opts.repository, pr.number, options, meter=meter)
             url = None
             if self.opts.comment:
-                seed = evaluation.comment_seed
-                url, _ = publish_comment(self.gh, self.opts.repository, pr.number,
-                                         evaluation.markdown, seed=seed, meter=meter,
-                                         own_login=None if seed else self._comment_login())
+                login = None if evaluation.comment_seed else self._login_or_stop()
+                if evaluation.comment_seed or login:
+                    url, _ = publish_comment(self.gh, self.opts.repository, pr.number,
+                                             evaluation.markdown, seed=evaluation.comment_seed,
+                                             meter=meter, own_login=login)
         finally:
             meter.close()
             with self._count:
@@ -501,9 +503,33 @@ class Backfill:
         from taskeval.github import comment_login
 
         with self._login_lock:
+            if self._login_error is not None:
+                raise self._login_error
             if self._own_login is None:
-                self._own_login = os.environ.get("TASKEVAL_COMMENT_AS") or comment_login(self.gh)
+                try:
+                    self._own_login = (os.environ.get("TASKEVAL_COMMENT_AS")
+                                       or comment_login(self.gh))
+                except Exception as exc:
+                    self._login_error = exc
+                    raise
             return self._own_login
+
+    def _login_or_stop(self) -> str | None:
+        """The login, for a PR that fell back to REST; None when GitHub will not name the
+        account. Then the PR's result is stored without a comment and the run stops once the
+        PRs in flight are stored, saying why, rather than failing every PR the same way."""
+        from taskeval.github import AuthError
+
+        try:
+            return self._comment_login()
+        except AuthError as exc:
+            with self._count:
+                if self.summary.stopped is None:
+                    self.summary.stopped = (f"comments not posted: {exc} (the PRs stored "
+                                            "meanwhile have none: `taskeval evaluate "
+                                            "OWNER/REPO#N --comment` posts one)")
+            self._stop.set()
+            return None
 
     def _work(self, todo: list[Candidate]) -> None:
         from taskeval.github import AuthError, GitHubError, NotFoundError, RateLimitError

@@ -195,6 +195,38 @@ def test_budget_spent_with_no_wait_stops_without_exceeding_it(store: str) -> Non
         assert len(rows(make_engine(store))) == done
 
 
+@pytest.mark.one_transport  # the fallback from GraphQL to REST
+def test_a_fallback_that_cannot_name_the_account_stores_results_and_stops_once(
+    store: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No GraphQL on the server, an App token GitHub will not name (GET /user refused) and no
+    TASKEVAL_COMMENT_AS: the comment cannot find ours. The PRs evaluated are stored without a
+    comment, GET /user is asked once, and the run stops saying what to set, instead of failing
+    every PR the same way."""
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.delenv("TASKEVAL_COMMENT_AS", raising=False)
+    token = "ghs_InstallationToken0000000000000000000000"
+    fake = FakeGitHub(token=None)
+    fake.add_token(token, "my-app[bot]", integration=True)
+    history(fake, 9)
+    fake.graphql_enabled = False
+    with fake.serve():
+        opts = backfill.Options(repository=REPO, store_url=store, ai="off", comment=True,
+                                api="graphql", parallel=1)
+        engine = backfill.open_store(store)
+        try:
+            gh = make_client(token, base_url=fake.url, retries=1, backoff_factor=0.01)
+            summary = backfill.Backfill(opts, gh, engine, token=token, api_url=fake.url,
+                                        stream=io.StringIO(), tty=False).run()
+        finally:
+            engine.dispose()
+    assert summary.stopped is not None and "comments not posted" in summary.stopped
+    assert "--comment-as" in summary.stopped and summary.failed == {}
+    stored = rows(make_engine(store))
+    assert 1 <= len(stored) == summary.evaluated and all(r.comment_url is None for r in stored)
+    assert fake.comment_writes == {} and fake.count(route="user") == 1
+
+
 @pytest.mark.one_transport  # the budget's wait, whichever transport spends it
 def test_budget_waits_for_the_reset_with_a_countdown(store: str) -> None:
     fake = FakeGitHub(rate_limit=40, rate_window=3.0, enforce_rate_limit=True)

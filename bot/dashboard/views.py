@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from flask import (
     Blueprint,
@@ -64,6 +64,7 @@ _REPO_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
 _KEY_RE = re.compile(r"^[A-Za-z0-9_.\[\]-]{1,100}$")
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 PAGE_SIZE = 50
+T = TypeVar("T")
 PROVISIONAL_CHOICES = ("include", "exclude")  # ?provisional=: the default counts them, exclude leaves them out
 TASK_TYPES = queries.TASK_TYPES
 OPEN_ENDPOINTS = {"dashboard.login", "dashboard.login_token", "dashboard.callback",
@@ -535,19 +536,19 @@ class _DetailReads:
     def __init__(self, conn: Connection, view: View, by: str, total: int, page: int) -> None:
         self.conn, self.view, self.by, self.total, self.page = conn, view, by, total, page
 
-    def _cached(self, name: str, args: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
-        return queries.cached(self.conn, name, args, compute)
+    def _read(self, name: str, read: Callable[..., T], *args: Any) -> T:
+        """``read(conn, filters, *args)`` through the aggregate cache, keyed by its name, the
+        filters and ``args``."""
+        f = self.view.filters
+        return cast(T, queries.cached(self.conn, name, (f, *args), lambda: read(self.conn, f, *args)))
 
     @cached_property
     def histogram(self) -> list[tuple[str, int]]:
-        f = self.view.filters
-        return self._cached("histogram", (f,), lambda: queries.histogram(self.conn, f))  # type: ignore[no-any-return]
+        return self._read("histogram", queries.histogram)
 
     @cached_property
     def pull_downs(self) -> list[Any]:
-        f = self.view.filters
-        return self._cached("pull_downs", (f, self.total),  # type: ignore[no-any-return]
-                            lambda: queries.pull_downs(self.conn, f, self.total))
+        return self._read("pull_downs", queries.pull_downs, self.total)
 
     @cached_property
     def prs(self) -> list[dict[str, Any]]:
@@ -557,20 +558,16 @@ class _DetailReads:
 
     @cached_property
     def cycle(self) -> teamwork.CycleTimes:
-        f = self.view.filters
-        return self._cached("cycle_times", (f,), lambda: teamwork.cycle_times(self.conn, f))  # type: ignore[no-any-return]
+        return self._read("cycle_times", teamwork.cycle_times)
 
     @cached_property
     def costs(self) -> teamwork.Costs:
-        f = self.view.filters
-        return self._cached("costs", (f,), lambda: teamwork.costs(self.conn, f))  # type: ignore[no-any-return]
+        return self._read("costs", teamwork.costs)
 
     @cached_property
     def recorded(self) -> dict[str, dict[str, tuple[int, int]]]:
-        f = self.view.filters
-        _order, recorded = self._cached("outcome_counts", (f, self.by),
-                                        lambda: queries.outcome_counts(self.conn, f, self.by))
-        return recorded  # type: ignore[no-any-return]
+        _order, recorded = self._read("outcome_counts", queries.outcome_counts, self.by)
+        return recorded
 
 
 @dataclass

@@ -33,11 +33,12 @@ RESERVE_ENV: Final = {"rate-reserve": "TASKEVAL_RATE_RESERVE",
                       "graphql-reserve": "TASKEVAL_GRAPHQL_RESERVE"}
 
 
-def _reserve(env: Mapping[str, str], name: str, variable: str, unit: str) -> int:
-    """A reserve from input ``name``, else ``variable`` in the step's env; 0 when neither."""
+def _reserve(env: Mapping[str, str], name: str, unit: str) -> int:
+    """A reserve from input ``name``, else its variable (``RESERVE_ENV``) in the step's env; 0
+    when neither."""
     raw, source = raw_input(env, name), f"input '{name}'"
     if not raw:
-        raw, source = (env.get(variable) or "").strip(), variable
+        raw, source = (env.get(RESERVE_ENV[name]) or "").strip(), RESERVE_ENV[name]
     if raw and not raw.isdigit():
         raise InputError(f"{source} must be a whole number of {unit} (at least 0), got {raw!r}")
     return int(raw or 0)
@@ -110,9 +111,8 @@ class ActionInputs:
         except ValueError as exc:
             raise InputError(str(exc)) from exc
         return cls(
-            rate_reserve=_reserve(env, "rate-reserve", RESERVE_ENV["rate-reserve"], "requests"),
-            graphql_reserve=_reserve(env, "graphql-reserve", RESERVE_ENV["graphql-reserve"],
-                                     "points"),
+            rate_reserve=_reserve(env, "rate-reserve", "requests"),
+            graphql_reserve=_reserve(env, "graphql-reserve", "points"),
             github_token=raw_input(env, "github-token"),
             pull_request=parse_pull_number(raw_input(env, "pull-request")),
             config_path=Path(config) if config else None,

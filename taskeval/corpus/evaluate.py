@@ -15,7 +15,7 @@ from taskeval.models import EvaluationResult
 from taskeval.pipeline import Options, evaluate_pull_request
 from taskeval.transports import Api
 
-OPTIONS: Final = Options(ai="off", trigger="corpus", env={})
+OPTIONS: Final = Options(ai="off", trigger="corpus", env={}, api="rest")  # not the environment's
 
 
 def client(url: str) -> Github:

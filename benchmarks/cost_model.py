@@ -270,7 +270,7 @@ def typical_backfill(api: str, prs: int) -> BackfillCost:
 
     from bot.backfill import Backfill
     from bot.backfill import Options as BackfillOptions
-    from bot.db import init_schema, make_engine
+    from taskeval.store.db import init_schema, make_engine
     from tests.fakegithub import BASE_TIME
 
     fake = FakeGitHub(token=None)

@@ -39,7 +39,7 @@ from sqlalchemy import Engine, MetaData
 
 from bot.dashboard import queries
 from bot.dashboard.core import DashboardConfig, install
-from bot.db import init_schema, make_engine
+from taskeval.store.db import init_schema, make_engine
 from tests.dashboard_store import fill
 
 PAGES = [

@@ -242,7 +242,7 @@ def lost(database_url: str, acked: list[str]) -> int:
     """Acknowledged deliveries that are not in the database."""
     from sqlalchemy import select
 
-    from bot.db import deliveries, make_engine
+    from taskeval.store.db import deliveries, make_engine
 
     engine = make_engine(database_url)
     with engine.connect() as conn:
@@ -274,8 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.requests > 50_000 or args.max_seconds > 300:
         parser.error("keep it bounded: at most 50,000 requests and 300 seconds")
 
-    from bot.db import drop_schema, init_schema, make_engine
-    from bot.settings import normalise_database_url
+    from taskeval.store.db import drop_schema, init_schema, make_engine, normalise_database_url
 
     tmp = Path(tempfile.mkdtemp(prefix="webhook-bench-"))
     url = normalise_database_url(args.database_url or f"sqlite:///{tmp / 'bench.sqlite3'}")

@@ -16,8 +16,9 @@ from typing import Any, TypeVar, cast
 from flask import Blueprint, Response, jsonify, request
 from sqlalchemy import text
 
-from bot import logs, results
+from bot import logs
 from bot.state import state
+from taskeval.store import results
 
 log = logging.getLogger("bot.api")
 api = Blueprint("api", __name__)
@@ -103,9 +104,9 @@ def leaderboard() -> Any:
 @api.get("/export")
 @_json_errors
 def export_rows() -> Any:
-    """The store as CSV or NDJSON, one row per PR (bot/export.py; what ``taskeval export``
+    """The store as CSV or NDJSON, one row per PR (taskeval/store/export.py; what ``taskeval export``
     writes), streamed as it is read."""
-    from bot import export
+    from taskeval.store import export
 
     fmt = request.args.get("format") or "csv"
     if fmt not in export.FORMATS:

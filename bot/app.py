@@ -16,10 +16,10 @@ from werkzeug.exceptions import HTTPException
 
 from bot import logs
 from bot.api import api, health
-from bot.db import init_schema, make_engine
 from bot.settings import BotSettings
 from bot.state import BotState
 from bot.webhook import webhook
+from taskeval.store.db import init_schema, make_engine
 
 log = logging.getLogger("bot.app")
 

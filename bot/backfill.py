@@ -12,7 +12,7 @@ few PRs at a time (``--parallel``), storing each result in one transaction.
   run picks up where it stopped; a concurrent writer of the same PR is settled by the store's
   unique index (one newest row per PR), so nothing is stored twice.
 * **Within the rate budget.** Every request, the listing's included, takes a slot from the
-  credential's shared budget in the database (``bot.budget``), which keeps ``--reserve`` requests
+  credential's shared budget in the database (``taskeval.store.budget``), which keeps ``--reserve`` requests
   for the credential's other users; when it is spent the run waits for the reset with a countdown,
   or stops with ``--no-wait``. A secondary limit (``Retry-After``) pauses the run for as long as
   GitHub asks and the PR is tried again.
@@ -40,26 +40,18 @@ from typing import Any, Literal, TextIO
 from sqlalchemy import Engine, select
 from sqlalchemy.exc import IntegrityError
 
-from bot.budget import Budget, BudgetExhausted, GateMeter, budget_key, rate_limit_now
-from bot.db import evaluations, init_schema, make_engine, write
-from bot.results import record_from_result, store_evaluation
 from bot.settings import DEFAULT_RESERVE
 from taskeval.github.batch import BatchSizer
 from taskeval.github.errors import GitHubError, RateLimitError, translate
+from taskeval.store.budget import Budget, BudgetExhausted, GateMeter, budget_key, rate_limit_now
+from taskeval.store.db import default_store, evaluations, init_schema, make_engine, write
+from taskeval.store.results import record_from_result, store_evaluation
 from taskeval.transports import Api, default_api
 
 State = Literal["merged", "closed", "all"]
-DEFAULT_STORE_FILE = "taskeval.db"  # in the working directory; `taskeval dashboard` reads it
 DEFAULT_PARALLEL = 4
 MAX_TRIES = 3  # per PR, for secondary rate limits
 TRIGGER = "backfill"
-
-
-def default_store(env: dict[str, str] | None = None) -> str:
-    """``$DATABASE_URL``, else the SQLite file :data:`DEFAULT_STORE_FILE` in the working directory
-    (by its absolute path): the store of ``taskeval backfill`` and ``taskeval dashboard``."""
-    source = os.environ if env is None else env
-    return (source.get("DATABASE_URL") or "").strip() or f"sqlite:///{Path.cwd() / DEFAULT_STORE_FILE}"
 
 
 @dataclass(frozen=True)
@@ -353,9 +345,9 @@ class Backfill:
     # ------------------------------------------------------------------ one PR
 
     def evaluate_one(self, pr: Candidate) -> tuple[str, str]:
-        from bot.results import comment_signature
         from taskeval.pipeline import Options as PipelineOptions
         from taskeval.pipeline import evaluate_pull_request, publish_comment
+        from taskeval.store.results import comment_signature
 
         options = PipelineOptions(ai=self.opts.ai, config_path=self.opts.config_path,
                                   trigger=TRIGGER, env=dict(os.environ), github_token=self.token,
@@ -666,7 +658,7 @@ def installation_of(app_id: str, private_key: str, api_url: str, repository: str
 
 
 def open_store(url: str) -> Engine:
-    from bot.settings import normalise_database_url
+    from taskeval.store.db import normalise_database_url
 
     engine = make_engine(normalise_database_url(url))
     init_schema(engine)

@@ -32,8 +32,8 @@ def _need_extra() -> str | None:
 def _prepare(args: argparse.Namespace, name: str, *, needs_github: bool) -> Any:
     """Validate settings and create the schema once, before any child process starts."""
     from bot import logs
-    from bot.db import describe_url, init_schema, make_engine
     from bot.settings import BotSettings, SettingsError
+    from taskeval.store.db import describe_url, init_schema, make_engine
 
     os.environ["TASKEVAL_LOG_LEVEL"] = args.log_level
     logs.setup(args.log_level)
@@ -119,6 +119,7 @@ def cmd_backfill(args: argparse.Namespace) -> int:
     from taskeval.github import AuthError, GitHubError, NotFoundError, api_url, env_token, make_client
     from taskeval.github.client import repo_path
     from taskeval.redact import redact
+    from taskeval.store.db import default_store
 
     try:
         repo_path(args.repository)
@@ -127,7 +128,7 @@ def cmd_backfill(args: argparse.Namespace) -> int:
             since=backfill.parse_day(args.since) if args.since else None,
             until=backfill.parse_day(args.until) if args.until else None,
             state=args.state, limit=args.limit,
-            store_url=args.store or backfill.default_store(),
+            store_url=args.store or default_store(),
             enqueue=args.enqueue, comment=args.comment, wait=not args.no_wait,
             reserve=args.reserve, graphql_reserve=args.graphql_reserve, parallel=args.parallel,
             ai="off" if args.no_ai else "auto", api=args.api,
@@ -207,7 +208,7 @@ def _quiet(verbose: bool) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """``taskeval export``: the store as CSV or NDJSON, one row per PR (bot/export.py). Exit 0
+    """``taskeval export``: the store as CSV or NDJSON, one row per PR (taskeval/store/export.py). Exit 0
     done, 2 bad input or an unreadable store (nothing half-written at --output)."""
     try:
         import sqlalchemy  # noqa: F401
@@ -218,11 +219,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     import tempfile
     from pathlib import Path
 
-    from bot import export
     from bot.dashboard.cli import store_url
-    from bot.db import describe_url, init_schema, make_engine
     from taskeval.cli import OutputError, check_output
     from taskeval.redact import redact
+    from taskeval.store import export
+    from taskeval.store.db import describe_url, init_schema, make_engine
 
     if args.repo is not None and args.repo.count("/") != 1:
         print(f"taskeval export: --repo must be OWNER/REPO, got {args.repo!r}", file=sys.stderr)

@@ -24,7 +24,7 @@ class PayloadError(ValueError):
     """A delivery whose payload lacks a field this event needs; the message names the field."""
 
 
-# Values that are stored get the bounds of their columns (bot/db.py) and of GitHub itself: a value
+# Values that are stored get the bounds of their columns (taskeval/store/db.py) and of GitHub itself: a value
 # outside them is a malformed delivery (400, naming the field), not a database fault (503, which
 # GitHub would show as "redeliver me" forever). PostgreSQL also refuses NUL in text.
 Number = Annotated[int, Field(gt=0, le=2**31 - 1)]  # an INTEGER column

@@ -19,9 +19,9 @@ from sqlalchemy import Engine
 from bot import events
 from bot.backfill import TRIGGER as BACKFILL  # jobs queued by `taskeval backfill --enqueue`
 from bot.queue import Job
-from bot.results import DbJudgeCache, comment_signature, previous_comment, record_from_result
 from bot.settings import BotSettings
 from taskeval import command
+from taskeval.store.results import DbJudgeCache, comment_signature, previous_comment, record_from_result
 
 log = logging.getLogger("bot.handlers")
 
@@ -37,7 +37,7 @@ class GitHubContext:
     gh: Any
     own_login: str | None = None
     token: str | None = None  # token mode only: lets the judge fall back to GitHub Models
-    budget_key: str | None = None  # the credential's shared request budget (bot.budget)
+    budget_key: str | None = None  # the credential's shared request budget (taskeval.store.budget)
 
 
 @dataclass(frozen=True)
@@ -199,7 +199,7 @@ class PipelineCore:
         if ctx.budget_key is None:
             yield None
             return
-        from bot.budget import Budget, GateMeter, rate_limit_now
+        from taskeval.store.budget import Budget, GateMeter, rate_limit_now
 
         meter = GateMeter(
             Budget(self.engine, ctx.budget_key, reserve=self.settings.rate_reserve,

@@ -25,8 +25,8 @@ from prometheus_client.registry import Collector
 from sqlalchemy import Engine, func, select
 
 from bot.api import authorise
-from bot.db import evaluations, jobs, rate_budgets
 from bot.state import state
+from taskeval.store.db import evaluations, jobs, rate_budgets
 
 metrics = Blueprint("metrics", __name__)
 metrics.before_request(authorise)

@@ -17,9 +17,9 @@ from typing import Any
 from sqlalchemy import Connection, select
 from sqlalchemy.engine import Engine
 
-from bot.db import evaluations, write
-from bot.outcomes_store import upsert
 from taskeval.outcomes import OutcomeRecord, from_pull_request_event, from_push_event
+from taskeval.store.db import evaluations, write
+from taskeval.store.outcomes import upsert
 
 log = logging.getLogger(__name__)
 

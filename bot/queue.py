@@ -36,7 +36,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 
 from bot import events, logs
-from bot.db import (
+from taskeval.store.db import (
     PENDING,
     Prepared,
     deliveries,
@@ -46,7 +46,7 @@ from bot.db import (
     workers,
     write,
 )
-from bot.results import store_evaluation
+from taskeval.store.results import store_evaluation
 
 log = logging.getLogger("bot.queue")
 
@@ -95,7 +95,7 @@ class Job:
     max_attempts: int
 
 
-# The receiver's statements, built and compiled once (bot.db.Prepared): building, cache-keying and
+# The receiver's statements, built and compiled once (taskeval.store.db.Prepared): building, cache-keying and
 # executing a Core statement per request cost more CPU than running it (profiled), and a webhook
 # acknowledgement is on GitHub's clock.
 _SEEN = Prepared(select(deliveries.c.status, deliveries.c.outcome, deliveries.c.job_id).where(

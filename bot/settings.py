@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
 from urllib.parse import urlsplit
 
+from taskeval.store.db import normalise_database_url
 from taskeval.transports import Api, default_api
 
 if TYPE_CHECKING:
@@ -34,18 +35,6 @@ AuthMode = Literal["app", "token", "none"]
 
 class SettingsError(ValueError):
     """A missing or invalid setting; the message names the variable, never its value."""
-
-
-def normalise_database_url(url: str) -> str:
-    """Map ``postgres://`` / ``postgresql://`` to the psycopg 3 driver the bot extra installs.
-
-    SQLAlchemy's default PostgreSQL driver is psycopg2, which is not a dependency; operators
-    (and Heroku-style platforms) write the bare scheme.
-    """
-    for prefix in ("postgres://", "postgresql://"):
-        if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix):]
-    return url
 
 
 _N = TypeVar("_N", int, float)

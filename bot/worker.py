@@ -24,10 +24,10 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from bot import logs
-from bot.budget import BudgetExhausted, budget_key
 from bot.handlers import HANDLERS, Core, GitHubContext, InvalidInput, PipelineCore
 from bot.queue import Job, LeaseLost, Queue, presence_interval
 from bot.settings import BotSettings, SettingsError
+from taskeval.store.budget import BudgetExhausted, budget_key
 
 log = logging.getLogger("bot.worker")
 T = TypeVar("T")
@@ -427,7 +427,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"taskeval worker: {exc}", file=sys.stderr)
         return 2
     logs.register_secrets(settings.secrets())
-    from bot.db import init_schema, make_engine
+    from taskeval.store.db import init_schema, make_engine
 
     engine = make_engine(settings.database_url)
     init_schema(engine)

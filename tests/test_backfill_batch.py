@@ -16,8 +16,6 @@ import pytest
 from sqlalchemy import select
 
 from bot import backfill
-from bot.budget import Budget, budget_key
-from bot.db import evaluations, make_engine
 from taskeval.evidence import build_bundle
 from taskeval.github import collection as collection_module
 from taskeval.github import make_client
@@ -27,6 +25,8 @@ from taskeval.github.collection import collect, collect_read
 from taskeval.github.errors import NotFoundError
 from taskeval.github.graphql import PullRead, read_pulls
 from taskeval.pipeline import Options, evaluate_pull_request
+from taskeval.store.budget import Budget, budget_key
+from taskeval.store.db import evaluations, make_engine
 from tests.fakegithub import BASE_TIME, FAKE_TOKEN, FakeGitHub
 from tests.test_graphql import _HOW, REPO, SCENARIOS
 

@@ -10,7 +10,7 @@ import pytest
 from bot import events
 from bot.handlers import Evaluated, GitHubContext, handle_command, handle_evaluate
 from bot.queue import Job
-from bot.results import comment_signature
+from taskeval.store.results import comment_signature
 
 HEAD = "6dcb09b5b57875f334f61aebed695e2e4193db5e"
 

@@ -88,7 +88,7 @@ def test_worker_needs_credentials() -> None:
         ("postgresql://u:p@db/x", "postgresql+psycopg://u:p@db/x"),
         ("postgres://u@db/x", "postgresql+psycopg://u@db/x"),
         ("postgresql+psycopg://u@db/x", "postgresql+psycopg://u@db/x"),
-        ("sqlite:///bot.db", "sqlite:///bot.db"),
+        ("sqlite:///taskeval.store.db", "sqlite:///taskeval.store.db"),
     ],
 )
 def test_database_urls_use_psycopg3(url: str, expected: str) -> None:

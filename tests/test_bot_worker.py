@@ -18,11 +18,11 @@ from github import GithubException
 from sqlalchemy import Engine, func, select
 
 from bot import events
-from bot.db import evaluations, init_schema, jobs, make_engine
 from bot.handlers import Evaluated, GitHubContext
 from bot.queue import Job, Queue
 from bot.worker import Worker, classify
 from taskeval.github import AuthError, GitHubError, NotFoundError, RateLimitError
+from taskeval.store.db import evaluations, init_schema, jobs, make_engine
 from tests.bot.helpers import SECRET, settings_for
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub, Fault, app_key_pair
 from tests.processes import child_env

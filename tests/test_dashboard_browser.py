@@ -22,7 +22,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from werkzeug.serving import make_server
 
-from bot.db import init_schema, make_engine
+from taskeval.store.db import init_schema, make_engine
 from tests.dashboard_store import Stored, fill
 from tests.fake_github_oauth import FakeGitHubOAuth
 
@@ -99,8 +99,8 @@ def record_every_outcome(engine: Any, stored: Stored) -> None:
     kind, spelled "Rejected" by one source and "rejected" by the other."""
     from sqlalchemy import insert
 
-    from bot.db import outcomes
     from taskeval.outcomes import OUTCOMES
+    from taskeval.store.db import outcomes
 
     rows = [{"repo": r["repo"], "number": r["number"], "outcome": kind.capitalize() if (i + j) % 2 else kind,
              "value": (i + j) % 5 == 0, "evidence": "[]", "detail": "", "source": "derived",
@@ -236,7 +236,7 @@ def test_agent_costs_and_the_comparison_equal_the_csv(driver: Any, site: str, st
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
-    from bot.export import rows
+    from taskeval.store.export import rows
 
     engine = make_engine(store[0])
     export = [r for r in rows(engine) if r["agent_id"] == "copilot"]
@@ -455,7 +455,7 @@ def test_pr_page_shows_the_comment_as_github_does(driver: Any, site: str, store:
     from sqlalchemy import update
 
     from bot.dashboard import queries
-    from bot.db import evaluations, make_engine
+    from taskeval.store.db import evaluations, make_engine
 
     url, stored = store
     row = stored.latest()[-1]

@@ -13,7 +13,7 @@ from sqlalchemy import Engine, update
 
 from bot.dashboard import queries
 from bot.dashboard.render import comment_html
-from bot.db import evaluations
+from taskeval.store.db import evaluations
 from tests.dashboard_store import Stored, fill
 
 pytest_plugins = ["tests.bot.fixtures"]

@@ -19,12 +19,12 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import Engine, insert, select
 
-from bot import migrations
 from bot.dashboard import queries, teamwork
 from bot.dashboard.queries import Filters
-from bot.db import drop_schema, evaluations, init_schema, make_engine, write
-from bot.export import STORED, csv_chunks, rows
-from bot.results import record_from_result
+from taskeval.store import migrations
+from taskeval.store.db import drop_schema, evaluations, init_schema, make_engine, write
+from taskeval.store.export import STORED, csv_chunks, rows
+from taskeval.store.results import record_from_result
 from tests.dashboard_store import Stored, fill
 
 pytest_plugins = ["tests.bot.fixtures"]
@@ -152,7 +152,7 @@ def _comment(author: str | None, bot: bool = False) -> dict[str, Any]:
 ])
 def test_comments_by_people_follow_the_turns_roles(comments: list[dict[str, Any]], roles: dict[str, str],
                                                    expected: int) -> None:
-    from bot.export import comments_by_people
+    from taskeval.store.export import comments_by_people
 
     result = {"turns": {"roles": roles, "agentHours": 0}, "evidence": {"facts": {"comments": comments}}}
     assert comments_by_people(result) == expected
@@ -305,7 +305,7 @@ def test_revert_and_follow_up_fix_rates_where_recorded(client: FlaskClient, engi
                                                        stored: Stored) -> None:
     """Not recorded at first (said, with no rate); then the share of the PRs where each outcome is
     recorded, true or false, with a Wilson interval, as the outcomes store holds them."""
-    from bot.db import outcomes
+    from taskeval.store.db import outcomes
 
     path = "/dashboard/agent/copilot"
     before = {r["outcome"]: r for r in csv_table(client, path, "after_merge")}

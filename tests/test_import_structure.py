@@ -19,8 +19,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("taskeval", "bot", "action")
 # The statistics commands read and write the bot's store when given one (--store, --write-store).
-CORE_TO_BOT = {("taskeval.validity_cli", "bot.db"), ("taskeval.validity_cli", "bot.settings"),
-               ("taskeval.validity_cli", "bot.outcomes_store")}
+CORE_TO_BOT = {("taskeval.validity_cli", "taskeval.store.db"), ("taskeval.validity_cli", "bot.settings"),
+               ("taskeval.validity_cli", "taskeval.store.outcomes")}
 COMMANDS = {"validity": "taskeval.validity_cli:add_commands", "webhook-bot": "bot.cli:add_commands"}
 
 

@@ -1,4 +1,4 @@
-"""The shared GitHub request budget (bot.budget): several processes taking slots from one database
+"""The shared GitHub request budget (taskeval.store.budget): several processes taking slots from one database
 row never grant more than the limit less the reserve, on SQLite and PostgreSQL; queue workers
 defer jobs to the reset instead of exceeding it."""
 
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
-from bot.budget import Budget, BudgetExhausted, GateMeter, budget_key, rate_headers
-from bot.db import init_schema, jobs, make_engine, rate_budgets, write
+from taskeval.store.budget import Budget, BudgetExhausted, GateMeter, budget_key, rate_headers
+from taskeval.store.db import init_schema, jobs, make_engine, rate_budgets, write
 from tests.bot.helpers import SECRET, run_together
 from tests.fakegithub import BASE_TIME, FAKE_TOKEN, FakeGitHub
 

@@ -19,8 +19,7 @@ DEFAULT_BIND = "127.0.0.1:8080"
 
 def store_url(given: str | None, env: dict[str, str] | None = None) -> str:
     """``--store``, else the store ``taskeval backfill`` writes by default."""
-    from bot.backfill import default_store
-    from bot.settings import normalise_database_url
+    from taskeval.store.db import default_store, normalise_database_url
 
     return normalise_database_url((given or "").strip() or default_store(env))
 
@@ -39,7 +38,7 @@ def create_local_app(url: str, *, bind_host: str = "127.0.0.1", env: dict[str, s
 
     from bot.dashboard.auth import is_loopback
     from bot.dashboard.core import DashboardConfig, install
-    from bot.db import init_schema, make_engine
+    from taskeval.store.db import init_schema, make_engine
 
     env = dict(os.environ) if env is None else env
     loopback = is_loopback(bind_host)
@@ -75,7 +74,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         print(f"taskeval dashboard: {exc}", file=sys.stderr)
         return 2
     url = store_url(args.store)
-    from bot.db import describe_url
+    from taskeval.store.db import describe_url
 
     try:
         app = create_local_app(url, bind_host=host)

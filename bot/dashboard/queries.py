@@ -39,10 +39,10 @@ from sqlalchemy import (
     true,
 )
 
-from bot.db import PULLS_DOWN, evaluations, rollup_agent, rollup_author, rollup_signals, signals
-from bot.results import provisional_sql, week_of
 from taskeval.config import HUMAN_ID, UNKNOWN_BOT_ID
 from taskeval.contract import BAND_NAMES
+from taskeval.store.db import PULLS_DOWN, evaluations, rollup_agent, rollup_author, rollup_signals, signals
+from taskeval.store.results import provisional_sql, week_of
 
 E = evaluations.c
 CATEGORY_COLUMNS = {
@@ -51,7 +51,7 @@ CATEGORY_COLUMNS = {
     "processCompliance": E.process_compliance,
 }
 # Each mean's coverage column: under PROVISIONAL_BELOW its grade was provisional (the overall's is
-# the categories' coverages weighted by their contract weights, bot.export.overall_coverage).
+# the categories' coverages weighted by their contract weights, taskeval.store.export.overall_coverage).
 COVERAGE_COLUMNS = {
     "overall": E.overall_coverage,
     "agentPerformance": E.agent_performance_coverage,
@@ -74,7 +74,7 @@ NO_AGENT_NAME = "No agent found"
 NO_AGENT_IDS = (HUMAN_ID, UNKNOWN_BOT_ID)
 SMALL_SAMPLE = 10  # groups with fewer PRs are shown, marked, and not ranked
 PULL_DOWN_BELOW = 60  # a conclusive, weighted signal scoring under this "pulled the score down"
-# bot.db.PULLS_DOWN with qualified names, verbatim, so SQLite proves the partial index applies.
+# taskeval.store.db.PULLS_DOWN with qualified names, verbatim, so SQLite proves the partial index applies.
 DOWN = text(" AND ".join(f"signals.{term}" for term in PULLS_DOWN.split(" AND ")))
 TREND_WEEKS = 26
 TASK_TYPES = ("feature", "fix", "docs", "refactor", "test", "chore", "ci", "deps", "unknown")
@@ -440,7 +440,7 @@ def outcome_counts(conn: Connection, f: Filters,
     for a merged or closed PR: a PR without a stored ``rejected`` record counts by its state.
     Returns (the outcome keys, known ones in :data:`OUTCOME_ORDER` first; ``{key: {outcome: (n, hits)}}``).
     """
-    from bot.db import outcomes
+    from taskeval.store.db import outcomes
 
     oc = outcomes.c
     counts: dict[str, dict[str, list[int]]] = {}
@@ -527,7 +527,7 @@ def pull_downs(conn: Connection, f: Filters, total: int, limit: int = 10,
     """The signals that most often pulled this selection's scores down, with example PRs.
 
     "Pulled down": conclusive, weighted, and scored under :data:`PULL_DOWN_BELOW` — the same rule
-    as the comment's "What pulled the score down" (``bot.db.PULLS_DOWN``, whose partial index
+    as the comment's "What pulled the score down" (``taskeval.store.db.PULLS_DOWN``, whose partial index
     holds just those rows). The counts come from ``dashboard_rollup_signals`` when the filters are
     its columns and whole weeks (:func:`rollup_where`), else from joining the PRs' signals; the
     result is identical (``use_rollup=False`` forces the join). The examples are the most recent
@@ -536,7 +536,7 @@ def pull_downs(conn: Connection, f: Filters, total: int, limit: int = 10,
     """
     S = signals.c
     rolled = rollup_where(f, "agent", rollup_signals) if use_rollup else None
-    if rolled is not None:  # the same counts from dashboard_rollup_signals (bot.results keeps it)
+    if rolled is not None:  # the same counts from dashboard_rollup_signals (taskeval.store.results keeps it)
         R = rollup_signals.c
         n = func.sum(R.n).label("n")
         top_query = (select(R.signal_id, func.max(R.category).label("category"), n,
@@ -645,7 +645,7 @@ def data_version(conn: Connection) -> tuple[Any, ...]:
     """Changes whenever an evaluation is stored (it gets a new, higher id and flips ``is_latest``
     in the same transaction) or an outcome is recorded (a new id): two index probes. An outcome
     updated in place shows after :data:`CACHE_TTL` at the latest."""
-    from bot.db import outcomes
+    from taskeval.store.db import outcomes
 
     return (conn.execute(select(func.max(E.id))).scalar(),
             conn.execute(select(func.max(outcomes.c.id))).scalar())

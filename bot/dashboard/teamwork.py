@@ -2,7 +2,7 @@
 comparison of two agents (or two periods): the agent page's cycle times, rescue mix and closure
 classes, and the comparison view (docs/bot.md defines every figure).
 
-Every value is an ``evaluations`` column written from the result's export row (``bot.export.STORED``,
+Every value is an ``evaluations`` column written from the result's export row (``taskeval.store.export.STORED``,
 revision 0008), read through the covering index ``ix_evaluations_turns``, so the page, its CSV, its
 JSON and ``taskeval export`` count the same numbers. Each PR counts once (its latest evaluation) and
 the filters are :class:`bot.dashboard.queries.Filters`, visibility included.
@@ -37,7 +37,7 @@ from bot.dashboard.queries import (
     where,
     wilson,
 )
-from bot.results import provisional_sql
+from taskeval.store.results import provisional_sql
 
 LEVELS = (0.025, 0.975)  # the 95 % interval's ends
 TREND_WEEKS = 26

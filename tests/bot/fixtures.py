@@ -17,7 +17,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import Engine
 
 from bot.app import create_app
-from bot.db import drop_schema, init_schema, make_engine
+from taskeval.store.db import drop_schema, init_schema, make_engine
 from tests.bot.helpers import API_TOKEN, POSTGRES_SKIP, postgres_url, settings_for
 
 

@@ -3,7 +3,7 @@ indexes for the overview's group-bys.
 
 ``signals`` holds one row per signal of each evaluation (id, category, score, conclusive, weight),
 so "the signals that pull this agent down" is a SQL ``GROUP BY``; existing evaluations get theirs
-from their stored result JSON here (a frozen copy of ``bot.results.signal_rows``).
+from their stored result JSON here (a frozen copy of ``taskeval.store.results.signal_rows``).
 ``ix_signals_down`` is a partial covering index of the rows that pulled a score down.
 ``ix_evaluations_dash_agent``/``_author`` cover every column the overview reads, so it never
 touches table rows (whose large ``result_json`` sits in SQLite overflow pages before them).

@@ -2,8 +2,8 @@
 events and the judge cache.
 
 A database created by the pre-migration code (``metadata.create_all``) has exactly these tables and
-is stamped at this revision instead of running it (``bot.migrations.upgrade``). The tables are a
-frozen copy of that code, never imported from ``bot.db``, so this revision keeps creating the same
+is stamped at this revision instead of running it (``taskeval.store.migrations.upgrade``). The tables are a
+frozen copy of that code, never imported from ``taskeval.store.db``, so this revision keeps creating the same
 schema whatever later revisions change.
 
 Revision ID: 0001
@@ -25,7 +25,7 @@ PENDING = ("queued", "running")
 
 
 def schema() -> sa.MetaData:
-    """The revision-0001 tables, as ``bot/db.py`` declared them before migrations existed."""
+    """The revision-0001 tables, as ``taskeval/store/db.py`` declared them before migrations existed."""
     m = sa.MetaData()
     sa.Table(
         "deliveries", m,

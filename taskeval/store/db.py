@@ -23,6 +23,7 @@ import fcntl
 import os
 import threading
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
@@ -148,7 +149,7 @@ evaluations = Table(
     Column("week", String(10)),  # Monday (UTC) of activity_at's week, YYYY-MM-DD
     Column("is_latest", Boolean, nullable=False, server_default=false()),  # newest of its PR
     # Revision 0008: the turns, closure, rescue and task type the agent page and the comparison
-    # aggregate, as bot.export writes them (bot.export.STORED); NULL where the result has none.
+    # aggregate, as taskeval.store.export writes them (taskeval.store.export.STORED); NULL where the result has none.
     Column("task_type", String(16)),
     Column("draft_at_end", Boolean),  # still a draft when it ended: never marked ready
     Column("first_response_hours", Float),
@@ -210,7 +211,7 @@ Index("ix_evaluations_turns", evaluations.c.is_latest, evaluations.c.agent_id,
       *(evaluations.c[name] for name in TURN_FACETS))
 
 # One row per signal of each stored evaluation (revision 0006), written with the evaluation by
-# bot.results.store_evaluation: what "the signals that pull this agent down" counts in SQL.
+# taskeval.store.results.store_evaluation: what "the signals that pull this agent down" counts in SQL.
 signals = Table(
     "signals",
     metadata,
@@ -231,7 +232,7 @@ Index("ix_signals_down", signals.c.evaluation_id, signals.c.signal_id, signals.c
 
 # The dashboard's rollups (revision 0007): the latest evaluations of all PRs summed per
 # repository, agent (or author), week and band, with PR-state counts, kept by
-# bot.results.store_evaluation in the same transaction (a replaced latest evaluation is subtracted,
+# taskeval.store.results.store_evaluation in the same transaction (a replaced latest evaluation is subtracted,
 # the new one added). NULL facets are stored as "" so the key can be the primary key. The overview
 # reads them instead of scanning ``evaluations`` when its filters are these columns and whole weeks.
 # Two tables, not one with both agent and author: the two together multiply into nearly as many
@@ -272,7 +273,7 @@ rollup_author = _rollup_table(
     Column("author", String(100), nullable=False),
 )
 
-# The signals that pulled each latest evaluation down (bot.db.PULLS_DOWN), counted per repository,
+# The signals that pulled each latest evaluation down (taskeval.store.db.PULLS_DOWN), counted per repository,
 # agent, week, band and signal (revision 0010), kept like the rollups above: the agent page's
 # "signals that pull the score down" reads it instead of joining every PR's signals.
 rollup_signals = Table(
@@ -344,7 +345,7 @@ judge_cache = Table(
 )
 
 # Revision 0005: one GitHub request budget per credential (token or App installation), shared by
-# every backfill process and worker that uses it (bot/budget.py). Revision 0009: one per credential
+# every backfill process and worker that uses it (taskeval/store/budget.py). Revision 0009: one per credential
 # and rate-limit resource (X-RateLimit-Resource: ``core`` for REST requests, ``graphql`` for
 # GraphQL points), as GitHub counts them apart.
 rate_budgets = Table(
@@ -537,12 +538,12 @@ def _lock_path(engine: Engine) -> str | None:
 
 
 def init_schema(engine: Engine) -> list[str]:
-    """Migrate the database to the newest schema (Alembic, ``bot/migrations``); safe to run from
+    """Migrate the database to the newest schema (Alembic, ``taskeval/store/migrations``); safe to run from
     every process at start-up: one transaction under a lock (PostgreSQL advisory lock, SQLite
     ``flock``), so concurrent starts migrate once and the others find it done. A database from
     before migrations is adopted (stamped at the baseline) and upgraded. Returns the revisions
     applied."""
-    from bot import migrations
+    from taskeval.store import migrations
 
     with write(engine) as conn:
         if engine.dialect.name == "postgresql":
@@ -568,3 +569,25 @@ def describe_url(url: str) -> str:
         return make_url(url).render_as_string(hide_password=True)
     except Exception:  # an unparsable URL must not leak through the error
         return "(unparsable DATABASE_URL)"
+
+
+DEFAULT_STORE_FILE = "taskeval.db"  # in the working directory; `taskeval dashboard` reads it
+
+
+def default_store(env: dict[str, str] | None = None) -> str:
+    """``$DATABASE_URL``, else the SQLite file :data:`DEFAULT_STORE_FILE` in the working directory
+    (by its absolute path): the store of ``taskeval backfill`` and ``taskeval dashboard``."""
+    source = os.environ if env is None else env
+    return (source.get("DATABASE_URL") or "").strip() or f"sqlite:///{Path.cwd() / DEFAULT_STORE_FILE}"
+
+
+def normalise_database_url(url: str) -> str:
+    """Map ``postgres://`` / ``postgresql://`` to the psycopg 3 driver the bot extra installs.
+
+    SQLAlchemy's default PostgreSQL driver is psycopg2, which is not a dependency; operators
+    (and Heroku-style platforms) write the bare scheme.
+    """
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    return url

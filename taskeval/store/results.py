@@ -15,7 +15,8 @@ from typing import Any, Literal
 from sqlalchemy import Connection, Engine, case, delete, func, insert, literal, select, text, update
 from sqlalchemy.exc import IntegrityError
 
-from bot.db import (
+from taskeval.contract import PROVISIONAL_BELOW
+from taskeval.store.db import (
     PULLS_DOWN,
     ROLLUP_SUMS,
     evaluations,
@@ -26,8 +27,7 @@ from bot.db import (
     signals,
     write,
 )
-from bot.export import epoch_of, pr_facts, stored_columns
-from taskeval.contract import PROVISIONAL_BELOW
+from taskeval.store.export import epoch_of, pr_facts, stored_columns
 
 _CATEGORY_COLUMNS = {
     "agentPerformance": "agent_performance",
@@ -129,7 +129,7 @@ def store_evaluation(conn: Connection, row: dict[str, Any]) -> int:
 
 
 def pulls_down(signal: dict[str, Any]) -> bool:
-    """bot.db.PULLS_DOWN on one ``signals`` row: conclusive, weighted, scored under 60."""
+    """taskeval.store.db.PULLS_DOWN on one ``signals`` row: conclusive, weighted, scored under 60."""
     score = signal["score"]
     return bool(signal["conclusive"]) and float(signal["weight"]) > 0 and score is not None and score < 60
 

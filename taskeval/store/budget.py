@@ -44,9 +44,9 @@ from urllib.parse import urlsplit
 from sqlalchemy import Connection, Engine, case, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from bot.db import rate_budgets, write
 from taskeval.github.client import CORE, GRAPHQL, Meter
 from taskeval.github.quota import Seen, rate_headers, rate_limit_now, rate_resource
+from taskeval.store.db import rate_budgets, write
 
 __all__ = ["Budget", "BudgetExhausted", "GateMeter", "Seen", "budget_key", "rate_headers",
            "rate_limit_now", "rate_resource"]

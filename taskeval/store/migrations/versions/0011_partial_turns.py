@@ -4,7 +4,7 @@ Without the timeline (``turns.partial``: GitHub refused it, or a replay's data l
 cannot see drafts, agent sessions or review requests, so the agent's and the people's hours read
 as if the PR had been the people's move from opening to end: the agent page said "0.0 h on the
 agent's turns" for every such PR. From this revision the export and the stored columns leave
-``agent_hours``, ``people_hours`` and ``draft_hours`` empty for them (``bot.export.row_of``), and the
+``agent_hours``, ``people_hours`` and ``draft_hours`` empty for them (``taskeval.store.export.row_of``), and the
 cycle-time figures rest only on the PRs whose timeline was read. Existing rows are cleared here
 from their stored result JSON; the downgrade puts the hours back from the same JSON.
 

@@ -4,8 +4,8 @@ result JSON of existing rows, with the covering index the agent page and the com
 The dashboard's cycle times (medians and 90th percentiles with bootstrap intervals), the cost of an
 agent PR to people (rescue mix, people's commits, rounds, closure classes) and the comparison of two
 agents need a dozen values per PR; parsing result_json (tens of kB) of 30,000 PRs per request costs
-seconds. The values are the export's (``bot.export.STORED``); the derivation here is a frozen copy
-of ``bot.export.row_of``'s for these columns, so re-running this revision never depends on later
+seconds. The values are the export's (``taskeval.store.export.STORED``); the derivation here is a frozen copy
+of ``taskeval.store.export.row_of``'s for these columns, so re-running this revision never depends on later
 code. A result stored before task types gets its type from ``taskeval.tasktypes.classify`` over its
 stored evidence and config, as the export computes it.
 

@@ -25,8 +25,8 @@ from typing import Any, Final, Literal
 
 from sqlalchemy import Engine, select
 
-from bot.db import evaluations, outcomes
 from taskeval.outcomes import OUTCOMES
+from taskeval.store.db import evaluations, outcomes
 
 ExportFormat = Literal["csv", "ndjson"]
 FORMATS: Final[tuple[ExportFormat, ...]] = ("csv", "ndjson")

@@ -3,8 +3,8 @@ week and band — count, PR-state counts, sums and sums of squares of the overal
 scores — so the overview answers from a few thousand rows instead of scanning every latest
 evaluation.
 
-``bot.results.store_evaluation`` keeps them in the same transaction; this revision creates them and
-fills them from the existing evaluations (a frozen copy of ``bot.results.rebuild_rollup``).
+``taskeval.store.results.store_evaluation`` keeps them in the same transaction; this revision creates them and
+fills them from the existing evaluations (a frozen copy of ``taskeval.store.results.rebuild_rollup``).
 
 Revision ID: 0007
 Revises: 0006

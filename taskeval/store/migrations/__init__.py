@@ -1,7 +1,7 @@
 """Schema migrations of the bot database (Alembic), run by the bot itself at start-up.
 
 ``upgrade(conn)`` brings the database on ``conn`` to the newest revision inside the caller's
-transaction; :func:`bot.db.init_schema` calls it under its lock (a PostgreSQL advisory lock, an
+transaction; :func:`taskeval.store.db.init_schema` calls it under its lock (a PostgreSQL advisory lock, an
 ``flock`` beside a SQLite file), so many processes starting at once migrate it exactly once.
 
 A database made before migrations existed has the tables but no ``alembic_version``: it is first
@@ -9,7 +9,7 @@ completed the way the old start-up did (missing tables created), then stamped at
 (the pre-migration schema) and upgraded from there.
 
 New revisions go in ``versions/``, parented on the current head (one head only; a test checks).
-From a shell: ``alembic -c bot/migrations/alembic.ini upgrade head`` with ``DATABASE_URL`` set, or
+From a shell: ``alembic -c taskeval/store/migrations/alembic.ini upgrade head`` with ``DATABASE_URL`` set, or
 ``alembic ... revision -m "..."`` to start a new one.
 """
 

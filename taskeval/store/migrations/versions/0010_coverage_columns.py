@@ -4,7 +4,7 @@ signals that pulled scores down; the comments people wrote on each PR.
 * ``evaluations``: ``overall_coverage`` and ``<category>_coverage`` (the share of the grade's signal
   weight that was conclusive; the overall's is the categories' weighted by their contract weights)
   and ``people_comments``, filled from the stored result JSON of existing rows. The derivation is a
-  frozen copy of ``bot.export.row_of``'s for these columns, so re-running this revision never
+  frozen copy of ``taskeval.store.export.row_of``'s for these columns, so re-running this revision never
   depends on later code.
 * ``dashboard_rollup_agent``/``_author``: per score, the count, sum and sum of squares of the PRs
   whose grade was provisional (coverage under 0.5, ``taskeval.contract.PROVISIONAL_BELOW`` when
@@ -132,7 +132,7 @@ def _evaluations() -> Any:
 
 def _refill_rollups(conn: sa.Connection) -> None:
     """Every rollup row again from the latest evaluations (a frozen copy of
-    ``bot.results.rebuild_rollup``), now with the provisional sums."""
+    ``taskeval.store.results.rebuild_rollup``), now with the provisional sums."""
     e = _evaluations().c
     for name, key_names in ROLLUPS:
         table = sa.table(name, *(sa.column(k) for k in (*key_names, "week", "overall_band", "n")),

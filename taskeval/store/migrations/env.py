@@ -1,6 +1,6 @@
 """Alembic environment for the bot database.
 
-The bot runs migrations itself (``bot.migrations.upgrade`` from ``bot.db.init_schema``), handing
+The bot runs migrations itself (``taskeval.store.migrations.upgrade`` from ``taskeval.store.db.init_schema``), handing
 Alembic the connection it already holds inside its schema lock, so this file only configures the
 context on that connection. Used from the ``alembic`` command line instead, it connects to
 ``sqlalchemy.url`` or ``$DATABASE_URL`` with the bot's own engine settings.
@@ -13,7 +13,7 @@ import os
 from alembic import context
 from sqlalchemy import Connection
 
-from bot.db import metadata
+from taskeval.store.db import metadata
 
 
 def _run(connection: Connection) -> None:
@@ -36,7 +36,7 @@ def _main() -> None:
     if connection is not None:
         _run(connection)
         return
-    from bot.db import make_engine
+    from taskeval.store.db import make_engine
 
     url = context.config.get_main_option("sqlalchemy.url") or os.environ.get("DATABASE_URL")
     if not url:

@@ -5,7 +5,7 @@ result JSON of existing rows.
 time the PR's work ended (``activity_at``) with its ISO week (``week``, the Monday), the repository
 owner, and ``is_latest`` marking the newest evaluation of each pull request, so aggregates count a
 PR once without a ``max(id)`` subquery. The derivation is a frozen copy of what
-``bot.results.record_from_result`` does today, so re-running this revision never depends on later
+``taskeval.store.results.record_from_result`` does today, so re-running this revision never depends on later
 code.
 
 Revision ID: 0002

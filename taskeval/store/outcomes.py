@@ -16,8 +16,8 @@ from sqlalchemy import inspect, not_, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
-from bot.db import Prepared, init_schema, make_engine, outcomes, write
 from taskeval.outcomes import OutcomeRecord
+from taskeval.store.db import Prepared, init_schema, make_engine, outcomes, write
 
 
 @contextmanager
@@ -37,7 +37,7 @@ def _store(url_or_engine: str | Engine) -> Iterator[Engine]:
 def upsert(conn: Connection, records: Iterable[OutcomeRecord]) -> int:
     """Write ``records`` with one atomic ``INSERT ... ON CONFLICT DO UPDATE`` on the unique
     (repo, number, outcome) index, compiled once per dialect and run once per row on the driver's
-    cursor (:class:`bot.db.Prepared`): workers writing the same outcome at once never fail on it,
+    cursor (:class:`taskeval.store.db.Prepared`): workers writing the same outcome at once never fail on it,
     and the update applies only when the new value is true or the stored one false (a recorded
     true is never overwritten by a false). Records are written in key order, so two transactions
     writing overlapping sets take their row locks in the same order and cannot deadlock.

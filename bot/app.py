@@ -16,6 +16,7 @@ from werkzeug.exceptions import HTTPException
 
 from bot import logs
 from bot.api import api, health
+from bot.queue import Queue
 from bot.settings import BotSettings
 from bot.state import BotState
 from bot.webhook import webhook
@@ -36,7 +37,7 @@ def create_app(settings: BotSettings | None = None, *, engine: Engine | None = N
     BotState(
         settings=settings,
         engine=engine,
-        queue=settings.queue(engine),
+        queue=Queue.for_settings(engine, settings),
     ).install(app)
     app.register_blueprint(webhook)
     app.register_blueprint(health)

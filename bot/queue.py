@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import (
     Connection,
@@ -47,6 +47,9 @@ from taskeval.store.db import (
     write,
 )
 from taskeval.store.results import store_evaluation
+
+if TYPE_CHECKING:
+    from bot.settings import BotSettings
 
 log = logging.getLogger("bot.queue")
 
@@ -178,6 +181,15 @@ def clean_error(message: str) -> str:
 
 
 class Queue:
+    @classmethod
+    def for_settings(cls, engine: Engine, settings: BotSettings) -> Queue:
+        """The job queue on ``engine`` with the bot's settings (lease, attempts, backoff, stale
+        window): the receiver, the workers and the API build it one way."""
+        return cls(engine, lease_seconds=settings.lease_seconds, max_attempts=settings.max_attempts,
+                   backoff_seconds=settings.backoff_seconds,
+                   backoff_max_seconds=settings.backoff_max_seconds,
+                   worker_stale_seconds=settings.worker_stale_seconds)
+
     def __init__(
         self,
         engine: Engine,

@@ -11,16 +11,11 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import Literal, TypeVar
 from urllib.parse import urlsplit
 
 from taskeval.store.db import normalise_database_url
 from taskeval.transports import Api, default_api
-
-if TYPE_CHECKING:
-    from sqlalchemy import Engine
-
-    from bot.queue import Queue
 
 DEFAULT_DATABASE_URL = "sqlite:///taskeval-bot.sqlite3"
 # GitHub caps webhook payloads at 25 MB and drops larger ones; anything bigger is not from GitHub.
@@ -141,16 +136,6 @@ class BotSettings:
                   self.env.get("OPENAI_API_KEY"), str(db_password) if db_password else None,
                   self.env.get("GITHUB_CLIENT_SECRET"), self.env.get("TASKEVAL_SESSION_SECRET")]
         return [v for v in values if v and len(v) >= 4]
-
-    def queue(self, engine: Engine) -> Queue:
-        """The job queue on ``engine`` with these settings (lease, attempts, backoff, stale
-        window): the receiver, the workers and the API build it one way."""
-        from bot.queue import Queue
-
-        return Queue(engine, lease_seconds=self.lease_seconds, max_attempts=self.max_attempts,
-                     backoff_seconds=self.backoff_seconds,
-                     backoff_max_seconds=self.backoff_max_seconds,
-                     worker_stale_seconds=self.worker_stale_seconds)
 
     def require_github_auth(self) -> None:
         """Workers call GitHub; refuse to start them without credentials."""

@@ -183,7 +183,7 @@ class Worker:
         self.engine = engine
         self.core = core or PipelineCore(settings, engine)
         self.clients = clients or Clients(settings)
-        self.queue = queue or settings.queue(engine)
+        self.queue = queue or Queue.for_settings(engine, settings)
         self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
         self.current_job: int | None = None
 

@@ -13,8 +13,10 @@ import pytest
 from sqlalchemy import create_engine
 
 from bot import logs
-from bot.settings import BotSettings, SettingsError, normalise_database_url
+from bot.queue import Queue
+from bot.settings import BotSettings, SettingsError
 from bot.supervise import Supervisor
+from taskeval.store.db import normalise_database_url
 
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAK\n-----END RSA PRIVATE KEY-----"
 BASE = {"GITHUB_WEBHOOK_SECRET": "s3cret-value"}
@@ -163,6 +165,6 @@ def test_a_silent_workers_jobs_are_requeued_after_the_stale_window(
     from bot.queue import presence_interval
 
     settings = BotSettings.from_env({**BASE, **env})
-    queue = settings.queue(create_engine("sqlite://"))
+    queue = Queue.for_settings(create_engine("sqlite://"), settings)
     assert queue.worker_stale_seconds == stale
     assert presence_interval(settings.lease_seconds, settings.worker_stale_seconds) == beat

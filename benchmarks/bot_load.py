@@ -77,7 +77,7 @@ class Config:
     concurrency: int = 50
     latency: float = 0.02  # seconds added to every fake GitHub request
     queue_workers: int = 4
-    web_workers: int | None = None  # gunicorn processes; None: bot/gunicorn_conf.py's default
+    web_workers: int | None = None  # gunicorn processes; None: bot/web/gunicorn_conf.py's default
     lease_seconds: float = 10.0
     kill: bool = False
     database_url: str | None = None

@@ -15,11 +15,11 @@ from sqlalchemy import Engine
 from werkzeug.exceptions import HTTPException
 
 from bot import logs
-from bot.api import api, health
-from bot.queue import Queue
+from bot.jobs.queue import Queue
 from bot.settings import BotSettings
-from bot.state import BotState
-from bot.webhook import webhook
+from bot.web.api import api, health
+from bot.web.state import BotState
+from bot.web.webhook import webhook
 from taskeval.store.db import init_schema, make_engine
 
 log = logging.getLogger("bot.app")
@@ -42,7 +42,7 @@ def create_app(settings: BotSettings | None = None, *, engine: Engine | None = N
     app.register_blueprint(webhook)
     app.register_blueprint(health)
     app.register_blueprint(api, url_prefix="/api")
-    from bot.metrics import metrics
+    from bot.web.metrics import metrics
 
     app.register_blueprint(metrics)
     from bot.dashboard.core import DashboardConfig, install

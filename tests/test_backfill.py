@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, func, select
 
-from bot import backfill
+from bot.jobs import backfill
 from taskeval.github import make_client
 from taskeval.store.db import DEFAULT_STORE_FILE, evaluations, jobs, make_engine
 from taskeval.transports import default_api

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from bot import backfill
+from bot.jobs import backfill
 from taskeval.evidence import build_bundle
 from taskeval.github import collection as collection_module
 from taskeval.github import make_client

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from bot import events
+from bot.jobs import events
+from bot.jobs.worker import Worker
 from bot.settings import BotSettings, SettingsError
-from bot.worker import Worker
 from taskeval.store.db import init_schema, jobs, make_engine
 from tests.bot.helpers import SECRET, settings_for
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub, Fault, app_key_pair

@@ -13,9 +13,9 @@ import pytest
 from sqlalchemy import create_engine
 
 from bot import logs
-from bot.queue import Queue
+from bot.jobs.queue import Queue
+from bot.jobs.supervise import Supervisor
 from bot.settings import BotSettings, SettingsError
-from bot.supervise import Supervisor
 from taskeval.store.db import normalise_database_url
 
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAK\n-----END RSA PRIVATE KEY-----"
@@ -162,7 +162,7 @@ def test_supervisor_restarts_a_crashed_worker_and_stops_with_the_web_server(
 def test_a_silent_workers_jobs_are_requeued_after_the_stale_window(
     env: dict[str, str], stale: float, beat: float
 ) -> None:
-    from bot.queue import presence_interval
+    from bot.jobs.queue import presence_interval
 
     settings = BotSettings.from_env({**BASE, **env})
     queue = Queue.for_settings(create_engine("sqlite://"), settings)

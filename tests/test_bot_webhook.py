@@ -237,7 +237,7 @@ def test_the_outcome_a_delivery_shows_is_stored_with_it_in_one_commit(
     def broken(*_args: Any) -> int:
         raise RuntimeError("outcomes table unreadable")
 
-    monkeypatch.setattr("bot.outcome_events.upsert", broken)
+    monkeypatch.setattr("bot.web.outcome_events.upsert", broken)
     closed = payload("pull_request.closed.merged")
     closed["number"] = closed["pull_request"]["number"] = 77
     answer = deliver(client, "pull_request", closed, "outcome-fails")

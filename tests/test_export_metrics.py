@@ -20,9 +20,9 @@ from flask.testing import FlaskClient
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine, insert, select
 
-from bot import events
 from bot.app import create_app
-from bot.queue import Queue
+from bot.jobs import events
+from bot.jobs.queue import Queue
 from taskeval.config import LoadedConfig, Settings
 from taskeval.outcomes import OutcomeRecord
 from taskeval.pipeline import Options, score_bundle

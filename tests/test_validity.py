@@ -309,7 +309,7 @@ def test_commands_against_a_bot_store(tmp_path: Path, capsys: pytest.CaptureFixt
 
 def test_bot_records_outcomes_from_pull_request_and_push_deliveries(tmp_path: Path) -> None:
     pytest.importorskip("sqlalchemy")
-    from bot import outcome_events
+    from bot.web import outcome_events
     from taskeval.store.db import evaluations, init_schema, make_engine
     from taskeval.store.outcomes import read_outcomes
     from taskeval.store.results import record_from_result

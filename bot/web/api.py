@@ -17,7 +17,7 @@ from flask import Blueprint, Response, jsonify, request
 from sqlalchemy import text
 
 from bot import logs
-from bot.state import state
+from bot.web.state import state
 from taskeval.store import results
 
 log = logging.getLogger("bot.api")

@@ -35,7 +35,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
-from bot import events, logs
+from bot import logs
+from bot.jobs import events
 from taskeval.store.db import (
     PENDING,
     Prepared,

@@ -22,8 +22,10 @@ from flask import Blueprint, Response, jsonify, request
 from sqlalchemy.exc import InterfaceError, OperationalError
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from bot import events, logs, outcome_events
-from bot.state import state
+from bot import logs
+from bot.jobs import events
+from bot.web import outcome_events
+from bot.web.state import state
 
 log = logging.getLogger("bot.webhook")
 webhook = Blueprint("webhook", __name__)

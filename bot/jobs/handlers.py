@@ -16,9 +16,9 @@ from typing import Any, Protocol
 
 from sqlalchemy import Engine
 
-from bot import events
-from bot.backfill import TRIGGER as BACKFILL  # jobs queued by `taskeval backfill --enqueue`
-from bot.queue import Job
+from bot.jobs import events
+from bot.jobs.backfill import TRIGGER as BACKFILL  # jobs queued by `taskeval backfill --enqueue`
+from bot.jobs.queue import Job
 from bot.settings import BotSettings
 from taskeval import command
 from taskeval.store.results import DbJudgeCache, comment_signature, previous_comment, record_from_result

@@ -627,8 +627,8 @@ class Backfill:
         self.progress.step(pr.number, "failed", reason)
 
     def _enqueue(self, todo: list[Candidate]) -> None:
-        from bot import events
-        from bot.queue import Queue
+        from bot.jobs import events
+        from bot.jobs.queue import Queue
 
         queue = Queue(self.engine)
         trigger = "backfill-comment" if self.opts.comment else TRIGGER

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from flask import Flask, current_app
 from sqlalchemy import Engine
 
-from bot.queue import Queue
+from bot.jobs.queue import Queue
 from bot.settings import BotSettings
 
 EXTENSION = "taskeval"

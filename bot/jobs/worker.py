@@ -1,6 +1,6 @@
 """Queue workers: claim a job, keep its lease alive, run its handler, record the outcome.
 
-``python -m bot.worker`` runs one worker loop (one job at a time). SIGTERM or SIGINT asks it to
+``python -m bot.jobs.worker`` runs one worker loop (one job at a time). SIGTERM or SIGINT asks it to
 stop: an idle worker exits at once; a busy one finishes its job within the grace period, and a
 job still running after that (or after a second signal) is released back to the queue without
 counting the attempt. A worker killed outright loses nothing either: its lease expires and another
@@ -24,8 +24,8 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from bot import logs
-from bot.handlers import HANDLERS, Core, GitHubContext, InvalidInput, PipelineCore
-from bot.queue import Job, LeaseLost, Queue, presence_interval
+from bot.jobs.handlers import HANDLERS, Core, GitHubContext, InvalidInput, PipelineCore
+from bot.jobs.queue import Job, LeaseLost, Queue, presence_interval
 from bot.settings import BotSettings, SettingsError
 from taskeval.store.budget import BudgetExhausted, budget_key
 
@@ -412,7 +412,7 @@ def install_signals(stop: threading.Event, hurry: threading.Event) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bot.worker",
+    parser = argparse.ArgumentParser(prog="python -m bot.jobs.worker",
                                      description="Run one taskeval queue worker.")
     parser.add_argument("--log-level", default=os.environ.get("TASKEVAL_LOG_LEVEL", "info"),
                         choices=["debug", "info", "warning", "error"])

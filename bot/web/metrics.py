@@ -24,8 +24,8 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy import Engine, func, select
 
-from bot.api import authorise
-from bot.state import state
+from bot.web.api import authorise
+from bot.web.state import state
 from taskeval.store.db import evaluations, jobs, rate_budgets
 
 metrics = Blueprint("metrics", __name__)

@@ -1,6 +1,6 @@
 """gunicorn settings for the webhook receiver.
 
-Run as ``gunicorn -c python:bot.gunicorn_conf 'bot.app:create_app()'``.
+Run as ``gunicorn -c python:bot.web.gunicorn_conf 'bot.app:create_app()'``.
 
 ``taskeval serve`` uses this file; every value can be overridden on gunicorn's command line or
 with the environment variables named below. Numbers and their reasons:

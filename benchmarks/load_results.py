@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlalchemy import select
 
-from bot.dashboard.cli import store_url
+from dashboard.cli import store_url
 from taskeval.store.db import describe_url, evaluations, init_schema, make_engine, write
 from taskeval.store.results import record_from_result, store_evaluation
 

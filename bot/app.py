@@ -45,7 +45,7 @@ def create_app(settings: BotSettings | None = None, *, engine: Engine | None = N
     from bot.web.metrics import metrics
 
     app.register_blueprint(metrics)
-    from bot.dashboard.core import DashboardConfig, install
+    from dashboard.core import DashboardConfig, install
 
     install(app, DashboardConfig.from_env(settings.env, engine, fallback_secret=settings.webhook_secret))
 

@@ -219,7 +219,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     import tempfile
     from pathlib import Path
 
-    from bot.dashboard.cli import store_url
+    from dashboard.cli import store_url
     from taskeval.cli import OutputError, check_output
     from taskeval.redact import redact
     from taskeval.store import export
@@ -358,6 +358,6 @@ def add_commands(subparsers: Any) -> None:
     add_backfill(subparsers)
     add_export(subparsers)
 
-    from bot.dashboard.cli import add_command as add_dashboard
+    from dashboard.cli import add_command as add_dashboard
 
     add_dashboard(subparsers)

@@ -325,7 +325,7 @@ def test_a_killed_run_resumes_with_no_duplicates(tmp_path: Path, how: signal.Sig
 def test_without_database_url_backfill_writes_the_file_the_dashboard_reads(
     served: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bot.dashboard.cli import store_url
+    from dashboard.cli import store_url
 
     done = subprocess.run([sys.executable, "-m", "taskeval", "backfill", REPO, "--no-ai", "--limit", "2"],
                           cwd=tmp_path, env=_env(served, tmp_path), capture_output=True, timeout=120)

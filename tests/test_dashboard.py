@@ -24,9 +24,9 @@ from flask.testing import FlaskClient
 from sqlalchemy import Engine, event, insert, update
 
 from bot.app import create_app
-from bot.dashboard import queries
-from bot.dashboard.cli import create_local_app, parse_bind, store_url
 from bot.settings import BotSettings
+from dashboard import queries
+from dashboard.cli import create_local_app, parse_bind, store_url
 from taskeval.cli import main as taskeval_main
 from taskeval.store.db import evaluations, make_engine
 from tests.bot.helpers import SECRET
@@ -60,7 +60,7 @@ def sqlite_store(sqlite_url: str) -> Iterator[str]:
 @pytest.fixture
 def local(engine: Engine, stored: Stored) -> FlaskClient:
     """The loopback ``taskeval dashboard`` app over the filled store (no sign-in)."""
-    from bot.dashboard.core import DashboardConfig, install
+    from dashboard.core import DashboardConfig, install
 
     app = Flask("dashboard-test")
     install(app, DashboardConfig(engine=engine, open_access=True))
@@ -283,7 +283,7 @@ def test_aggregates_are_remembered_until_a_new_evaluation_is_stored(local: Flask
 def test_a_page_probes_the_data_version_once(local: FlaskClient, stored: Stored) -> None:
     """Every aggregate of a page is looked up in the cache under the same data version, read once
     per page rather than once per aggregate."""
-    from bot.dashboard.core import config
+    from dashboard.core import config
 
     probes: list[str] = []
     with local.application.app_context():
@@ -305,7 +305,7 @@ def test_a_page_probes_the_data_version_once(local: FlaskClient, stored: Stored)
 
 def test_overview_and_agent_page_aggregate_in_sql(local: FlaskClient, engine: Engine, stored: Stored) -> None:
     """No statement behind the overview reads result_json: the numbers come from GROUP BYs."""
-    from bot.dashboard.core import config
+    from dashboard.core import config
 
     seen: list[str] = []
     app = local.application

@@ -77,7 +77,7 @@ class Served:
 
 @pytest.fixture(autouse=True)
 def _fresh_cache() -> None:
-    from bot.dashboard import queries
+    from dashboard import queries
 
     queries.clear_cache()
 
@@ -113,7 +113,7 @@ def record_every_outcome(engine: Any, stored: Stored) -> None:
 @pytest.fixture(scope="module")
 def site(store: tuple[str, Stored]) -> Iterator[str]:
     """``taskeval dashboard`` on loopback over the store."""
-    from bot.dashboard.cli import create_local_app
+    from dashboard.cli import create_local_app
 
     served = Served(create_local_app(store[0], bind_host="127.0.0.1", env={}))
     yield served.url
@@ -163,7 +163,7 @@ def test_overview_shows_the_stores_numbers(driver: Any, site: str, store: tuple[
         assert shown[name] == (len(scores), f"{statistics.fmean(scores):.1f}")
     assert driver.find_element(By.ID, "total-prs").text == str(len(stored.latest()))
     small = driver.find_elements(By.CSS_SELECTOR, "table[data-table='groups'] tr.small")
-    from bot.dashboard.queries import SMALL_SAMPLE
+    from dashboard.queries import SMALL_SAMPLE
 
     assert len(small) == sum(len(v) < SMALL_SAMPLE for k, v in by_name.items() if k != "No agent found") >= 1
     assert all("small sample" in row.text and row.text.startswith("—") for row in small)  # not ranked
@@ -454,7 +454,7 @@ def test_pr_page_shows_the_comment_as_github_does(driver: Any, site: str, store:
     from selenium.webdriver.common.by import By
     from sqlalchemy import update
 
-    from bot.dashboard import queries
+    from dashboard import queries
     from taskeval.store.db import evaluations, make_engine
 
     url, stored = store

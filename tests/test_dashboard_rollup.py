@@ -13,8 +13,8 @@ from typing import Any
 
 from sqlalchemy import Engine, func, select
 
-from bot.dashboard import queries
-from bot.dashboard.queries import UNATTRIBUTED, Filters
+from dashboard import queries
+from dashboard.queries import UNATTRIBUTED, Filters
 from taskeval.contract import band
 from taskeval.store.db import evaluations, rollup_agent, rollup_author, rollup_signals, write
 from taskeval.store.results import rebuild_rollup, record_from_result, store_evaluation

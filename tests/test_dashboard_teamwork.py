@@ -19,8 +19,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import Engine, insert, select
 
-from bot.dashboard import queries, teamwork
-from bot.dashboard.queries import Filters
+from dashboard import queries, teamwork
+from dashboard.queries import Filters
 from taskeval.store import migrations
 from taskeval.store.db import drop_schema, evaluations, init_schema, make_engine, write
 from taskeval.store.export import STORED, csv_chunks, rows
@@ -38,7 +38,7 @@ def stored(engine: Engine) -> Stored:
 
 @pytest.fixture
 def client(engine: Engine, stored: Stored) -> FlaskClient:
-    from bot.dashboard.core import DashboardConfig, install
+    from dashboard.core import DashboardConfig, install
 
     app = Flask("teamwork-test")
     install(app, DashboardConfig(engine=engine, open_access=True))
@@ -413,7 +413,7 @@ def test_the_comparison_shows_the_adjusted_difference_beside_the_raw_one(client:
     (-0.2, 0.1, "-20 % to 10 %"),
 ])
 def test_an_interval_with_a_negative_bound_reads_low_to_high(low: float, high: float, shown: str) -> None:
-    from bot.dashboard.views import _interval, _pct
+    from dashboard.views import _interval, _pct
 
     assert f'title="95 % interval">{shown}</span>' in str(_interval(low, high, _pct))
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("taskeval", "bot", "action")
+PACKAGES = ("taskeval", "bot", "action", "dashboard")
 # The statistics commands read and write the bot's store when given one (--store, --write-store).
 CORE_TO_BOT = {("taskeval.validity_cli", "taskeval.store.db"), ("taskeval.validity_cli", "bot.settings"),
                ("taskeval.validity_cli", "taskeval.store.outcomes")}
@@ -125,10 +125,10 @@ def test_the_graph_sees_lazy_and_relative_imports() -> None:
     """The reader itself: an import inside a function and a relative import are edges, and a
     circle through them is found."""
     edges = graph()
-    assert "bot.dashboard.views" in edges["bot.dashboard.core"]  # inside install()
+    assert "dashboard.views" in edges["dashboard.core"]  # inside install()
     assert "taskeval.signals.base" in edges["taskeval.signals.rework"]  # from .base import ...
-    made_up = {**edges, "bot.dashboard.views": edges["bot.dashboard.views"] | {"bot.dashboard.core"}}
-    assert ["bot.dashboard.core", "bot.dashboard.views", "bot.dashboard.core"] in circles(made_up)
+    made_up = {**edges, "dashboard.views": edges["dashboard.views"] | {"dashboard.core"}}
+    assert ["dashboard.core", "dashboard.views", "dashboard.core"] in circles(made_up)
 
 
 def test_no_module_imports_itself_round_a_circle() -> None:
@@ -139,7 +139,7 @@ def test_no_module_imports_itself_round_a_circle() -> None:
 @pytest.mark.parametrize("modules", [
     ("taskeval.cli", "bot.cli"),
     ("taskeval.cli", "taskeval.validity_cli"),
-    ("bot.dashboard.core", "bot.dashboard.views"),
+    ("dashboard.core", "dashboard.views"),
     ("taskeval.agents", "taskeval.config", "taskeval.evidence.vocabulary"),
 ])
 def test_the_circles_of_issue_19_are_gone(modules: tuple[str, ...]) -> None:
@@ -168,9 +168,9 @@ def test_each_module_of_a_former_circle_works_without_the_other() -> None:
     commands without the bot."""
     code = """
 import sys
-sys.modules["bot.dashboard.core"] = None
-import bot.dashboard.views
-assert bot.dashboard.views.dashboard.name == "dashboard"
+sys.modules["dashboard.core"] = None
+import dashboard.views
+assert dashboard.views.dashboard.name == "dashboard"
 
 sys.modules["taskeval.agents"] = None
 from taskeval.config import parse_config

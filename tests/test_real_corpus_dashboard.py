@@ -47,7 +47,7 @@ def replay_store(tmp_path_factory: pytest.TempPathFactory, request: pytest.Fixtu
 
 @pytest.fixture(scope="module")
 def site(replay_store: str) -> Iterator[str]:
-    from bot.dashboard.cli import create_local_app
+    from dashboard.cli import create_local_app
 
     served = Served(create_local_app(replay_store, bind_host="127.0.0.1", env={}))
     yield served.url

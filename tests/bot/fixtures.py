@@ -73,7 +73,7 @@ def client(app: Flask) -> FlaskClient:
 def fresh_dashboard_cache() -> Iterator[None]:
     """Dashboard tests rewrite rows in place (which the bot never does), so no aggregate may be
     remembered from one test to the next: ``pytestmark = pytest.mark.usefixtures(...)``."""
-    from bot.dashboard import queries
+    from dashboard import queries
 
     queries.clear_cache()
     yield

@@ -5,7 +5,7 @@ classes, and the comparison view (docs/bot.md defines every figure).
 Every value is an ``evaluations`` column written from the result's export row (``taskeval.store.export.STORED``,
 revision 0008), read through the covering index ``ix_evaluations_turns``, so the page, its CSV, its
 JSON and ``taskeval export`` count the same numbers. Each PR counts once (its latest evaluation) and
-the filters are :class:`bot.dashboard.queries.Filters`, visibility included.
+the filters are :class:`dashboard.queries.Filters`, visibility included.
 
 Quantiles are the linear-interpolation ones (a spreadsheet's ``PERCENTILE.INC``, numpy's default).
 Their 95 % intervals are percentile-bootstrap intervals computed exactly, without resampling: the
@@ -25,7 +25,7 @@ from typing import Any
 
 from sqlalchemy import Connection, case, false, func, select
 
-from bot.dashboard.queries import (
+from dashboard.queries import (
     SMALL_SAMPLE,
     UNATTRIBUTED,
     E,

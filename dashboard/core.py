@@ -1,4 +1,4 @@
-"""How the dashboard is installed on a Flask app. Its settings are :mod:`bot.dashboard.settings`,
+"""How the dashboard is installed on a Flask app. Its settings are :mod:`dashboard.settings`,
 re-exported here for the callers of ``install``; the views import them from there, never from
 this module, which imports the views."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 from flask import Flask
 from sqlalchemy import Engine, create_engine, event
 
-from bot.dashboard.auth import DashboardSessions
-from bot.dashboard.settings import EXTENSION, DashboardConfig, config
+from dashboard.auth import DashboardSessions
+from dashboard.settings import EXTENSION, DashboardConfig, config
 
 __all__ = ["DashboardConfig", "config", "install", "read_engine"]
 
@@ -39,7 +39,7 @@ def read_engine(engine: Engine) -> Engine:
 
 def install(app: Flask, cfg: DashboardConfig, *, url_prefix: str = "/dashboard") -> None:
     """Register the dashboard on ``app`` (the bot's or the local one)."""
-    from bot.dashboard.views import dashboard
+    from dashboard.views import dashboard
 
     cfg.engine = read_engine(cfg.engine)
     app.extensions[EXTENSION] = cfg

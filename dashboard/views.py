@@ -34,8 +34,8 @@ from flask import (
 from markupsafe import Markup, escape
 from sqlalchemy import Connection
 
-from bot.dashboard import charts, queries, teamwork
-from bot.dashboard.auth import (
+from dashboard import charts, queries, teamwork
+from dashboard.auth import (
     GitHubSignInError,
     Viewer,
     authorize_url,
@@ -51,12 +51,12 @@ from bot.dashboard.auth import (
     token_matches,
     user_login,
 )
-from bot.dashboard.queries import BANDS, CATEGORY_TITLES, Filters
-from bot.dashboard.render import comment_html
-from bot.dashboard.settings import config
+from dashboard.queries import BANDS, CATEGORY_TITLES, Filters
+from dashboard.render import comment_html
+from dashboard.settings import config
 from taskeval.contract import PROVISIONAL_BELOW
 
-log = logging.getLogger("bot.dashboard")
+log = logging.getLogger("dashboard")
 dashboard = Blueprint("dashboard", __name__, template_folder="templates", static_folder="static",
                       static_url_path="/static")
 

@@ -1,6 +1,6 @@
 """The dashboard's settings and the accessor its pages read them by.
 
-Kept apart from :mod:`bot.dashboard.core`, which installs the views: the views read these
+Kept apart from :mod:`dashboard.core`, which installs the views: the views read these
 settings, so while they lived in core the two modules imported each other.
 """
 

@@ -36,8 +36,8 @@ def create_local_app(url: str, *, bind_host: str = "127.0.0.1", env: dict[str, s
     """The Flask app ``taskeval dashboard`` serves; raises ValueError when it must refuse."""
     from flask import Flask, redirect
 
-    from bot.dashboard.auth import is_loopback
-    from bot.dashboard.core import DashboardConfig, install
+    from dashboard.auth import is_loopback
+    from dashboard.core import DashboardConfig, install
     from taskeval.store.db import init_schema, make_engine
 
     env = dict(os.environ) if env is None else env

@@ -100,7 +100,7 @@ def t95(df: int) -> float:
 
 @dataclass(frozen=True)
 class Filters:
-    """What a view shows; built from the URL query string (see :mod:`bot.dashboard.views`)."""
+    """What a view shows; built from the URL query string (see :mod:`dashboard.views`)."""
 
     repos: frozenset[str] | None = None  # visibility: the repositories the viewer may read
     repo: str | None = None

@@ -413,7 +413,8 @@ def test_the_comparison_shows_the_adjusted_difference_beside_the_raw_one(client:
     (-0.2, 0.1, "-20 % to 10 %"),
 ])
 def test_an_interval_with_a_negative_bound_reads_low_to_high(low: float, high: float, shown: str) -> None:
-    from dashboard.views import _interval, _pct
+    from dashboard.views.common import _pct
+    from dashboard.views.detail import _interval
 
     assert f'title="95 % interval">{shown}</span>' in str(_interval(low, high, _pct))
 

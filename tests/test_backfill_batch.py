@@ -23,7 +23,7 @@ from taskeval.github.batch import BatchSizer, IssueFeed, RunIndex, Shared, run_w
 from taskeval.github.client import Meter, clone
 from taskeval.github.collection import collect, collect_read
 from taskeval.github.errors import NotFoundError
-from taskeval.github.graphql import PullRead, read_pulls
+from taskeval.github.graphql.read import PullRead, read_pulls
 from taskeval.pipeline import Options, evaluate_pull_request
 from taskeval.store.budget import Budget, budget_key
 from taskeval.store.db import evaluations, make_engine

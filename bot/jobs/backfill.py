@@ -400,7 +400,7 @@ class Backfill:
         one (each with its own reason if that fails too)."""
         from taskeval.github.batch import IssueFeed, RunIndex, Shared, run_window
         from taskeval.github.client import clone
-        from taskeval.github.graphql import GraphQLUnavailable, read_pulls
+        from taskeval.github.graphql.read import GraphQLUnavailable, read_pulls
 
         self._batched.update(pr.number for pr in prs)
         if self._shared is None:
@@ -438,7 +438,7 @@ class Backfill:
     def _read_linked(self, pulls: list[Any]) -> None:
         """The batch's linked issues in one query (``Shared.read_linked``); one that fails
         leaves each PR to read its own, which reports the failure as a single read would."""
-        from taskeval.github.graphql import GraphQLUnavailable
+        from taskeval.github.graphql.read import GraphQLUnavailable
 
         if self._shared is None or not pulls:
             return

@@ -1,32 +1,9 @@
-"""Reading one pull request over GitHub's GraphQL API, into the same ``Raw*`` models as REST.
-
-One query reads the repository, the PR and its connections (labels, assignees, review requests,
-commits with their parents, reviews, review threads with their comments, conversation comments,
-changed files), the head commit's check suites with their check runs (``checkType: ALL``, so
-re-runs stay visible, as REST's ``filter=all``) and ``.github/taskeval.yml`` (``HEAD:`` is the
-default branch, the ref REST reads). Every connection is then paged to its end: the next page of
-any connection is read through ``node(id:)`` on the object that owns it, 100 at a time.
-
-The first page is 50 (not 100) on purpose: GitHub charges a query the page requests of its
-connections divided by 100, and a nested connection costs one request per parent node, so 50
-commits with their parents, 50 threads with their comments and 20 check suites with their runs
-stay within one point; a PR larger than that pays for its further pages and no more.
-
-What GraphQL does not carry is read over REST by ``collection`` (see docs/collection.md): the
-timeline (its events have no ``databaseId``, so REST's event ids cannot be kept, and Copilot's
-agent events are REST-only), workflow runs (GraphQL has no run attempt, start time or actor),
-the App a PR was opened through (no ``performed_via_github_app``), and the previous path of a
-renamed or copied file (``PullRequestChangedFile`` has none). IDs are GitHub's REST ids:
-``fullDatabaseId`` where the schema has it, ``databaseId`` elsewhere.
-
-Sent through PyGithub's own ``Requester.graphql_query`` on the caller's metered requester, so
-retries, authentication, ``GITHUB_API_URL`` (GHES: ``/api/graphql``) and request counting are
-the REST path's.
-"""
+"""Sending the queries and paging every connection to its end, through ``node(id:)`` on the
+object that owns it; errors, timeouts and refusals as the REST path words them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -38,7 +15,6 @@ from taskeval.contract import COMMENT_MARKER
 from taskeval.github.client import MeteredRequester
 from taskeval.github.errors import (
     NEEDS,
-    RESOURCE_LABELS,
     GitHubError,
     LinkFailure,
     NotFoundError,
@@ -48,33 +24,35 @@ from taskeval.github.errors import (
     link_failure,
     translate,
 )
+from taskeval.github.graphql.convert import _convert, _id
+from taskeval.github.graphql.queries import (
+    _SUITES,
+    BATCH_SIZES,
+    FIRST_SIZES,
+    LABEL_CONNECTIONS,
+    LABELS,
+    MIN_PAGE,
+    NEXT_PAGE,
+    NEXT_SIZES,
+    PULL_CONNECTIONS,
+    TIMEOUT_RETRIES,
+    Conn,
+    alias,
+    flag,
+    issue_alias,
+    issues_query,
+    page_query,
+    pull_query,
+    pulls_query,
+)
 from taskeval.raw import (
     CollectionIssue,
     CommentSeed,
     OwnComment,
-    RawCheckRun,
-    RawCommit,
-    RawFile,
-    RawIssueComment,
     RawLinkedIssue,
     RawPullRequest,
-    RawReview,
-    RawReviewComment,
-    RawUser,
 )
 from taskeval.redact import redact
-
-FIRST_PAGE: Final = 50
-NEXT_PAGE: Final = 100
-# A page GitHub times out on is asked again at half the size, down to this.
-MIN_PAGE: Final = 6
-TIMEOUT_RETRIES: Final = 3
-# Nested page sizes in the first query (their cost is one request per parent node, whatever
-# their size): a commit has one or two parents; a head commit a handful of check suites.
-PARENTS_PAGE: Final = 5
-SUITES_PAGE: Final = 20
-
-LABELS: Final = RESOURCE_LABELS
 
 
 class GraphQLUnavailable(Exception):
@@ -86,213 +64,6 @@ class _TimedOut(Exception):
 
 
 # ------------------------------------------------------------------------------ the queries
-
-_ACTOR: Final = "__typename login"
-_RATE: Final = "rateLimit { cost limit remaining resetAt used }"
-_PAGE_INFO: Final = "totalCount pageInfo { hasNextPage endCursor }"
-
-
-@dataclass(frozen=True)
-class Conn:
-    """A connection the collector pages to its end: its field, the type that owns it (for the
-    ``node(id:)`` that reads its next page), one node's selection, and the connections nested
-    in that node (``holder`` is the key of the node holding them, "" for the node itself)."""
-
-    field: str
-    owner: str
-    node: str
-    resource: str
-    args: str = ""
-    first: str = "$inner"  # the variable sizing it when nested in another connection's nodes
-    children: tuple[tuple[str, Conn], ...] = ()
-
-    def selection(self, first: str, after: str | None = None) -> str:
-        args = [f"first: {first}"]
-        if after:
-            args.append(f"after: {after}")
-        if self.args:
-            args.append(self.args)
-        nested = " ".join(_child_sel(c) for holder, c in self.children if not holder)
-        node = self.node
-        for holder, child in self.children:
-            if holder:
-                node = node.replace(f"{holder} {{", f"{holder} {{ {_child_sel(child)}", 1)
-        return (f"{self.field}({', '.join(args)}) {{ {_PAGE_INFO} "
-                f"nodes {{ {node} {nested} }} }}").replace("  ", " ")
-
-
-def _child_sel(child: Conn) -> str:
-    return child.selection(child.first)
-
-
-# Page sizes of one query, by variable; all halved while GitHub times out on the query.
-FIRST_SIZES: Final[Mapping[str, int]] = {"page": FIRST_PAGE, "inner": FIRST_PAGE,
-                                         "parents": PARENTS_PAGE, "suites": SUITES_PAGE}
-NEXT_SIZES: Final[Mapping[str, int]] = {"page": NEXT_PAGE, "inner": FIRST_PAGE,
-                                        "parents": PARENTS_PAGE, "suites": SUITES_PAGE}
-
-
-def _declare(text: str) -> str:
-    return "".join(f", ${name}: Int!" for name in FIRST_SIZES if f"${name}" in text
-                   and name != "page")
-
-
-_PARENTS: Final = Conn("parents", "Commit", "oid", "commits", first="$parents")
-_THREAD_COMMENTS: Final = Conn(
-    "comments", "PullRequestReviewThread",
-    f"fullDatabaseId author {{ {_ACTOR} }} body path createdAt replyTo {{ fullDatabaseId }} url",
-    "review_comments",
-)
-_CHECK_RUNS: Final = Conn(
-    "checkRuns", "CheckSuite",
-    "databaseId name status conclusion startedAt completedAt title summary text url",
-    "check_runs", args="filterBy: {checkType: ALL}",
-)
-_SUITES: Final = Conn("checkSuites", "Commit", "id commit { oid } app { slug }", "check_runs",
-                      first="$suites", children=(("", _CHECK_RUNS),))
-_GIT_ACTOR: Final = "name email date user { login }"
-
-# The PR's own connections, in the order the first query asks for them.
-PULL_CONNECTIONS: Final[tuple[Conn, ...]] = (
-    Conn("labels", "PullRequest", "name", "pull_request"),
-    Conn("assignees", "PullRequest", _ACTOR, "pull_request"),
-    Conn("reviewRequests", "PullRequest",
-         "requestedReviewer { __typename ... on Actor { login } }", "pull_request"),
-    Conn("commits", "PullRequest",
-         f"commit {{ id oid message url author {{ {_GIT_ACTOR} }} "
-         f"committer {{ {_GIT_ACTOR} }} signature {{ state }} }}",
-         "commits", children=(("commit", _PARENTS),)),
-    Conn("reviews", "PullRequest",
-         f"fullDatabaseId author {{ {_ACTOR} }} state body submittedAt commit {{ oid }} "
-         "authorAssociation url", "reviews"),
-    Conn("reviewThreads", "PullRequest", "id", "review_comments",
-         children=(("", _THREAD_COMMENTS),)),
-    Conn("comments", "PullRequest",
-         f"id fullDatabaseId author {{ {_ACTOR} }} body createdAt authorAssociation url "
-         "viewerDidAuthor", "issue_comments"),
-    Conn("files", "PullRequest", "path additions deletions changeType", "files"),
-)
-
-_PULL_FIELDS: Final = (
-    f"id number title body state isDraft merged author {{ {_ACTOR} }} authorAssociation "
-    f"createdAt updatedAt closedAt mergedAt mergedBy {{ {_ACTOR} }} mergeCommit {{ oid }} "
-    "potentialMergeCommit { oid } headRefOid headRefName headRepository { nameWithOwner } "
-    "baseRefName additions deletions changedFiles url"
-)
-
-
-def flag(conn_field: str) -> str:
-    """The variable that keeps one of the PR's connections in the first query (true unless an
-    earlier answer refused it: see ``read_pull``)."""
-    return f"with{conn_field[0].upper()}{conn_field[1:]}"
-
-
-def _included(selection: str, variable: str) -> str:
-    cut = selection.index(") {") + 1  # after the field's arguments
-    return f"{selection[:cut]} @include(if: ${variable}){selection[cut:]}"
-
-
-def pull_query() -> str:
-    """The first query: repository, PR, every connection's first page, head checks, config."""
-    conns = " ".join(_included(c.selection("$page"), flag(c.field)) for c in PULL_CONNECTIONS)
-    flags = "".join(f", ${flag(c.field)}: Boolean = true" for c in PULL_CONNECTIONS)
-    head = _included(f"headCommit: commits(last: 1) {{ nodes {{ commit {{ id oid "
-                     f"{_child_sel(_SUITES)} }} }} }}", flag("commits"))
-    return (
-        "query TaskevalPullRequest($owner: String!, $name: String!, $number: Int!, "
-        f"$page: Int!, $inner: Int!, $parents: Int!, $suites: Int!, $config: String!{flags}) {{ "
-        f"{_RATE} repository(owner: $owner, name: $name) {{ nameWithOwner url "
-        "defaultBranchRef { name } "
-        "config: object(expression: $config) { __typename ... on Blob { text isBinary "
-        "isTruncated byteSize } } "
-        f"pullRequest(number: $number) {{ {_PULL_FIELDS} {conns} {head} "
-        "} } }"
-    )
-
-
-def page_query(conn: Conn) -> str:
-    """The query for the next page of ``conn`` on the object ``$id``."""
-    body = conn.selection("$page", "$after")
-    return (
-        f"query TaskevalPage($id: ID!, $page: Int!{_declare(body)}, $after: String!) {{ {_RATE} "
-        f"node(id: $id) {{ ... on {conn.owner} {{ {body} }} }} }}"
-    )
-
-
-# The batch query's page sizes. GitHub charges a connection one request per node of the
-# connections around it, so only connections nested in another's nodes cost by their size:
-# the flat ones (labels, reviews, comments, files...) are read 100 at a time for one request
-# each, the commits (whose parents nest) and review threads (whose comments nest) 20 at a time,
-# and 5 check suites: about 56 requests, 0.56 points, per PR, against 130 for ``pull_query``.
-# A PR with more (commits, threads, suites) pages them to their end as a single read does.
-BATCH_SIZES: Final[Mapping[str, int]] = {"page": NEXT_PAGE, "commits": 20, "threads": 20,
-                                         "inner": FIRST_PAGE, "parents": 2, "suites": 5}
-_BATCH_VARS: Final[Mapping[str, str]] = {"commits": "$commits", "reviewThreads": "$threads"}
-
-
-def alias(number: int) -> str:
-    return f"pr{number}"
-
-
-def pulls_query(numbers: list[int]) -> str:
-    """One query for several PRs of one repository (``pr<N>: pullRequest(number: N)``), each
-    with the selection ``pull_query`` asks of one, and the repository and config once."""
-    conns = " ".join(c.selection(_BATCH_VARS.get(c.field, "$page")) for c in PULL_CONNECTIONS)
-    pulls = " ".join(
-        f"{alias(n)}: pullRequest(number: {int(n)}) {{ {_PULL_FIELDS} {conns} "
-        f"headCommit: commits(last: 1) {{ nodes {{ commit {{ id oid {_child_sel(_SUITES)} }} }} }} }}"
-        for n in numbers)
-    return (
-        "query TaskevalPullRequests($owner: String!, $name: String!, $page: Int!, "
-        "$commits: Int!, $threads: Int!, $inner: Int!, $parents: Int!, $suites: Int!, "
-        f"$config: String!) {{ {_RATE} repository(owner: $owner, name: $name) {{ nameWithOwner url "
-        "defaultBranchRef { name } "
-        "config: object(expression: $config) { __typename ... on Blob { text isBinary "
-        f"isTruncated byteSize }} }} {pulls} }} }}"
-    )
-
-
-# A linked issue's labels, 100 a page (GitHub allows 100 labels on an issue, so one page
-# normally holds them all); halved while GitHub times out, the rest paged by ``node(id:)``.
-_ISSUE_LABELS: Final = f"id number labels(first: $labels) {{ {_PAGE_INFO} nodes {{ name }} }}"
-LABEL_CONNECTIONS: Final[Mapping[str, Conn]] = {
-    kind: Conn("labels", kind, "name", "linked_issues") for kind in ("Issue", "PullRequest")}
-
-
-def issue_alias(index: int) -> str:
-    return f"i{index}"
-
-
-def issues_query(numbers: list[int]) -> str:
-    """One query for the labels of several issues of one repository
-    (``i<k>: issueOrPullRequest(number: N)``: REST's ``GET /issues/{n}`` answers a PR's number
-    too, so this does). A label connection is one request per issue: 1 point up to 150."""
-    issues = " ".join(
-        f"{issue_alias(k)}: issueOrPullRequest(number: {int(n)}) {{ __typename "
-        f"... on Issue {{ {_ISSUE_LABELS} }} ... on PullRequest {{ {_ISSUE_LABELS} }} }}"
-        for k, n in enumerate(numbers))
-    return ("query TaskevalLinkedIssues($owner: String!, $name: String!, $labels: Int!) { "
-            f"{_RATE} repository(owner: $owner, name: $name) {{ {issues} }} }}")
-
-
-def every_connection() -> Iterator[Conn]:
-    """Every connection the collector may page (the tests validate each one's query)."""
-    stack = [*PULL_CONNECTIONS, _SUITES, *LABEL_CONNECTIONS.values()]
-    while stack:
-        conn = stack.pop(0)
-        yield conn
-        stack.extend(child for _, child in conn.children)
-
-
-def every_query() -> list[str]:
-    """Every query text this module can send."""
-    return [pull_query(), pulls_query([1, 2]), issues_query([1, 2]),
-            *(page_query(c) for c in every_connection())]
-
-
-# --------------------------------------------------------------------------------- the reader
-
-
 @dataclass
 class PullRead:
     """What the GraphQL reading yields for ``collection`` to assemble."""
@@ -759,188 +530,3 @@ def _head_suites(session: _Session, pr: Mapping[str, Any]) -> tuple[list[Any], s
 # -------------------------------------------------------------------------------- converting
 
 
-def user(actor: Mapping[str, Any] | None) -> RawUser | None:
-    """An ``Actor`` as REST names it: a Bot's GraphQL login lacks REST's ``[bot]`` suffix."""
-    if not isinstance(actor, Mapping) or not actor.get("login"):
-        return None
-    kind = str(actor.get("__typename") or "User")
-    login = str(actor["login"])
-    if kind == "Bot" and not login.endswith("[bot]"):
-        login += "[bot]"
-    return RawUser(login=login, type=kind)
-
-
-_NOREPLY: Final = "@users.noreply.github.com"
-
-
-def _git_account(actor: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
-    """The account REST links a git author to. GraphQL's ``GitActor.user`` is a ``User`` only,
-    so a bot's commit has none; REST links by e-mail, and GitHub's no-reply address
-    ``<id>+<login>@users.noreply.github.com`` names the account, which (not being a User) is a
-    Bot."""
-    if not isinstance(actor, Mapping):
-        return None, None
-    linked = actor.get("user")
-    if isinstance(linked, Mapping) and linked.get("login"):
-        return str(linked["login"]), "User"
-    email = str(actor.get("email") or "")
-    if email.lower().endswith(_NOREPLY):
-        local = email[: -len(_NOREPLY)]
-        ident, plus, login = local.partition("+")
-        if plus and ident.isdigit() and login:
-            return login, "Bot"
-    return None, None
-
-
-# GraphQL's GitSignatureState names two REST verification reasons differently.
-_REASONS: Final[Mapping[str, str]] = {
-    "MALFORMED_SIG": "malformed_signature", "UNKNOWN_SIG_TYPE": "unknown_signature_type",
-}
-_CHANGE_TYPES: Final[Mapping[str, str]] = {
-    "ADDED": "added", "DELETED": "removed", "MODIFIED": "modified", "RENAMED": "renamed",
-    "COPIED": "copied", "CHANGED": "changed",
-}
-
-
-def _id(value: Any) -> int:
-    if value is None:
-        raise KeyError("fullDatabaseId")
-    return int(value)
-
-
-def _commit(node: Mapping[str, Any]) -> RawCommit:
-    c = node["commit"]
-    author = c.get("author") or {}
-    committer = c.get("committer") or {}
-    author_login, author_type = _git_account(author)
-    committer_login, _ = _git_account(committer)
-    state = (c.get("signature") or {}).get("state")
-    return RawCommit(
-        sha=c["oid"], message=c.get("message") or "",
-        author_login=author_login, author_type=author_type, author_name=author.get("name"),
-        authored_at=author.get("date"),
-        committer_login=committer_login, committer_name=committer.get("name"),
-        committed_at=committer.get("date"),
-        verified=state == "VALID",
-        verification_reason=_REASONS.get(state, str(state).lower()) if state else "unsigned",
-        parents=[p["oid"] for p in (c.get("parents") or {}).get("nodes") or [] if p.get("oid")],
-        html_url=c.get("url"),
-    )
-
-
-def _review(n: Mapping[str, Any]) -> RawReview:
-    return RawReview(
-        id=_id(n.get("fullDatabaseId")), user=user(n.get("author")), state=n["state"],
-        body=n.get("body") or "", submitted_at=n.get("submittedAt"),
-        commit_id=(n.get("commit") or {}).get("oid"),
-        author_association=n.get("authorAssociation") or "NONE", html_url=n.get("url"),
-    )
-
-
-def _review_comment(n: Mapping[str, Any]) -> RawReviewComment:
-    reply = n.get("replyTo") or {}
-    return RawReviewComment(
-        id=_id(n.get("fullDatabaseId")), user=user(n.get("author")), body=n.get("body") or "",
-        path=n.get("path"), created_at=n.get("createdAt"),
-        in_reply_to_id=int(reply["fullDatabaseId"]) if reply.get("fullDatabaseId") else None,
-        html_url=n.get("url"),
-    )
-
-
-def _issue_comment(n: Mapping[str, Any]) -> RawIssueComment:
-    return RawIssueComment(
-        id=_id(n.get("fullDatabaseId")), user=user(n.get("author")), body=n.get("body") or "",
-        created_at=n.get("createdAt"), author_association=n.get("authorAssociation") or "NONE",
-        html_url=n.get("url"),
-    )
-
-
-def _file(n: Mapping[str, Any]) -> RawFile:
-    adds, dels = int(n.get("additions") or 0), int(n.get("deletions") or 0)
-    return RawFile(filename=n["path"], status=_CHANGE_TYPES.get(str(n.get("changeType")), "modified"),
-                   additions=adds, deletions=dels, changes=adds + dels)
-
-
-def _check_runs(suites: list[Any]) -> tuple[list[RawCheckRun], bool]:
-    runs: list[RawCheckRun] = []
-    without_id = False
-    for suite in suites:
-        slug = (suite.get("app") or {}).get("slug")
-        sha = str((suite.get("commit") or {})["oid"])
-        for n in (suite.get("checkRuns") or {}).get("nodes") or []:
-            if n.get("databaseId") is None:
-                without_id = True
-                continue
-            runs.append(RawCheckRun(
-                id=n["databaseId"], name=n["name"], status=str(n.get("status") or "COMPLETED").lower(),
-                conclusion=str(n["conclusion"]).lower() if n.get("conclusion") else None,
-                head_sha=sha, started_at=n.get("startedAt"), completed_at=n.get("completedAt"),
-                app_slug=slug, output_title=n.get("title"), output_summary=n.get("summary"),
-                output_text=n.get("text"), html_url=n.get("url"),
-            ))
-    return runs, without_id
-
-
-def _config(repo: Mapping[str, Any]) -> tuple[str | None, CollectionIssue | None]:
-    """The config text, with the REST path's messages for what is not a readable text file."""
-    blob = repo.get("config")
-    if blob is None:
-        return None, None
-    problem = None
-    if blob.get("__typename") != "Blob":
-        problem = f"{CONFIG_PATH} is not a file"
-    elif blob.get("isTruncated"):
-        problem = f"{CONFIG_PATH} is too large for the contents API"
-    elif blob.get("isBinary") or blob.get("text") is None:
-        problem = f"{CONFIG_PATH} is not UTF-8 text"
-    if problem:
-        return None, CollectionIssue(resource="config", message=problem)
-    return str(blob["text"]), None
-
-
-def _convert(
-    repo: Mapping[str, Any], pr: Mapping[str, Any], nodes: Mapping[str, list[Any]],
-    suites: list[Any], head_oid: str | None,
-) -> tuple[RawPullRequest, dict[str, tuple[Any, CollectionIssue | None]], bool, bool]:
-    review_comments = sorted(
-        (_review_comment(c) for t in nodes["reviewThreads"]
-         for c in (t.get("comments") or {}).get("nodes") or []),
-        key=lambda c: c.id,
-    )
-    commits_page = pr.get("commits") or {}
-    merge = pr.get("mergeCommit") or pr.get("potentialMergeCommit") or {}
-    pull = RawPullRequest(
-        number=pr["number"], title=pr.get("title") or "", body=pr.get("body") or "",
-        state="open" if pr["state"] == "OPEN" else "closed", draft=bool(pr.get("isDraft")),
-        merged=bool(pr.get("merged") or pr.get("mergedAt")),
-        user=user(pr.get("author")) or RawUser(login="ghost"),
-        author_association=pr.get("authorAssociation") or "NONE",
-        labels=[n["name"] for n in nodes["labels"] if n.get("name")],
-        created_at=pr["createdAt"], updated_at=pr.get("updatedAt"), closed_at=pr.get("closedAt"),
-        merged_at=pr.get("mergedAt"), merged_by=user(pr.get("mergedBy")),
-        merge_commit_sha=merge.get("oid"), head_sha=pr["headRefOid"], head_ref=pr["headRefName"],
-        head_repo=(pr.get("headRepository") or {}).get("nameWithOwner"),
-        base_ref=pr["baseRefName"], additions=pr.get("additions") or 0,
-        deletions=pr.get("deletions") or 0, changed_files=pr.get("changedFiles") or 0,
-        commits=commits_page.get("totalCount") or 0,
-        comments=(pr.get("comments") or {}).get("totalCount") or 0,
-        # GraphQL has no count of review comments; the threads were read to their end.
-        review_comments=len(review_comments),
-        html_url=pr["url"],
-        assignees=[u for a in nodes["assignees"] if (u := user(a))],
-        requested_reviewers=[u for r in nodes["reviewRequests"]
-                             if (u := user(r.get("requestedReviewer")))],
-    )
-    files = [_file(n) for n in nodes["files"]]
-    runs, without_id = _check_runs(suites)
-    listed: dict[str, tuple[Any, CollectionIssue | None]] = {
-        "commits": ([_commit(n) for n in nodes["commits"]], None),
-        "reviews": ([_review(n) for n in nodes["reviews"]], None),
-        "review_comments": (review_comments, None),
-        "issue_comments": ([_issue_comment(n) for n in nodes["comments"]], None),
-        "files": (files, None),
-        "config": _config(repo),
-        "check_runs": (runs if head_oid is None or head_oid == pull.head_sha else [], None),
-    }
-    renamed = any(f.status in ("renamed", "copied") for f in files)
-    return pull, listed, renamed, without_id or (head_oid is not None and head_oid != pull.head_sha)

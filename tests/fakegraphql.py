@@ -54,7 +54,8 @@ from graphql import (
 )
 
 if TYPE_CHECKING:
-    from tests.fakegithub import FakeGitHub, Identity, _Pull, _Repo
+    from tests.fakegithub import FakeGitHub
+    from tests.fakegithub_parts import Identity, _Pull, _Repo
 
 SCHEMA_PATH: Final = Path(__file__).parent / "schemas" / "github.graphql"
 GRAPHQL_LIMIT: Final = 5000

@@ -154,3 +154,16 @@ sys.exit(main(["schema", "config"]))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert '"title": "taskeval configuration (.github/taskeval.yml)"' in proc.stdout
+
+
+LONGEST = 800  # lines: past it a module holds more than one room (migrations are frozen history)
+
+
+def test_no_source_file_outgrows_one_room() -> None:
+    tracked = subprocess.run(["git", "ls-files", "*.py"], capture_output=True, text=True, cwd=ROOT,
+                             check=True).stdout.split()
+    if not tracked:
+        pytest.skip("not a git checkout: no tracked files to measure")
+    long = {path: n for path in tracked if "/migrations/versions/" not in path and (ROOT / path).is_file()
+            and (n := len((ROOT / path).read_text(encoding="utf-8").splitlines())) > LONGEST}
+    assert long == {}, f"split these by concern (at most {LONGEST} lines): {long}"

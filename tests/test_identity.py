@@ -253,6 +253,9 @@ RESCUES = [
     RescueCase("the agent's own identity without an account", lambda: pr(rest_commit(
         "x", SUBJECT, 70, name="copilot-swe-agent[bot]", email=f"198982749+Copilot@{NOREPLY}")),
         "clean", 0, 0, "ok"),
+    RescueCase("unlinked commits before the owner's first: no one's rescue either way", lambda: pr(commits=[
+        rest_commit("e1", "feat: groundwork", 5), rest_commit("e2", "feat: more groundwork", 6),
+        *agent_commits()]), "clean", 0, 0, "ok"),
     RescueCase("an unlinked merge of the base branch", lambda: pr(rest_commit(
         "x", "Merge branch 'main' into copilot/retry-backoff", 70)), "clean", 0, 0, "ok"),
     RescueCase("sent back, and a commit nobody can name", lambda: _sent_back(), "unknown", None, 1, "ok",
@@ -310,6 +313,19 @@ def test_the_signal_says_how_commits_without_an_account_were_attributed() -> Non
            "address, 1 by the web editor)" in signal.reason
 
 
+@pytest.mark.parametrize(("bundle", "says"), [
+    (lambda: pr(commits=[rest_commit("e1", "feat: groundwork", 5), *agent_commits()]),
+     "None of the 3 commits with a known author was the PR's work done by another person (not counted: "
+     "1 commit whose writer is unknown before the owner's first (no one's rescue either way))."),
+    (lambda: pr(commits=[rest_commit("x", SUBJECT, 5, name="Claude", email="noreply@anthropic.com")]),
+     "The only commit with a known author was not the PR's work done by another person; 1 commit without "
+     "a GitHub account attributed by its git identity (1 by the agent's git identity)."),
+], ids=["before the owner's first", "one commit, the agent's identity"])
+def test_the_signal_says_what_it_left_out(bundle: Callable[[], EvidenceBundle], says: str) -> None:
+    signal = next(s for s in compute_signals(bundle(), Settings()) if s.id == "agent.human_intervention")
+    assert (signal.status, signal.score, signal.reason) == ("ok", 100, says)
+
+
 def test_a_person_in_the_web_editor_takes_a_turn_on_an_agents_pr() -> None:
     ctx = ctx_of(pr(rest_commit("x", SUBJECT, 70, **WEB)))
     spans = turns_of(ctx).spans
@@ -357,7 +373,8 @@ def test_no_result_says_clean_while_the_signal_that_decides_rescues_is_inconclus
         if signal.status == "inconclusive":
             assert cls == "unknown", (cls, signal.reason)
         if cls in ("clean", "feedback_loop"):
-            assert result.rescue.unattributed_commits == 0 and "writer is unknown" not in signal.reason
+            assert result.rescue.unattributed_commits == 0
+            assert "writer is unknown (no GitHub account" not in signal.reason
         if cls == "unknown":
             assert result.rescue.commits_by_people is None
     assert {"clean", "unknown", "taken_over"} <= set(seen), seen  # the spread reaches each

@@ -186,12 +186,15 @@ def human_intervention(ctx: Ctx) -> Measure:
             (found.releases, "version bump or release/bot commit", "version bumps or release/bot commits"),
             (found.stacked, "commit the PR was built on (before the agent's first)",
              "commits the PR was built on (before the agent's first)"),
+            (found.early, "commit whose writer is unknown before the owner's first (no one's rescue "
+             "either way)", "commits whose writer is unknown before the owner's first (no one's rescue "
+             "either way)"),
             (found.late, "commit after the PR ended", "commits after the PR ended"),
             (unknown, "commit whose writer is unknown (no GitHub account, no git identity naming "
              "anyone)", "commits whose writer is unknown (no GitHub account, no git identity naming "
              "anyone)")]
     skipped = [plural(len(cs), one, many) for cs, one, many in left if cs]
-    tail = f" (not counted: {names(skipped, 5)})" if skipped else ""
+    tail = f" (not counted: {names(skipped, 6)})" if skipped else ""
     if found.by_identity:
         linked = [authors_of(ctx)[c.sha] for c in found.by_identity]
         tail += (f"; {plural(len(linked), 'commit')} without a GitHub account attributed by "
@@ -209,7 +212,7 @@ def human_intervention(ctx: Ctx) -> Measure:
         reason += f"{tail}."
     else:
         reason = (f"{sentence(none_of(n, 'commit'))} with a known author "
-                  f"{agree(n, 'was', 'was')} the PR's work done by another person{tail}.")
+                  f"{agree(n, 'was not', 'was')} the PR's work done by another person{tail}.")
     zero = ctx.settings.thresholds.intervention_ratio_zero
     cited = [ctx.commit_id(c.sha) for c in counted] or [ctx.pr]
     return ok(value, linear(value, 0.0, zero), reason, cited)

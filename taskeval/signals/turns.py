@@ -389,6 +389,9 @@ class Intervention:
     # account, and no git identity that names anyone (or only "a person" who may be the owner).
     unattributed: list[CommitEntry] = field(default_factory=list)
     by_identity: list[CommitEntry] = field(default_factory=list)  # known through the git identity only
+    # Commits whose writer is unknown before the owner's first (or dated before the PR opened):
+    # the base it was built on if a person's, the owner's own otherwise; no one's rescue either way.
+    early: list[CommitEntry] = field(default_factory=list)
 
 
 def intervention(ctx: Ctx) -> Intervention:
@@ -412,7 +415,14 @@ def intervention(ctx: Ctx) -> Intervention:
     first_agent = next((n for n, c in enumerate(commits)
                         if side[c.sha] and not hand(authors[c.sha])), None)
     known: list[CommitEntry] = []
-    counted, undated, merges, releases, stacked, late, unknown = [], [], [], [], [], [], []
+    counted: list[CommitEntry] = []
+    undated: list[CommitEntry] = []
+    merges: list[CommitEntry] = []
+    releases: list[CommitEntry] = []
+    stacked: list[CommitEntry] = []
+    late: list[CommitEntry] = []
+    unknown: list[CommitEntry] = []
+    early: list[CommitEntry] = []
     for n, c in enumerate(commits):
         who = authors[c.sha]
         mine = side[c.sha]
@@ -433,7 +443,8 @@ def intervention(ctx: Ctx) -> Intervention:
         elif first_agent is None and mine is None:
             unknown.append(c)  # nothing of the owner's side to place it by: it may be the work
         elif first_agent is None or n < first_agent or (when and when < pull.created_at):
-            stacked.append(c)  # before the agent's first commit, or dated before the PR opened
+            # before the agent's first commit, or dated before the PR opened
+            (early if mine is None else stacked).append(c)
         elif end and when > end:
             late.append(c)
         elif mine is None:
@@ -444,7 +455,7 @@ def intervention(ctx: Ctx) -> Intervention:
                 undated.append(c)
     by_identity = [c for c in known if authors[c.sha].by_git_identity]
     return Intervention(known, counted, undated, merges, releases, stacked, late, operator_hand,
-                        unknown, by_identity)
+                        unknown, by_identity, early)
 
 
 @derived

@@ -378,3 +378,30 @@ def test_no_result_says_clean_while_the_signal_that_decides_rescues_is_inconclus
         if cls == "unknown":
             assert result.rescue.commits_by_people is None
     assert {"clean", "unknown", "taken_over"} <= set(seen), seen  # the spread reaches each
+
+
+def test_the_corpus_benchmark_counts_what_it_reports(tmp_path: Path) -> None:
+    """benchmarks/git_identity.py (the BENCHMARKS.md figures) on three stored results: commits
+    without an account, by rule, what stays unknown, and the rescue classes before and after."""
+    from benchmarks.git_identity import markdown, measure
+
+    loaded = LoadedConfig(Settings(), "defaults")
+    options = Options(ai="off", env={}, trigger="corpus", evaluated_at="2026-01-01T00:00:00Z")
+    bundles = {"a": pr(rest_commit("x", SUBJECT, 70, **WEB)),  # web editor: taken over
+               "b": pr(rest_commit("y", SUBJECT, 70)),  # unknown
+               "c": pr()}  # every commit linked: clean
+    for side, classes in (("after", None), ("before", {"a": "clean", "b": "clean", "c": "clean"})):
+        folder = tmp_path / side / "Copilot"
+        folder.mkdir(parents=True)
+        for name, bundle in bundles.items():
+            result = json.loads(score_bundle(bundle, loaded, options).to_json())
+            if classes:
+                result["rescue"]["class"] = classes[name]
+            (folder / f"{name}.json").write_text(json.dumps(result), encoding="utf-8")
+    found = measure(tmp_path / "after", tmp_path / "before")
+    assert (found["prs"], found["commits"], found["unlinked"], found["prsWithUnlinked"]) == (3, 11, 2, 2)
+    assert found["rules"] == {"web-editor": 1, "unattributed": 1}
+    assert (found["workUnattributed"], found["prsWorkUnattributed"]) == (1, 1)
+    assert found["rescueMoves"] == {"clean->clean": 1, "clean->taken_over": 1, "clean->unknown": 1}
+    text = markdown(found)
+    assert "**2 commits have no GitHub account**" in text and "| clean | 1 | 1 | 1 | 3 |" in text

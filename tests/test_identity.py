@@ -166,6 +166,9 @@ CASES = [
     Case("co-author trailer naming the agent", lambda: pr(rest_commit(
         "x", f"{SUBJECT}\n\nCo-Authored-By: Claude <noreply@anthropic.com>", 70)), "co-author",
         "claude[bot]", "agent"),
+    Case("co-author line under Claude Code's footer, no trailer block", lambda: pr(rest_commit(
+        "x", f"{SUBJECT}\n\n- Fix the regression\n\n\U0001f916 Generated with [Claude Code](https://claude.ai/code)\n"
+        "Co-Authored-By: Claude <noreply@anthropic.com>", 70)), "co-author", "claude[bot]", "agent"),
     Case("co-author trailers naming two people: ambiguous", lambda: pr(rest_commit(
         "x", f"{SUBJECT}\n\nCo-authored-by: bob <4242+bob@{NOREPLY}>\nCo-authored-by: alice "
         f"<9+alice@{NOREPLY}>", 70)), "unattributed", None, None),

@@ -14,11 +14,13 @@ stored result re-scores offline to the same authors.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final, Literal
 
 from taskeval.agents import agent_of_identity, co_author_values, noreply_login, split_identity
+from taskeval.evidence.vocabulary import TRUNCATION_MARKER
 from taskeval.models import CommitEntry
 
 from .context import Ctx, derived
@@ -36,7 +38,8 @@ RULES: Final[dict[Rule, str]] = {
     "name": "The author's git name is the login of exactly one participant of the PR, or a name "
             "the evidence pairs with exactly one participant's login (a linked commit's git name, "
             "a linked committer's, a co-author trailer's no-reply address).",
-    "co-author": "The commit's `Co-authored-by` trailers all name one identity by the rules above "
+    "co-author": "The commit's `Co-authored-by` trailers (or, where the message's last paragraph "
+                 "also holds other lines, its `Co-authored-by` lines) all name one identity by the rules above "
                  "(an agent's, a no-reply login, a participant's name): that one. Not the PR's "
                  "operator when its agent writes that trailer for its operator by design (Copilot, "
                  "Devin): the trailer does not say who wrote the commit.",
@@ -142,7 +145,7 @@ class _Evidence:
 
     def co_author(self, c: CommitEntry) -> Author | None:
         """The one identity every ``Co-authored-by`` trailer names, if they all name the same."""
-        values = co_author_values(c.trailers)
+        values = co_author_values(c.trailers) or footer_co_authors(c.message_excerpt)
         if not values:
             return None
         found: set[tuple[str | None, bool]] = set()
@@ -159,6 +162,20 @@ class _Evidence:
         if len(found) != 1 or first is None:
             return None
         return Author(first.login, first.flagged, "co-author", agent=first.agent)
+
+
+_CO_AUTHOR_LINE: Final = re.compile(r"^[ \t]*Co-authored-by:[ \t]*(\S[^\n]*?)[ \t]*$", re.IGNORECASE | re.MULTILINE)
+
+
+def footer_co_authors(excerpt: str) -> list[str]:
+    """``Co-authored-by`` lines of a message's last paragraph that also holds other lines, which
+    the trailer parser (whole trailer paragraphs only, as git reads them) leaves out: Claude
+    Code's footer puts its "Generated with" line right above its co-author line. Read from the
+    stored excerpt of the message body, so only when the excerpt was not cut before its end."""
+    if not excerpt or excerpt.endswith(TRUNCATION_MARKER):
+        return []
+    last = re.split(r"\n\s*\n", excerpt.strip())[-1]
+    return [m.group(1) for m in _CO_AUTHOR_LINE.finditer(last)]
 
 
 def _web_editor(c: CommitEntry) -> bool:

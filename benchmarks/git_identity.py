@@ -49,6 +49,7 @@ def measure(results: Path, before: Path | None) -> dict[str, Any]:
     work_unattributed = prs_work_unattributed = 0
     moves: Counter[tuple[str, str]] = Counter()
     signal_moves: Counter[tuple[str, str]] = Counter()
+    signal_all: Counter[tuple[str, str]] = Counter()  # every PR, any state
     by_folder: dict[str, Counter[str]] = defaultdict(Counter)
     files = sorted(results.rglob("*.json"))
     for path in files:
@@ -79,6 +80,8 @@ def measure(results: Path, before: Path | None) -> dict[str, Any]:
         if before is not None:
             other = before / path.relative_to(results)
             old = json.loads(other.read_text(encoding="utf-8")) if other.is_file() else None
+        signal_all[(_signal(old, "agent.human_intervention") if old else "?",
+                    _signal(result, "agent.human_intervention"))] += 1
         if bundle.facts.pull.merged:
             moves[(_rescue(old) if before is not None else "?", after)] += 1
             by_folder[folder][f"after:{after}"] += 1
@@ -91,6 +94,7 @@ def measure(results: Path, before: Path | None) -> dict[str, Any]:
             "prsWorkUnattributed": prs_work_unattributed,
             "rescueMoves": {f"{a}->{b}": n for (a, b), n in sorted(moves.items())},
             "signalMoves": {f"{a}->{b}": n for (a, b), n in sorted(signal_moves.items())},
+            "signalMovesAll": {f"{a}->{b}": n for (a, b), n in sorted(signal_all.items())},
             "byFolder": {k: dict(v) for k, v in sorted(by_folder.items())}}
 
 
@@ -120,7 +124,8 @@ def markdown(m: dict[str, Any]) -> str:
     totals = [sum(n for (_, b), n in moves.items() if b == col) for col in afters]
     lines.append("| all | " + " | ".join(str(n) for n in totals) + f" | {sum(totals)} |")
     lines += ["", "`agent.human_intervention` on the merged PRs, before -> after: "
-              + ", ".join(f"{k} {n}" for k, n in m["signalMoves"].items()) + "."]
+              + ", ".join(f"{k} {n}" for k, n in m["signalMoves"].items()) + "; on every PR: "
+              + ", ".join(f"{k} {n}" for k, n in m["signalMovesAll"].items()) + "."]
     return "\n".join(lines)
 
 

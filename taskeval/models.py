@@ -113,9 +113,10 @@ class CommitEntry(Model):
     # The git identity (taskeval.signals.identity reads it when GitHub links no account): the
     # author's git name when it says more than the login (every commit whose author has no
     # account, and a linked one whose name is not its login: the names the evidence pairs with
-    # logins); the author's e-mail and the committer's name and e-mail only when the author has
-    # no account. Left out of the JSON while None, so a bundle stored before them keeps its
-    # canonical form and its bundleHash.
+    # logins); the author's e-mail and the committer's name only when the author has no account,
+    # and the committer's e-mail only when neither has one (never a linked account's e-mail).
+    # Left out of the JSON while None, so a bundle stored before them keeps its canonical form
+    # and its bundleHash.
     author_name: str | None = Field(default=None, exclude_if=lambda v: v is None)
     author_email: str | None = Field(default=None, exclude_if=lambda v: v is None)
     committer_name: str | None = Field(default=None, exclude_if=lambda v: v is None)

@@ -207,7 +207,11 @@ def test_the_bundle_keeps_the_git_identity_only_where_it_is_the_evidence() -> No
                 rest_commit("z", "docs: b", 90, login="carol", name="carol", email="carol@home.example"))
     unlinked, named, plain = bundle.facts.commits[-3:]
     assert (unlinked.author_name, unlinked.author_email) == ("Jane Roe", "jane@corp.example")
-    assert (unlinked.committer_name, unlinked.committer_email) == ("GitHub", "noreply@github.com")
+    # The committer is web-flow: its login says who it is, so its e-mail is not kept either.
+    assert (unlinked.committer_login, unlinked.committer_name, unlinked.committer_email) == (
+        "web-flow", "GitHub", None)
+    local = pr(rest_commit("w", SUBJECT, 70, name="Jane Roe", email="jane@corp.example")).facts.commits[-1]
+    assert (local.committer_name, local.committer_email) == ("Jane Roe", "jane@corp.example")
     # A linked author's e-mail is never kept; the name only where it says more than the login.
     assert (named.author_name, named.author_email, named.committer_name) == ("Bob Builder", None, None)
     assert (plain.author_name, plain.author_email) == (None, None)

@@ -110,11 +110,12 @@ def _commit_entry(c: RawCommit) -> CommitEntry:
         verified=c.verified,
         is_merge=len(c.parents) > 1,
         # The git identity is kept where it is the evidence of who wrote the commit
-        # (taskeval.signals.identity): an e-mail only when GitHub linked the author to no account.
+        # (taskeval.signals.identity): an e-mail only of an identity GitHub links to no account.
         author_name=name,
         author_email=_identity(c.author_email, EMAIL_LIMIT) if unlinked else None,
         committer_name=_identity(c.committer_name, NAME_LIMIT) if unlinked else None,
-        committer_email=_identity(c.committer_email, EMAIL_LIMIT) if unlinked else None,
+        committer_email=(_identity(c.committer_email, EMAIL_LIMIT)
+                         if unlinked and c.committer_login is None else None),
     )
 
 

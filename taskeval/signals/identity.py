@@ -62,11 +62,6 @@ class Author:
     agent: bool = False  # an agent's git identity (``login``: its account, when the table names one)
 
     @property
-    def known(self) -> bool:
-        """Whether anything is known of who wrote it (an unnamed person is known to be a person)."""
-        return self.rule != "unattributed"
-
-    @property
     def by_git_identity(self) -> bool:
         """Attributed by its git identity: GitHub linked no account."""
         return self.rule not in ("account", "unattributed")
@@ -164,7 +159,8 @@ class _Evidence:
         return Author(first.login, first.flagged, "co-author", agent=first.agent)
 
 
-_CO_AUTHOR_LINE: Final = re.compile(r"^[ \t]*Co-authored-by:[ \t]*(\S[^\n]*?)[ \t]*$", re.IGNORECASE | re.MULTILINE)
+_CO_AUTHOR_LINE: Final = re.compile(r"^[ \t]*Co-authored-by:[ \t]*(\S[^\n]*?)[ \t]*$",
+                                    re.IGNORECASE | re.MULTILINE)
 
 
 def footer_co_authors(excerpt: str) -> list[str]:
@@ -183,7 +179,7 @@ def _web_editor(c: CommitEntry) -> bool:
         (_norm(c.committer_name), (c.committer_email or "").lower()) == WEB_EDITOR)
 
 
-def attribute_commit(evidence: _Evidence, c: CommitEntry) -> Author:
+def _attribute(evidence: _Evidence, c: CommitEntry) -> Author:
     """The first rule of :data:`RULES` that decides who wrote ``c``."""
     if c.author_login:
         return Author(c.author_login, c.author_is_bot, "account")
@@ -205,11 +201,7 @@ def authors_of(ctx: Ctx) -> dict[str, Author]:
     if all(c.author_login for c in commits):  # nearly every bundle: nothing to read
         return {c.sha: Author(c.author_login, c.author_is_bot, "account") for c in commits}
     evidence = _Evidence(ctx)
-    return {c.sha: attribute_commit(evidence, c) for c in commits}
-
-
-def author(ctx: Ctx, c: CommitEntry) -> Author:
-    return authors_of(ctx).get(c.sha) or UNATTRIBUTED
+    return {c.sha: _attribute(evidence, c) for c in commits}
 
 
 # How each rule reads in a reason ("2 by a no-reply address").
@@ -220,7 +212,7 @@ _BY: Final[dict[Rule, str]] = {
 
 
 def how(authors: Iterable[Author]) -> str:
-    """"2 by a no-reply address and 1 by the web editor": how commits without an account were
+    """"2 by a no-reply address, 1 by the web editor": how commits without an account were
     attributed, in :data:`RULES` order."""
     counts: dict[Rule, int] = {}
     for a in authors:

@@ -194,6 +194,48 @@ def _co_authors(trailers: dict[str, str]) -> list[str]:
     return [p.strip() for v in values for p in re.split(r"(?<=>),\s*", v) if p.strip()]
 
 
+co_author_values = _co_authors  # the ``Co-authored-by`` values of a commit's trailers, in order
+
+# GitHub's no-reply address: ``<id>+<login>@users.noreply.github.com`` (since 2017) or
+# ``<login>@users.noreply.github.com`` (before); a bot's login keeps its ``[bot]``.
+_NOREPLY_ADDRESS: Final = re.compile(
+    r"(?:\d+\+)?([A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\[bot\])?)@users\.noreply\.github\.com",
+    re.IGNORECASE)
+_IDENTITY: Final = re.compile(r"^\s*(.*?)\s*<([^<>]*)>\s*$")
+
+
+def noreply_login(email: str | None) -> str | None:
+    """The login GitHub's no-reply address names (as written), else None."""
+    match = _NOREPLY_ADDRESS.fullmatch((email or "").strip())
+    return match.group(1) if match else None
+
+
+def split_identity(value: str) -> tuple[str, str | None]:
+    """``Name <email>`` (a trailer's value) as (name, e-mail); a value without ``<...>`` is a
+    name alone."""
+    match = _IDENTITY.match(value)
+    if not match:
+        return " ".join(value.split()).strip('"'), None
+    return " ".join(match.group(1).split()).strip('"'), match.group(2).strip() or None
+
+
+def agent_of_identity(rules: tuple[AgentRule, ...], name: str | None, email: str | None) -> AgentRule | None:
+    """The agent whose git identity this is (taskeval.signals.identity): one of its accounts as
+    the name or named by GitHub's no-reply address, or an identity its ``co_authors`` patterns
+    describe (they are written over ``Name <email>``, a trailer's form, which is a git identity's
+    form too). None for anyone else."""
+    text = f"{name or ''} <{email}>" if email else (name or "")
+    if not text:
+        return None
+    names = {x.lower() for x in (name, noreply_login(email)) if x}
+    for rule in _compiled(rules):
+        if not rule.logins.isdisjoint(names):
+            return rule.rule
+        if any(p.search(text) for p in rule.co_authors):
+            return rule.rule
+    return None
+
+
 def _requested_by(body: str) -> str | None:
     """The person Devin names as its requester: a login when written as ``@login``, else the name
     (an e-mail address only when that is all the line holds)."""

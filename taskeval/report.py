@@ -143,7 +143,9 @@ def ending_line(result: EvaluationResult, links: dict[str, str]) -> str:
     if result.rescue is not None:
         r = result.rescue
         cite = _cite(r.evidence, links, 3)
-        return (f"**Merge:** `{r.class_}` — {safe_inline(r.reason, 300)}" + (f" — {cite}" if cite else ""))
+        apart = (" (who wrote some commits is unknown: neither clean nor a rescue, counted apart)"
+                 if r.class_ == "unknown" else "")
+        return (f"**Merge:** `{r.class_}`{apart} — {safe_inline(r.reason, 300)}" + (f" — {cite}" if cite else ""))
     return ""
 
 

@@ -320,7 +320,7 @@ CASES = [
          "None of the 3 commits with a known author was the PR's work done by another person."),
     Case("agent.human_intervention", _human_before_open, "ok", 100, "not counted: 1 commit the PR was built on"),
     Case("agent.human_intervention", _unlinked_commit, "ok", 100,
-         "(not counted: 1 commit without a GitHub author)"),
+         "(not counted: 1 commit whose writer is unknown (no GitHub account, no git identity naming anyone))"),
     Case("agent.review_rounds", b.unresolved_change_request, "ok", 71,
          "A reviewer (bob) requested changes once."),
     Case("agent.review_rounds", _with(reviews=[]), "inconclusive", None, "No one other than"),

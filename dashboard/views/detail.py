@@ -261,7 +261,9 @@ def cost_tables(costs: teamwork.Costs) -> list[Table]:
             f"{_num(costs.people_commits.low, 2)}–{_num(costs.people_commits.high, 2)}); rounds (a person "
             f"sending the work back) per merged PR: {_num(costs.rounds.mean, 2)} (95 %: "
             f"{_num(costs.rounds.low, 2)}–{_num(costs.rounds.high, 2)}). Commits that did the PR's work only, "
-            f"as agent.human_intervention counts them.")),
+            f"as agent.human_intervention counts them. Counted apart: {costs.rescue_unknown} merged PRs whose "
+            f"commits' writers are unknown (rescue class unknown: no GitHub account and no git identity that "
+            f"names anyone), in neither the shares nor people's commits per merged PR.")),
         Table("per_pr", "What each PR asked of people", [
             Column("Figure", lambda c: c[0], lambda c: Markup('{}<br><span class="muted">{}</span>').format(
                 c[1], c[2]), key="figure"),

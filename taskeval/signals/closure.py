@@ -17,7 +17,9 @@ from taskeval.evidence.vocabulary import agent_run_event
 from taskeval.models import AGAINST_AGENT, Closure, ClosureClass, Rescue, RescueClass, Role
 
 from .context import Ctx, derived
+from .identity import authors_of, writers
 from .turns import _hours, _seconds, intervention_of, people_of, turns_of
+from .wording import agree, plural, share, times
 from .words import CLOSING_LABELS, TRIAL_TITLE, admissions, closing_reasons, objections
 
 # Days of silence on the people's move before a close reads as "stale": GitHub's own stale action
@@ -196,20 +198,39 @@ def rescue(ctx: Ctx) -> Rescue | None:
     pull = ctx.pull
     if not pull.merged:
         return None
-    people_commits = intervention_of(ctx).counted
+    found = intervention_of(ctx)
+    people_commits = found.counted
+    unknown = found.unattributed
     rounds = turns_of(ctx).rounds
+    authors = authors_of(ctx)
     addressed = [c for c in ctx.own_commits if ADDRESSED.search(c.subject)
-                 and people_of(ctx).owner_side(c.author_login, c.author_is_bot)]
+                 and people_of(ctx).author_side(authors[c.sha])]
     changes = [r for r in ctx.human_reviews if r.state == "CHANGES_REQUESTED"
                and (r.submitted_at or "") <= (pull.merged_at or "~")]
     if people_commits:
-        who = sorted({c.author_login or "" for c in people_commits})
+        who = writers(authors[c.sha] for c in people_commits)
+        tail = f"; who wrote {plural(len(unknown), 'other commit')} is unknown" if unknown else ""
         return _rescue("taken_over", rounds, len(people_commits),
                        [ctx.commit_id(c.sha) for c in people_commits],
                        f"{len(people_commits)} of the PR's commits came from "
-                       f"{', '.join(who)}: people finished part of the work before the merge.")
-    if rounds or changes or addressed:
-        n = max(rounds, len(changes), 1 if addressed else 0)
+                       f"{', '.join(who)}: people finished part of the work before the merge{tail}.",
+                       len(unknown))
+    n = max(rounds, len(changes), 1 if addressed else 0)
+    if unknown or not found.known:
+        sent = f"; people sent the work back {times(n)}" if n else ""
+        if unknown:
+            why = (f"{share(len(unknown), len(ctx.own_commits), 'commit')} "
+                   f"{agree(len(unknown), 'has', 'have')} no GitHub account and a git identity "
+                   "that names no one in the PR")
+            cited = [ctx.commit_id(c.sha) for c in unknown]
+        elif "commits" in ctx.facts.unavailable:
+            why, cited = "the PR's commits could not be read", ["audit:unavailable-commits"]
+        else:
+            why, cited = "no commit of the PR's own has a known writer", [ctx.pr]
+        return _rescue("unknown", rounds, None, cited,
+                       f"Who finished the work is unknown: {why}, so it cannot be told whether "
+                       f"people pushed part of it{sent}.", len(unknown))
+    if n:
         cited = [f"review:{r.id}" for r in changes] + [ctx.commit_id(c.sha) for c in addressed]
         cited += [s.evidence for s in turns_of(ctx).spans if s.rule in ("change-request", "request",
                                                                     "assigned-agent", "to-draft")
@@ -222,9 +243,11 @@ def rescue(ctx: Ctx) -> Rescue | None:
                    "Merged without people sending the work back or pushing its work.")
 
 
-def _rescue(cls: RescueClass, rounds: int, people: int, evidence: list[str], reason: str) -> Rescue:
+def _rescue(cls: RescueClass, rounds: int, people: int | None, evidence: list[str], reason: str,
+            unattributed: int = 0) -> Rescue:
     return Rescue.model_validate({"class": cls, "rounds": rounds, "commitsByPeople": people,
-                                  "evidence": evidence, "reason": reason})
+                                  "evidence": evidence, "reason": reason,
+                                  "unattributedCommits": unattributed})
 
 
 closure_of = derived(closure)  # why a closed, unmerged PR ended; None otherwise; once per context

@@ -20,7 +20,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from bot import backfill
+from bot.jobs import backfill
 from taskeval.github import make_client
 from tests.fakegithub import BASE_TIME, FAKE_TOKEN, FakeGitHub
 

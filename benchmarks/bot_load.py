@@ -77,7 +77,7 @@ class Config:
     concurrency: int = 50
     latency: float = 0.02  # seconds added to every fake GitHub request
     queue_workers: int = 4
-    web_workers: int | None = None  # gunicorn processes; None: bot/gunicorn_conf.py's default
+    web_workers: int | None = None  # gunicorn processes; None: bot/web/gunicorn_conf.py's default
     lease_seconds: float = 10.0
     kill: bool = False
     database_url: str | None = None
@@ -285,7 +285,7 @@ def stop_service(proc: subprocess.Popen[bytes]) -> int | None:
 def prepare_database(url: str, wipe: bool) -> None:
     from sqlalchemy import func, inspect, select
 
-    from bot.db import drop_schema, init_schema, jobs, make_engine
+    from taskeval.store.db import drop_schema, init_schema, jobs, make_engine
 
     engine = make_engine(url)
     try:
@@ -319,7 +319,7 @@ def kill_a_busy_worker(engine: Any, serve_pid: int, after_done: int,
     """Once ``after_done`` jobs are done, SIGKILL a queue worker that is running a job."""
     from sqlalchemy import func, select
 
-    from bot.db import jobs
+    from taskeval.store.db import jobs
 
     while not stop.wait(0.05):
         with engine.connect() as conn:
@@ -346,7 +346,7 @@ def effects(fake: FakeGitHub, engine: Any, pulls: list[tuple[str, int, str]]) ->
     """(lost, duplicated) pull requests: exactly one comment and one stored result each."""
     from sqlalchemy import func, select
 
-    from bot.db import evaluations
+    from taskeval.store.db import evaluations
 
     with engine.connect() as conn:
         results = Counter({(r.repo, r.number, r.head_sha): r.n for r in conn.execute(
@@ -378,8 +378,7 @@ def run(cfg: Config) -> Report:
     """Start everything, send, drain, check, stop; the report says what happened."""
     from sqlalchemy import func, select
 
-    from bot.db import deliveries, jobs, make_engine
-    from bot.settings import normalise_database_url
+    from taskeval.store.db import deliveries, jobs, make_engine, normalise_database_url
 
     work = Path(tempfile.mkdtemp(prefix="bot-load-")) if cfg.log_dir is None else cfg.log_dir
     work.mkdir(parents=True, exist_ok=True)

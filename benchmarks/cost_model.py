@@ -18,7 +18,7 @@ does the fake); GraphQL points are what the fake charged by GitHub's formula (it
 cost }``), a budget of its own. Prompt tokens are counted exactly with tiktoken when it is
 installed (see benchmarks/judge_tokens.py), else estimated at 4 characters per token.
 
-The backfill part runs ``taskeval backfill`` (``bot.backfill``, no AI, no comment) over typical
+The backfill part runs ``taskeval backfill`` (``bot.jobs.backfill``, no AI, no comment) over typical
 PRs (1 to 10 commits with a CI run on each, 2 reviews, 4 review comments, 3 conversation
 comments: 9 review items) with each transport, and divides the hour's budgets by what a PR cost.
 Run from the repository root:
@@ -167,7 +167,7 @@ def via_action(fake: FakeGitHub, model: FakeOpenAI, folder: Path, number: int,
 
 def via_app(fake: FakeGitHub, model: FakeOpenAI, folder: Path, number: int,
             api: str) -> dict[str, Any]:
-    """The bot's path (``bot.handlers.PipelineCore``): an installation client, the pipeline, and
+    """The bot's path (``bot.jobs.handlers.PipelineCore``): an installation client, the pipeline, and
     the upsert with the App's login and what the collection read for the comment (the
     installation-token exchange happens once an hour and is left out)."""
     gh = make_client(APP_TOKEN, base_url=fake.url)
@@ -268,9 +268,9 @@ def typical_backfill(api: str, prs: int) -> BackfillCost:
     _fresh_process()
     from datetime import timedelta
 
-    from bot.backfill import Backfill
-    from bot.backfill import Options as BackfillOptions
-    from bot.db import init_schema, make_engine
+    from bot.jobs.backfill import Backfill
+    from bot.jobs.backfill import Options as BackfillOptions
+    from taskeval.store.db import init_schema, make_engine
     from tests.fakegithub import BASE_TIME
 
     fake = FakeGitHub(token=None)

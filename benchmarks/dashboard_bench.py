@@ -37,9 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from flask import Flask
 from sqlalchemy import Engine, MetaData
 
-from bot.dashboard import queries
-from bot.dashboard.core import DashboardConfig, install
-from bot.db import init_schema, make_engine
+from dashboard import queries
+from dashboard.core import DashboardConfig, install
+from taskeval.store.db import init_schema, make_engine
 from tests.dashboard_store import fill
 
 PAGES = [

@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     from selenium.webdriver.common.by import By
     from werkzeug.serving import make_server
 
-    from bot.dashboard.cli import create_local_app
+    from dashboard.cli import create_local_app
 
     server = make_server("127.0.0.1", 0, create_local_app(args.store, bind_host="127.0.0.1", env={}), threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()

@@ -5,7 +5,7 @@
     taskeval dashboard --store sqlite:///taskeval.db
 
 Every ``*.json`` under DIR that is a taskeval result is stored as ``taskeval backfill`` would store
-it (``bot.results.store_evaluation``: the dashboard's columns, ``is_latest``, the signals rows). A
+it (``taskeval.store.results.store_evaluation``: the dashboard's columns, ``is_latest``, the signals rows). A
 result already stored at the same repository, PR, head SHA and scorer version is skipped, so a
 second run adds nothing. Files that are not results are counted and named, never fatal.
 """
@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlalchemy import select
 
-from bot.dashboard.cli import store_url
-from bot.db import describe_url, evaluations, init_schema, make_engine, write
-from bot.results import record_from_result, store_evaluation
+from dashboard.cli import store_url
+from taskeval.store.db import describe_url, evaluations, init_schema, make_engine, write
+from taskeval.store.results import record_from_result, store_evaluation
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,6 @@
 """Webhook acknowledgement: throughput, p50/p99 latency and lost deliveries under concurrent load.
 
-Starts real gunicorn three times with the same settings (``bot/gunicorn_conf.py``): once serving the bot
+Starts real gunicorn three times with the same settings (``bot/web/gunicorn_conf.py``): once serving the bot
 (signature check, event rules, delivery + job committed to the database before the 202) and once
 serving a bare Flask endpoint that reads the body and answers 202, and once serving a durable bare
 endpoint that checks the signature and commits each delivery to SQLite (WAL, ``synchronous=FULL``)
@@ -65,7 +65,7 @@ def durable_app() -> Any:
 
     from flask import Flask, jsonify, request
 
-    from bot.webhook import signature_ok
+    from bot.web.webhook import signature_ok
 
     path = os.environ["BENCH_DURABLE_DB"]
     secret = os.environ["GITHUB_WEBHOOK_SECRET"]
@@ -126,7 +126,7 @@ def _wait_ready(port: int, limit: float = 30.0) -> None:
 
 def start_gunicorn(app: str, port: int, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "-c", "python:bot.gunicorn_conf", "--bind",
+        [sys.executable, "-m", "gunicorn", "-c", "python:bot.web.gunicorn_conf", "--bind",
          f"127.0.0.1:{port}", "--log-level", "warning", app],
         env=env, cwd=ROOT, stdout=log.open("ab"), stderr=subprocess.STDOUT,
     )
@@ -242,7 +242,7 @@ def lost(database_url: str, acked: list[str]) -> int:
     """Acknowledged deliveries that are not in the database."""
     from sqlalchemy import select
 
-    from bot.db import deliveries, make_engine
+    from taskeval.store.db import deliveries, make_engine
 
     engine = make_engine(database_url)
     with engine.connect() as conn:
@@ -274,8 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.requests > 50_000 or args.max_seconds > 300:
         parser.error("keep it bounded: at most 50,000 requests and 300 seconds")
 
-    from bot.db import drop_schema, init_schema, make_engine
-    from bot.settings import normalise_database_url
+    from taskeval.store.db import drop_schema, init_schema, make_engine, normalise_database_url
 
     tmp = Path(tempfile.mkdtemp(prefix="webhook-bench-"))
     url = normalise_database_url(args.database_url or f"sqlite:///{tmp / 'bench.sqlite3'}")

@@ -15,11 +15,12 @@ from sqlalchemy import Engine
 from werkzeug.exceptions import HTTPException
 
 from bot import logs
-from bot.api import api, health
-from bot.db import init_schema, make_engine
+from bot.jobs.queue import Queue
 from bot.settings import BotSettings
-from bot.state import BotState
-from bot.webhook import webhook
+from bot.web.api import api, health
+from bot.web.state import BotState
+from bot.web.webhook import webhook
+from taskeval.store.db import init_schema, make_engine
 
 log = logging.getLogger("bot.app")
 
@@ -36,15 +37,15 @@ def create_app(settings: BotSettings | None = None, *, engine: Engine | None = N
     BotState(
         settings=settings,
         engine=engine,
-        queue=settings.queue(engine),
+        queue=Queue.for_settings(engine, settings),
     ).install(app)
     app.register_blueprint(webhook)
     app.register_blueprint(health)
     app.register_blueprint(api, url_prefix="/api")
-    from bot.metrics import metrics
+    from bot.web.metrics import metrics
 
     app.register_blueprint(metrics)
-    from bot.dashboard.core import DashboardConfig, install
+    from dashboard.core import DashboardConfig, install
 
     install(app, DashboardConfig.from_env(settings.env, engine, fallback_secret=settings.webhook_secret))
 

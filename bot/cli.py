@@ -32,8 +32,8 @@ def _need_extra() -> str | None:
 def _prepare(args: argparse.Namespace, name: str, *, needs_github: bool) -> Any:
     """Validate settings and create the schema once, before any child process starts."""
     from bot import logs
-    from bot.db import describe_url, init_schema, make_engine
     from bot.settings import BotSettings, SettingsError
+    from taskeval.store.db import describe_url, init_schema, make_engine
 
     os.environ["TASKEVAL_LOG_LEVEL"] = args.log_level
     logs.setup(args.log_level)
@@ -60,7 +60,7 @@ def _prepare(args: argparse.Namespace, name: str, *, needs_github: bool) -> Any:
 
 
 def _worker_argv(level: str) -> list[str]:
-    return [sys.executable, "-m", "bot.worker", "--log-level", level,
+    return [sys.executable, "-m", "bot.jobs.worker", "--log-level", level,
             "--parent-pid", str(os.getpid())]
 
 
@@ -72,10 +72,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = _prepare(args, "serve", needs_github=not args.no_workers)
     if settings is None:
         return 2
-    from bot.supervise import Supervisor
+    from bot.jobs.supervise import Supervisor
 
     sup = Supervisor(grace_seconds=settings.shutdown_grace_seconds)
-    web = [sys.executable, "-m", "gunicorn", "-c", "python:bot.gunicorn_conf",
+    web = [sys.executable, "-m", "gunicorn", "-c", "python:bot.web.gunicorn_conf",
            "--log-level", args.log_level]
     if args.bind:
         web += ["--bind", args.bind]
@@ -95,10 +95,10 @@ def cmd_worker(args: argparse.Namespace) -> int:
     if settings is None:
         return 2
     if settings.queue_workers == 1:
-        from bot.worker import main
+        from bot.jobs.worker import main
 
         return main(["--log-level", args.log_level])
-    from bot.supervise import Supervisor
+    from bot.jobs.supervise import Supervisor
 
     sup = Supervisor(grace_seconds=settings.shutdown_grace_seconds)
     for i in range(settings.queue_workers):
@@ -107,7 +107,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def cmd_backfill(args: argparse.Namespace) -> int:
-    """``taskeval backfill``: see ``bot.backfill``. Exit 0 done, 1 some PRs failed, 2 bad input,
+    """``taskeval backfill``: see ``bot.jobs.backfill``. Exit 0 done, 1 some PRs failed, 2 bad input,
     3 stopped early (budget spent with --no-wait, or GitHub unavailable), 130 interrupted."""
     try:
         import sqlalchemy  # noqa: F401
@@ -115,10 +115,11 @@ def cmd_backfill(args: argparse.Namespace) -> int:
         print(f"taskeval backfill: results are stored in the bot's database, which needs the "
               f"'bot' extra ({exc.name} is missing): pip install 'taskeval[bot]'", file=sys.stderr)
         return 2
-    from bot import backfill
+    from bot.jobs import backfill
     from taskeval.github import AuthError, GitHubError, NotFoundError, api_url, env_token, make_client
     from taskeval.github.client import repo_path
     from taskeval.redact import redact
+    from taskeval.store.db import default_store
 
     try:
         repo_path(args.repository)
@@ -127,7 +128,7 @@ def cmd_backfill(args: argparse.Namespace) -> int:
             since=backfill.parse_day(args.since) if args.since else None,
             until=backfill.parse_day(args.until) if args.until else None,
             state=args.state, limit=args.limit,
-            store_url=args.store or backfill.default_store(),
+            store_url=args.store or default_store(),
             enqueue=args.enqueue, comment=args.comment, wait=not args.no_wait,
             reserve=args.reserve, graphql_reserve=args.graphql_reserve, parallel=args.parallel,
             ai="off" if args.no_ai else "auto", api=args.api,
@@ -207,7 +208,7 @@ def _quiet(verbose: bool) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """``taskeval export``: the store as CSV or NDJSON, one row per PR (bot/export.py). Exit 0
+    """``taskeval export``: the store as CSV or NDJSON, one row per PR (taskeval/store/export.py). Exit 0
     done, 2 bad input or an unreadable store (nothing half-written at --output)."""
     try:
         import sqlalchemy  # noqa: F401
@@ -218,11 +219,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     import tempfile
     from pathlib import Path
 
-    from bot import export
-    from bot.dashboard.cli import store_url
-    from bot.db import describe_url, init_schema, make_engine
+    from dashboard.cli import store_url
     from taskeval.cli import OutputError, check_output
     from taskeval.redact import redact
+    from taskeval.store import export
+    from taskeval.store.db import describe_url, init_schema, make_engine
 
     if args.repo is not None and args.repo.count("/") != 1:
         print(f"taskeval export: --repo must be OWNER/REPO, got {args.repo!r}", file=sys.stderr)
@@ -333,7 +334,7 @@ def add_commands(subparsers: Any) -> None:
     """Register ``serve`` and ``worker`` on the main CLI's subparsers."""
     serve = subparsers.add_parser(
         "serve", help="run the webhook bot: gunicorn receiver plus queue workers",
-        description="Run the webhook receiver under gunicorn (settings: bot/gunicorn_conf.py) "
+        description="Run the webhook receiver under gunicorn (settings: bot/web/gunicorn_conf.py) "
                     "and TASKEVAL_QUEUE_WORKERS queue workers. Needs GITHUB_WEBHOOK_SECRET; "
                     "DATABASE_URL defaults to a SQLite file in the current directory.",
     )
@@ -357,6 +358,6 @@ def add_commands(subparsers: Any) -> None:
     add_backfill(subparsers)
     add_export(subparsers)
 
-    from bot.dashboard.cli import add_command as add_dashboard
+    from dashboard.cli import add_command as add_dashboard
 
     add_dashboard(subparsers)

@@ -11,15 +11,11 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import Literal, TypeVar
 from urllib.parse import urlsplit
 
+from taskeval.store.db import normalise_database_url
 from taskeval.transports import Api, default_api
-
-if TYPE_CHECKING:
-    from sqlalchemy import Engine
-
-    from bot.queue import Queue
 
 DEFAULT_DATABASE_URL = "sqlite:///taskeval-bot.sqlite3"
 # GitHub caps webhook payloads at 25 MB and drops larger ones; anything bigger is not from GitHub.
@@ -34,18 +30,6 @@ AuthMode = Literal["app", "token", "none"]
 
 class SettingsError(ValueError):
     """A missing or invalid setting; the message names the variable, never its value."""
-
-
-def normalise_database_url(url: str) -> str:
-    """Map ``postgres://`` / ``postgresql://`` to the psycopg 3 driver the bot extra installs.
-
-    SQLAlchemy's default PostgreSQL driver is psycopg2, which is not a dependency; operators
-    (and Heroku-style platforms) write the bare scheme.
-    """
-    for prefix in ("postgres://", "postgresql://"):
-        if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix):]
-    return url
 
 
 _N = TypeVar("_N", int, float)
@@ -117,7 +101,7 @@ class BotSettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     lease_seconds: float = 120.0
     # A worker silent this long is gone and its running jobs are requeued (None: derived from
-    # the lease, 16 s at the default; see bot.queue.alive_window).
+    # the lease, 16 s at the default; see bot.jobs.queue.alive_window).
     worker_stale_seconds: float | None = None
     max_attempts: int = 5
     backoff_seconds: float = 30.0
@@ -152,16 +136,6 @@ class BotSettings:
                   self.env.get("OPENAI_API_KEY"), str(db_password) if db_password else None,
                   self.env.get("GITHUB_CLIENT_SECRET"), self.env.get("TASKEVAL_SESSION_SECRET")]
         return [v for v in values if v and len(v) >= 4]
-
-    def queue(self, engine: Engine) -> Queue:
-        """The job queue on ``engine`` with these settings (lease, attempts, backoff, stale
-        window): the receiver, the workers and the API build it one way."""
-        from bot.queue import Queue
-
-        return Queue(engine, lease_seconds=self.lease_seconds, max_attempts=self.max_attempts,
-                     backoff_seconds=self.backoff_seconds,
-                     backoff_max_seconds=self.backoff_max_seconds,
-                     worker_stale_seconds=self.worker_stale_seconds)
 
     def require_github_auth(self) -> None:
         """Workers call GitHub; refuse to start them without credentials."""

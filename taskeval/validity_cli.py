@@ -97,7 +97,7 @@ def store_url_of(url: str, flag: str) -> Any:
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
-    from bot.settings import normalise_database_url
+    from taskeval.store.db import normalise_database_url
 
     try:
         return make_url(normalise_database_url(url.strip()))
@@ -115,7 +115,7 @@ def open_store(url: str, flag: str) -> Any:
 
     from sqlalchemy import create_engine, inspect
 
-    from bot.db import describe_url
+    from taskeval.store.db import describe_url
 
     parsed = store_url_of(url, flag)
     shown = describe_url(parsed.render_as_string(hide_password=False))
@@ -205,7 +205,7 @@ def load(args: argparse.Namespace) -> tuple[list[Any], list[oc.OutcomeRecord], l
     store = _store_url(args)
     records_store: list[oc.OutcomeRecord] = []
     if store:
-        from bot.outcomes_store import read_outcomes
+        from taskeval.store.outcomes import read_outcomes
 
         engine = open_store(*store)
         try:
@@ -285,8 +285,8 @@ def cmd_outcomes(args: argparse.Namespace) -> int:
     for note in notes:
         print(f"taskeval: note: {note}", file=sys.stderr)
     if args.write_store:
-        from bot.db import describe_url
-        from bot.outcomes_store import write_outcomes
+        from taskeval.store.db import describe_url
+        from taskeval.store.outcomes import write_outcomes
 
         try:
             count = write_outcomes(args.write_store, records)

@@ -19,10 +19,10 @@ from typing import Any
 
 from sqlalchemy import Engine, insert, text
 
-from bot.db import evaluations, signals, write
-from bot.export import stored_columns
-from bot.results import rebuild_rollup
 from taskeval.contract import CATEGORIES, band, overall
+from taskeval.store.db import evaluations, signals, write
+from taskeval.store.export import stored_columns
+from taskeval.store.results import rebuild_rollup
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "agent-pr-482.result.json"
 START = datetime(2025, 1, 6, tzinfo=UTC)  # a Monday

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, func, select
 
-from bot import backfill
-from bot.db import evaluations, jobs, make_engine
+from bot.jobs import backfill
 from taskeval.github import make_client
+from taskeval.store.db import DEFAULT_STORE_FILE, evaluations, jobs, make_engine
 from taskeval.transports import default_api
 from tests.fakegithub import BASE_TIME, FAKE_TOKEN, FakeGitHub
 from tests.processes import child_env
@@ -325,7 +325,7 @@ def test_a_killed_run_resumes_with_no_duplicates(tmp_path: Path, how: signal.Sig
 def test_without_database_url_backfill_writes_the_file_the_dashboard_reads(
     served: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bot.dashboard.cli import store_url
+    from dashboard.cli import store_url
 
     done = subprocess.run([sys.executable, "-m", "taskeval", "backfill", REPO, "--no-ai", "--limit", "2"],
                           cwd=tmp_path, env=_env(served, tmp_path), capture_output=True, timeout=120)
@@ -333,7 +333,7 @@ def test_without_database_url_backfill_writes_the_file_the_dashboard_reads(
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("DATABASE_URL", raising=False)
     url = store_url(None)  # what `taskeval dashboard` opens with no --store and no DATABASE_URL
-    assert url == backfill.Options(REPO).store_url == f"sqlite:///{tmp_path / backfill.DEFAULT_STORE_FILE}"
+    assert url == backfill.Options(REPO).store_url == f"sqlite:///{tmp_path / DEFAULT_STORE_FILE}"
     engine = make_engine(url)
     try:
         assert len(rows(engine)) == 2

@@ -15,9 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from bot import backfill
-from bot.budget import Budget, budget_key
-from bot.db import evaluations, make_engine
+from bot.jobs import backfill
 from taskeval.evidence import build_bundle
 from taskeval.github import collection as collection_module
 from taskeval.github import make_client
@@ -25,8 +23,10 @@ from taskeval.github.batch import BatchSizer, IssueFeed, RunIndex, Shared, run_w
 from taskeval.github.client import Meter, clone
 from taskeval.github.collection import collect, collect_read
 from taskeval.github.errors import NotFoundError
-from taskeval.github.graphql import PullRead, read_pulls
+from taskeval.github.graphql.read import PullRead, read_pulls
 from taskeval.pipeline import Options, evaluate_pull_request
+from taskeval.store.budget import Budget, budget_key
+from taskeval.store.db import evaluations, make_engine
 from tests.fakegithub import BASE_TIME, FAKE_TOKEN, FakeGitHub
 from tests.test_graphql import _HOW, REPO, SCENARIOS
 

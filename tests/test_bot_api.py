@@ -10,10 +10,10 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import Engine
 
-from bot import events
 from bot.app import create_app
-from bot.db import make_engine, write
-from bot.results import record_from_result, store_evaluation
+from bot.jobs import events
+from taskeval.store.db import make_engine, write
+from taskeval.store.results import record_from_result, store_evaluation
 from tests.bot.helpers import API_TOKEN, settings_for
 
 pytest_plugins = ["tests.bot.fixtures"]

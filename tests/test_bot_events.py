@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from bot import events
+from bot.jobs import events
 from tests.bot.helpers import payload
 
 HEAD = "6dcb09b5b57875f334f61aebed695e2e4193db5e"

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from bot import events
-from bot.db import init_schema, jobs, make_engine
+from bot.jobs import events
+from bot.jobs.worker import Worker
 from bot.settings import BotSettings, SettingsError
-from bot.worker import Worker
+from taskeval.store.db import init_schema, jobs, make_engine
 from tests.bot.helpers import SECRET, settings_for
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub, Fault, app_key_pair
 from tests.test_bot_serve import base_env

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from bot import events
-from bot.handlers import Evaluated, GitHubContext, handle_command, handle_evaluate
-from bot.queue import Job
-from bot.results import comment_signature
+from bot.jobs import events
+from bot.jobs.handlers import Evaluated, GitHubContext, handle_command, handle_evaluate
+from bot.jobs.queue import Job
+from taskeval.store.results import comment_signature
 
 HEAD = "6dcb09b5b57875f334f61aebed695e2e4193db5e"
 

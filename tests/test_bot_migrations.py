@@ -14,9 +14,9 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, func, inspect, select, text
 from sqlalchemy.exc import IntegrityError
 
-from bot import migrations
-from bot.db import drop_schema, evaluations, init_schema, jobs, judge_cache, make_engine, metadata, write
-from bot.results import record_from_result, store_evaluation
+from taskeval.store import migrations
+from taskeval.store.db import drop_schema, evaluations, init_schema, jobs, judge_cache, make_engine, metadata, write
+from taskeval.store.results import record_from_result, store_evaluation
 from tests.bot.helpers import run_together
 
 pytest_plugins = ["tests.bot.fixtures"]
@@ -90,7 +90,7 @@ def test_one_head_and_a_fresh_database_matches_the_models(empty: Engine) -> None
     with empty.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn), metadata)
         assert migrations.current(conn) == migrations.head()
-    assert diff == [], f"bot/db.py and bot/migrations disagree: {diff}"
+    assert diff == [], f"taskeval/store/db.py and taskeval/store/migrations disagree: {diff}"
     assert init_schema(empty) == [], "a second start migrates nothing"
 
 
@@ -209,7 +209,7 @@ def test_rate_budgets_gain_a_resource_and_keep_their_rows(empty: Engine) -> None
     budget it was, and the same credential can then hold a ``graphql`` budget beside it."""
     from alembic import command
 
-    from bot.db import rate_budgets
+    from taskeval.store.db import rate_budgets
 
     with write(empty) as conn:
         command.upgrade(migrations.config(conn), "0008")
@@ -240,8 +240,8 @@ def test_upgrade_from_0008_fills_coverage_people_comments_and_the_rollups(empty:
     """A store at revision 0008 (evaluations, signals and rollups, no coverage columns) gains each
     grade's coverage, the people's comments, the provisional sums and the pulled-down signals'
     rollup from its stored results: the same rows ``store_evaluation`` and a rebuild write today."""
-    from bot.db import rollup_agent, rollup_author, rollup_signals, signals
-    from bot.results import rebuild_rollup, signal_rows
+    from taskeval.store.db import rollup_agent, rollup_author, rollup_signals, signals
+    from taskeval.store.results import rebuild_rollup, signal_rows
 
     with write(empty) as conn:
         migrations.upgrade(conn, "0008")

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 
 from bot.app import create_app
-from bot.db import deliveries, make_engine
+from taskeval.store.db import deliveries, make_engine
 from tests.bot.helpers import SECRET, delivery_headers, payload, settings_for
 
 pytest_plugins = ["tests.bot.fixtures"]

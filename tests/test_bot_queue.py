@@ -9,10 +9,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from sqlalchemy import Engine, func, select
 
-from bot import events
-from bot.db import deliveries, evaluations, jobs
-from bot.queue import LeaseLost, Queue
-from bot.results import DbJudgeCache
+from bot.jobs import events
+from bot.jobs.queue import LeaseLost, Queue
+from taskeval.store.db import deliveries, evaluations, jobs
+from taskeval.store.results import DbJudgeCache
 
 pytest_plugins = ["tests.bot.fixtures"]
 

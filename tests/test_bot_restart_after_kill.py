@@ -17,7 +17,7 @@ import pytest
 import requests
 from sqlalchemy import select
 
-from bot.db import evaluations, jobs, make_engine, workers
+from taskeval.store.db import evaluations, jobs, make_engine, workers
 from tests.bot.helpers import SECRET
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub
 from tests.test_bot_serve import REPO, base_env, free_port, merged_delivery, post, wait_for

@@ -31,13 +31,13 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, event, func, select
 
-from bot import events
 from bot.app import create_app
-from bot.db import evaluations, init_schema, jobs, make_engine
-from bot.handlers import Evaluated, GitHubContext, PipelineCore
+from bot.jobs import events
+from bot.jobs.handlers import Evaluated, GitHubContext, PipelineCore
+from bot.jobs.worker import Clients, Worker
 from bot.settings import BotSettings
-from bot.worker import Clients, Worker
 from taskeval.github import make_client
+from taskeval.store.db import evaluations, init_schema, jobs, make_engine
 from tests.bot.helpers import SECRET, delivery_headers, payload, settings_for
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub, Fault
 from tests.fakeopenai import Fail, FakeOpenAI

@@ -24,8 +24,8 @@ from flask.testing import FlaskClient
 from sqlalchemy import MetaData, select
 
 from bot.app import create_app
-from bot.db import deliveries, jobs, make_engine
-from bot.worker import Worker
+from bot.jobs.worker import Worker
+from taskeval.store.db import deliveries, jobs, make_engine
 from tests.bot.helpers import API_TOKEN, SECRET, count, deliver, delivery_headers, payload, settings_for, sign
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub, Fault, app_key_pair
 from tests.fakeopenai import Fail, FakeOpenAI

@@ -181,7 +181,7 @@ def test_commands_refuse_to_start_with_a_reason(tmp_path: Path, argv: list[str],
 
 def test_plain_gunicorn_refuses_to_start_without_the_secret(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "gunicorn", "-c", "python:bot.gunicorn_conf", "--bind",
+        [sys.executable, "-m", "gunicorn", "-c", "python:bot.web.gunicorn_conf", "--bind",
          f"127.0.0.1:{free_port()}", "bot.app:create_app()"],
         env=base_env(tmp_path), cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert done.returncode != 0

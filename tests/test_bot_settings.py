@@ -13,8 +13,10 @@ import pytest
 from sqlalchemy import create_engine
 
 from bot import logs
-from bot.settings import BotSettings, SettingsError, normalise_database_url
-from bot.supervise import Supervisor
+from bot.jobs.queue import Queue
+from bot.jobs.supervise import Supervisor
+from bot.settings import BotSettings, SettingsError
+from taskeval.store.db import normalise_database_url
 
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAK\n-----END RSA PRIVATE KEY-----"
 BASE = {"GITHUB_WEBHOOK_SECRET": "s3cret-value"}
@@ -88,7 +90,7 @@ def test_worker_needs_credentials() -> None:
         ("postgresql://u:p@db/x", "postgresql+psycopg://u:p@db/x"),
         ("postgres://u@db/x", "postgresql+psycopg://u@db/x"),
         ("postgresql+psycopg://u@db/x", "postgresql+psycopg://u@db/x"),
-        ("sqlite:///bot.db", "sqlite:///bot.db"),
+        ("sqlite:///taskeval.store.db", "sqlite:///taskeval.store.db"),
     ],
 )
 def test_database_urls_use_psycopg3(url: str, expected: str) -> None:
@@ -160,9 +162,9 @@ def test_supervisor_restarts_a_crashed_worker_and_stops_with_the_web_server(
 def test_a_silent_workers_jobs_are_requeued_after_the_stale_window(
     env: dict[str, str], stale: float, beat: float
 ) -> None:
-    from bot.queue import presence_interval
+    from bot.jobs.queue import presence_interval
 
     settings = BotSettings.from_env({**BASE, **env})
-    queue = settings.queue(create_engine("sqlite://"))
+    queue = Queue.for_settings(create_engine("sqlite://"), settings)
     assert queue.worker_stale_seconds == stale
     assert presence_interval(settings.lease_seconds, settings.worker_stale_seconds) == beat

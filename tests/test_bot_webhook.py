@@ -12,8 +12,8 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from bot.app import create_app
-from bot.db import deliveries, installation_events, jobs
 from bot.settings import BotSettings, SettingsError
+from taskeval.store.db import deliveries, installation_events, jobs
 from tests.bot.helpers import SECRET, count, deliver, delivery_headers, payload, settings_for, sign
 
 pytest_plugins = ["tests.bot.fixtures"]
@@ -217,7 +217,7 @@ def test_the_outcome_a_delivery_shows_is_stored_with_it_in_one_commit(
 ) -> None:
     from sqlalchemy import event
 
-    from bot.db import outcomes
+    from taskeval.store.db import outcomes
 
     engine = any_app.extensions["taskeval"].engine
     commits: list[int] = []
@@ -237,7 +237,7 @@ def test_the_outcome_a_delivery_shows_is_stored_with_it_in_one_commit(
     def broken(*_args: Any) -> int:
         raise RuntimeError("outcomes table unreadable")
 
-    monkeypatch.setattr("bot.outcome_events.upsert", broken)
+    monkeypatch.setattr("bot.web.outcome_events.upsert", broken)
     closed = payload("pull_request.closed.merged")
     closed["number"] = closed["pull_request"]["number"] = 77
     answer = deliver(client, "pull_request", closed, "outcome-fails")

@@ -17,12 +17,12 @@ import requests
 from github import GithubException
 from sqlalchemy import Engine, func, select
 
-from bot import events
-from bot.db import evaluations, init_schema, jobs, make_engine
-from bot.handlers import Evaluated, GitHubContext
-from bot.queue import Job, Queue
-from bot.worker import Worker, classify
+from bot.jobs import events
+from bot.jobs.handlers import Evaluated, GitHubContext
+from bot.jobs.queue import Job, Queue
+from bot.jobs.worker import Worker, classify
 from taskeval.github import AuthError, GitHubError, NotFoundError, RateLimitError
+from taskeval.store.db import evaluations, init_schema, jobs, make_engine
 from tests.bot.helpers import SECRET, settings_for
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub, Fault, app_key_pair
 from tests.processes import child_env
@@ -287,7 +287,7 @@ def test_a_worker_killed_mid_job_loses_nothing(db_url: str, tmp_path: Path) -> N
     with fake.serve():
         env = _worker_env(db_url, fake.url, TASKEVAL_LEASE_SECONDS="2")
         log = (tmp_path / "w1.log").open("w")
-        first = subprocess.Popen([sys.executable, "-m", "bot.worker"], env=env, cwd=tmp_path,
+        first = subprocess.Popen([sys.executable, "-m", "bot.jobs.worker"], env=env, cwd=tmp_path,
                                  stderr=log)
         try:
             # The fault is taken when the request arrives: the worker is now stuck mid-job.
@@ -297,7 +297,7 @@ def test_a_worker_killed_mid_job_loses_nothing(db_url: str, tmp_path: Path) -> N
             first.wait(10)
         finally:
             first.kill()
-        second = subprocess.Popen([sys.executable, "-m", "bot.worker"], env=env, cwd=tmp_path,
+        second = subprocess.Popen([sys.executable, "-m", "bot.jobs.worker"], env=env, cwd=tmp_path,
                                   stderr=(tmp_path / "w2.log").open("w"))
         try:
             row = wait_for(lambda: (r := queue.job(job_id)) and r["status"] == "done" and r,

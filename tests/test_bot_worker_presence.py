@@ -14,9 +14,9 @@ from flask.testing import FlaskClient
 from sqlalchemy import Engine, select
 
 from bot.app import create_app
-from bot.db import deliveries, workers
-from bot.queue import Queue, alive_window
-from bot.worker import Worker
+from bot.jobs.queue import Queue, alive_window
+from bot.jobs.worker import Worker
+from taskeval.store.db import deliveries, workers
 from tests.bot.helpers import deliver, payload, settings_for
 
 pytest_plugins = ["tests.bot.fixtures"]

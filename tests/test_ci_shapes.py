@@ -88,9 +88,10 @@ def test_ci_signal_shapes(case: Case) -> None:
 
 def test_ci_going_red_on_the_agents_commit_is_its_turn() -> None:
     from taskeval.signals import Ctx
+    from taskeval.signals.turns import turns_of
 
     bundle = build_bundle(b.fail_then_fix())
     bundle.facts.timeline = []
-    spans = Ctx(bundle, Settings()).turns.spans
+    spans = turns_of(Ctx(bundle, Settings())).spans
     red = [s for s in spans if s.rule == "ci-red"]
     assert red and red[0].whose == "agent"

@@ -24,11 +24,11 @@ from flask.testing import FlaskClient
 from sqlalchemy import Engine, event, insert, update
 
 from bot.app import create_app
-from bot.dashboard import queries
-from bot.dashboard.cli import create_local_app, parse_bind, store_url
-from bot.db import evaluations, make_engine
 from bot.settings import BotSettings
+from dashboard import queries
+from dashboard.cli import create_local_app, parse_bind, store_url
 from taskeval.cli import main as taskeval_main
+from taskeval.store.db import evaluations, make_engine
 from tests.bot.helpers import SECRET
 from tests.dashboard_store import Stored, fill
 from tests.fake_github_oauth import FakeGitHubOAuth
@@ -48,7 +48,7 @@ def stored(engine: Engine) -> Stored:
 @pytest.fixture
 def sqlite_store(sqlite_url: str) -> Iterator[str]:
     """A filled SQLite store for the ``taskeval dashboard`` tests (one dialect is enough there)."""
-    from bot.db import init_schema, make_engine
+    from taskeval.store.db import init_schema, make_engine
 
     eng = make_engine(sqlite_url)
     init_schema(eng)
@@ -60,7 +60,7 @@ def sqlite_store(sqlite_url: str) -> Iterator[str]:
 @pytest.fixture
 def local(engine: Engine, stored: Stored) -> FlaskClient:
     """The loopback ``taskeval dashboard`` app over the filled store (no sign-in)."""
-    from bot.dashboard.core import DashboardConfig, install
+    from dashboard.core import DashboardConfig, install
 
     app = Flask("dashboard-test")
     install(app, DashboardConfig(engine=engine, open_access=True))
@@ -190,7 +190,7 @@ def test_agent_page_signals_distribution_and_prs(local: FlaskClient, engine: Eng
     signals = rows_of(local.get("/dashboard/agent/copilot?format=csv&table=signals"))
     from sqlalchemy import select
 
-    from bot.db import signals as signals_table
+    from taskeval.store.db import signals as signals_table
 
     with engine.connect() as conn:
         down = conn.execute(select(signals_table).where(
@@ -255,7 +255,7 @@ def test_pr_text_cannot_inject_markup(local: FlaskClient, engine: Engine, stored
 
 
 def test_csv_cells_never_start_a_formula(local: FlaskClient, engine: Engine, stored: Stored) -> None:
-    from bot.results import rebuild_rollup
+    from taskeval.store.results import rebuild_rollup
 
     with engine.begin() as conn:
         conn.execute(update(evaluations).where(evaluations.c.author == "alice").values(author="=HYPERLINK(1)"))
@@ -267,7 +267,7 @@ def test_csv_cells_never_start_a_formula(local: FlaskClient, engine: Engine, sto
 
 def test_aggregates_are_remembered_until_a_new_evaluation_is_stored(local: FlaskClient, engine: Engine,
                                                                     stored: Stored) -> None:
-    from bot.results import record_from_result, store_evaluation
+    from taskeval.store.results import record_from_result, store_evaluation
 
     before = {r["agent"]: int(r["prs"]) for r in rows_of(local.get("/dashboard/?format=csv"))}
     row = stored.latest()[0]
@@ -283,7 +283,7 @@ def test_aggregates_are_remembered_until_a_new_evaluation_is_stored(local: Flask
 def test_a_page_probes_the_data_version_once(local: FlaskClient, stored: Stored) -> None:
     """Every aggregate of a page is looked up in the cache under the same data version, read once
     per page rather than once per aggregate."""
-    from bot.dashboard.core import config
+    from dashboard.core import config
 
     probes: list[str] = []
     with local.application.app_context():
@@ -305,7 +305,7 @@ def test_a_page_probes_the_data_version_once(local: FlaskClient, stored: Stored)
 
 def test_overview_and_agent_page_aggregate_in_sql(local: FlaskClient, engine: Engine, stored: Stored) -> None:
     """No statement behind the overview reads result_json: the numbers come from GROUP BYs."""
-    from bot.dashboard.core import config
+    from dashboard.core import config
 
     seen: list[str] = []
     app = local.application
@@ -329,7 +329,7 @@ def test_overview_and_agent_page_aggregate_in_sql(local: FlaskClient, engine: En
 
 def test_outcome_rates_appear_once_outcomes_are_recorded(local: FlaskClient, engine: Engine,
                                                          stored: Stored) -> None:
-    from bot.db import outcomes
+    from taskeval.store.db import outcomes
 
     assert "outcome.reverted" not in local.get("/dashboard/?format=csv").get_data(as_text=True)
     rows = latest(stored, agent_id="codex")
@@ -352,7 +352,7 @@ def test_one_column_per_outcome_however_its_label_was_written(local: FlaskClient
     """``outcomes --write-store`` and a team's file wrote "Rejected" and "rejected" (and "follow-up
     fix" beside "Follow_up_fix"): the overview shows one column each, each PR counted once, a
     record taking precedence over the PR's state, and a definition on the column's title."""
-    from bot.db import outcomes
+    from taskeval.store.db import outcomes
 
     rows = latest(stored, agent_id="codex")
     decided = [r for r in rows if r["pr_state"] in ("merged", "closed")]
@@ -671,8 +671,8 @@ def test_local_dashboard_serves_over_http(sqlite_store: str) -> None:
 def test_storing_an_evaluation_stores_its_signals(engine: Engine) -> None:
     from sqlalchemy import select
 
-    from bot.db import signals
-    from bot.results import record_from_result, store_evaluation
+    from taskeval.store.db import signals
+    from taskeval.store.results import record_from_result, store_evaluation
 
     result = json.loads((Path(__file__).resolve().parents[1] / "examples" / "agent-pr-482.result.json").read_text())
     with engine.begin() as conn:
@@ -689,23 +689,23 @@ def test_upgrade_fills_signals_of_existing_evaluations(db_url: str) -> None:
     """A store at revision 0005 (evaluations but no signals table) gains signals from its JSON."""
     from sqlalchemy import func, select
 
-    from bot import migrations
-    from bot.db import drop_schema, signals, write
-    from bot.results import record_from_result
+    from taskeval.store import migrations
+    from taskeval.store.db import drop_schema, signals, write
+    from taskeval.store.results import record_from_result
 
     engine = make_engine(db_url)
     drop_schema(engine)
     with write(engine) as conn:
         migrations.upgrade(conn, "0005")
     result = json.loads((Path(__file__).resolve().parents[1] / "examples" / "agent-pr-482.result.json").read_text())
-    from bot.export import STORED
+    from taskeval.store.export import STORED
 
     later = set(STORED.values())  # revision 0008's columns, not in a 0005 store
     row = {k: v for k, v in record_from_result(result).items() if k not in later}
     with engine.begin() as conn:
         conn.execute(insert(evaluations).values(**row, stored_at=0.0, is_latest=True))
         conn.execute(insert(evaluations).values(**{**row, "result_json": "not json"}, stored_at=0.0))
-    from bot.db import init_schema
+    from taskeval.store.db import init_schema
 
     assert "0006" in init_schema(engine)
     with engine.connect() as conn:

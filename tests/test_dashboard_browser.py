@@ -22,7 +22,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from werkzeug.serving import make_server
 
-from bot.db import init_schema, make_engine
+from taskeval.store.db import init_schema, make_engine
 from tests.dashboard_store import Stored, fill
 from tests.fake_github_oauth import FakeGitHubOAuth
 
@@ -77,7 +77,7 @@ class Served:
 
 @pytest.fixture(autouse=True)
 def _fresh_cache() -> None:
-    from bot.dashboard import queries
+    from dashboard import queries
 
     queries.clear_cache()
 
@@ -99,8 +99,8 @@ def record_every_outcome(engine: Any, stored: Stored) -> None:
     kind, spelled "Rejected" by one source and "rejected" by the other."""
     from sqlalchemy import insert
 
-    from bot.db import outcomes
     from taskeval.outcomes import OUTCOMES
+    from taskeval.store.db import outcomes
 
     rows = [{"repo": r["repo"], "number": r["number"], "outcome": kind.capitalize() if (i + j) % 2 else kind,
              "value": (i + j) % 5 == 0, "evidence": "[]", "detail": "", "source": "derived",
@@ -113,7 +113,7 @@ def record_every_outcome(engine: Any, stored: Stored) -> None:
 @pytest.fixture(scope="module")
 def site(store: tuple[str, Stored]) -> Iterator[str]:
     """``taskeval dashboard`` on loopback over the store."""
-    from bot.dashboard.cli import create_local_app
+    from dashboard.cli import create_local_app
 
     served = Served(create_local_app(store[0], bind_host="127.0.0.1", env={}))
     yield served.url
@@ -163,7 +163,7 @@ def test_overview_shows_the_stores_numbers(driver: Any, site: str, store: tuple[
         assert shown[name] == (len(scores), f"{statistics.fmean(scores):.1f}")
     assert driver.find_element(By.ID, "total-prs").text == str(len(stored.latest()))
     small = driver.find_elements(By.CSS_SELECTOR, "table[data-table='groups'] tr.small")
-    from bot.dashboard.queries import SMALL_SAMPLE
+    from dashboard.queries import SMALL_SAMPLE
 
     assert len(small) == sum(len(v) < SMALL_SAMPLE for k, v in by_name.items() if k != "No agent found") >= 1
     assert all("small sample" in row.text and row.text.startswith("—") for row in small)  # not ranked
@@ -236,7 +236,7 @@ def test_agent_costs_and_the_comparison_equal_the_csv(driver: Any, site: str, st
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
-    from bot.export import rows
+    from taskeval.store.export import rows
 
     engine = make_engine(store[0])
     export = [r for r in rows(engine) if r["agent_id"] == "copilot"]
@@ -454,8 +454,8 @@ def test_pr_page_shows_the_comment_as_github_does(driver: Any, site: str, store:
     from selenium.webdriver.common.by import By
     from sqlalchemy import update
 
-    from bot.dashboard import queries
-    from bot.db import evaluations, make_engine
+    from dashboard import queries
+    from taskeval.store.db import evaluations, make_engine
 
     url, stored = store
     row = stored.latest()[-1]

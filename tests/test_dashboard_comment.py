@@ -11,9 +11,9 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import Engine, update
 
-from bot.dashboard import queries
-from bot.dashboard.render import comment_html
-from bot.db import evaluations
+from dashboard import queries
+from dashboard.render import comment_html
+from taskeval.store.db import evaluations
 from tests.dashboard_store import Stored, fill
 
 pytest_plugins = ["tests.bot.fixtures"]
@@ -28,7 +28,7 @@ def stored(engine: Engine) -> Stored:
 @pytest.fixture
 def local(engine: Engine, stored: Stored) -> FlaskClient:
     """The loopback ``taskeval dashboard`` app over the filled store (no sign-in)."""
-    from bot.dashboard.core import DashboardConfig, install
+    from dashboard.core import DashboardConfig, install
 
     app = Flask("dashboard-comment-test")
     install(app, DashboardConfig(engine=engine, open_access=True))

@@ -18,8 +18,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import Engine
 
-from bot.dashboard import queries, teamwork
-from bot.dashboard.queries import Filters
+from dashboard import queries, teamwork
+from dashboard.queries import Filters
 from taskeval.contract import PROVISIONAL_BELOW
 from tests.dashboard_store import START, Stored, fill
 
@@ -41,7 +41,7 @@ def stored(engine: Engine) -> Stored:
 
 @pytest.fixture
 def client(engine: Engine, stored: Stored) -> FlaskClient:
-    from bot.dashboard.core import DashboardConfig, install
+    from dashboard.core import DashboardConfig, install
 
     app = Flask("provisional-test")
     install(app, DashboardConfig(engine=engine, open_access=True))

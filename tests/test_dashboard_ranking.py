@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.dashboard import queries
-from bot.dashboard.queries import Group, Mean, mean_ci
+from dashboard import queries
+from dashboard.queries import Group, Mean, mean_ci
 
 
 def group(key: str, mean: float, low: float | None, high: float | None, n: int = 30) -> Group:
@@ -45,7 +45,7 @@ def test_the_interval_of_a_few_spread_scores_stays_on_the_scale() -> None:
     scores = [0, 0, 0, 0, 50]  # mean 10, sd 22.4: mean ± t·s/√n runs from -17.8 to 37.8
     m = mean_ci(len(scores), sum(scores), sum(s * s for s in scores))
     assert m.mean == 10.0 and m.low == 0.0 and m.high == pytest.approx(37.8, abs=0.05)
-    from bot.dashboard.views import _mean_cell
+    from dashboard.views.common import _mean_cell
 
     cell = str(_mean_cell(m))
     assert ">10.0<" in cell and ">0–38<" in cell and "±" not in cell and "-17" not in cell

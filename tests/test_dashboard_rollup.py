@@ -13,11 +13,11 @@ from typing import Any
 
 from sqlalchemy import Engine, func, select
 
-from bot.dashboard import queries
-from bot.dashboard.queries import UNATTRIBUTED, Filters
-from bot.db import evaluations, rollup_agent, rollup_author, rollup_signals, write
-from bot.results import rebuild_rollup, record_from_result, store_evaluation
+from dashboard import queries
+from dashboard.queries import UNATTRIBUTED, Filters
 from taskeval.contract import band
+from taskeval.store.db import evaluations, rollup_agent, rollup_author, rollup_signals, write
+from taskeval.store.results import rebuild_rollup, record_from_result, store_evaluation
 from tests.dashboard_store import AGENTS, PEOPLE, REPOS, START, fill
 
 pytest_plugins = ["tests.bot.fixtures"]

@@ -19,12 +19,12 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import Engine, insert, select
 
-from bot import migrations
-from bot.dashboard import queries, teamwork
-from bot.dashboard.queries import Filters
-from bot.db import drop_schema, evaluations, init_schema, make_engine, write
-from bot.export import STORED, csv_chunks, rows
-from bot.results import record_from_result
+from dashboard import queries, teamwork
+from dashboard.queries import Filters
+from taskeval.store import migrations
+from taskeval.store.db import drop_schema, evaluations, init_schema, make_engine, write
+from taskeval.store.export import STORED, csv_chunks, rows
+from taskeval.store.results import record_from_result
 from tests.dashboard_store import Stored, fill
 
 pytest_plugins = ["tests.bot.fixtures"]
@@ -38,7 +38,7 @@ def stored(engine: Engine) -> Stored:
 
 @pytest.fixture
 def client(engine: Engine, stored: Stored) -> FlaskClient:
-    from bot.dashboard.core import DashboardConfig, install
+    from dashboard.core import DashboardConfig, install
 
     app = Flask("teamwork-test")
     install(app, DashboardConfig(engine=engine, open_access=True))
@@ -152,7 +152,7 @@ def _comment(author: str | None, bot: bool = False) -> dict[str, Any]:
 ])
 def test_comments_by_people_follow_the_turns_roles(comments: list[dict[str, Any]], roles: dict[str, str],
                                                    expected: int) -> None:
-    from bot.export import comments_by_people
+    from taskeval.store.export import comments_by_people
 
     result = {"turns": {"roles": roles, "agentHours": 0}, "evidence": {"facts": {"comments": comments}}}
     assert comments_by_people(result) == expected
@@ -305,7 +305,7 @@ def test_revert_and_follow_up_fix_rates_where_recorded(client: FlaskClient, engi
                                                        stored: Stored) -> None:
     """Not recorded at first (said, with no rate); then the share of the PRs where each outcome is
     recorded, true or false, with a Wilson interval, as the outcomes store holds them."""
-    from bot.db import outcomes
+    from taskeval.store.db import outcomes
 
     path = "/dashboard/agent/copilot"
     before = {r["outcome"]: r for r in csv_table(client, path, "after_merge")}
@@ -413,7 +413,8 @@ def test_the_comparison_shows_the_adjusted_difference_beside_the_raw_one(client:
     (-0.2, 0.1, "-20 % to 10 %"),
 ])
 def test_an_interval_with_a_negative_bound_reads_low_to_high(low: float, high: float, shown: str) -> None:
-    from bot.dashboard.views import _interval, _pct
+    from dashboard.views.common import _pct
+    from dashboard.views.detail import _interval
 
     assert f'title="95 % interval">{shown}</span>' in str(_interval(low, high, _pct))
 

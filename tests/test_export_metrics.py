@@ -20,16 +20,16 @@ from flask.testing import FlaskClient
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine, insert, select
 
-from bot import events
 from bot.app import create_app
-from bot.db import evaluations, jobs, rate_budgets, write
-from bot.export import COLUMNS
-from bot.outcomes_store import upsert
-from bot.queue import Queue
-from bot.results import record_from_result, store_evaluation
+from bot.jobs import events
+from bot.jobs.queue import Queue
 from taskeval.config import LoadedConfig, Settings
 from taskeval.outcomes import OutcomeRecord
 from taskeval.pipeline import Options, score_bundle
+from taskeval.store.db import evaluations, jobs, rate_budgets, write
+from taskeval.store.export import COLUMNS
+from taskeval.store.outcomes import upsert
+from taskeval.store.results import record_from_result, store_evaluation
 from tests import builders
 from tests.bot.helpers import API_TOKEN, settings_for
 
@@ -239,7 +239,7 @@ def test_export_cli_reports_bad_input_in_one_line(tmp_path: Path) -> None:
 ])
 def test_the_export_leaves_the_hours_of_a_pr_without_its_timeline_empty(
         turns: dict[str, Any] | None, partial: bool | None, hours: tuple[Any, ...]) -> None:
-    from bot.export import row_of, stored_columns
+    from taskeval.store.export import row_of, stored_columns
 
     result: dict[str, Any] = {"pullRequest": {"number": 7}, "turns": turns}
     row = row_of(result)

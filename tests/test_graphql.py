@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from taskeval.evidence import build_bundle
 from taskeval.github import NotFoundError, RateLimitError, collect, make_client
 from taskeval.github import collection as collection_module
-from taskeval.github.graphql import FIRST_PAGE, FIRST_SIZES, every_query
+from taskeval.github.graphql.queries import FIRST_PAGE, FIRST_SIZES, every_query
 from taskeval.github.writes import COMMENT_MUTATIONS
 from taskeval.raw import RawCollection
 from tests import fakegraphql

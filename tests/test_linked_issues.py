@@ -17,7 +17,7 @@ from taskeval.evidence import build_bundle
 from taskeval.evidence.vocabulary import MAX_LINKED_ISSUE_READS, issues_to_read
 from taskeval.github import collect, make_client
 from taskeval.github import collection as collection_module
-from taskeval.github.graphql import issues_query
+from taskeval.github.graphql.queries import issues_query
 from taskeval.models import EvidenceBundle
 from taskeval.pipeline import Options, evaluate_pull_request, rescore, score_bundle
 from taskeval.raw import RawLinkedIssue

@@ -13,7 +13,7 @@ from taskeval.config import LoadedConfig, Settings, load_config
 from taskeval.evidence import build_bundle
 from taskeval.pipeline import Options, score_bundle
 from taskeval.raw import RawUser
-from taskeval.signals import base
+from taskeval.signals import context
 
 from . import builders as b
 
@@ -69,7 +69,7 @@ def test_a_change_request_counts_only_when_a_person_made_it(
     assert _changes_requested(result) is human
     # The signals that scored this very result saw the same reviewer the same way.
     settings = load_config(config, None).settings if config else Settings()
-    ctx = base.Ctx(build_bundle(_sent_back_by(login, account_type)), settings)
+    ctx = context.Ctx(build_bundle(_sent_back_by(login, account_type)), settings)
     assert any(r.id == 7000 for r in ctx.human_reviews) is human
 
 

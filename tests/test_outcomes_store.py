@@ -12,9 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from sqlalchemy import Engine, func, select
 
-from bot.db import outcomes, write
-from bot.outcomes_store import read_outcomes, upsert, write_outcomes
 from taskeval.outcomes import OutcomeRecord
+from taskeval.store.db import outcomes, write
+from taskeval.store.outcomes import read_outcomes, upsert, write_outcomes
 
 pytest_plugins = ["tests.bot.fixtures"]
 
@@ -64,7 +64,7 @@ def test_workers_writing_the_same_outcomes_at_once_never_fail(engine: Engine) ->
     IntegrityError, no deadlock), one row per key remains, and it is true exactly when some
     worker wrote true.
 
-    The PostgreSQL run is the real check of the race. On SQLite, bot.db.write serialises the
+    The PostgreSQL run is the real check of the race. On SQLite, taskeval.store.db.write serialises the
     writers with a file lock, so no two upserts ever overlap and this half cannot catch it: it
     stays as a smoke test of the SQLite dialect's statement under many threads."""
     keys = [(n, kind) for n in range(20) for kind in ("reverted", "follow_up_fix", "rejected")]

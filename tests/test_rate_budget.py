@@ -1,4 +1,4 @@
-"""The shared GitHub request budget (bot.budget): several processes taking slots from one database
+"""The shared GitHub request budget (taskeval.store.budget): several processes taking slots from one database
 row never grant more than the limit less the reserve, on SQLite and PostgreSQL; queue workers
 defer jobs to the reset instead of exceeding it."""
 
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
-from bot.budget import Budget, BudgetExhausted, GateMeter, budget_key, rate_headers
-from bot.db import init_schema, jobs, make_engine, rate_budgets, write
+from taskeval.store.budget import Budget, BudgetExhausted, GateMeter, budget_key, rate_headers
+from taskeval.store.db import init_schema, jobs, make_engine, rate_budgets, write
 from tests.bot.helpers import SECRET, run_together
 from tests.fakegithub import BASE_TIME, FAKE_TOKEN, FakeGitHub
 
@@ -101,7 +101,7 @@ def test_workers_share_the_budget_and_defer_jobs_to_the_reset(db_url: str,
     """Three worker processes drain backfill jobs from the queue on a token with 70 requests an
     hour and a reserve of 10: GitHub never refuses one of them, and the jobs the budget cannot
     pay for wait for the reset (queued, no attempt spent) instead of failing."""
-    from bot import backfill
+    from bot.jobs import backfill
     from taskeval.github import make_client
 
     fake = FakeGitHub(rate_limit=70, enforce_rate_limit=True)
@@ -160,7 +160,7 @@ def test_workers_share_the_budget_and_defer_jobs_to_the_reset(db_url: str,
 
 
 def _core(engine: Any, *, api: str, rest_reserve: int, graphql_reserve: int) -> Any:
-    from bot.handlers import PipelineCore
+    from bot.jobs.handlers import PipelineCore
     from bot.settings import BotSettings
 
     return PipelineCore(BotSettings(webhook_secret=SECRET, ai="off", api=api,  # type: ignore[arg-type]
@@ -175,7 +175,7 @@ def test_a_worker_stops_short_of_either_reserve_while_the_other_budget_has_room(
     the store keeps them apart: a worker whose GraphQL points are down to their reserve sends no
     query (and defers the job) although REST has thousands of requests left, and the other way
     round; with both above their reserves it evaluates, each resource charged to its own row."""
-    from bot.handlers import GitHubContext
+    from bot.jobs.handlers import GitHubContext
     from taskeval.github import make_client
 
     fake = FakeGitHub()

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from bot.db import init_schema, make_engine, write
-from bot.export import rows
-from bot.results import record_from_result, store_evaluation
 from taskeval.corpus.aidev import FOLDER_AGENT
+from taskeval.store.db import init_schema, make_engine, write
+from taskeval.store.export import rows
+from taskeval.store.results import record_from_result, store_evaluation
 from tests.test_dashboard_browser import Served, _csv, _fresh_cache, _need_browser, driver, shot  # noqa: F401
 from tests.test_real_corpus import PER_AGENT  # the whole fixed sample: enough decided PRs per agent
 
@@ -47,7 +47,7 @@ def replay_store(tmp_path_factory: pytest.TempPathFactory, request: pytest.Fixtu
 
 @pytest.fixture(scope="module")
 def site(replay_store: str) -> Iterator[str]:
-    from bot.dashboard.cli import create_local_app
+    from dashboard.cli import create_local_app
 
     served = Served(create_local_app(replay_store, bind_host="127.0.0.1", env={}))
     yield served.url

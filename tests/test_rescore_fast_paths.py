@@ -25,7 +25,7 @@ from taskeval.config import LoadedConfig, Settings, load_config
 from taskeval.evidence import blank_code, vocabulary
 from taskeval.models import EvidenceBundle
 from taskeval.pipeline import Options, rescore, rescore_file, score_bundle
-from taskeval.signals import base, hygiene, outcome, signal_specs, words
+from taskeval.signals import context, hygiene, outcome, signal_specs, words
 from taskeval.signals.agent import _texts
 from tests import spread
 
@@ -60,8 +60,8 @@ def old_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(words, "_OBJECTION_NEEDLES", {})
     monkeypatch.setattr(hygiene, "_blank_code", blank_code)
     monkeypatch.setattr(hygiene, "_blank_comments", hygiene.blank_comments)
-    monkeypatch.setattr(base, "_globs", _AnyGlob)
-    monkeypatch.setattr(base.CIView, "of", base.CIView.reference)
+    monkeypatch.setattr(context, "_globs", _AnyGlob)
+    monkeypatch.setattr(context.CIView, "of", context.CIView.reference)
     monkeypatch.setattr(canonical, "FAST", False)
     monkeypatch.setattr(pipeline, "TRUST_STORED", False)
     monkeypatch.setattr(contract, "FAST_ROUNDING", False)
@@ -157,9 +157,9 @@ def _random_ci(n: int) -> list[EvidenceBundle]:
 def test_ci_views_equal_their_reference_construction() -> None:
     """Each CI view, now and as of any moment, verdict for verdict as the plain construction."""
     for bundle in [*spread.bundles(60, seed=11), *_random_ci(500)]:
-        ctx = base.Ctx(bundle, Settings())
+        ctx = context.Ctx(bundle, Settings())
         for as_of in (None, bundle.facts.pull.merged_at, "2026-01-02T01:00:00Z", "2027-01-01", ""):
-            fast, ref = ctx.ci_at(as_of), base.CIView.reference(ctx, as_of)
+            fast, ref = ctx.ci_at(as_of), context.CIView.reference(ctx, as_of)
             assert (fast.checks, fast.runs) == (ref.checks, ref.runs)
             assert list(fast.checks) == list(ref.checks) and list(fast.runs) == list(ref.runs)
             assert fast.all() == ref.all() and fast.shas() == ref.shas()
@@ -171,7 +171,7 @@ def test_ci_signals_match_on_random_ci(monkeypatch: pytest.MonkeyPatch) -> None:
     """The CI signals read the same verdicts either way, re-runs and flaky passes included."""
     bundles = _random_ci(300)
     loaded = LoadedConfig(Settings(), "defaults")
-    monkeypatch.setattr(base.CIView, "of", base.CIView.reference)
+    monkeypatch.setattr(context.CIView, "of", context.CIView.reference)
     old = _score_all(bundles, loaded)
     monkeypatch.undo()
     assert _score_all(bundles, loaded) == old
@@ -180,7 +180,7 @@ def test_ci_signals_match_on_random_ci(monkeypatch: pytest.MonkeyPatch) -> None:
 def _texts_to_scan() -> list[str]:
     texts = []
     for bundle in spread.bundles(60, seed=11):
-        texts += [text for _, _, text in _texts(base.Ctx(bundle, Settings())) if text]
+        texts += [text for _, _, text in _texts(context.Ctx(bundle, Settings())) if text]
     source = (ROOT / "tests" / "test_signals.py").read_text(encoding="utf-8")
     # Every string in the detector's table tests: its positive and negative examples.
     texts += [node.value for node in ast.walk(ast.parse(source))
@@ -269,7 +269,7 @@ PATHS = ["tests/test_a.py", "src/tests/test_b.py", "docs/a/b.md", "README.md", "
 @pytest.mark.parametrize("globs", GLOBS)
 def test_one_pattern_per_glob_list_matches_as_fnmatch_does(globs: tuple[str, ...]) -> None:
     for path in PATHS:
-        assert (base._globs(globs).match(path) is not None) == any(
+        assert (context._globs(globs).match(path) is not None) == any(
             fnmatchcase(path, g) for g in globs), (globs, path)
 
 
@@ -290,7 +290,7 @@ def test_glob_sets_match_as_fnmatch_does_on_random_globs_and_paths() -> None:
     paths += ["".join(rng.choice("ab/._tes\nTj") for _ in range(rng.randint(0, 12))) for _ in range(300)]
     paths += [g.replace("*", rng.choice(["", "a", "/x/"])) for g in defaults]
     for globs in lists:
-        matcher = base.GlobSet(globs)
+        matcher = context.GlobSet(globs)
         for path in paths:
             assert (matcher.match(path) is not None) == any(
                 fnmatchcase(path, g) for g in globs), (globs, path)
@@ -570,7 +570,7 @@ def test_pr_fact_reads_what_the_table_of_every_item_holds() -> None:
     from taskeval.signals.outcome import _pr_fact
 
     for bundle in spread.bundles(30, seed=11):
-        ctx = base.Ctx(bundle, Settings())
+        ctx = context.Ctx(bundle, Settings())
         table = {item.id: dict(item.facts) for g in bundle.groups for item in g.items}
         for key in ("defaultBranch", "state", "title", "missing"):
             assert _pr_fact(ctx, key) == table.get(ctx.pr, {}).get(key)

@@ -22,7 +22,7 @@ from taskeval.agents import attribute
 from taskeval.config import THRESHOLD_OWNERS, LoadedConfig, Patterns, Settings, Thresholds, load_config
 from taskeval.models import EvidenceBundle
 from taskeval.pipeline import Options, rescore, score_bundle
-from taskeval.signals import ATTRIBUTION_READS, READERS, Stale, base, signal_specs, stale_signals
+from taskeval.signals import ATTRIBUTION_READS, READERS, Stale, base, context, signal_specs, stale_signals
 from tests import spread
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -194,7 +194,7 @@ def test_signals_read_only_the_settings_keeping_depends_on(config: str | None) -
     for bundle in spread.bundles(40, seed=31):
         for spec in signal_specs():
             log: set[str] = set()
-            spec.run_in(base.Ctx(bundle, _Recorder(settings, log)))  # type: ignore[arg-type]
+            spec.run_in(context.Ctx(bundle, _Recorder(settings, log)))  # type: ignore[arg-type]
             read = {name for name in log if not name.startswith(detailed)}
             assert read <= set(_SIGNAL_INPUTS) | {"signal_weights"}, (spec.id, read)
             inputs = {name for name in log if name.startswith(detailed)} | ({"agents"} & log)

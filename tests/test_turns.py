@@ -20,7 +20,8 @@ from taskeval.evidence import build_bundle
 from taskeval.models import EvidenceBundle, TimelineEntry
 from taskeval.raw import RawCollection, RawUser
 from taskeval.signals import Ctx, account_of
-from taskeval.signals.turns import RULES
+from taskeval.signals.closure import closure_of, rescue_of
+from taskeval.signals.turns import RULES, intervention_of, turns_of
 from taskeval.signals.words import admissions, asks, closing_reasons, verdicts
 
 from . import builders as b
@@ -110,7 +111,7 @@ def test_every_rule_has_a_case_and_a_row_in_the_docs() -> None:
 
 @pytest.mark.parametrize("case", RULE_CASES, ids=[c.rule for c in RULE_CASES])
 def test_rule(case: RuleCase) -> None:
-    turns = ctx_of(case.build()).turns
+    turns = turns_of(ctx_of(case.build()))
     begun = [s for s in turns.spans if s.evidence == case.evidence]
     if case.whose is None:
         assert not begun, turns.spans
@@ -124,25 +125,25 @@ def test_time_on_each_side_adds_up_and_events_after_the_end_are_left_out() -> No
     bundle = scenario(reviews=[b.review(7002, b.ALICE, "CHANGES_REQUESTED", 100, body="Please fix."),
                                b.review(7003, b.ALICE, "CHANGES_REQUESTED", 200, body="Please fix.")],
                       closed_at=b.at(24 * 60), merged_at=b.at(24 * 60))
-    turns = ctx_of(bundle).turns
+    turns = turns_of(ctx_of(bundle))
     assert turns.agent_hours + turns.people_hours == pytest.approx(24.0, abs=0.02)
     assert turns.agent_hours == pytest.approx((24 * 60 - 100) / 60, abs=0.02)
     assert turns.at_end == "agent" and turns.rounds == 1
     late = scenario(reviews=[b.review(7002, b.ALICE, "CHANGES_REQUESTED", 300, body="Please fix.")])
-    assert ctx_of(late).turns.agent_hours == 0  # the review came after the merge at 120
+    assert turns_of(ctx_of(late)).agent_hours == 0  # the review came after the merge at 120
 
 
 def test_roles_name_each_account() -> None:
     bundle = scenario(commits=[*b.default_commits(), b.commit("c4", "fix", 80, author=BOB),
                                b.commit("c5", "chore: bump", 85, author=RawUser(login="release-bot"))],
                       issue_comments=[b.issue_comment(8001, b.RENOVATE, "Update", 70)])
-    roles = ctx_of(bundle).turns.roles
+    roles = turns_of(ctx_of(bundle)).roles
     assert roles["Copilot"] == "agent" and roles["alice"] == "reviewer"
     assert roles["bob"] == "person" and roles["release-bot"] == "bot" and roles["renovate[bot]"] == "bot"
 
 
 def test_first_human_response_is_a_review_or_comment() -> None:
-    turns = ctx_of(scenario([ev("assigned", 0, assignee="Copilot")])).turns
+    turns = turns_of(ctx_of(scenario([ev("assigned", 0, assignee="Copilot")])))
     assert turns.first_human_response_hours == pytest.approx(1.5)  # alice's approval at 90
 
 
@@ -225,7 +226,7 @@ CLOSURE_CASES = [
 
 @pytest.mark.parametrize("case", CLOSURE_CASES, ids=[c.name for c in CLOSURE_CASES])
 def test_closure(case: ClosureCase) -> None:
-    found = ctx_of(case.build()).closure
+    found = closure_of(ctx_of(case.build()))
     assert found is not None
     assert found.class_ == case.cls, found.reason
     assert case.fragment in found.reason, found.reason
@@ -234,8 +235,8 @@ def test_closure(case: ClosureCase) -> None:
 
 
 def test_merged_and_open_prs_have_no_closure() -> None:
-    assert ctx_of(scenario()).closure is None
-    assert ctx_of(scenario(merged=False, state="open", closed_at=None)).closure is None
+    assert closure_of(ctx_of(scenario())) is None
+    assert closure_of(ctx_of(scenario(merged=False, state="open", closed_at=None))) is None
 
 
 # --------------------------------------------------------------------------- rescue and intervention
@@ -276,7 +277,7 @@ RESCUE_CASES = [
 
 @pytest.mark.parametrize("case", RESCUE_CASES, ids=[c.name for c in RESCUE_CASES])
 def test_rescue(case: RescueCase) -> None:
-    found = ctx_of(case.build()).rescue
+    found = rescue_of(ctx_of(case.build()))
     assert found is not None
     assert found.class_ == case.cls, found.reason
     assert found.commits_by_people == case.people_commits
@@ -289,12 +290,12 @@ def test_operator_hand_work_beside_an_agent_committing_as_itself() -> None:
                                            b.commit("c2", "fix the retry by hand", 40, author=alice)],
                       head_ref="cursor/retry", reviews=[])
     ctx = ctx_of(bundle)
-    assert ctx.intervention.operator_hand
-    assert [c.subject for c in ctx.intervention.counted] == ["fix the retry by hand"]
+    assert intervention_of(ctx).operator_hand
+    assert [c.subject for c in intervention_of(ctx).counted] == ["fix the retry by hand"]
     # The same account alone is the agent working under the operator's account (Codex): none.
     codex = scenario(user=alice, commits=[b.commit("c1", "feat: add retry", 10, author=alice)],
                      head_ref="codex/retry", reviews=[])
-    assert not ctx_of(codex).intervention.counted
+    assert not intervention_of(ctx_of(codex)).counted
 
 
 def test_the_account_is_in_the_result_and_rescores_the_same() -> None:
@@ -360,8 +361,8 @@ def _settings_with_bot(login: str) -> Settings:
 
 def test_a_configured_bot_account_is_no_rescue() -> None:
     bundle = merged([b.commit("c4", "fix: handle empty input", 70, author=BOB)])
-    assert ctx_of(bundle).rescue.class_ == "taken_over"  # type: ignore[union-attr]
-    assert ctx_of(bundle, _settings_with_bot("bob")).rescue.class_ == "clean"  # type: ignore[union-attr]
+    assert rescue_of(ctx_of(bundle)).class_ == "taken_over"  # type: ignore[union-attr]
+    assert rescue_of(ctx_of(bundle, _settings_with_bot("bob"))).class_ == "clean"  # type: ignore[union-attr]
 
 
 def test_raw_collection_shape_is_untouched() -> None:
@@ -369,4 +370,4 @@ def test_raw_collection_shape_is_untouched() -> None:
     raw: RawCollection = b.merged_agent_pr()
     bundle = build_bundle(raw)
     assert bundle.facts.timeline is None
-    assert ctx_of(bundle).turns.partial
+    assert turns_of(ctx_of(bundle)).partial

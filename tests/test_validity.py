@@ -282,14 +282,14 @@ def test_validate_outcomes_and_calibrate_commands_on_a_results_directory(
 
 def test_commands_against_a_bot_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("sqlalchemy")
-    from bot.db import init_schema, make_engine
-    from bot.outcomes_store import read_outcomes
-    from bot.results import record_from_result
+    from taskeval.store.db import init_schema, make_engine
+    from taskeval.store.outcomes import read_outcomes
+    from taskeval.store.results import record_from_result
 
     url = f"sqlite:///{tmp_path / 'taskeval.db'}"
     engine = make_engine(url)
     init_schema(engine)
-    from bot.db import evaluations
+    from taskeval.store.db import evaluations
 
     with engine.begin() as conn:
         for r in corpus_of_results(30):
@@ -309,10 +309,10 @@ def test_commands_against_a_bot_store(tmp_path: Path, capsys: pytest.CaptureFixt
 
 def test_bot_records_outcomes_from_pull_request_and_push_deliveries(tmp_path: Path) -> None:
     pytest.importorskip("sqlalchemy")
-    from bot import outcome_events
-    from bot.db import evaluations, init_schema, make_engine
-    from bot.outcomes_store import read_outcomes
-    from bot.results import record_from_result
+    from bot.web import outcome_events
+    from taskeval.store.db import evaluations, init_schema, make_engine
+    from taskeval.store.outcomes import read_outcomes
+    from taskeval.store.results import record_from_result
 
     engine = make_engine(f"sqlite:///{tmp_path / 'taskeval.db'}")
     init_schema(engine)

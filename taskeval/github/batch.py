@@ -37,7 +37,7 @@ from taskeval.github import convert
 from taskeval.github.client import PER_PAGE, pages, repo_path
 from taskeval.github.collection import MAX_WORKFLOW_RUNS, RUN_LOOKBACK, Listed
 from taskeval.github.errors import LinkFailure
-from taskeval.github.graphql import IssuesRead, read_issues
+from taskeval.github.graphql.read import IssuesRead, read_issues
 from taskeval.raw import RawLinkedIssue, RawPullRequest, RawWorkflowRun
 
 # GitHub returns at most 1,000 workflow runs for a filtered listing (``created`` is a filter);

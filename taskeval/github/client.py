@@ -112,7 +112,7 @@ class Meter:
     ``add`` runs before each request is sent, with the resource it is charged to and the points
     it is expected to cost (1 for a REST request; a GraphQL query's estimate), ``seen`` with each
     answer's headers and ``charged`` with a GraphQL answer's ``rateLimit { cost }``: a subclass
-    can gate requests on a shared rate budget per resource there (``bot.budget``)."""
+    can gate requests on a shared rate budget per resource there (``taskeval.store.budget``)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

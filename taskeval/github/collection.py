@@ -36,7 +36,7 @@ from taskeval.github.errors import (
     message_of,
     translate,
 )
-from taskeval.github.graphql import GraphQLUnavailable, IssuesRead, PullRead, read_issues, read_pull
+from taskeval.github.graphql.read import GraphQLUnavailable, IssuesRead, PullRead, read_issues, read_pull
 from taskeval.raw import (
     CollectionIssue,
     RawCollection,

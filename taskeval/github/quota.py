@@ -2,7 +2,7 @@
 short of a reserve of it without a shared store (the Action's: one evaluation per process).
 
 The bot's workers and ``taskeval backfill`` share their budgets through the database
-(``bot.budget``); the Action runs alone, so it needs only what GitHub reports: ``GET /rate_limit``
+(``taskeval.store.budget``); the Action runs alone, so it needs only what GitHub reports: ``GET /rate_limit``
 (free) once, then each answer's ``X-RateLimit-*`` headers, less what it has sent since.
 """
 

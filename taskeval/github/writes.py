@@ -34,7 +34,7 @@ from taskeval.github.errors import (
     is_rate_limited,
     translate,
 )
-from taskeval.github.graphql import GraphQLUnavailable, comment_seed
+from taskeval.github.graphql.read import GraphQLUnavailable, comment_seed
 from taskeval.raw import CommentSeed
 from taskeval.redact import redact
 

@@ -21,8 +21,11 @@ from taskeval.memo import by_identity
 from taskeval.models import Closure, EvidenceBundle, Rescue, Signal, Turns
 
 from . import agent, outcome, process, rework  # noqa: F401  (registers the signals)
-from .base import REGISTRY, Ctx, SignalSpec
+from .base import REGISTRY, SignalSpec
+from .closure import closure_of, rescue_of
+from .context import Ctx
 from .hygiene import Finding, detect_text_issues
+from .turns import turns_of
 
 __all__ = [
     "ATTRIBUTION_READS",
@@ -66,7 +69,7 @@ class Account(NamedTuple):
 
 def account_of(ctx: Ctx) -> Account:
     """The turns, closure and rescue of the bundle ``ctx`` holds (pure, like every signal)."""
-    return Account(ctx.turns, ctx.closure, ctx.rescue)
+    return Account(turns_of(ctx), closure_of(ctx), rescue_of(ctx))
 
 
 def compute_signals(

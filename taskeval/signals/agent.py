@@ -7,9 +7,11 @@ from typing import Final
 from taskeval.contract import Category
 from taskeval.evidence import vocabulary as ev
 
-from .base import Ctx, Measure, Verdict, inconclusive, ok, signal
+from .base import Measure, inconclusive, ok, signal
+from .context import Ctx, Verdict
 from .curves import decay, linear
 from .hygiene import FindingKind, detect_text_issues
+from .turns import intervention_of, turns_of
 from .wording import agree, all_of, names, none_of, plural, sentence, share, times
 
 CAT: Category = "agentPerformance"
@@ -161,7 +163,7 @@ def human_intervention(ctx: Ctx) -> Measure:
     commit with no date is counted (who wrote it is known even when the time is not). Where the
     agent commits under its own account (Cursor's "cursoragent"), its operator's commits beside
     them are hand work and count too. The reason says what was left out."""
-    found = ctx.intervention
+    found = intervention_of(ctx)
     if not found.known:
         return inconclusive("No commit has a GitHub author, so who did the work is unknown.",
                             [ctx.pr])
@@ -206,7 +208,7 @@ def review_rounds(ctx: Ctx) -> Measure:
     request handed the work back to the agent after it had handed it over (docs/turns.md). Each
     round is a miss the author made; a "thanks" or an approval is none."""
     human = [r for r in ctx.human_reviews if r.state != "PENDING"]
-    turns = ctx.turns
+    turns = turns_of(ctx)
     sent = [s for s in turns.spans if s.whose == "agent" and s.rule in _SENT_BACK and s.by != "agent"]
     if not human and not turns.rounds:
         return inconclusive("No one other than the author reviewed the PR or sent it back.", [ctx.pr])

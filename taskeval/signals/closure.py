@@ -11,16 +11,14 @@ set decided how ``withdrawn`` and ``unknown`` count (docs/turns.md#closure).
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from taskeval.evidence.vocabulary import agent_run_event
 from taskeval.models import AGAINST_AGENT, Closure, ClosureClass, Rescue, RescueClass, Role
 
-from .turns import _hours, _seconds
+from .context import Ctx, derived
+from .turns import _hours, _seconds, intervention_of, people_of, turns_of
 from .words import CLOSING_LABELS, TRIAL_TITLE, admissions, closing_reasons, objections
-
-if TYPE_CHECKING:
-    from .base import Ctx
 
 # Days of silence on the people's move before a close reads as "stale": GitHub's own stale action
 # marks after 60 days by default and many projects use 14 to 30; 14 is the short end of that.
@@ -34,7 +32,7 @@ ADDRESSED: Final = re.compile(
 
 def _texts(ctx: Ctx, end: str) -> list[tuple[str, str | None, Role, str, str]]:
     """(time, login, role, evidence id, text) of every review and comment up to the end."""
-    role = ctx.people.role
+    role = people_of(ctx).role
     return sorted(((m.at or "", m.author, role(m.author, m.flagged), m.evidence, m.text)
                    for m in ctx.remarks if m.text and (m.at or "") <= end), key=lambda t: t[0])
 
@@ -44,7 +42,7 @@ def _judges(ctx: Ctx, login: str | None, role: Role) -> bool:
     that works under the operator's account (who reviews what it wrote); never the agent."""
     if role in ("reviewer", "person"):
         return True
-    return role == "operator" and not ctx.people.human_pr
+    return role == "operator" and not people_of(ctx).human_pr
 
 
 def closure(ctx: Ctx) -> Closure | None:
@@ -52,8 +50,8 @@ def closure(ctx: Ctx) -> Closure | None:
     if pull.merged or pull.state != "closed" or not pull.closed_at:
         return None
     end = pull.closed_at
-    people = ctx.people
-    turns = ctx.turns
+    people = people_of(ctx)
+    turns = turns_of(ctx)
     timeline = ctx.facts.timeline
     # GitHub writes the closed event a second or two after the PR's closed_at.
     closed = [e for e in timeline or [] if e.event == "closed" and _before(e.created_at, end, 120)]
@@ -198,10 +196,10 @@ def rescue(ctx: Ctx) -> Rescue | None:
     pull = ctx.pull
     if not pull.merged:
         return None
-    people_commits = ctx.intervention.counted
-    rounds = ctx.turns.rounds
+    people_commits = intervention_of(ctx).counted
+    rounds = turns_of(ctx).rounds
     addressed = [c for c in ctx.own_commits if ADDRESSED.search(c.subject)
-                 and ctx.people.owner_side(c.author_login, c.author_is_bot)]
+                 and people_of(ctx).owner_side(c.author_login, c.author_is_bot)]
     changes = [r for r in ctx.human_reviews if r.state == "CHANGES_REQUESTED"
                and (r.submitted_at or "") <= (pull.merged_at or "~")]
     if people_commits:
@@ -213,7 +211,7 @@ def rescue(ctx: Ctx) -> Rescue | None:
     if rounds or changes or addressed:
         n = max(rounds, len(changes), 1 if addressed else 0)
         cited = [f"review:{r.id}" for r in changes] + [ctx.commit_id(c.sha) for c in addressed]
-        cited += [s.evidence for s in ctx.turns.spans if s.rule in ("change-request", "request",
+        cited += [s.evidence for s in turns_of(ctx).spans if s.rule in ("change-request", "request",
                                                                     "assigned-agent", "to-draft")
                   and s.by != "agent"]
         return _rescue("feedback_loop", n, 0,
@@ -227,3 +225,7 @@ def rescue(ctx: Ctx) -> Rescue | None:
 def _rescue(cls: RescueClass, rounds: int, people: int, evidence: list[str], reason: str) -> Rescue:
     return Rescue.model_validate({"class": cls, "rounds": rounds, "commitsByPeople": people,
                                   "evidence": evidence, "reason": reason})
+
+
+closure_of = derived(closure)  # why a closed, unmerged PR ended; None otherwise; once per context
+rescue_of = derived(rescue)  # whether a merged PR needed people to finish it; None otherwise

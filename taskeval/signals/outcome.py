@@ -10,7 +10,8 @@ from taskeval.contract import Category
 from taskeval.evidence import vocabulary as ev
 from taskeval.models import CommitEntry
 
-from .base import CITally, Ctx, Measure, before_merge, inconclusive, ok, signal
+from .base import Measure, inconclusive, ok, signal
+from .context import CITally, Ctx, before_merge
 from .curves import coverage, decay, linear
 from .hygiene import blank_quotes, task_items, visible_text
 from .wording import agree, all_of, names, none_of, plural, sentence, share

@@ -11,7 +11,8 @@ from taskeval.contract import Category
 from taskeval.evidence import vocabulary as ev
 from taskeval.models import ReviewEntry
 
-from .base import CITally, Ctx, Measure, before_merge, inconclusive, ok, signal
+from .base import Measure, inconclusive, ok, signal
+from .context import CITally, Ctx, before_merge
 from .curves import coverage, decay, eased_drop, linear, saturating
 from .hygiene import FindingKind, blank_quotes, detect_text_issues, prose_length, visible_text
 from .wording import agree, all_of, names, none_of, plural, quoted, sentence, share

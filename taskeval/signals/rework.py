@@ -15,8 +15,11 @@ from taskeval.contract import Category
 from taskeval.evidence.vocabulary import agent_run_event
 from taskeval.models import PROJECT_REASONS, TimelineEntry
 
-from .base import Ctx, Measure, inconclusive, ok, signal
+from .base import Measure, inconclusive, ok, signal
+from .closure import closure_of
+from .context import Ctx
 from .curves import decay
+from .turns import people_of, turns_of
 from .wording import agree, all_of, duration, names, none_of, plural, sentence
 from .words import admissions, objections
 
@@ -145,7 +148,7 @@ def idle_gaps(ctx: Ctx) -> Measure:
     assigned it, CI went red on its commit, or it was still drafting) before it acted, beyond a
     grace period. Time waiting for people is the team's cycle time and is shown, never charged
     (docs/turns.md)."""
-    turns = ctx.turns
+    turns = turns_of(ctx)
     th = ctx.settings.thresholds
     waiting = (f"; {duration(turns.people_hours)} waiting for people, not charged"
                if turns.people_hours else "")
@@ -183,7 +186,7 @@ def restarts(ctx: Ctx) -> Measure:
     if pull.merged or pull.state != "closed":
         return inconclusive("The PR is merged or still open: no abandoned work to restart.",
                             [ctx.pr])
-    ended = ctx.closure
+    ended = closure_of(ctx)
     if ended is not None and ended.class_ in PROJECT_REASONS:
         return inconclusive(f"Closed as {ended.class_.replace('_', ' ')}: the PR ended for the "
                             "project's reasons, not because the work was thrown away.",
@@ -219,7 +222,7 @@ def rejection(ctx: Ctx) -> Measure:
     failure (the closure class ``agent_failure``: a verdict on the work, red CI at closing, a
     failed last session, giving up). Superseded, duplicate, stale and declined PRs ended for the
     project's reasons; withdrawn and unknown ones are not counted either way (docs/turns.md)."""
-    ended = ctx.closure
+    ended = closure_of(ctx)
     if ended is None:
         state = "merged" if ctx.pull.merged else "still open"
         return inconclusive(f"The PR is {state}: it was not rejected.", [ctx.pr])
@@ -242,7 +245,7 @@ def admitted_failures(ctx: Ctx) -> Measure:
     ("`npm test` *(fails: …)*", "tests still fail") or that it could not finish. A check its
     sandbox could not run at all (a missing tool, no network) is reported but not counted: it
     says the work was not verified, not that it is broken."""
-    people = ctx.people
+    people = people_of(ctx)
     texts = [(ctx.pr, ctx.pull.body)] if people.role(ctx.pull.author, ctx.pull.author_is_bot) in (
         "agent", "operator") and not people.human_pr else []
     by_agent = [m for m in ctx.remarks if m.text and people.role(m.author, m.flagged) == "agent"]

@@ -18,16 +18,14 @@ import functools
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from taskeval.agents import is_person
 from taskeval.evidence.vocabulary import NOT_PR_CI_EVENTS, agent_run_event
 from taskeval.models import CommitEntry, Role, Turns, TurnSpan, Whose
 
+from .context import Ctx, Remark, derived
 from .words import asks, thumbs_down, verdicts
-
-if TYPE_CHECKING:
-    from .base import Ctx, Remark
 
 TURN_SPANS_CAP: Final = 40
 
@@ -272,7 +270,7 @@ def _hours(a: str, b: str) -> float:
 
 def account(ctx: Ctx) -> Turns:
     """The turns of one PR (the rules of :data:`RULES`, in time order)."""
-    people = ctx.people
+    people = people_of(ctx)
     found, undated = events(ctx, people)
     pull = ctx.pull
     end = pull.merged_at or pull.closed_at or (found[-1].at if found else pull.created_at)
@@ -366,7 +364,7 @@ class Intervention:
 
 
 def intervention(ctx: Ctx) -> Intervention:
-    people = ctx.people
+    people = people_of(ctx)
     pull = ctx.pull
     end = pull.merged_at or pull.closed_at
     commits = [c for c in ctx.facts.commits if not c.is_merge]
@@ -404,3 +402,13 @@ def intervention(ctx: Ctx) -> Intervention:
             if not when:
                 undated.append(c)
     return Intervention(known, counted, undated, merges, releases, stacked, late, operator_hand)
+
+
+@derived
+def people_of(ctx: Ctx) -> People:
+    """Who is who: the agent, its operator, reviewers, other people, bots; once per context."""
+    return People(ctx)
+
+
+turns_of = derived(account)  # whose move it was, event by event (docs/turns.md); once per context
+intervention_of = derived(intervention)

@@ -17,7 +17,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import Engine
 
 from bot.app import create_app
-from bot.db import drop_schema, init_schema, make_engine
+from taskeval.store.db import drop_schema, init_schema, make_engine
 from tests.bot.helpers import API_TOKEN, POSTGRES_SKIP, postgres_url, settings_for
 
 
@@ -73,7 +73,7 @@ def client(app: Flask) -> FlaskClient:
 def fresh_dashboard_cache() -> Iterator[None]:
     """Dashboard tests rewrite rows in place (which the bot never does), so no aggregate may be
     remembered from one test to the next: ``pytestmark = pytest.mark.usefixtures(...)``."""
-    from bot.dashboard import queries
+    from dashboard import queries
 
     queries.clear_cache()
     yield

@@ -1,0 +1,218 @@
+"""Job handlers: small functions from a claimed job to an outcome, over a narrow ``Core`` port.
+
+Handlers decide nothing about scores; they call the core (``taskeval.pipeline`` /
+``taskeval.github``) through :class:`Core`, which the tests replace with a tiny recording fake
+(python/bedevere style), and return what the queue stores in one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sqlalchemy import Engine
+
+from bot.jobs import events
+from bot.jobs.backfill import TRIGGER as BACKFILL  # jobs queued by `taskeval backfill --enqueue`
+from bot.jobs.queue import Job
+from bot.settings import BotSettings
+from taskeval import command
+from taskeval.store.results import DbJudgeCache, comment_signature, previous_comment, record_from_result
+
+log = logging.getLogger("bot.handlers")
+
+
+class InvalidInput(ValueError):
+    """The job's own data cannot be used (an odd login, a malformed name): a retry cannot help."""
+
+
+@dataclass(frozen=True)
+class GitHubContext:
+    """A GitHub client for one job, and who "we" are on GitHub (for comment upserts)."""
+
+    gh: Any
+    own_login: str | None = None
+    token: str | None = None  # token mode only: lets the judge fall back to GitHub Models
+    budget_key: str | None = None  # the credential's shared request budget (taskeval.store.budget)
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    """One evaluation as the handlers use it: the result, its comment, and what a GraphQL
+    collection already read for posting that comment (``taskeval.raw.CommentSeed``; None after a
+    REST collection), so the comment needs no read of its own."""
+
+    result: dict[str, Any]
+    markdown: str
+    comment_seed: Any = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    note: str
+    evaluation: dict[str, Any] | None = None  # an ``evaluations`` row to store
+    follow_up: events.Evaluate | None = None  # an evaluation to queue
+    error: str | None = None  # done, but something the operator should see
+
+
+class Core(Protocol):
+    def permission(self, ctx: GitHubContext, repo: str, login: str) -> str: ...
+
+    def react(self, ctx: GitHubContext, repo: str, comment_id: int, content: str) -> None: ...
+
+    def head_sha(self, ctx: GitHubContext, repo: str, number: int) -> str: ...
+
+    def evaluate(self, ctx: GitHubContext, repo: str, number: int, trigger: str) -> Evaluated: ...
+
+    def publish(self, ctx: GitHubContext, repo: str, number: int, evaluated: Evaluated) -> str: ...
+
+    def is_permanent_publish_error(self, exc: Exception) -> bool: ...
+
+    def previous_comment(self, repo: str, number: int, head_sha: str) -> tuple[str, str] | None: ...
+
+
+def _react(core: Core, ctx: GitHubContext, job: Job, content: str) -> str | None:
+    """Reactions are a courtesy: a failure is logged and reported, never retried."""
+    if job.comment_id is None:
+        return None
+    try:
+        core.react(ctx, job.repo, job.comment_id, content)
+    except Exception as exc:  # see docstring
+        log.warning("could not add the %s reaction: %s", content, exc)
+        return f"could not add the {content} reaction: {exc}"
+    return None
+
+
+def handle_command(core: Core, ctx: GitHubContext, job: Job) -> Outcome:
+    """``/evaluate``: answered as ``taskeval.command.answer`` says (👀 and an evaluation, or 😕)."""
+    login = job.commenter or ""
+    try:
+        permission = core.permission(ctx, job.repo, login)
+    except InvalidInput as exc:
+        problem = _react(core, ctx, job, command.REFUSED_REACTION)
+        return Outcome(note=f"refused: cannot check the permission of {login!r}: {exc}",
+                       error=problem)
+    answer = command.answer(login, permission, job.repo)
+    problem = _react(core, ctx, job, answer.reaction)
+    if not answer.accepted:
+        return Outcome(note=f"refused: {answer.reason}", error=problem)
+    sha = core.head_sha(ctx, job.repo, job.number)
+    return Outcome(
+        note=f"accepted: /evaluate by {login} ({permission}) at {sha[:7]}",
+        follow_up=events.Evaluate(job.repo, job.number, sha, job.installation_id,
+                                  trigger="issue_comment"),
+        error=problem,
+    )
+
+
+def handle_evaluate(core: Core, ctx: GitHubContext, job: Job) -> Outcome:
+    """Evaluate, upsert the one PR comment, and hand the result to the queue to store.
+
+    The comment goes first and the result is stored with the job's completion: if the worker dies
+    in between, the retry upserts the same comment and stores the result once. When the comment
+    already posted for this PR and head SHA has the same content (signature), it is not edited
+    again, unless a person asked with ``/evaluate``.
+    """
+    evaluated = core.evaluate(ctx, job.repo, job.number, job.trigger)
+    result, markdown = evaluated.result, evaluated.markdown
+    summary = f"{result['overallScore']} ({result['overallBand']})"
+    if job.trigger == BACKFILL:  # history: stored, never commented (unless backfill-comment)
+        return Outcome(note=f"evaluated: {summary}; no comment (backfill)",
+                       evaluation=record_from_result(result))
+    signature = comment_signature(markdown)
+    previous = core.previous_comment(job.repo, job.number, result["headSha"])
+    if previous is not None and previous[0] == signature and job.trigger != "issue_comment":
+        return Outcome(note=f"evaluated: {summary}; comment unchanged {previous[1]}",
+                       evaluation=record_from_result(result, comment_url=previous[1],
+                                                     signature=signature))
+    try:
+        url = core.publish(ctx, job.repo, job.number, evaluated)
+    except Exception as exc:
+        if not core.is_permanent_publish_error(exc):
+            raise
+        # Missing permission: retrying cannot help; keep the result, surface the problem.
+        return Outcome(note=f"evaluated: {summary}; comment not posted",
+                       evaluation=record_from_result(result), error=f"comment not posted: {exc}")
+    return Outcome(note=f"evaluated: {summary}; comment {url}",
+                   evaluation=record_from_result(result, comment_url=url, signature=signature))
+
+
+HANDLERS = {"command": handle_command, "evaluate": handle_evaluate}
+
+
+class PipelineCore:
+    """The real :class:`Core`: thin calls into ``taskeval.github`` and ``taskeval.pipeline``."""
+
+    def __init__(self, settings: BotSettings, engine: Engine) -> None:
+        self.settings = settings
+        self.engine = engine
+        self.cache = DbJudgeCache(engine)
+
+    def previous_comment(self, repo: str, number: int, head_sha: str) -> tuple[str, str] | None:
+        return previous_comment(self.engine, repo, number, head_sha)
+
+    def permission(self, ctx: GitHubContext, repo: str, login: str) -> str:
+        from taskeval.github import collaborator_permission
+
+        try:
+            return collaborator_permission(ctx.gh, repo, login)
+        except ValueError as exc:  # the core refuses a login or name before asking GitHub
+            raise InvalidInput(str(exc)) from exc
+
+    def react(self, ctx: GitHubContext, repo: str, comment_id: int, content: str) -> None:
+        from taskeval.github import add_reaction
+
+        add_reaction(ctx.gh, repo, comment_id, content)
+
+    def head_sha(self, ctx: GitHubContext, repo: str, number: int) -> str:
+        return str(ctx.gh.get_repo(repo).get_pull(number).head.sha)
+
+    def evaluate(self, ctx: GitHubContext, repo: str, number: int, trigger: str) -> Evaluated:
+        from taskeval.pipeline import Options, evaluate_pull_request
+
+        options = Options(ai=self.settings.ai, trigger=trigger, env=dict(self.settings.env),
+                          github_token=ctx.token, cache=self.cache, api=self.settings.api)
+        with self._meter(ctx) as meter:
+            evaluation = evaluate_pull_request(ctx.gh, repo, number, options, meter=meter)
+        return Evaluated(json.loads(evaluation.result.to_json()), evaluation.markdown,
+                         evaluation.comment_seed)
+
+    def publish(self, ctx: GitHubContext, repo: str, number: int, evaluated: Evaluated) -> str:
+        from taskeval.pipeline import publish_comment
+
+        with self._meter(ctx) as meter:
+            url, _created = publish_comment(ctx.gh, repo, number, evaluated.markdown,
+                                            own_login=ctx.own_login, seed=evaluated.comment_seed,
+                                            meter=meter)
+        return url
+
+    @contextmanager
+    def _meter(self, ctx: GitHubContext) -> Iterator[Any]:
+        """The credential's shared budgets, when it has them: every worker on every node takes
+        its requests from them (REST requests and GraphQL points apart), writes as well as
+        reads; when either is spent down to its reserve the job is deferred to the reset
+        (``BudgetExhausted``), not failed."""
+        if ctx.budget_key is None:
+            yield None
+            return
+        from taskeval.store.budget import Budget, GateMeter, rate_limit_now
+
+        meter = GateMeter(
+            Budget(self.engine, ctx.budget_key, reserve=self.settings.rate_reserve,
+                   wait=False, refresh=lambda: rate_limit_now(ctx.gh)),
+            graphql=Budget(self.engine, ctx.budget_key, resource="graphql",
+                           reserve=self.settings.graphql_reserve, wait=False,
+                           refresh=lambda: rate_limit_now(ctx.gh, resource="graphql")))
+        try:
+            yield meter
+        finally:
+            meter.close()
+
+    def is_permanent_publish_error(self, exc: Exception) -> bool:
+        from taskeval.github import AuthError
+
+        return isinstance(exc, AuthError)

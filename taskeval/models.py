@@ -475,6 +475,7 @@ Whose = Literal["agent", "people"]
 ClosureClass = Literal["superseded", "duplicate", "stale", "declined", "agent_failure", "withdrawn",
                        "unknown"]
 RescueClass = Literal["clean", "feedback_loop", "taken_over"]
+ClosureDecider = Literal["words", "ci", "closer", "nothing"]
 # Which closures count a rejection against the agent, and which are the project's own reasons
 # (docs/turns.md#closure); withdrawn and unknown are neither.
 AGAINST_AGENT: frozenset[ClosureClass] = frozenset({"agent_failure"})
@@ -525,6 +526,10 @@ class Closure(Model):
     counts_against_agent: bool
     evidence: list[str] = Field(default_factory=list)
     reason: str
+    # What decided the class, in the order it is weighed (docs/turns.md#closure): words stated
+    # near the end, CI at the head at closing, or who closed it and after how long; absent in
+    # results stored before the reader (scorer versions up to 2026.12.1).
+    decided_by: ClosureDecider | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class Rescue(Model):

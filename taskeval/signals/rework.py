@@ -54,7 +54,7 @@ def objections_signal(ctx: Ctx) -> Measure:
     else:
         n = len(units)
         reason = (f"{sentence(none_of(n, 'comment or review', 'comments or reviews'))} by people "
-                  f"{agree(n, 'says', 'say')} the work is wrong{gap}.")
+                  f"{agree(n, 'does not say', 'says')} the work is wrong{gap}.")
     cited = [u.evidence for u in found] or [u.evidence for u in units[:3]]
     return ok(len(found), decay(len(found), half), reason, cited)
 

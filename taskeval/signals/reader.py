@@ -18,7 +18,7 @@ Two parts, both pure and deterministic:
   prose's words and word pairs, the unit's kind, role, position and review state, and the rules'
   hits. Its weights are plain numbers summed in Python: no numerical library at scoring time.
 
-How they combine (chosen on the train repositories, docs/validity.md#peoples-words): the rules
+How they combine (chosen on the train repositories, docs/validity.md#held-out-by-repository): the rules
 decide whenever one of them fires, and alone decide ``work_wrong`` and the rare classes (relayed,
 elsewhere, trial, not_wanted, inactivity); the model decides among change_request, approval and
 neutral where no rule fired. On the train side the model's own ``work_wrong`` verdicts cost more
@@ -53,8 +53,7 @@ Kind = Literal["comment", "review", "inline", "body", "title", "label"]
 # ``person`` read alike.
 Position = Literal["last3", "earlier", "after", "open"]
 
-# The verdicts that pass judgement on the agent's work, and those that send it back.
-JUDGES: Final = frozenset({"work_wrong"})
+# The verdicts that send the work back to the agent (a verdict on it, or a request to change it).
 SENDS_BACK: Final = frozenset({"work_wrong", "change_request"})
 # The verdicts that say the PR ended for the project's reasons.
 PROJECT: Final = frozenset({"elsewhere", "trial", "not_wanted", "inactivity"})

@@ -232,9 +232,9 @@ class Thresholds(_Section):
     )
     objection_half_life: float = Field(
         default=1.0, gt=0,
-        description="[agent.objections] Comments or reviews by other people saying the work is "
-        "wrong or asking for a fix, per halving: one -> 50, two -> 25. Each is a round the agent "
-        "did not get right.",
+        description="[agent.objections] Comments or reviews by people that the reader reads as a "
+        "verdict that the work is wrong, per halving: one -> 50, two -> 25. Each is a verdict the "
+        "agent did not earn a pass on.",
     )
     force_push_half_life: float = Field(
         default=1.0, gt=0,

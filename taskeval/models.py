@@ -488,6 +488,7 @@ ClosureClass = Literal["superseded", "duplicate", "stale", "declined", "agent_fa
 # ``unknown``: who wrote some of the PR's work is unknown (no GitHub account, no git identity that
 # names anyone), so neither clean nor a rescue can be told; counted apart, as provisional grades are.
 RescueClass = Literal["clean", "feedback_loop", "taken_over", "unknown"]
+ClosureDecider = Literal["words", "ci", "closer", "nothing"]
 # Which closures count a rejection against the agent, and which are the project's own reasons
 # (docs/turns.md#closure); withdrawn and unknown are neither.
 AGAINST_AGENT: frozenset[ClosureClass] = frozenset({"agent_failure"})
@@ -538,6 +539,10 @@ class Closure(Model):
     counts_against_agent: bool
     evidence: list[str] = Field(default_factory=list)
     reason: str
+    # What decided the class, in the order it is weighed (docs/turns.md#closure): words stated
+    # near the end, CI at the head at closing, or who closed it and after how long; absent in
+    # results stored before the reader (scorer versions up to 2026.12.1).
+    decided_by: ClosureDecider | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class Rescue(Model):

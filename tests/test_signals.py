@@ -419,6 +419,13 @@ CASES = [
     Case("process.human_approval",
          _with(reviews=[b.review(7001, b.ALICE, "APPROVED", 60),
                         b.review(7002, b.ALICE, "DISMISSED", 70)]), "ok", 0, "No one other"),
+    # The person who ran the agent (here: assigned Copilot) approving its work is no independent review.
+    Case("process.human_approval", _with(assignees=[b.ALICE]), "ok", 0,
+         "The approval of alice, who ran the agent, does not count"),
+    Case("process.human_approval",
+         _with(assignees=[b.ALICE], reviews=[b.review(7001, b.ALICE, "APPROVED", 60),
+                                             b.review(7002, b.BOB, "APPROVED", 70)]), "ok", 90,
+         "Approved by 1 person other than the author (bob). The approval of alice"),
     Case("process.human_approval", lambda: _late_approval(), "ok", 0,
          "No one other than the author approved the PR before it was merged; alice approved only "
          "after the merge, which does not approve what shipped."),

@@ -65,11 +65,16 @@ _DECISIVE: Final = frozenset({"APPROVED", "CHANGES_REQUESTED", "DISMISSED"})
 @signal("process.human_approval", CAT, "Approved by another person", 2.0,
         ["facts.reviews", "facts.pull.author"])
 def human_approval(ctx: Ctx) -> Measure:
-    """Independent human approvals still standing; bot and agent approvals do not count."""
+    """Independent human approvals still standing; bot and agent approvals do not count, and
+    neither does the approval of the agent's operator (who ran the agent: for Copilot the person
+    who assigned or started it): approving the work one asked an agent for is the author's own
+    sign-off, not another person's review (docs/signals.md)."""
     if "reviews" in ctx.facts.unavailable:
         return inconclusive("Reviews could not be read.", ["audit:unavailable-reviews"])
+    operator = ctx.attribution.operator if ctx.attribution.id != "human" else None
     standing = _standing(ctx.human_reviews, ctx.pull.merged_at)
-    approvers = sorted([a for a, r in standing.items() if r.state == "APPROVED"])
+    own = sorted(a for a, r in standing.items() if r.state == "APPROVED" and a == operator)
+    approvers = sorted([a for a, r in standing.items() if r.state == "APPROVED" and a != operator])
     approved = [r for r in ctx.facts.reviews if r.state == "APPROVED"]
     machines = machine_accounts(ctx.settings)
     machine = sorted({
@@ -77,7 +82,7 @@ def human_approval(ctx: Ctx) -> Measure:
     })
     late = sorted({
         r.author or "" for r in before_merge(ctx, approved)[1]
-        if ctx.is_other_human(r.author, r.author_is_bot)
+        if ctx.is_other_human(r.author, r.author_is_bot) and r.author != operator
     }.difference(approvers))
     if approvers:
         reason = (f"Approved by {plural(len(approvers), 'person', 'people')} other than the author "
@@ -87,6 +92,9 @@ def human_approval(ctx: Ctx) -> Measure:
                   f"{names(late)} approved only after the merge, which does not approve what shipped.")
     else:
         reason = "No one other than the author approved the PR."
+    if own:
+        reason += (f" The approval of {names(own)}, who ran the agent, does not count: the operator "
+                   "is not an independent approver.")
     if machine:
         reason += f" Approvals by bots or agents ({names(machine)}) do not count."
     cited = [f"review:{standing[a].id}" for a in approvers] or [ctx.pr]

@@ -26,7 +26,7 @@ from taskeval.models import CommitEntry, Role, Turns, TurnSpan, Whose
 
 from .context import Ctx, Remark, derived
 from .identity import Author, authors_of
-from .words import asks, thumbs_down, verdicts
+from .reader import Reading, read
 
 TURN_SPANS_CAP: Final = 40
 
@@ -168,7 +168,7 @@ def _person_says(people: People, m: Remark) -> Event:
         return Event(m.at, "change-request", role, m.author, m.evidence, True)
     if m.state == "APPROVED":
         return Event(m.at, "approval", role, m.author, m.evidence, True)
-    if asks(m.text, people.handles) or verdicts(m.text) or thumbs_down(m.text):
+    if said_of(people.ctx).reading(m.evidence).asks:
         return Event(m.at, "request", role, m.author, m.evidence, True)
     return Event(m.at, "remark", role, m.author, m.evidence, True)
 
@@ -456,6 +456,84 @@ def intervention(ctx: Ctx) -> Intervention:
     by_identity = [c for c in known if authors[c.sha].by_git_identity]
     return Intervention(known, counted, undated, merges, releases, stacked, late, operator_hand,
                         unknown, by_identity, early)
+
+
+# --------------------------------------------------------------------------- what was said
+
+# A remark written this soon after the close or merge still belongs to it ("closing because…" is
+# often typed a moment after the button): the labelling guide's window for "the last three".
+CLOSE_GRACE_SECONDS: Final = 600
+LAST: Final = 3  # the units "near the end" (docs/labelling.md: the last three weigh most)
+
+
+@dataclass(frozen=True, slots=True)
+class Said:
+    """One unit of words on the PR (the description, a review, a comment, an inline comment) as
+    the reader read it, with who wrote it and where it stands."""
+
+    at: str
+    login: str | None
+    role: Role
+    evidence: str
+    kind: str  # body | review | comment | inline
+    position: str  # last3 | earlier | after | open
+    state: str | None
+    reading: Reading
+
+
+class Sayings:
+    """Every unit of words of one PR in time order, each read once by :func:`.reader.read`."""
+
+    def __init__(self, ctx: Ctx) -> None:
+        people = people_of(ctx)
+        pull = ctx.pull
+        raw: list[tuple[str, int, str, str | None, Role, str, str | None, str]] = []
+        if pull.body.strip():
+            raw.append((pull.created_at, 0, ctx.pr, pull.author,
+                        "agent" if not people.human_pr else people.role(pull.author, pull.author_is_bot),
+                        "body", None, pull.body))
+        for m in ctx.remarks:
+            if m.state == "PENDING" or not (m.text or "").strip():
+                continue
+            kind = ("review" if m.evidence.startswith("review:") else
+                    "inline" if m.evidence.startswith("review-comment:") else "comment")
+            raw.append((m.at or pull.created_at, 1 if kind == "review" else 2, m.evidence, m.author,
+                        people.role(m.author, m.flagged), kind, m.state, m.text))
+        raw.sort(key=lambda r: (r[0], r[1], r[2]))
+        end = pull.merged_at or pull.closed_at if (pull.merged or pull.state == "closed") else None
+        limit = _seconds(end) if end else None
+        positions = ["open"] * len(raw)
+        if end:
+            before = [i for i, r in enumerate(raw)
+                      if limit is None or (_seconds(r[0]) or 0) <= limit + CLOSE_GRACE_SECONDS]
+            positions = ["after"] * len(raw)
+            for i in before:
+                positions[i] = "earlier"
+            for i in before[-LAST:]:
+                positions[i] = "last3"
+        handles = people.handles
+        self.units = [
+            Said(at, login, role, eid, kind, pos, state,
+                 read(text, kind, role, pos, state, handles=handles if role not in ("agent", "bot") else ()))
+            for (at, _, eid, login, role, kind, state, text), pos in zip(raw, positions, strict=True)]
+        self._by_id = {u.evidence: u for u in self.units}
+
+    def reading(self, evidence: str) -> Reading:
+        found = self._by_id.get(evidence)
+        return found.reading if found is not None else Reading("neutral")
+
+    def near_end(self) -> list[Said]:
+        """The last units up to the end (and its grace): where the reason for a close is written."""
+        return [u for u in self.units if u.position == "last3"]
+
+    def until_end(self) -> list[Said]:
+        return [u for u in self.units if u.position in ("last3", "earlier")]
+
+
+@derived
+def said_of(ctx: Ctx) -> Sayings:
+    """What was said on the PR, read once per context."""
+    return Sayings(ctx)
 
 
 @derived

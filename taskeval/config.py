@@ -9,13 +9,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
 import orjson
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from taskeval.models import ConfigInfo
 
@@ -124,7 +126,8 @@ class Thresholds(_Section):
         default=1000, ge=2,
         description="[process.change_size] Changed lines at which the size signal reaches its "
         "floor. The fall from 100 is quadratic, steepest just past the comfortable size, so 400 "
-        "lines (where the same study sees defect discovery drop) already scores about 60.",
+        "lines (where the same study sees defect discovery drop) already scores about 60. Must be "
+        "greater than comfortable_change_lines (set or default).",
     )
     change_size_floor: int = Field(
         default=10, ge=0, le=100,
@@ -262,13 +265,36 @@ class Thresholds(_Section):
         "per halving: one -> 50.",
     )
 
-    @field_validator("max_change_lines")
-    @classmethod
-    def _after_comfortable(cls, value: int, info: ValidationInfo) -> int:
-        low = info.data.get("comfortable_change_lines")
-        if low is not None and value <= low:
-            raise ValueError("must be greater than comfortable_change_lines")
-        return value
+    @model_validator(mode="after")
+    def _cross_field(self) -> Thresholds:
+        # After every field, whichever of them the file sets: a rule read only when its second
+        # field is given lets the first alone break it (comfortable_change_lines: 1000 against
+        # the default max_change_lines of 1000).
+        values = self.model_dump()
+        for rule in CROSS_FIELD_RULES:
+            if not rule.holds(values):
+                raise PydanticCustomError(CROSS_FIELD, "{problem}",
+                                          {"problem": f"{rule.fields[-1]} {rule.problem}",
+                                           "fields": rule.fields})
+        return self
+
+
+@dataclass(frozen=True)
+class CrossFieldRule:
+    """A rule between thresholds. A file that breaks one keeps the rest of its settings: the
+    rule's fields take their defaults (which hold every rule), and the problem is reported."""
+
+    fields: tuple[str, ...]
+    holds: Callable[[dict[str, Any]], bool]
+    problem: str  # said of the last field
+
+
+CROSS_FIELD: Final = "cross_field"
+CROSS_FIELD_RULES: Final[tuple[CrossFieldRule, ...]] = (
+    CrossFieldRule(("comfortable_change_lines", "max_change_lines"),
+                   lambda v: v["max_change_lines"] > v["comfortable_change_lines"],
+                   "must be greater than comfortable_change_lines"),
+)
 
 
 def _threshold_owners() -> dict[str, str | None]:
@@ -508,10 +534,43 @@ def parse_config(text: str | None, source: str) -> LoadedConfig:
         return LoadedConfig(Settings(), source)
     if not isinstance(data, dict):
         return LoadedConfig(Settings(), source, [f"{source}: top level must be a mapping, got {type(data).__name__}"])
-    try:
-        return LoadedConfig(Settings.model_validate(data), source)
-    except ValidationError as exc:
-        return LoadedConfig(Settings(), source, [f"{source}: {m}" for m in _describe(exc)])
+    notes: list[str] = []
+    for _ in range(len(CROSS_FIELD_RULES) + 1):
+        try:
+            return LoadedConfig(Settings.model_validate(data), source, notes)
+        except ValidationError as exc:
+            broken = _cross_field_only(exc)
+            if broken is None:  # anything else wrong: nothing of the file applies
+                return LoadedConfig(Settings(), source, [f"{source}: {m}" for m in _describe(exc)])
+            data, more = _without_pairs(data, broken)
+            notes += [f"{source}: {m}" for m in more]
+    return LoadedConfig(Settings(), source, notes)
+
+
+def _cross_field_only(exc: ValidationError) -> list[tuple[str, ...]] | None:
+    """The fields of each broken cross-field rule, when those are all that is wrong."""
+    found = []
+    for err in exc.errors():
+        if err["type"] != CROSS_FIELD or err["loc"] != ("thresholds",):
+            return None
+        found.append(tuple((err.get("ctx") or {})["fields"]))
+    return found or None
+
+
+def _without_pairs(data: dict[str, Any], broken: list[tuple[str, ...]]) -> tuple[dict[str, Any], list[str]]:
+    """``data`` with the fields of each broken rule left to their defaults, and what to report."""
+    section = dict(data["thresholds"])
+    defaults = Thresholds()
+    notes = []
+    for fields in broken:
+        rule = next(r for r in CROSS_FIELD_RULES if r.fields == fields)
+        given = ", ".join(f"{name} {section[name]!r}" if name in section else
+                          f"{name} {getattr(defaults, name)!r} (default)" for name in fields)
+        notes.append(f"thresholds.{fields[-1]}: {rule.problem} (got {given}); "
+                     f"the defaults of {' and '.join(fields)} are used")
+        for name in fields:
+            section.pop(name, None)
+    return {**data, "thresholds": section}, notes
 
 
 def load_config(repo_text: str | None, override: Path | None = None) -> LoadedConfig:

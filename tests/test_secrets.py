@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
 import cmarkgfm
 import pytest
@@ -122,19 +121,15 @@ def evidence_urls(result: EvaluationResult) -> set[str]:
 
 def assert_inert(markdown: str, result: EvaluationResult) -> _Html:
     """The comment shows untrusted text only as text: one marker, layout tags only, no mention,
-    and every link either points at the evidence or shows its own address."""
+    and no link but taskeval's own to the evidence (an address in untrusted text is not made a
+    link, not even one that shows itself)."""
     assert markdown.startswith(MARKER)
     page = rendered(markdown)
     assert page.comments == [MARKER[4:-3]], "exactly one hidden marker, taskeval's own"
     assert page.tags <= LAYOUT_TAGS, f"HTML from untrusted text: {page.tags - LAYOUT_TAGS}"
     known = evidence_urls(result)
     for href, label in page.links:
-        # An autolinked bare URL shows its own address; the link percent-encodes what the label
-        # shows as typed (a backslash becomes %5C, while a typed "%00" stays %00 in both).
-        shown = unquote(href)
-        visible = shown in {text for typed in (label, unquote(label))
-                            for text in (typed, f"http://{typed}", f"mailto:{typed}")}
-        assert href in known or visible, f"link {href!r} hidden behind {label!r}"
+        assert href in known, f"a link from untrusted text: {href!r} ({label!r})"
     prose = "".join(page.prose)
     assert not MENTION.search(prose), MENTION.findall(prose)
     return page

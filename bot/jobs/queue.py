@@ -18,7 +18,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import (
@@ -40,6 +40,7 @@ from bot.jobs import events
 from taskeval.store.db import (
     PENDING,
     Prepared,
+    StoreBusy,
     deliveries,
     evaluations,
     installation_events,
@@ -56,6 +57,8 @@ log = logging.getLogger("bot.queue")
 
 AckStatus = Literal["queued", "coalesced", "duplicate", "ignored", "recorded", "pong"]
 MAX_ERROR_CHARS = 2000
+# How long a delivery waits to be stored before the receiver answers 503 (GitHub gives up at 10 s).
+ACCEPT_WAIT_SECONDS = 3.0
 _RETRIES = 5  # unique-constraint races are resolved by re-reading; a few rounds always suffice
 
 
@@ -143,14 +146,22 @@ _EVALUATION_LOOKUP = Prepared(select(
 ))
 
 
-@dataclass
+@dataclass(eq=False)
 class _Arrival:
     """A delivery waiting for the group commit (:meth:`Queue.accept`)."""
 
     args: tuple[Any, ...]
+    deadline: float | None  # time.monotonic() by which it is stored or refused
     ack: Ack | None = None
     error: BaseException | None = None
-    done: bool = False
+    done: threading.Event = field(default_factory=threading.Event)
+
+    def late(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+
+def _busy(what: str) -> StoreBusy:
+    return StoreBusy(f"{what}: another writer holds the store's write lock")
 
 
 class LeaseLost(RuntimeError):
@@ -189,7 +200,8 @@ class Queue:
         return cls(engine, lease_seconds=settings.lease_seconds, max_attempts=settings.max_attempts,
                    backoff_seconds=settings.backoff_seconds,
                    backoff_max_seconds=settings.backoff_max_seconds,
-                   worker_stale_seconds=settings.worker_stale_seconds)
+                   worker_stale_seconds=settings.worker_stale_seconds,
+                   accept_wait_seconds=settings.store_wait_seconds)
 
     def __init__(
         self,
@@ -202,8 +214,10 @@ class Queue:
         clock: Callable[[], float] = time.time,
         jitter: Callable[[], float] = random.random,
         worker_stale_seconds: float | None = None,
+        accept_wait_seconds: float | None = ACCEPT_WAIT_SECONDS,
     ) -> None:
         self.engine = engine
+        self.accept_wait_seconds = accept_wait_seconds  # None: wait as long as the locks take
         self.lease_seconds = lease_seconds
         self.worker_stale_seconds = alive_window(lease_seconds, worker_stale_seconds)
         self.max_attempts = max_attempts
@@ -230,27 +244,50 @@ class Queue:
         wait for it, then go in one transaction together, each answered only after that commit.
         One commit (an fsync, and the SQLite write lock that every writer on the machine queues
         on) then serves several deliveries, which is what bounds acknowledgements per second.
+
+        Every wait is bounded by ``accept_wait_seconds`` from the call: for the thread that
+        commits, or for one to take the delivery into its commit; the ``flock`` and SQLite's
+        write lock. Past it comes :class:`StoreBusy` or the database's "locked" error, which the
+        receiver answers with 503 and ``Retry-After`` well within GitHub's 10 seconds, instead of
+        holding the delivery while another program writes.
         """
-        item = _Arrival((delivery_id, event, action, decision, also))
+        wait = self.accept_wait_seconds
+        item = _Arrival((delivery_id, event, action, decision, also),
+                        None if wait is None else time.monotonic() + wait)
         with self._arrivals_lock:
             self._arrivals.append(item)
-        with self._committer:
-            if not item.done:  # no committer took it while we waited: commit what has arrived
-                with self._arrivals_lock:
-                    batch, self._arrivals = self._arrivals, []
-                self._commit_arrivals(batch)
+        left = -1.0 if item.deadline is None else max(0.0, item.deadline - time.monotonic())
+        if self._committer.acquire(timeout=left):
+            try:
+                if not item.done.is_set():  # no committer took it while we waited: commit what has arrived
+                    with self._arrivals_lock:
+                        batch, self._arrivals = self._arrivals, []
+                    self._commit_arrivals(batch)
+            finally:
+                self._committer.release()
+        else:
+            with self._arrivals_lock:
+                waiting = any(other is item for other in self._arrivals)
+                if waiting:
+                    self._arrivals.remove(item)
+            if waiting:
+                raise _busy(f"delivery {delivery_id}: no commit within {wait:g} s")
+            item.done.wait()  # in a committer's batch, whose waits are bounded by its deadlines
         if item.error is not None:
             raise item.error
         assert item.ack is not None
         return item.ack
 
     def _commit_arrivals(self, batch: list[_Arrival]) -> None:
-        """All of ``batch`` in one transaction; should that fail (a unique-constraint race, a
-        database fault), each delivery in its own, so one delivery never costs another its 202."""
+        """All of ``batch`` in one transaction (waiting for the locks until its earliest
+        deadline); should that fail (a unique-constraint race, a database fault, a lock held
+        elsewhere), each delivery still in time in its own, so one delivery never costs another
+        its 202."""
         try:
             if len(batch) > 1:
+                deadline = min((i.deadline for i in batch if i.deadline is not None), default=None)
                 try:
-                    with write(self.engine) as conn:
+                    with write(self.engine, deadline=deadline) as conn:
                         acks = []
                         for item in batch:  # a line logged for one is logged under its id
                             with logs.context(delivery=item.args[0]):
@@ -263,23 +300,29 @@ class Queue:
                         item.ack = ack
                     return
             for item in batch:
+                if item.late():
+                    item.error = _busy(f"delivery {item.args[0]}: its wait for the store ran out")
+                    continue
                 try:
                     with logs.context(delivery=item.args[0]):
-                        item.ack = self._accept_alone(*item.args)
+                        delivery_id, event, action, decision, also = item.args
+                        item.ack = self._accept_alone(delivery_id, event, action, decision, also,
+                                                      deadline=item.deadline)
                 except Exception as exc:  # the request answers 503: not stored, not acknowledged
                     item.error = exc
         finally:
             for item in batch:
-                item.done = True
+                item.done.set()
 
     def _accept_alone(self, delivery_id: str, event: str, action: str | None,
                       decision: events.Decision,
-                      also: Callable[[Connection], None] | None) -> Ack:
+                      also: Callable[[Connection], None] | None,
+                      deadline: float | None = None) -> Ack:
         """One delivery in one transaction. Unique-constraint races with concurrent requests are
         settled by retrying, which then reads the winner's committed row."""
         for _ in range(_RETRIES):
             try:
-                with write(self.engine) as conn:
+                with write(self.engine, deadline=deadline) as conn:
                     return self._accept(conn, delivery_id, event, action, decision, also)
             except IntegrityError:
                 continue

@@ -99,7 +99,7 @@ def _receive(delivery: str, event: str) -> tuple[Response, int, dict[str, Any]]:
         return *_answer(415, error=reason), {"outcome": reason}
     try:
         payload = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except ValueError as exc:  # not JSON, not UTF-8, or an integer of thousands of digits
         reason = f"malformed JSON: {exc}"
         return *_answer(400, error=reason), {"outcome": reason}
     except RecursionError:  # json's C parser recurses per nesting level; GitHub nests a few

@@ -36,6 +36,7 @@ from dashboard.views.common import (
     _view,
     dashboard,
     group_table,
+    page_number,
 )
 
 
@@ -124,10 +125,7 @@ def _detail(by: str, key: str) -> Any:
         abort(404)
     view = _view(agent=key, author=None) if by == "agent" else _view(author=key)
     cfg = config()
-    try:
-        page = max(1, int(request.args.get("page", "1")))
-    except ValueError:
-        page = 1
+    page = page_number()
     stem = f"taskeval-{by}-{key}"
     with cfg.engine.connect() as conn:
         found = queries.cached(conn, "groups", (view.filters, by, view.exclude_provisional),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -21,6 +20,7 @@ from dashboard.settings import config
 from dashboard.views.common import _REPO_RE, Column, Table, _tables_or_page, dashboard, viewer
 from dashboard.views.detail import _score_columns
 from taskeval.contract import PROVISIONAL_BELOW
+from taskeval.store.results import readable
 
 
 @dashboard.get("/pr/<owner>/<repo>/<int:number>")
@@ -42,8 +42,11 @@ def pr(owner: str, repo: str, number: int) -> Any:
             chosen_id = history[0]["id"]
         stored = queries.result_json(conn, f, chosen_id)
     assert stored is not None  # it is one of this PR's rows, which the viewer may read
-    result = json.loads(stored[1])
-    markdown, problem = _comment_markdown(result)
+    found = readable(stored[1])
+    result = found if found is not None else {}
+    # A damaged row (not a JSON object): its history and the JSON as stored are still shown.
+    markdown, problem = _comment_markdown(result) if found is not None else (
+        "", "this stored result is not a JSON object; the result JSON is what was stored")
     html, renderer = comment_html(markdown) if markdown else (Markup(""), "none")
     evidence = _evidence_links(result)
     tables = [Table("history", "Every stored evaluation of this PR", [

@@ -52,6 +52,19 @@ from sqlalchemy.exc import DBAPIError
 metadata = MetaData()
 
 PENDING = ("queued", "running")
+# The largest value an Integer column (PR numbers, job and evaluation ids) holds on every
+# dialect: PostgreSQL's integer is 32 bits. A request naming a larger one asks for nothing stored.
+MAX_INTEGER = 2**31 - 1
+
+
+def integer_out_of_range(values: dict[str, Any] | None) -> str | None:
+    """Why one of ``values`` (a route's parsed path parameters) cannot name a stored row, or
+    None: an integer beyond the Integer columns' range (:data:`MAX_INTEGER`) is bad input, not a
+    query that overflows in the database."""
+    for name, value in (values or {}).items():
+        if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= MAX_INTEGER:
+            return f"{name} must be a whole number from 0 to {MAX_INTEGER}"
+    return None
 
 deliveries = Table(
     "deliveries",

@@ -298,28 +298,39 @@ def record_from_result(result: dict[str, Any], *, comment_url: str | None = None
     }
 
 
+def readable(text: str | None) -> dict[str, Any] | None:
+    """A stored result's JSON text as the object it must be; None for a damaged row (not JSON,
+    or JSON that is not an object: written by hand, or by another program), which every reader
+    skips, as the export does."""
+    try:
+        value = json.loads(text) if text is not None else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def latest(engine: Engine, repo: str, number: int) -> dict[str, Any] | None:
-    """The newest stored result of one pull request."""
-    with engine.connect() as conn:
-        text = conn.execute(
-            select(evaluations.c.result_json)
-            .where(evaluations.c.repo == repo, evaluations.c.number == number)
-            .order_by(evaluations.c.id.desc())
-            .limit(1)
-        ).scalar()
-    return json.loads(text) if text is not None else None
+    """The newest readable stored result of one pull request (:func:`readable`)."""
+    found = history(engine, repo, number, limit=1)
+    return found[0] if found else None
 
 
 def history(engine: Engine, repo: str, number: int, limit: int = 100) -> list[dict[str, Any]]:
-    """Stored results of one pull request, newest first."""
+    """Readable stored results of one pull request, newest first (:func:`readable`)."""
     with engine.connect() as conn:
         rows = conn.execute(
             select(evaluations.c.result_json)
             .where(evaluations.c.repo == repo, evaluations.c.number == number)
             .order_by(evaluations.c.id.desc())
-            .limit(limit)
-        ).scalars().all()
-    return [json.loads(text) for text in rows]
+        ).scalars()
+        out = []
+        for text in rows:
+            value = readable(text)
+            if value is not None:
+                out.append(value)
+                if len(out) >= limit:
+                    break
+    return out
 
 
 LeaderboardBy = Literal["agent", "author"]

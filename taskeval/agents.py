@@ -63,6 +63,7 @@ def _merge(base: AgentRule | None, entry: AgentRuleConfig) -> AgentRule:
     if base is None:
         values.setdefault("name", entry.id)
         return AgentRule(id=entry.id, **values)
+    values.pop("name", None)  # a built-in agent keeps its name (the config refuses one as well)
     return replace(base, **values)
 
 

@@ -19,15 +19,17 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+# HUMAN_ID, UNKNOWN_BOT_ID: what attribution answers for a PR no agent marks (re-exported here,
+# where they were first defined); no agents entry may use them.
+from taskeval.agent_table import HUMAN_ID as HUMAN_ID
+from taskeval.agent_table import RESERVED_IDS, TAKEN_NAMES
+from taskeval.agent_table import UNKNOWN_BOT_ID as UNKNOWN_BOT_ID
 from taskeval.models import ConfigInfo
 
 CONFIG_PATH = ".github/taskeval.yml"
 MAX_CONFIG_BYTES = 64 * 1024
 
 
-# What attribution (taskeval.agents) answers for a PR no agent marks; no agents entry may use them.
-HUMAN_ID: Final = "human"
-UNKNOWN_BOT_ID: Final = "unknown-bot"
 
 
 class _Section(BaseModel):
@@ -323,7 +325,9 @@ class AgentRuleConfig(_Section):
     id: str = Field(pattern=AGENT_ID_PATTERN,
                     description="Agent id (lower case, digits, '-'); a built-in id overrides that agent.")
     name: str | None = Field(default=None, min_length=1, max_length=80,
-                             description="Display name (required for a new agent).")
+                             description="Display name of a new agent (required), shown on this repository's "
+                             "PRs; shared views (leaderboard, dashboard rows) list it by its id. A built-in "
+                             "agent keeps its own name, and no new agent takes one taskeval gives.")
     enabled: bool = Field(default=True, description="false drops a built-in agent from attribution.")
     logins: list[str] | None = Field(
         default=None, description="The agent's own accounts (PR author, commit author/committer): certain.")
@@ -362,7 +366,7 @@ class AgentRuleConfig(_Section):
     @field_validator("id")
     @classmethod
     def _not_reserved(cls, value: str) -> str:
-        if value in (HUMAN_ID, UNKNOWN_BOT_ID):
+        if value in RESERVED_IDS:
             raise ValueError(f"{value!r} is reserved for PRs no agent marks")
         return value
 
@@ -433,14 +437,22 @@ class Settings(_Section):
     def _agents(cls, value: list[AgentRuleConfig]) -> list[AgentRuleConfig]:
         from taskeval.agent_table import BUILTIN_RULES
 
-        builtin = {r.id for r in BUILTIN_RULES}
+        builtin = {r.id: r.name for r in BUILTIN_RULES}
         seen: set[str] = set()
         for entry in value:
             if entry.id in seen:
                 raise ValueError(f"agent {entry.id!r} is listed twice")
             seen.add(entry.id)
+            # Results feed views shared across repositories by agent: a repository names only
+            # agents of its own, and never with a name taskeval gives (taskeval.agent_table).
+            if entry.id in builtin and "name" in entry.model_fields_set:
+                raise ValueError(f"agent {entry.id!r} is built in and keeps its name "
+                                 f"{builtin[entry.id]!r}: leave out name (a repository names only its own agents)")
             if entry.id not in builtin and entry.enabled and not entry.name:
                 raise ValueError(f"new agent {entry.id!r} needs a name")
+            if entry.id not in builtin and entry.name and " ".join(entry.name.casefold().split()) in TAKEN_NAMES:
+                raise ValueError(f"new agent {entry.id!r} cannot be named {entry.name!r}: taskeval gives that "
+                                 "name to an agent of its own")
         return value
 
     @field_validator("signal_weights")

@@ -120,7 +120,10 @@ def agents_reference() -> list[str]:
     lines = [
         "## `agents` entries",
         "",
-        "Each entry adds an agent or, with a built-in id, replaces the fields it gives of that agent.",
+        "Each entry adds an agent or, with a built-in id, replaces the fields it gives of that agent",
+        "(how it is recognised: a built-in agent keeps its name). Results feed views shared across",
+        "repositories, so a repository names only its own agents, and only on its own PRs: the",
+        "leaderboard and the dashboard's rows list a repository's agent by its id.",
         "How attribution weighs each kind of mark is documented in `taskeval/agents.py`.",
         "",
         "| key | meaning |",

@@ -38,6 +38,7 @@ from dashboard.views.common import (
     group_table,
     page_number,
 )
+from taskeval.agent_table import agent_name
 
 
 @dashboard.get("/agent/<key>")
@@ -342,7 +343,8 @@ def _pr_columns() -> list[Column]:
     return [
         Column("PR", lambda r: f"{r['repo']}#{r['number']}", _pr_link, key="pr"),
         Column("Author", lambda r: r["author"], key="author"),
-        Column("Agent", lambda r: r["agent_id"], lambda r: r["agent_name"] or r["agent_id"], key="agent"),
+        Column("Agent", lambda r: r["agent_id"], lambda r: agent_name(r["agent_id"], r["agent_name"], own_pr=True),
+               key="agent"),
         Column("State", lambda r: r["pr_state"], key="state"),
         *_score_columns(),
         Column("Activity", lambda r: _day(r["activity_at"]), key="activity"),

@@ -19,6 +19,7 @@ from dashboard.render import comment_html
 from dashboard.settings import config
 from dashboard.views.common import _REPO_RE, Column, Table, _tables_or_page, dashboard, viewer
 from dashboard.views.detail import _score_columns
+from taskeval.agent_table import agent_name
 from taskeval.contract import PROVISIONAL_BELOW
 from taskeval.store.results import readable
 
@@ -69,13 +70,23 @@ def pr(owner: str, repo: str, number: int) -> Any:
     pull = result.get("pullRequest") or {}
     return _tables_or_page(tables, f"taskeval-{owner}-{repo}-{number}", "dashboard/pr.html",
                            full=full, number=number, latest=latest, chosen_id=chosen_id, pull=pull,
-                           agent=result.get("agent") or {}, comment=html, renderer=renderer,
+                           agent=_agent(result), comment=html, renderer=renderer,
                            comment_problem=problem, evidence=evidence, title=f"{full}#{number}",
                            pr_url=_safe_url(pull.get("url")), ending=_ending(result),
                            provisional_below=PROVISIONAL_BELOW,
                            coverage=[(c.get("category"), c.get("coverage"), c.get("signalsConclusive"),
                                       c.get("signalsTotal")) for c in result.get("categoryScores") or []
                                      if c.get("coverage") is not None])
+
+
+def _agent(result: dict[str, Any]) -> dict[str, Any]:
+    """The result's agent, a built-in one by its own name whatever the stored result says."""
+    agent = result.get("agent")
+    if not isinstance(agent, dict):
+        return {}
+    agent_id = agent.get("id") if isinstance(agent.get("id"), str) else None
+    name = agent.get("name") if isinstance(agent.get("name"), str) else None
+    return {**agent, "name": agent_name(agent_id, name, own_pr=True)}
 
 
 def _ending(result: dict[str, Any]) -> dict[str, Any] | None:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from sqlalchemy import Connection, Engine, case, delete, func, insert, literal, select, text, update
 from sqlalchemy.exc import IntegrityError
 
+from taskeval.agent_table import agent_name
 from taskeval.contract import PROVISIONAL_BELOW
 from taskeval.store.db import (
     PULLS_DOWN,
@@ -83,7 +84,9 @@ def facets(result: dict[str, Any]) -> dict[str, Any]:
     return {
         "owner": str(result.get("repository", "")).split("/", 1)[0][:100],
         "agent_id": _clip(agent.get("id"), 64),
-        "agent_name": _clip(agent.get("name"), 100),
+        # A built-in agent by its own name, whatever the stored result says (agent_name).
+        "agent_name": _clip(agent_name(_clip(agent.get("id"), 64), _clip(agent.get("name"), 100), own_pr=True),
+                            100),
         "operator": _clip(agent.get("operator"), 100),
         "agent_confidence": _clip(agent.get("confidence"), 16),
         "pr_state": "merged" if merged else (state if state in ("open", "closed") else None),
@@ -382,7 +385,9 @@ def leaderboard(engine: Engine, repo: str | None = None, limit: int = 100,
         entry: dict[str, Any] = {"rank": rank}
         if by == "agent":
             entry["agent"] = row["key"]
-            entry["agentName"] = row["name"] if row["key"] is not None else UNATTRIBUTED
+            # Where PRs of several repositories meet, a repository's own agent goes by its id.
+            entry["agentName"] = (agent_name(row["key"], row["name"], own_pr=False) if row["key"] is not None
+                                  else UNATTRIBUTED)
         else:
             entry["author"] = row["key"]
         n = int(row["count"])

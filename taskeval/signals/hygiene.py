@@ -2,13 +2,14 @@
 unfilled PR-template text.
 
 It is the single place these patterns live: the ``agent.text_hygiene`` and
-``process.template_filled`` signals score its findings, and the AI judge uses it to flag
-prompt-injection attempts in the evidence it is shown. Hand-written because no library knows
+``process.template_filled`` signals score its findings, and an evaluation whose people wrote an
+instruction aimed at the AI judge (:data:`JUDGE_AIMED`) leaves the judge out
+(``taskeval.signals.injection``). Hand-written because no library knows
 GitHub PR templates or the chat-model tells below; each rule is a plain regex, and the table tests
 in tests/test_signals.py hold positive and negative examples for every one.
 
 Text inside fenced code blocks and inline code is ignored unless ``include_code`` is set: a PR
-that *discusses* ``<|im_start|>`` is not leaking it. The judge scans with ``include_code=True``.
+that *discusses* ``<|im_start|>`` is not leaking it.
 """
 
 from __future__ import annotations
@@ -100,6 +101,24 @@ _RULE_SOURCES: Final[tuple[tuple[FindingKind, str, str], ...]] = (
      r"\[(?:insert|add|describe|your|enter)\s[^\]\n]{1,60}\](?!\()|"
      r"#\s*\((?:issue|issue number|ticket)\)|#(?:x{3,}|n{3,})\b"),
 )
+# The leakage rules whose findings address a model that reads the text: they tell it what to do,
+# claim to be its instructions or its own turn, or forge the evidence format. When the people
+# of a PR wrote one, the evaluation leaves the AI judge out (taskeval.signals.injection). The
+# others (a disclaimer, a refusal, a knowledge cutoff, chat-template tokens, thinking tags) show
+# a model's own output shipped unreviewed; they cost hygiene points, not the judge.
+JUDGE_AIMED: Final[frozenset[str]] = frozenset({
+    "instruction-override", "system-prompt-echo", "tool-call-markup", "role-prefix", "grader-address",
+    "jailbreak-roleplay", "system-heading-override", "fake-evidence"})
+
+
+def aimed_at_judge(finding: Finding) -> bool:
+    """Whether ``finding`` is an instruction aimed at the AI judge (:data:`JUDGE_AIMED`); of the
+    tool-call markup, a thinking tag is a model's own output, not a forged tool call."""
+    if finding.kind != "leakage" or finding.rule not in JUDGE_AIMED:
+        return False
+    return not (finding.rule == "tool-call-markup" and "thinking" in finding.match.lower())
+
+
 _RULES: Final[tuple[tuple[FindingKind, str, re.Pattern[str]], ...]] = tuple(
     (kind, rule, re.compile(rx, re.IGNORECASE | re.MULTILINE)) for kind, rule, rx in _RULE_SOURCES
 )

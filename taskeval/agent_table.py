@@ -19,7 +19,8 @@ class AgentRule:
     """One agent: how to recognise its PRs, who ran it, and what it writes by design.
 
     Logins and App slugs compare case-insensitively; every other entry is a regular expression
-    (Python syntax, case-insensitive, multi-line: ``^``/``$`` match at line ends).
+    (case-insensitive, multi-line: ``^``/``$`` match at line ends). The table's own run on Python's
+    ``re``; those a repository's config gives run on RE2 (taskeval/regex.py), in linear time.
     """
 
     id: str

@@ -21,10 +21,11 @@ from pydantic_core import PydanticCustomError
 
 # HUMAN_ID, UNKNOWN_BOT_ID: what attribution answers for a PR no agent marks (re-exported here,
 # where they were first defined); no agents entry may use them.
+from taskeval.agent_table import BUILTIN_RULES, RESERVED_IDS, TAKEN_NAMES
 from taskeval.agent_table import HUMAN_ID as HUMAN_ID
-from taskeval.agent_table import RESERVED_IDS, TAKEN_NAMES
 from taskeval.agent_table import UNKNOWN_BOT_ID as UNKNOWN_BOT_ID
 from taskeval.models import ConfigInfo
+from taskeval.regex import Pattern, compile_pattern, untrusted_problem
 
 CONFIG_PATH = ".github/taskeval.yml"
 MAX_CONFIG_BYTES = 64 * 1024
@@ -98,13 +99,17 @@ class Patterns(_Section):
     @field_validator("commit_convention", "task_id_pattern")
     @classmethod
     def _regex(cls, value: str) -> str:
-        import re
-
-        try:
-            re.compile(value)
-        except (re.error, OverflowError, RecursionError) as exc:
-            raise ValueError(f"not a valid regular expression: {exc}") from exc
+        problem = pattern_problem(value)
+        if problem:
+            raise ValueError(f"not a valid regular expression: {problem}")
         return value
+
+
+_TRUSTED: Final[frozenset[str]] = frozenset({
+    Patterns.model_fields["commit_convention"].default, Patterns.model_fields["task_id_pattern"].default,
+    *(x for rule in BUILTIN_RULES
+      for x in (*rule.co_authors, *rule.text_marks, *rule.standard_texts, *rule.standard_commits)),
+})
 
 
 class Thresholds(_Section):
@@ -299,6 +304,25 @@ CROSS_FIELD_RULES: Final[tuple[CrossFieldRule, ...]] = (
 )
 
 
+def trusted_patterns() -> frozenset[str]:
+    """taskeval's own patterns: the defaults above and every pattern of the built-in agent table.
+    They run on Python's ``re``; any other pattern a config gives runs on RE2 (taskeval.regex)."""
+    return _TRUSTED
+
+
+def pattern_problem(source: str) -> str | None:
+    """Why a config pattern cannot be used, or None: taskeval's own are known good; any other
+    must compile with RE2, which matches in linear time whatever the pattern."""
+    if source in _TRUSTED:
+        return None
+    return untrusted_problem(source)
+
+
+def compile_config_pattern(source: str, flags: int = 0) -> Pattern:
+    """A pattern of the effective settings, compiled for matching (taskeval.regex)."""
+    return compile_pattern(source, flags, _TRUSTED)
+
+
 def _threshold_owners() -> dict[str, str | None]:
     import re
 
@@ -354,13 +378,10 @@ class AgentRuleConfig(_Section):
     @field_validator("co_authors", "text_marks", "standard_texts", "standard_commits")
     @classmethod
     def _regexes(cls, value: list[str] | None) -> list[str] | None:
-        import re
-
         for pattern in value or []:
-            try:
-                re.compile(pattern)
-            except (re.error, OverflowError, RecursionError) as exc:
-                raise ValueError(f"{pattern!r} is not a valid regular expression: {exc}") from exc
+            problem = pattern_problem(pattern)
+            if problem:
+                raise ValueError(f"{pattern!r} is not a valid regular expression: {problem}")
         return value
 
     @field_validator("id")
@@ -435,8 +456,6 @@ class Settings(_Section):
     @field_validator("agents")
     @classmethod
     def _agents(cls, value: list[AgentRuleConfig]) -> list[AgentRuleConfig]:
-        from taskeval.agent_table import BUILTIN_RULES
-
         builtin = {r.id: r.name for r in BUILTIN_RULES}
         seen: set[str] = set()
         for entry in value:

@@ -24,6 +24,7 @@ from typing import Final, Literal
 
 from taskeval.evidence.vocabulary import blank_code, fold, in_windows
 from taskeval.memo import by_identity
+from taskeval.regex import Pattern
 
 FindingKind = Literal["leakage", "boilerplate", "template"]
 ALL_KINDS: Final[frozenset[FindingKind]] = frozenset({"leakage", "boilerplate", "template"})
@@ -526,7 +527,7 @@ def _blank_comments(text: str) -> str:
 
 
 def detect_text_issues(
-    text: str | None, *, include_code: bool = False, standard: tuple[re.Pattern[str], ...] = (),
+    text: str | None, *, include_code: bool = False, standard: tuple[Pattern, ...] = (),
     kinds: frozenset[FindingKind] = ALL_KINDS,
 ) -> list[Finding]:
     """Every leakage, boilerplate and template finding in ``text``: by line, one per rule a line.
@@ -556,7 +557,7 @@ _BY_KIND = True
 
 
 @lru_cache(maxsize=2048)
-def blank_matches(text: str, patterns: tuple[re.Pattern[str], ...]) -> str:
+def blank_matches(text: str, patterns: tuple[Pattern, ...]) -> str:
     """``text`` with every match of ``patterns`` overwritten by a neutral letter (newlines kept,
     so the line numbers of what remains do not move; not spaces, which would leave a section
     looking empty, i.e. an unfilled template)."""
@@ -572,7 +573,7 @@ def blank_matches(text: str, patterns: tuple[re.Pattern[str], ...]) -> str:
     return "".join([*parts, text[pos:]])
 
 
-def _may_match(text: str, patterns: tuple[re.Pattern[str], ...]) -> tuple[re.Pattern[str], ...]:
+def _may_match(text: str, patterns: tuple[Pattern, ...]) -> tuple[Pattern, ...]:
     """The ``patterns`` whose fixed words (see ``required_text``) ``text`` holds: the others
     cannot match it, and need no search of a long body for a "^.{0,4}Generated with ..." line
     it does not have (nor a cache lookup, which hashes every pattern)."""
@@ -593,12 +594,12 @@ _FAST_STANDARD = True  # False: search every pattern (the tests compare both way
 
 
 @by_identity  # per tuple of patterns: the agent table's, the same for every bundle
-def _gates(patterns: tuple[re.Pattern[str], ...]) -> tuple[tuple[re.Pattern[str], tuple[str, bool] | None], ...]:
+def _gates(patterns: tuple[Pattern, ...]) -> tuple[tuple[Pattern, tuple[str, bool] | None], ...]:
     """Each pattern with its fixed words (:func:`required_text`)."""
     return tuple((p, required_text(p)) for p in patterns)
 
 @lru_cache(maxsize=4096)  # per pattern: _gates' tuples are made per agent rule and config
-def required_text(pattern: re.Pattern[str]) -> tuple[str, bool] | None:
+def required_text(pattern: Pattern) -> tuple[str, bool] | None:
     """The longest run of plain characters (4 or more) at the top level of ``pattern``, so in
     every match, and whether it is folded: under IGNORECASE it is lower-cased and ASCII only, to
     be looked for in ``fold(text)`` (see ``fold``), else looked for in the text as it is.

@@ -115,6 +115,8 @@ class BotSettings:
     shutdown_grace_seconds: float = 20.0
     # How long a delivery waits for the store's write lock before the receiver answers 503.
     store_wait_seconds: float = 3.0
+    # How long one job may run before its worker gives it up (requeued with backoff, or dead).
+    job_timeout_seconds: float = 900.0
     delivery_retention_days: float = 30.0
     rate_reserve: int = DEFAULT_RESERVE
     graphql_reserve: int = DEFAULT_RESERVE
@@ -205,6 +207,7 @@ class BotSettings:
             queue_workers=_int(env, "TASKEVAL_QUEUE_WORKERS", 2),
             shutdown_grace_seconds=_float(env, "TASKEVAL_SHUTDOWN_GRACE", 20.0),
             store_wait_seconds=_float(env, "TASKEVAL_STORE_WAIT_SECONDS", 3.0, low=0.1, high=8.0),
+            job_timeout_seconds=_float(env, "TASKEVAL_JOB_TIMEOUT_SECONDS", 900.0, low=5.0),
             delivery_retention_days=_float(env, "TASKEVAL_DELIVERY_RETENTION_DAYS", 30.0,
                                            low=7.0),
             rate_reserve=_int(env, "TASKEVAL_RATE_RESERVE", DEFAULT_RESERVE, low=0),

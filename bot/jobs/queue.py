@@ -59,6 +59,9 @@ AckStatus = Literal["queued", "coalesced", "duplicate", "ignored", "recorded", "
 MAX_ERROR_CHARS = 2000
 # How long a delivery waits to be stored before the receiver answers 503 (GitHub gives up at 10 s).
 ACCEPT_WAIT_SECONDS = 3.0
+# How long one job may run (TASKEVAL_JOB_TIMEOUT_SECONDS): an evaluation takes seconds to a few
+# minutes (GitHub's answers, waits of up to 60 s it asks for, the judge's 3 tries of 60 s).
+JOB_TIMEOUT_SECONDS = 900.0
 _RETRIES = 5  # unique-constraint races are resolved by re-reading; a few rounds always suffice
 
 
@@ -100,6 +103,9 @@ class Job:
     commenter: str | None
     attempts: int
     max_attempts: int
+    # When the job must be over (epoch seconds, the claim plus the queue's per-job timeout): its
+    # lease is never renewed past it, and the worker gives the job up there (bot.jobs.worker).
+    deadline: float | None = None
 
 
 # The receiver's statements, built and compiled once (taskeval.store.db.Prepared): building, cache-keying and
@@ -164,6 +170,16 @@ def _busy(what: str) -> StoreBusy:
     return StoreBusy(f"{what}: another writer holds the store's write lock")
 
 
+@dataclass(frozen=True)
+class Stalled:
+    """A worker process that holds running jobs and stopped heartbeating (:meth:`Queue.stalled`)."""
+
+    worker_id: str
+    pid: int
+    silent_seconds: float
+    jobs: list[int]
+
+
 class LeaseLost(RuntimeError):
     """The job is no longer this worker's (lease expired and taken over, or released)."""
 
@@ -201,7 +217,8 @@ class Queue:
                    backoff_seconds=settings.backoff_seconds,
                    backoff_max_seconds=settings.backoff_max_seconds,
                    worker_stale_seconds=settings.worker_stale_seconds,
-                   accept_wait_seconds=settings.store_wait_seconds)
+                   accept_wait_seconds=settings.store_wait_seconds,
+                   job_timeout_seconds=settings.job_timeout_seconds)
 
     def __init__(
         self,
@@ -215,9 +232,11 @@ class Queue:
         jitter: Callable[[], float] = random.random,
         worker_stale_seconds: float | None = None,
         accept_wait_seconds: float | None = ACCEPT_WAIT_SECONDS,
+        job_timeout_seconds: float = JOB_TIMEOUT_SECONDS,
     ) -> None:
         self.engine = engine
         self.accept_wait_seconds = accept_wait_seconds  # None: wait as long as the locks take
+        self.job_timeout_seconds = job_timeout_seconds
         self.lease_seconds = lease_seconds
         self.worker_stale_seconds = alive_window(lease_seconds, worker_stale_seconds)
         self.max_attempts = max_attempts
@@ -492,13 +511,14 @@ class Queue:
                         update(jobs)
                         .where(jobs.c.id == row.id, jobs.c.status == "queued")
                         .values(status="running", attempts=jobs.c.attempts + 1,
-                                lease_until=now + self.lease_seconds, leased_by=worker_id,
-                                updated_at=now)
+                                lease_until=now + min(self.lease_seconds, self.job_timeout_seconds),
+                                leased_by=worker_id, updated_at=now)
                     )
                     if taken.rowcount != 1:
                         continue
                     job = _job(row)
-                    return Job(**{**job.__dict__, "attempts": job.attempts + 1})
+                    return Job(**{**job.__dict__, "attempts": job.attempts + 1,
+                                  "deadline": now + self.job_timeout_seconds})
             except IntegrityError:
                 # Another worker started a job for the same PR in the meantime: the unique index
                 # on running jobs per PR refused ours. Look again.
@@ -525,32 +545,75 @@ class Queue:
             (holder_stale, f"its worker stopped heartbeating (silent for over {window}: killed, "
                            "crashed or cut off)"),
             (jobs.c.lease_until < now, "lease expired: the worker stopped mid-job (killed, "
-                                       "crashed or stalled)"),
+                                       "crashed or stalled) or the job ran past its deadline"),
         ):
-            running = and_(jobs.c.status == "running", gone)
-            conn.execute(
-                update(jobs)
-                .where(running, jobs.c.attempts >= jobs.c.max_attempts)
-                .values(status="dead", lease_until=None, leased_by=None, finished_at=now,
-                        updated_at=now, last_error=f"{why}, on the last attempt")
-            )
-            conn.execute(
-                update(jobs)
-                .where(running)
-                .values(status="queued", lease_until=None, leased_by=None, run_after=now,
-                        updated_at=now, last_error=f"{why}; requeued")
-            )
+            self._requeue(conn, gone, why, now)
 
-    def heartbeat(self, job_id: int, worker_id: str) -> bool:
-        """Extend the lease; False when the job is no longer ours. A worker renewing a lease is
-        alive, so its presence row is refreshed in the same transaction."""
+    @staticmethod
+    def _requeue(conn: Connection, gone: Any, why: str, now: float) -> list[int]:
+        """Running jobs matching ``gone`` back to the queue, or dead on their last attempt;
+        returns their ids."""
+        running = and_(jobs.c.status == "running", gone)
+        found = [int(i) for i in conn.execute(select(jobs.c.id).where(running)).scalars()]
+        if not found:
+            return []
+        conn.execute(
+            update(jobs)
+            .where(running, jobs.c.attempts >= jobs.c.max_attempts)
+            .values(status="dead", lease_until=None, leased_by=None, finished_at=now,
+                    updated_at=now, last_error=f"{why}, on the last attempt")
+        )
+        conn.execute(
+            update(jobs)
+            .where(running)
+            .values(status="queued", lease_until=None, leased_by=None, run_after=now,
+                    updated_at=now, last_error=f"{why}; requeued")
+        )
+        return found
+
+    def stalled(self, host: str, pids: list[int], silent_seconds: float | None = None) -> list[Stalled]:
+        """The workers on ``host`` among ``pids`` (a supervisor's children) that hold a running
+        job and have not heartbeaten for ``silent_seconds`` (default: the stale window): hung,
+        not dead, since their process is still there."""
+        if not pids:
+            return []
         now = self.clock()
+        window = self.worker_stale_seconds if silent_seconds is None else silent_seconds
+        query = (select(workers.c.id, workers.c.pid, workers.c.heartbeat_at, jobs.c.id.label("job"))
+                 .join(jobs, and_(jobs.c.leased_by == workers.c.id, jobs.c.status == "running"))
+                 .where(workers.c.host == host, workers.c.pid.in_(pids),
+                        workers.c.heartbeat_at < now - window))
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        found: dict[str, Stalled] = {}
+        for row in rows:
+            entry = found.setdefault(row.id, Stalled(row.id, int(row.pid), now - float(row.heartbeat_at), []))
+            entry.jobs.append(int(row.job))
+        return list(found.values())
+
+    def abandon(self, worker_id: str, why: str) -> list[int]:
+        """Take back the running jobs of a worker that was replaced (requeued, or dead on their
+        last attempt) and forget its presence row; returns the jobs' ids."""
+        with write(self.engine) as conn:
+            now = self.clock()
+            taken = self._requeue(conn, jobs.c.leased_by == worker_id, why, now)
+            conn.execute(delete(workers).where(workers.c.id == worker_id))
+        return taken
+
+    def heartbeat(self, job_id: int, worker_id: str, deadline: float | None = None) -> bool:
+        """Extend the lease, never past the job's ``deadline`` (:attr:`Job.deadline`): a job
+        still running then loses its lease, and the next claim takes it back (requeued, or dead
+        on its last attempt) even when its worker cannot act. False when the job is no longer
+        ours. A worker renewing a lease is alive, so its presence row is refreshed in the same
+        transaction."""
+        now = self.clock()
+        until = now + self.lease_seconds if deadline is None else min(now + self.lease_seconds, deadline)
         with write(self.engine) as conn:
             result = conn.execute(
                 update(jobs)
                 .where(jobs.c.id == job_id, jobs.c.leased_by == worker_id,
                        jobs.c.status == "running")
-                .values(lease_until=now + self.lease_seconds, updated_at=now)
+                .values(lease_until=until, updated_at=now)
             )
             if result.rowcount == 1:
                 conn.execute(update(workers).where(workers.c.id == worker_id)

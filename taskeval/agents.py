@@ -49,10 +49,11 @@ from typing import Any, Final, TypeVar
 from taskeval import evidence as ev
 from taskeval.agent_table import BUILTIN_RULES as BUILTIN_RULES  # re-exported: the table lived here
 from taskeval.agent_table import AgentRule as AgentRule
-from taskeval.config import HUMAN_ID, UNKNOWN_BOT_ID, AgentRuleConfig, Settings
+from taskeval.config import HUMAN_ID, UNKNOWN_BOT_ID, AgentRuleConfig, Settings, compile_config_pattern
 from taskeval.evidence.vocabulary import fold
 from taskeval.memo import by_identity
 from taskeval.models import AgentAttribution, EvidenceBundle
+from taskeval.regex import Pattern
 
 # --------------------------------------------------------------------------- the effective table
 
@@ -63,6 +64,7 @@ def _merge(base: AgentRule | None, entry: AgentRuleConfig) -> AgentRule:
     if base is None:
         values.setdefault("name", entry.id)
         return AgentRule(id=entry.id, **values)
+    values.pop("name", None)  # a built-in agent keeps its name (the config refuses one as well)
     return replace(base, **values)
 
 
@@ -108,8 +110,8 @@ class _Compiled:
     rule: AgentRule
     logins: frozenset[str]
     apps: frozenset[str]
-    co_authors: tuple[re.Pattern[str], ...]
-    text_marks: tuple[re.Pattern[str], ...]
+    co_authors: tuple[Pattern, ...]  # a repository's own run on RE2 (taskeval.regex)
+    text_marks: tuple[Pattern, ...]
     # The ASCII text every text mark starts with, lower-cased; None when one has none. A text
     # whose case fold holds none of them cannot carry this agent's mark.
     mark_needles: tuple[str, ...] | None
@@ -125,8 +127,8 @@ def _compiled(rules: tuple[AgentRule, ...]) -> tuple[_Compiled, ...]:
             r,
             frozenset(x.lower() for x in r.logins),
             frozenset(x.lower() for x in r.apps),
-            tuple(re.compile(x, _FLAGS) for x in r.co_authors),
-            tuple(re.compile(x, _FLAGS) for x in r.text_marks),
+            tuple(compile_config_pattern(x, _FLAGS) for x in r.co_authors),
+            tuple(compile_config_pattern(x, _FLAGS) for x in r.text_marks),
             _mark_needles(r.text_marks),
         )
         for r in rules
@@ -147,14 +149,14 @@ def _may_hold(folded: str, needles: tuple[str, ...] | None) -> bool:
 
 
 @_by_rules
-def standard_text_patterns(rules: tuple[AgentRule, ...]) -> tuple[re.Pattern[str], ...]:
+def standard_text_patterns(rules: tuple[AgentRule, ...]) -> tuple[Pattern, ...]:
     """Every agent's by-design texts, compiled (a block pattern spans lines with ``(?s:...)``)."""
-    return tuple(re.compile(x, _FLAGS) for r in rules for x in r.standard_texts)
+    return tuple(compile_config_pattern(x, _FLAGS) for r in rules for x in r.standard_texts)
 
 
 @_by_rules
-def standard_commit_patterns(rules: tuple[AgentRule, ...]) -> tuple[re.Pattern[str], ...]:
-    return tuple(re.compile(x, re.IGNORECASE) for r in rules for x in r.standard_commits)
+def standard_commit_patterns(rules: tuple[AgentRule, ...]) -> tuple[Pattern, ...]:
+    return tuple(compile_config_pattern(x, re.IGNORECASE) for r in rules for x in r.standard_commits)
 
 
 @_by_rules

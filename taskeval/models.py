@@ -433,7 +433,9 @@ class JudgeOutput(BaseModel):
     categories: list[JudgeCategory]
 
 
-JudgeStatus = Literal["ok", "off", "error", "rejected", "partial"]
+# withheld: the PR's text holds an instruction aimed at the judge, so none was asked
+# (taskeval.signals.injection); the others: taskeval/judge/run.py.
+JudgeStatus = Literal["ok", "off", "error", "rejected", "partial", "withheld"]
 
 
 class JudgeInfo(Model):

@@ -36,7 +36,9 @@ from dashboard.views.common import (
     _view,
     dashboard,
     group_table,
+    page_number,
 )
+from taskeval.agent_table import agent_name
 
 
 @dashboard.get("/agent/<key>")
@@ -124,10 +126,7 @@ def _detail(by: str, key: str) -> Any:
         abort(404)
     view = _view(agent=key, author=None) if by == "agent" else _view(author=key)
     cfg = config()
-    try:
-        page = max(1, int(request.args.get("page", "1")))
-    except ValueError:
-        page = 1
+    page = page_number()
     stem = f"taskeval-{by}-{key}"
     with cfg.engine.connect() as conn:
         found = queries.cached(conn, "groups", (view.filters, by, view.exclude_provisional),
@@ -346,7 +345,8 @@ def _pr_columns() -> list[Column]:
     return [
         Column("PR", lambda r: f"{r['repo']}#{r['number']}", _pr_link, key="pr"),
         Column("Author", lambda r: r["author"], key="author"),
-        Column("Agent", lambda r: r["agent_id"], lambda r: r["agent_name"] or r["agent_id"], key="agent"),
+        Column("Agent", lambda r: r["agent_id"], lambda r: agent_name(r["agent_id"], r["agent_name"], own_pr=True),
+               key="agent"),
         Column("State", lambda r: r["pr_state"], key="state"),
         *_score_columns(),
         Column("Activity", lambda r: _day(r["activity_at"]), key="activity"),

@@ -7,6 +7,7 @@ import re
 from typing import Final
 
 from taskeval.agents import is_person, machine_accounts
+from taskeval.config import compile_config_pattern
 from taskeval.contract import Category
 from taskeval.evidence import vocabulary as ev
 from taskeval.models import ReviewEntry
@@ -164,7 +165,7 @@ def conventional_commits(ctx: Ctx) -> Measure:
     commits = [c for c in ctx.own_commits if not ctx.is_standard_commit(c.subject)]
     if not commits:
         return inconclusive("The PR lists no commits of its own.", [ctx.pr])
-    pattern = re.compile(ctx.settings.patterns.commit_convention)
+    pattern = compile_config_pattern(ctx.settings.patterns.commit_convention)
     bad = [c for c in commits
            if not pattern.search(c.subject) and not c.subject.startswith('Revert "')]
     value = (len(commits) - len(bad)) / len(commits)
@@ -194,9 +195,9 @@ _TASK_ANCHOR: Final = re.compile(r"#\d|[A-Z0-9]-\d")
 def task_reference(ctx: Ctx) -> Measure:
     """A task reference in the PR text, or else the share of commits with a task trailer."""
     source = ctx.settings.patterns.task_id_pattern
-    pattern = re.compile(source)
+    pattern = compile_config_pattern(source)
     text = blank_quotes(visible_text(f"{ctx.pull.title}\n\n{ctx.pull.body}"))
-    if source == ev.DEFAULT_PATTERNS.task_id_pattern:
+    if source == ev.DEFAULT_PATTERNS.task_id_pattern and isinstance(pattern, re.Pattern):
         match = next(ev.near_anchors(pattern, text, _TASK_ANCHOR), None)
     else:
         match = pattern.search(text)

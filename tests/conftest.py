@@ -86,9 +86,10 @@ def sample_corpus() -> Corpus:
     """The fixed sample of real PRs (``tests/test_real_corpus.py``'s ``SAMPLE``); skips, or fails
     under ``TASKEVAL_REQUIRE_CORPUS=1``, without the data."""
     from taskeval.corpus.aidev import load
-    from tests.test_real_corpus import SAMPLE, _data_dir
+    from tests.test_real_corpus import SAMPLE
+    from tests.waiting import corpus_dir
 
-    return load(_data_dir(), ids=[i for ids in SAMPLE.values() for i in ids])
+    return load(corpus_dir("the real-PR tests"), ids=[i for ids in SAMPLE.values() for i in ids])
 
 
 @pytest.fixture(scope="session")

@@ -15,8 +15,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,20 +27,13 @@ from bot.jobs.queue import Queue
 from taskeval.store.db import init_schema, jobs, make_engine, workers
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub, Fault
 from tests.processes import child_env
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SIGSTOP and /proc are Linux")
 REPO = "octo-org/widgets"
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def wait_for(condition: Callable[[], Any], what: str, limit: float = 60.0) -> Any:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"gave up waiting for {what}")
 
 
 def alive(pid: int) -> bool:

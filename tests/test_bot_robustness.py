@@ -42,6 +42,7 @@ from tests.bot.helpers import SECRET, delivery_headers, payload, settings_for
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub, Fault
 from tests.fakeopenai import Fail, FakeOpenAI
 from tests.test_bot_serve import free_port
+from tests.waiting import wait_for
 
 pytest_plugins = ["tests.bot.fixtures"]
 REPO = "octo-org/widgets"
@@ -49,15 +50,6 @@ AI_KEY = "sk-robustness-test-key-000000000000"
 BACKOFF = 5.0  # seconds; with the jitter pinned to 1 the n-th retry waits 5 * 2^(n-1)
 
 
-def wait_for(condition: Callable[[], Any], what: str, limit: float = 30.0) -> Any:
-    """Poll until ``condition`` is truthy; a bounded wait, not a timing assertion."""
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"gave up waiting for {what}")
 
 
 def own_comments(fake: FakeGitHub, number: int) -> list[dict[str, Any]]:

@@ -12,7 +12,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +23,7 @@ import requests
 
 from tests.bot.helpers import API_TOKEN, SECRET, delivery_headers, payload
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub
+from tests.waiting import wait_for
 
 REPO = "octo-org/widgets"
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,17 +35,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_for(condition: Callable[[], Any], what: str, limit: float = 60.0) -> Any:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        try:
-            value = condition()
-        except (requests.ConnectionError, requests.Timeout):  # not listening, or still booting
-            value = None
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"gave up waiting for {what}")
+
+
+def wait_for_up(condition: Callable[[], Any], what: str, limit: float = 60.0) -> Any:
+    """``wait_for`` that takes a refused or timed-out connection as not up yet."""
+    return wait_for(condition, what, limit, ignoring=(requests.ConnectionError, requests.Timeout))
 
 
 def base_env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -77,7 +71,7 @@ def service(tmp_path: Path,
                             stdout=log.open("wb"), stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_for(lambda: requests.get(f"{url}/healthz", timeout=2).ok, "the service to start")
+        wait_for_up(lambda: requests.get(f"{url}/healthz", timeout=2).ok, "the service to start")
         yield url, proc, log
     finally:
         if proc.poll() is None:
@@ -119,7 +113,7 @@ def test_serve_evaluates_a_signed_delivery_once(
     assert bad.status_code == 401
 
     auth = {"Authorization": f"Bearer {API_TOKEN}"}
-    result = wait_for(
+    result = wait_for_up(
         lambda: (r := requests.get(f"{url}/api/evaluations/{REPO}/42", headers=auth,
                                    timeout=5)).ok and r.json(),
         "the evaluation to be stored")

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,21 +26,13 @@ from taskeval.store.db import evaluations, init_schema, jobs, make_engine
 from tests.bot.helpers import SECRET, settings_for
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub, Fault, app_key_pair
 from tests.processes import child_env
+from tests.waiting import wait_for
 
 pytest_plugins = ["tests.bot.fixtures"]
 REPO = "octo-org/widgets"
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def wait_for(condition: Callable[[], Any], what: str, limit: float = 60.0) -> Any:
-    """Poll until ``condition`` is truthy; a bounded wait, not a timing assertion."""
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"gave up waiting for {what}")
 
 
 def own_comments(fake: FakeGitHub, number: int, login: str) -> list[dict[str, Any]]:

@@ -9,7 +9,6 @@ run. The tests that read the AIDev-pop folder (``TASKEVAL_CORPUS_DIR`` or
 from __future__ import annotations
 
 import csv
-import os
 import re
 from pathlib import Path
 
@@ -17,9 +16,9 @@ import pytest
 
 from benchmarks import comment_sample as cs
 from taskeval.corpus import aidev
+from tests.waiting import corpus_dir
 
 ROOT = Path(__file__).resolve().parents[1]
-REQUIRE_ENV = "TASKEVAL_REQUIRE_CORPUS"
 
 
 @pytest.mark.parametrize(
@@ -189,14 +188,7 @@ def test_the_committed_samples_are_ids_only() -> None:
 
 @pytest.fixture(scope="module")
 def corpus() -> aidev.Corpus:
-    path = aidev.default_data_dir(ROOT)
-    if not aidev.is_corpus_dir(path):
-        message = (f"AIDev-pop corpus not found at {path} (set TASKEVAL_CORPUS_DIR to the "
-                   "aidev-pop-v1 folder); the sample-drawing tests need it")
-        if os.environ.get(REQUIRE_ENV) == "1":
-            pytest.fail(f"{message}, and {REQUIRE_ENV}=1 makes them mandatory", pytrace=False)
-        pytest.skip(message)
-    return aidev.load(path)
+    return aidev.load(corpus_dir("the sample-drawing tests"))
 
 
 def test_the_samples_are_drawn_again_identically(corpus: aidev.Corpus) -> None:

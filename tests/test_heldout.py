@@ -11,15 +11,13 @@ targets are asserted to stay written down, and the gap is in docs/validity.md).
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from benchmarks import comment_sample as cs
 from benchmarks import heldout_eval
-from taskeval.corpus import aidev
+from tests.waiting import corpus_dir
 
 # (figure, floor): held out, reached 2026.12.2 (docs/validity.md), less about one unit of slack.
 FLOORS = {
@@ -56,19 +54,11 @@ def test_wilson_interval(hits: int, n: int, low: float, high: float) -> None:
     assert heldout_eval.wilson(0, 0) is None
 
 
-def _data_dir() -> Path:
-    path = aidev.default_data_dir()
-    if not aidev.is_corpus_dir(path):
-        message = f"AIDev-pop corpus not found at {path} (set TASKEVAL_CORPUS_DIR); the held-out measurement needs it"
-        if os.environ.get("TASKEVAL_REQUIRE_CORPUS") == "1":
-            pytest.fail(f"{message}, and TASKEVAL_REQUIRE_CORPUS=1 makes it mandatory", pytrace=False)
-        pytest.skip(message)
-    return path
 
 
 @pytest.fixture(scope="module")
 def figures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    _data_dir()
+    corpus_dir("the held-out measurement")
     out = tmp_path_factory.mktemp("faults")
     assert heldout_eval.collect(out, workers=2) == 0
     return heldout_eval.report(out, ("heldout", "train"))

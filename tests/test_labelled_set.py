@@ -10,8 +10,6 @@ when docs/validity.md was written, so a change that makes it worse fails here.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +25,7 @@ from taskeval.corpus.labels import (
     read_labels,
     report,
 )
+from tests.waiting import corpus_dir
 
 CLOSED_CLASSES = set(CLOSURES)
 MERGED_CLASSES = set(RESCUES)
@@ -56,20 +55,11 @@ def test_cohen_kappa(pairs: list[tuple[str, str]], kappa: float | None) -> None:
     assert cohen_kappa(pairs) == kappa
 
 
-def _data_dir() -> Path:
-    path = aidev.default_data_dir()
-    if not aidev.is_corpus_dir(path):
-        message = (f"AIDev-pop corpus not found at {path} (set TASKEVAL_CORPUS_DIR); the labelled-set "
-                   "comparison needs it")
-        if os.environ.get("TASKEVAL_REQUIRE_CORPUS") == "1":
-            pytest.fail(f"{message}, and TASKEVAL_REQUIRE_CORPUS=1 makes it mandatory", pytrace=False)
-        pytest.skip(message)
-    return path
 
 
 @pytest.fixture(scope="module")
 def figures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    _data_dir()
+    corpus_dir("the labelled-set comparison")
     labels = read_labels(LABELS)
     out = tmp_path_factory.mktemp("labelled")
     assert collect(labels, out, workers=4) == 0

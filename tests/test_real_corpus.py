@@ -32,9 +32,9 @@ from taskeval.corpus.aidev import AGENT_FOLDERS, FOLDER_AGENT, Corpus, PullRecor
 from taskeval.corpus.evaluate import agent_id, as_json, client, evaluate, is_partial
 from taskeval.corpus.replay import NO_SHA, serving
 from taskeval.signals.hygiene import detect_text_issues
+from tests.waiting import REQUIRE_ENV, corpus_dir
 
 ROOT = Path(__file__).resolve().parents[1]
-REQUIRE_ENV = "TASKEVAL_REQUIRE_CORPUS"
 
 SAMPLE: dict[str, tuple[int, ...]] = {
     "Claude_Code": (
@@ -92,15 +92,6 @@ def sample_key(pr_id: int) -> str:
     return hashlib.sha256(f"aidev-sample:{pr_id}".encode()).hexdigest()
 
 
-def _data_dir() -> Path:
-    path = aidev.default_data_dir(ROOT)
-    if not aidev.is_corpus_dir(path):
-        message = (f"AIDev-pop corpus not found at {path} (set TASKEVAL_CORPUS_DIR to the "
-                   "aidev-pop-v1 folder); the real-PR tests need it")
-        if os.environ.get(REQUIRE_ENV) == "1":
-            pytest.fail(f"{message}, and {REQUIRE_ENV}=1 makes them mandatory", pytrace=False)
-        pytest.skip(message)
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +123,7 @@ def test_the_sample_is_the_listed_ids_and_they_are_all_in_the_data(corpus: Corpu
 
 def test_the_sample_is_the_smallest_hashes_per_agent() -> None:
     """Re-derive the sample from the full data: the rule above, not a hand pick."""
-    full = load(_data_dir())
+    full = load(corpus_dir("the real-PR tests"))
     for folder, prs in full.by_agent().items():
         chosen = sorted(p.id for p in sorted(prs, key=lambda p: sample_key(p.id))[:PER_AGENT])
         assert chosen == sorted(SAMPLE[folder]), folder
@@ -525,7 +516,7 @@ def transport_sample() -> Corpus:
     ids = [i for folder in AGENT_FOLDERS
            for i in sorted(SAMPLE[folder], key=sample_key)[:4]]
     ids += [i for shape in TRANSPORT_SHAPES.values() for i in shape]
-    corpus = load(_data_dir(), ids=ids)
+    corpus = load(corpus_dir("the real-PR tests"), ids=ids)
     assert sorted(p.id for p in corpus.prs) == sorted(set(ids))
     return corpus
 
@@ -567,7 +558,7 @@ def test_without_the_folder_the_data_tests_say_why(tmp_path: Path,
     monkeypatch.setenv("TASKEVAL_CORPUS_DIR", str(tmp_path / "missing"))
     monkeypatch.delenv(REQUIRE_ENV, raising=False)
     with pytest.raises(pytest.skip.Exception, match="AIDev-pop corpus not found"):
-        _data_dir()
+        corpus_dir("the real-PR tests")
     monkeypatch.setenv(REQUIRE_ENV, "1")
     with pytest.raises(pytest.fail.Exception, match="mandatory"):
-        _data_dir()
+        corpus_dir("the real-PR tests")

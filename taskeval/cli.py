@@ -167,8 +167,10 @@ def check_pr_host(ref: str, api: str) -> None:
 
 
 def config_problem(path: str | None) -> str | None:
-    """Why a ``--config`` path cannot be read as a file, or None (it may still hold bad YAML or
-    bad keys, which the result reports as evaluate always has)."""
+    """Why a ``--config`` file cannot be used, or None. A file the user names must be read and
+    must parse: a broken one is refused (exit 2, nothing written) rather than the run going on
+    with the defaults, which only a repository's own ``.github/taskeval.yml`` does (its
+    problems are reported in the result and the comment)."""
     if not path:
         return None
     target = Path(path)
@@ -179,17 +181,28 @@ def config_problem(path: str | None) -> str | None:
         return f"config file {path} does not exist"
     if not os.access(target, os.R_OK):
         return f"--config {path}: permission denied"
+    from taskeval.config import load_config
+
+    errors = [e.removeprefix(f"file:{target}: ") for e in load_config(None, target).errors]
+    if errors:
+        more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+        return f"--config {path}: {errors[0]}{more}; fix the file (taskeval schema config), or leave --config out"
     return None
 
 
-def _config_warnings(path: str | None, what: str) -> list[str]:
-    """The problems of a readable ``--config`` file, as evaluate states them (the run goes on
-    with the defaults, and the result records them)."""
+def config_warnings(path: str | None) -> list[str]:
+    """What a ``--config`` file that parses still gets wrong, said on stderr as the result says it:
+    signal ids no signal has (likely typos; those entries do nothing)."""
     if not path:
         return []
     from taskeval.config import load_config
+    from taskeval.signals import unknown_signal_ids
 
-    return [f"Config problem, {what} with defaults: {err}" for err in load_config(None, Path(path)).errors]
+    unknown = unknown_signal_ids(load_config(None, Path(path)).settings)
+    if not unknown:
+        return []
+    return [f"--config {path} names signals that do not exist (typo?): {', '.join(unknown)}; "
+            "'taskeval schema config' and docs/signals.md list them"]
 
 
 def _options(args: argparse.Namespace, trigger: str, token: str | None) -> Options:
@@ -289,21 +302,14 @@ def cmd_score(args: argparse.Namespace) -> int:
     from taskeval.pipeline import BundleFileError, rescore
     from taskeval.report import render_comment
 
-    problem = config_problem(args.config)
+    problem = config_problem(args.config)  # a broken file: refused before any work, batch or not
     if problem:
         return _fail(problem)
-    # A broken --config is said before the work, as evaluate says it, and the run goes on with
-    # the defaults (each result records the problem too).
-    warnings = _config_warnings(args.config, "re-scored")
-    for warning in warnings:
+    for warning in config_warnings(args.config):
         print(f"taskeval: warning: {warning}", file=sys.stderr)
     token = env_token()  # as `evaluate` reads it: blank is absent, GH_TOKEN as fallback
     if len(args.file) > 1 or args.output_dir or Path(args.file[0]).is_dir():
-        code = _score_many(args, token)
-        if warnings:  # after the summary too: a long batch scrolls the first warning away
-            print(f"taskeval: warning: every result above was re-scored with the defaults: "
-                  f"--config {args.config} has {len(warnings)} problem(s)", file=sys.stderr)
-        return code
+        return _score_many(args, token)
     try:
         check_output(args.output)
         rescored = rescore(Path(args.file[0]), _options(args, "rescore", token))

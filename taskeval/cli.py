@@ -38,6 +38,8 @@ COMMAND_NEEDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "serve": ("bot", ("flask", "gunicorn", *_STORE)),
     "worker": ("bot", _STORE),
     "backfill": ("bot", _STORE),
+    "export": ("bot", _STORE),
+    "load": ("bot", _STORE),
     "dashboard": ("bot", ("flask", "cmarkgfm", *_STORE)),
     "validate": ("validate", ("numpy", "scipy", "matplotlib")),
     "calibrate": ("validate", ("numpy", "scipy")),
@@ -87,6 +89,18 @@ def float_at_least(low: float, *, above: bool = False) -> Callable[[str], float]
 
     parse.__name__ = "number"
     return parse
+
+
+def iso_date(text: str) -> str:
+    """An argparse type: a date (``YYYY-MM-DD``) or an ISO 8601 time, kept as written."""
+    from datetime import datetime
+
+    try:
+        datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a date as YYYY-MM-DD (or ISO 8601), got {text!r}") from None
+    return text.strip()
 
 
 class OutputError(Exception):
@@ -394,7 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("--output", metavar="PATH", help="also write the schema here")
     sh.set_defaults(func=cmd_schema)
 
-    add_registered_commands(sub)  # outcomes, validate, calibrate; serve, worker, backfill, export, dashboard
+    add_registered_commands(sub)  # outcomes, validate, calibrate; serve, worker, backfill, export, load, dashboard
     return parser
 
 
@@ -421,7 +435,7 @@ def add_registered_commands(sub: argparse._SubParsersAction[Parser]) -> None:
         except ModuleNotFoundError as exc:
             if entry.module != "bot.cli" or (exc.name or "").split(".")[0] not in BOT_EXTRA_MODULES:
                 raise  # a bug in the command's module, not a missing extra
-            for name in ("serve", "worker", "backfill", "dashboard", "export"):
+            for name in ("serve", "worker", "backfill", "dashboard", "export", "load"):
                 missing = sub.add_parser(name, help="run the webhook bot (needs: pip install 'taskeval[bot]')")
                 missing.set_defaults(func=lambda _args, why=exc.name: _fail(
                     f"the webhook bot needs the bot extra ({why} is not installed): pip install 'taskeval[bot]'"))

@@ -210,7 +210,7 @@ def _sources(tmp_path: Path) -> dict[str, tuple[list[str], dict[str, str], str]]
         "missing results": (["--results", str(tmp_path / "gone")], {},
                             f"--results {tmp_path / 'gone'}: no such file or directory"),
         "store file that does not exist": (["--store", f"sqlite:///{none}"], {}, f"--store: no store at {none}"),
-        "empty database": (["--store", f"sqlite:///{empty_db}"], {}, "holds no taskeval store (no evaluations table)"),
+        "empty database": (["--store", f"sqlite:///{empty_db}"], {}, "holds no taskeval store (an empty database)"),
         "not a database": (["--store", f"sqlite:///{not_db}"], {}, "cannot open the store"),
         "store that is no URL": (["--store", "my-store"], {}, "--store 'my-store' is not a database URL"),
         "DATABASE_URL that is no URL": ([], {"DATABASE_URL": "prod database"},

@@ -88,6 +88,13 @@ def dialect(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+# (dialect, kind) of the databases that hold no store: a PostgreSQL database is never missing the
+# way a file is.
+NO_STORE = [("sqlite", "missing"), ("sqlite", "empty"), ("sqlite", "other"), ("postgres", "empty"),
+            ("postgres", "other")]
+NEW_STORE = [("sqlite", "missing"), ("sqlite", "empty"), ("postgres", "empty")]
+
+
 def database(dialect: str, tmp_path: Path, kind: str) -> str:
     """A database of ``kind``: ``missing`` (a SQLite file that is not there), ``empty``, or
     ``other`` (another application's tables, no taskeval store)."""
@@ -100,8 +107,6 @@ def database(dialect: str, tmp_path: Path, kind: str) -> str:
                 for name in OTHER_TABLES if kind == "other" else ():
                     conn.execute(f"CREATE TABLE {name} (id INTEGER PRIMARY KEY)")
         return f"sqlite:///{path}"
-    if kind == "missing":
-        pytest.skip("a PostgreSQL database is never missing the way a file is")
     url = _postgres()
     engine = make_engine(url)
     drop_schema(engine)
@@ -131,7 +136,7 @@ READERS = {
 }
 
 
-@pytest.mark.parametrize("kind", ["missing", "empty", "other"])
+@pytest.mark.parametrize(("dialect", "kind"), NO_STORE)
 @pytest.mark.parametrize("reader", sorted(READERS))
 def test_a_reader_refuses_a_database_without_a_store_and_writes_nothing(
         reader: str, kind: str, dialect: str, tmp_path: Path) -> None:
@@ -146,7 +151,7 @@ def test_a_reader_refuses_a_database_without_a_store_and_writes_nothing(
     assert not (tmp_path / "report").exists() and not (tmp_path / "o.jsonl").exists()
 
 
-@pytest.mark.parametrize("kind", ["missing", "empty", "other"])
+@pytest.mark.parametrize(("dialect", "kind"), NO_STORE)
 def test_reading_outcomes_never_creates_a_store(kind: str, dialect: str, tmp_path: Path) -> None:
     url = database(dialect, tmp_path, kind)
     before = fingerprint(url)
@@ -195,7 +200,7 @@ def test_a_store_is_never_made_beside_another_applications_tables(
     assert fingerprint(url) == before and fake.log == []  # GitHub was not asked either
 
 
-@pytest.mark.parametrize("kind", ["missing", "empty"])
+@pytest.mark.parametrize(("dialect", "kind"), NEW_STORE)
 def test_a_store_is_made_in_a_new_file_or_an_empty_database(kind: str, dialect: str, tmp_path: Path) -> None:
     url = database(dialect, tmp_path, kind)
     proc = run_cli("load", str(RESULT), "--store", url)

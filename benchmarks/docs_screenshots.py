@@ -1,7 +1,7 @@
 """Re-take the dashboard screenshots in docs/img from a store, in headless Chromium:
 
     python -m benchmarks.real_corpus --output-dir /tmp/results     # the real-PR replay, AI off
-    python -m benchmarks.load_results /tmp/results --store sqlite:////tmp/corpus.db
+    taskeval load /tmp/results --store sqlite:////tmp/corpus.db
     python -m benchmarks.docs_screenshots --store sqlite:////tmp/corpus.db [--agent devin --other copilot]
 
 Serves ``taskeval dashboard`` over the store on loopback and saves ``agent-costs.png`` (the agent

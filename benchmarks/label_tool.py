@@ -16,12 +16,12 @@ notes) is committed.
 from __future__ import annotations
 
 import argparse
-import csv
 import random
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from taskeval import csvcells
 from taskeval.corpus import aidev
 
 # PRs per (agent folder, end state): closed-unmerged PRs carry the closure classes, merged ones the
@@ -106,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     corpus = aidev.load(root)
     if args.command == "sample":
-        out = csv.writer(sys.stdout, lineterminator="\n")
+        out = csvcells.writer(sys.stdout, lineterminator="\n")
         out.writerow(["agent", "pr_id", "repository", "number", "state"])
         for pr in sample(corpus, args.seed):
             out.writerow([pr.agent, pr.id, pr.repository, pr.number, end_state(pr)])

@@ -29,10 +29,13 @@ def _need_extra() -> str | None:
     return None
 
 
-def _prepare(args: argparse.Namespace, name: str, *, needs_github: bool) -> Any:
-    """Validate settings and create the schema once, before any child process starts."""
+def _prepare(args: argparse.Namespace, name: str, *, needs_github: bool, bind: str | None = None) -> Any:
+    """Validate settings and create the schema once, before any child process starts: in a new
+    SQLite file, an empty database or the store itself (never beside another application's
+    tables), and only when it can be written (else every delivery would get 503)."""
     from bot import logs
     from bot.settings import BotSettings, SettingsError
+    from taskeval.store.access import StoreError, check_store, unwritable
     from taskeval.store.db import describe_url, init_schema, make_engine
 
     os.environ["TASKEVAL_LOG_LEVEL"] = args.log_level
@@ -45,17 +48,32 @@ def _prepare(args: argparse.Namespace, name: str, *, needs_github: bool) -> Any:
     except SettingsError as exc:
         print(f"taskeval {name}: {exc}", file=sys.stderr)
         return None
+    problem = bind_problem(bind) if bind is not None else None  # before the store is made
+    if problem:
+        print(f"taskeval {name}: {problem}", file=sys.stderr)
+        return None
     logs.register_secrets(settings.secrets())
+    shown = describe_url(settings.database_url)
     engine = make_engine(settings.database_url)
     try:
-        init_schema(engine)
+        check_store(settings.database_url, create=True)
+        problem = unwritable(engine)
+        if problem is None:
+            init_schema(engine)
+    except StoreError as exc:
+        print(f"taskeval {name}: {logs.redact(str(exc))}", file=sys.stderr)
+        return None
     except Exception as exc:  # one clear line instead of a traceback
         print(f"taskeval {name}: cannot open the database "
-              f"{describe_url(settings.database_url)}: {logs.redact(str(exc).splitlines()[0])}",
+              f"{shown}: {logs.redact(str(exc).splitlines()[0])}",
               file=sys.stderr)
         return None
     finally:
         engine.dispose()
+    if problem is not None:
+        print(f"taskeval {name}: cannot write the database {shown}: {logs.redact(problem)}",
+              file=sys.stderr)
+        return None
     return settings
 
 
@@ -64,12 +82,35 @@ def _worker_argv(level: str) -> list[str]:
             "--parent-pid", str(os.getpid())]
 
 
+def bind_problem(bind: str) -> str | None:
+    """Why gunicorn could not listen on ``bind`` (a port in use, an address not of this host),
+    found by binding it once, as gunicorn will (``SO_REUSEADDR``); None when it can, or when the
+    address is a form only gunicorn reads (``unix:PATH``, ``fd://N``)."""
+    import socket
+
+    from dashboard.cli import parse_bind
+
+    if bind.startswith(("unix:", "fd://")):
+        return None
+    try:
+        host, port = parse_bind(bind if ":" in bind else f"{bind}:8000")  # gunicorn's own default
+    except ValueError as exc:
+        return str(exc)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        socket.create_server((host, port), family=family).close()
+    except OSError as exc:
+        return f"cannot listen on {bind}: {os.strerror(exc.errno) if exc.errno else exc}"
+    return None
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     problem = _need_extra()
     if problem:
         print(f"taskeval serve: {problem}", file=sys.stderr)
         return 2
-    settings = _prepare(args, "serve", needs_github=not args.no_workers)
+    bind = args.bind or os.environ.get("TASKEVAL_BIND", "").strip() or "127.0.0.1:8000"
+    settings = _prepare(args, "serve", needs_github=not args.no_workers, bind=bind)
     if settings is None:
         return 2
     from bot.jobs.supervise import HeartbeatWatch, Supervisor
@@ -141,7 +182,15 @@ def cmd_backfill(args: argparse.Namespace) -> int:
               "--graphql-reserve at least 0",
               file=sys.stderr)
         return 2
+    if opts.since is not None and opts.until is not None and opts.since > opts.until:
+        print(f"taskeval backfill: --since {args.since} is after --until {args.until}: the window "
+              "holds no day", file=sys.stderr)
+        return 2
     _quiet(args.verbose)  # after the input checks: library logs only matter once work starts
+    problem = backfill.store_problem(opts.store_url)  # before GitHub is asked anything
+    if problem:
+        print(f"taskeval backfill: {redact(problem)}", file=sys.stderr)
+        return 2
     from bot.settings import SettingsError, app_credentials
 
     token = env_token()
@@ -168,6 +217,7 @@ def cmd_backfill(args: argparse.Namespace) -> int:
                              base_url=url)
         else:
             gh = make_client(token, base_url=url)
+        new_file = backfill.new_store_file(opts.store_url)
         engine = backfill.open_store(opts.store_url)
     except Exception as exc:
         print(f"taskeval backfill: {redact(str(exc).splitlines()[0] if str(exc) else repr(exc))}",
@@ -175,8 +225,10 @@ def cmd_backfill(args: argparse.Namespace) -> int:
         return 2
     run = backfill.Backfill(opts, gh, engine, token=token, api_url=url,
                             installation_id=installation)
+    failed = True  # until the run ends: a store file it created and left empty is removed
     try:
         summary = run.run()
+        failed = False
     except KeyboardInterrupt:
         summary = run.summary
         summary.stopped = summary.stopped or "interrupted"
@@ -190,6 +242,8 @@ def cmd_backfill(args: argparse.Namespace) -> int:
         print(f"taskeval backfill: {exc}", file=sys.stderr)
         return 3
     finally:
+        if failed and new_file is not None:
+            backfill.remove_unused_store(engine, new_file)
         engine.dispose()
     for line in summary.lines():
         print(line)
@@ -222,6 +276,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from taskeval.cli import OutputError, check_output
     from taskeval.redact import redact
     from taskeval.store import export
+    from taskeval.store.access import StoreError, check_store
     from taskeval.store.db import describe_url, init_schema, make_engine
 
     if args.repo is not None and args.repo.count("/") != 1:
@@ -233,17 +288,10 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(f"taskeval export: {exc}", file=sys.stderr)
         return 2
     url = store_url(args.store)
-    if url.startswith("sqlite"):
-        from sqlalchemy.engine import make_url
-
-        database = make_url(url).database
-        if database and database != ":memory:" and not Path(database).exists():
-            print(f"taskeval export: no store at {database}: run 'taskeval backfill OWNER/REPO' first, "
-                  "or pass --store", file=sys.stderr)
-            return 2
     target = Path(args.output) if args.output else None
     tmp = None
     try:
+        check_store(url, create=False)  # a reader: never a store made in someone else's database
         engine = make_engine(url)
         try:
             init_schema(engine)  # an older store is migrated as the bot migrates it
@@ -262,6 +310,9 @@ def cmd_export(args: argparse.Namespace) -> int:
                 tmp = None
         finally:
             engine.dispose()
+    except StoreError as exc:
+        print(f"taskeval export: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"taskeval export: --output {args.output}: cannot write: {exc.strerror or exc}", file=sys.stderr)
         return 2
@@ -273,6 +324,81 @@ def cmd_export(args: argparse.Namespace) -> int:
         if tmp is not None:
             tmp.unlink(missing_ok=True)
     return 0
+
+
+def cmd_load(args: argparse.Namespace) -> int:
+    """``taskeval load RESULT...``: result files into the store (taskeval/store/load.py). Exit 0
+    every file stored (or already there), 1 some files were not results (named; the others are
+    stored), 2 bad input (a missing path, no result at all, a store that is another
+    application's or cannot be written)."""
+    from pathlib import Path
+
+    from dashboard.cli import store_url
+    from taskeval.redact import redact
+    from taskeval.store import load
+    from taskeval.store.access import StoreError, check_store, unwritable
+    from taskeval.store.db import describe_url, init_schema, make_engine
+
+    paths = [Path(p) for p in args.results]
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        print(f"taskeval load: {missing[0]}: no such file or directory", file=sys.stderr)
+        return 2
+    url = store_url(args.store)
+    shown = describe_url(url)
+    try:
+        check_store(url, create=True)
+        engine = make_engine(url)
+    except StoreError as exc:
+        print(f"taskeval load: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # unreachable, not a database: one line
+        print(f"taskeval load: cannot open the store {shown}: "
+              f"{redact(str(exc).splitlines()[0]) if str(exc) else type(exc).__name__}", file=sys.stderr)
+        return 2
+    try:
+        problem = unwritable(engine)
+        if problem:
+            print(f"taskeval load: cannot write the store {shown}: {problem}", file=sys.stderr)
+            return 2
+        init_schema(engine)
+        done = load.load(engine, load.result_files(paths), batch=args.batch)
+    except Exception as exc:
+        print(f"taskeval load: could not store the results in {shown}: {type(exc).__name__}: "
+              f"{redact(str(exc).splitlines()[0]) if str(exc) else ''}", file=sys.stderr)
+        return 2
+    finally:
+        engine.dispose()
+    for line in done.not_results[:20]:
+        print(f"taskeval: warning: not a result, left out: {line}", file=sys.stderr)
+    if len(done.not_results) > 20:
+        print(f"taskeval: warning: ... and {len(done.not_results) - 20} more", file=sys.stderr)
+    print(f"load: stored {done.stored}, skipped {done.skipped} (already stored at this head and "
+          f"scorer version), left out {len(done.not_results)} not results; store {shown}")
+    if not (done.stored or done.skipped):
+        print(f"taskeval load: no taskeval result in {' '.join(args.results)}", file=sys.stderr)
+        return 2
+    return 1 if done.not_results else 0
+
+
+def add_load(subparsers: Any) -> None:
+    from taskeval.cli import int_at_least
+
+    lo = subparsers.add_parser(
+        "load", help="store result files (evaluate --output, score --output-dir) in the store",
+        description="Store taskeval result files in the store, as backfill and the bot store "
+                    "theirs, so the dashboard and the export show them. RESULT is a result JSON "
+                    "file or a directory (its *.json files, recursively). A result already stored "
+                    "at the same head SHA and scorer version is skipped; a file that is not a "
+                    "result is named and left out (exit 1). The store is --store, else "
+                    "$DATABASE_URL, else ./taskeval.db, created when new. Needs the bot extra.",
+    )
+    lo.add_argument("results", nargs="+", metavar="RESULT", help="result JSON files or directories")
+    lo.add_argument("--store", metavar="URL", default=None,
+                    help="database URL (default: $DATABASE_URL, else sqlite:///./taskeval.db)")
+    lo.add_argument("--batch", type=int_at_least(1), default=200, metavar="N",
+                    help="results per transaction (default 200)")
+    lo.set_defaults(func=cmd_load)
 
 
 def add_export(subparsers: Any) -> None:
@@ -335,7 +461,7 @@ def add_commands(subparsers: Any) -> None:
         "serve", help="run the webhook bot: gunicorn receiver plus queue workers",
         description="Run the webhook receiver under gunicorn (settings: bot/web/gunicorn_conf.py) "
                     "and TASKEVAL_QUEUE_WORKERS queue workers. Needs GITHUB_WEBHOOK_SECRET; "
-                    "DATABASE_URL defaults to a SQLite file in the current directory.",
+                    "DATABASE_URL defaults to ./taskeval.db, the store every command reads by default.",
     )
     serve.add_argument("--bind", metavar="HOST:PORT", default=None,
                        help="listen address (default: $TASKEVAL_BIND or 127.0.0.1:8000)")
@@ -356,6 +482,7 @@ def add_commands(subparsers: Any) -> None:
     worker.set_defaults(func=cmd_worker)
     add_backfill(subparsers)
     add_export(subparsers)
+    add_load(subparsers)
 
     from dashboard.cli import add_command as add_dashboard
 

@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Literal, TypeVar
 from urllib.parse import urlsplit
 
-from taskeval.store.db import normalise_database_url
+from taskeval.store.db import DEFAULT_STORE_FILE, default_store, normalise_database_url
 from taskeval.transports import Api, default_api
 
-DEFAULT_DATABASE_URL = "sqlite:///taskeval-bot.sqlite3"
+# The SQLite file every command defaults to (taskeval.store.db.default_store: made absolute in
+# the working directory), so `taskeval serve` and then `taskeval dashboard` in one folder share it.
+DEFAULT_DATABASE_URL = f"sqlite:///{DEFAULT_STORE_FILE}"
 # GitHub caps webhook payloads at 25 MB and drops larger ones; anything bigger is not from GitHub.
 DEFAULT_MAX_BODY_BYTES = 25 * 1024 * 1024
 # GitHub requests each credential keeps unspent for people and CI: 10 % of a user token's hourly
@@ -188,9 +190,7 @@ class BotSettings:
             stale = _float(env, "TASKEVAL_WORKER_STALE_SECONDS", 0.0, low=2.0)
         return cls(
             webhook_secret=secret,
-            database_url=normalise_database_url(
-                env.get("DATABASE_URL", "").strip() or DEFAULT_DATABASE_URL
-            ),
+            database_url=normalise_database_url(default_store(env)),
             api_token=env.get("TASKEVAL_API_TOKEN", "").strip() or None,
             api_url=api_url,
             app_id=app_id,

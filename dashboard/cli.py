@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 DEFAULT_BIND = "127.0.0.1:8080"
@@ -38,6 +37,7 @@ def create_local_app(url: str, *, bind_host: str = "127.0.0.1", env: dict[str, s
 
     from dashboard.auth import is_loopback
     from dashboard.core import DashboardConfig, install
+    from taskeval.store.access import check_store
     from taskeval.store.db import init_schema, make_engine
 
     env = dict(os.environ) if env is None else env
@@ -45,13 +45,7 @@ def create_local_app(url: str, *, bind_host: str = "127.0.0.1", env: dict[str, s
     if not loopback and not env.get("TASKEVAL_API_TOKEN", "").strip():
         raise ValueError(f"refusing to serve the dashboard on {bind_host} (not a loopback address) without "
                          "a token: set TASKEVAL_API_TOKEN, or bind 127.0.0.1")
-    if url.startswith("sqlite"):
-        from sqlalchemy.engine import make_url
-
-        database = make_url(url).database
-        if database and database != ":memory:" and not Path(database).exists():
-            raise FileNotFoundError(f"no store at {database}: run 'taskeval backfill OWNER/REPO' first, "
-                                    "or pass --store")
+    check_store(url, create=False)  # a reader: never a store made in someone else's database
     engine = make_engine(url)
     init_schema(engine)  # an older store is migrated like the bot's
     app = Flask("taskeval-dashboard")

@@ -38,6 +38,8 @@ COMMAND_NEEDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "serve": ("bot", ("flask", "gunicorn", *_STORE)),
     "worker": ("bot", _STORE),
     "backfill": ("bot", _STORE),
+    "export": ("bot", _STORE),
+    "load": ("bot", _STORE),
     "dashboard": ("bot", ("flask", "cmarkgfm", *_STORE)),
     "validate": ("validate", ("numpy", "scipy", "matplotlib")),
     "calibrate": ("validate", ("numpy", "scipy")),
@@ -87,6 +89,18 @@ def float_at_least(low: float, *, above: bool = False) -> Callable[[str], float]
 
     parse.__name__ = "number"
     return parse
+
+
+def iso_date(text: str) -> str:
+    """An argparse type: a date (``YYYY-MM-DD``) or an ISO 8601 time, kept as written."""
+    from datetime import datetime
+
+    try:
+        datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a date as YYYY-MM-DD (or ISO 8601), got {text!r}") from None
+    return text.strip()
 
 
 class OutputError(Exception):
@@ -167,8 +181,10 @@ def check_pr_host(ref: str, api: str) -> None:
 
 
 def config_problem(path: str | None) -> str | None:
-    """Why a ``--config`` path cannot be read as a file, or None (it may still hold bad YAML or
-    bad keys, which the result reports as evaluate always has)."""
+    """Why a ``--config`` file cannot be used, or None. A file the user names must be read and
+    must parse: a broken one is refused (exit 2, nothing written) rather than the run going on
+    with the defaults, which only a repository's own ``.github/taskeval.yml`` does (its
+    problems are reported in the result and the comment)."""
     if not path:
         return None
     target = Path(path)
@@ -179,17 +195,28 @@ def config_problem(path: str | None) -> str | None:
         return f"config file {path} does not exist"
     if not os.access(target, os.R_OK):
         return f"--config {path}: permission denied"
+    from taskeval.config import load_config
+
+    errors = [e.removeprefix(f"file:{target}: ") for e in load_config(None, target).errors]
+    if errors:
+        more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+        return f"--config {path}: {errors[0]}{more}; fix the file (taskeval schema config), or leave --config out"
     return None
 
 
-def _config_warnings(path: str | None, what: str) -> list[str]:
-    """The problems of a readable ``--config`` file, as evaluate states them (the run goes on
-    with the defaults, and the result records them)."""
+def config_warnings(path: str | None) -> list[str]:
+    """What a ``--config`` file that parses still gets wrong, said on stderr as the result says it:
+    signal ids no signal has (likely typos; those entries do nothing)."""
     if not path:
         return []
     from taskeval.config import load_config
+    from taskeval.signals import unknown_signal_ids
 
-    return [f"Config problem, {what} with defaults: {err}" for err in load_config(None, Path(path)).errors]
+    unknown = unknown_signal_ids(load_config(None, Path(path)).settings)
+    if not unknown:
+        return []
+    return [f"--config {path} names signals that do not exist (typo?): {', '.join(unknown)}; "
+            "'taskeval schema config' and docs/signals.md list them"]
 
 
 def _options(args: argparse.Namespace, trigger: str, token: str | None) -> Options:
@@ -289,21 +316,14 @@ def cmd_score(args: argparse.Namespace) -> int:
     from taskeval.pipeline import BundleFileError, rescore
     from taskeval.report import render_comment
 
-    problem = config_problem(args.config)
+    problem = config_problem(args.config)  # a broken file: refused before any work, batch or not
     if problem:
         return _fail(problem)
-    # A broken --config is said before the work, as evaluate says it, and the run goes on with
-    # the defaults (each result records the problem too).
-    warnings = _config_warnings(args.config, "re-scored")
-    for warning in warnings:
+    for warning in config_warnings(args.config):
         print(f"taskeval: warning: {warning}", file=sys.stderr)
     token = env_token()  # as `evaluate` reads it: blank is absent, GH_TOKEN as fallback
     if len(args.file) > 1 or args.output_dir or Path(args.file[0]).is_dir():
-        code = _score_many(args, token)
-        if warnings:  # after the summary too: a long batch scrolls the first warning away
-            print(f"taskeval: warning: every result above was re-scored with the defaults: "
-                  f"--config {args.config} has {len(warnings)} problem(s)", file=sys.stderr)
-        return code
+        return _score_many(args, token)
     try:
         check_output(args.output)
         rescored = rescore(Path(args.file[0]), _options(args, "rescore", token))
@@ -388,7 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("--output", metavar="PATH", help="also write the schema here")
     sh.set_defaults(func=cmd_schema)
 
-    add_registered_commands(sub)  # outcomes, validate, calibrate; serve, worker, backfill, export, dashboard
+    add_registered_commands(sub)  # outcomes, validate, calibrate; serve, worker, backfill, export, load, dashboard
     return parser
 
 
@@ -415,7 +435,7 @@ def add_registered_commands(sub: argparse._SubParsersAction[Parser]) -> None:
         except ModuleNotFoundError as exc:
             if entry.module != "bot.cli" or (exc.name or "").split(".")[0] not in BOT_EXTRA_MODULES:
                 raise  # a bug in the command's module, not a missing extra
-            for name in ("serve", "worker", "backfill", "dashboard", "export"):
+            for name in ("serve", "worker", "backfill", "dashboard", "export", "load"):
                 missing = sub.add_parser(name, help="run the webhook bot (needs: pip install 'taskeval[bot]')")
                 missing.set_defaults(func=lambda _args, why=exc.name: _fail(
                     f"the webhook bot needs the bot extra ({why} is not installed): pip install 'taskeval[bot]'"))

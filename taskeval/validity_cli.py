@@ -106,6 +106,29 @@ def store_url_of(url: str, flag: str) -> Any:
                           "postgresql://USER@HOST/DB)") from None
 
 
+def _writable_store(url: str) -> None:
+    """``--write-store URL``: a store, a new SQLite file or an empty database (never another
+    application's), that can be written; checked before GitHub is read or anything derived."""
+    from taskeval.store.access import StoreError, check_store, unwritable
+    from taskeval.store.db import describe_url, make_engine
+
+    parsed = store_url_of(url, "--write-store").render_as_string(hide_password=False)
+    shown = describe_url(parsed)
+    try:
+        check_store(parsed, create=True)
+        engine = make_engine(parsed)
+        try:
+            problem = unwritable(engine)
+        finally:
+            engine.dispose()
+    except StoreError as exc:
+        raise SourceError(f"--write-store: {exc}") from None
+    except Exception as exc:  # unreachable, not a database
+        raise SourceError(f"--write-store: cannot open {shown}: {_first_line(exc)}") from None
+    if problem:
+        raise SourceError(f"--write-store: cannot write {shown}: {problem}")
+
+
 def open_store(url: str, flag: str) -> Any:
     """An engine that reads the bot's store at ``url`` and never writes it: a SQLite file is
     opened read-only (a missing one is not created), and a database without the store's tables
@@ -113,8 +136,9 @@ def open_store(url: str, flag: str) -> Any:
     import sqlite3
     from urllib.parse import quote
 
-    from sqlalchemy import create_engine, inspect
+    from sqlalchemy import create_engine
 
+    from taskeval.store.access import StoreError, check_store
     from taskeval.store.db import describe_url
 
     parsed = store_url_of(url, flag)
@@ -135,14 +159,14 @@ def open_store(url: str, flag: str) -> Any:
             engine = create_engine(parsed)
         except Exception as exc:  # an unknown dialect or a driver that is not installed
             raise SourceError(f"{flag} {shown}: cannot open it ({_first_line(exc)})") from None
-    try:
-        tables = set(inspect(engine).get_table_names())
+    try:  # the rule every reader keeps (taskeval.store.access), read without writing
+        check_store(parsed.render_as_string(hide_password=False), create=False)
+    except StoreError as exc:
+        engine.dispose()
+        raise SourceError(f"{flag}: {exc}") from None
     except Exception as exc:  # not a database file, a server that does not answer
         engine.dispose()
         raise SourceError(f"cannot open the store {shown} ({flag}): {_first_line(exc)}") from None
-    if "evaluations" not in tables:
-        engine.dispose()
-        raise SourceError(f"{shown} ({flag}) holds no taskeval store (no evaluations table)")
     return engine
 
 
@@ -169,6 +193,26 @@ def _result_paths(paths: list[str], flag: str = "--results") -> list[Path]:
     if missing:
         raise SourceError(f"{flag} {missing[0]}: no such file or directory")
     return [Path(p) for p in paths]
+
+
+def check_sources(args: argparse.Namespace) -> None:
+    """Every source the command line names exists and is of its kind: checked before any work
+    (a GitHub scan, a read of the store, a fit), so a mistyped one is one line, not a late
+    failure or a silently empty source."""
+    _result_paths(args.results)
+    for name in args.outcomes:
+        if not Path(name).exists():
+            raise SourceError(f"--outcomes {name}: no such file")
+    if args.corpus:
+        folder = Path(args.corpus)
+        if not folder.is_dir():
+            raise SourceError(f"--corpus {args.corpus}: no such directory")
+        if not any((p / "prs.csv").is_file() for p in folder.iterdir() if p.is_dir()):
+            raise SourceError(f"--corpus {args.corpus} is not the AIDev corpus folder: it holds no "
+                              "agent folder with a prs.csv (e.g. Copilot/prs.csv)")
+    store = _store_url(args)
+    if store:
+        store_url_of(*store)
 
 
 def _outcome_files(paths: list[str]) -> list[oc.OutcomeRecord]:
@@ -200,8 +244,12 @@ def load(args: argparse.Namespace) -> tuple[list[Any], list[oc.OutcomeRecord], l
     from taskeval.validity import Row, read_results
 
     notes: list[str] = []
+    check_sources(args)
     extra = _outcome_files(args.outcomes)
     rows, raws = read_results(_result_paths(args.results))
+    if args.results and not rows:
+        raise SourceError(f"--results {' '.join(args.results)}: no taskeval result there (a result "
+                          "is the JSON of 'taskeval evaluate --output'; bundles are skipped)")
     store = _store_url(args)
     records_store: list[oc.OutcomeRecord] = []
     if store:
@@ -236,10 +284,18 @@ def cmd_outcomes(args: argparse.Namespace) -> int:
 
     if not args.repo and not (args.results or args.store or args.corpus):
         return _fail("name OWNER/REPO to scan, or --results/--store/--corpus to derive from")
+    if args.since and not args.repo:
+        return _fail("--since limits the scan of OWNER/REPO's history: name the repository, or "
+                     "leave --since out")
+    derives = bool(args.results or args.store or args.corpus)
+    from_sources: list[oc.OutcomeRecord] = []
     try:
         check_output(args.output)
+        check_sources(args)
         if args.write_store:
-            store_url_of(args.write_store, "--write-store")
+            _writable_store(args.write_store)
+        if derives:  # local, and before the scan: a bad source must not cost its requests
+            _, from_sources, _ = load(args)
     except (OutputError, SourceError) as exc:
         return _fail(str(exc))
     records: list[oc.OutcomeRecord] = []
@@ -276,11 +332,7 @@ def cmd_outcomes(args: argparse.Namespace) -> int:
         except GitHubError as exc:  # outage, rate limit, network: try again later
             return _fail(str(exc), EXIT_RETRY_LATER)
         records += found
-    if args.results or args.store or args.corpus:
-        try:
-            _, from_sources, _ = load(args)
-        except SourceError as exc:
-            return _fail(str(exc))
+    if derives:
         records = oc.merge_records(records, from_sources)
     for note in notes:
         print(f"taskeval: note: {note}", file=sys.stderr)
@@ -364,7 +416,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: Any) -> None:
-    from taskeval.cli import float_at_least, int_at_least
+    from taskeval.cli import float_at_least, int_at_least, iso_date
     from taskeval.contract import CATEGORIES
 
     ou = sub.add_parser(
@@ -376,7 +428,8 @@ def add_commands(sub: Any) -> None:
                     "store or the AIDev corpus. Writes JSON lines (default outcomes.jsonl) or the "
                     "store's outcomes table; `taskeval validate` reads either.")
     ou.add_argument("repo", nargs="?", metavar="OWNER/REPO", help="scan this repository's history")
-    ou.add_argument("--since", metavar="DATE", help="only PRs updated since (ISO date)")
+    ou.add_argument("--since", metavar="DATE", type=iso_date,
+                    help="only PRs updated since (YYYY-MM-DD or ISO 8601; with OWNER/REPO)")
     ou.add_argument("--max-requests", type=int_at_least(1), default=500, metavar="N",
                     help="request budget (default 500)")
     ou.add_argument("--window-days", type=float_at_least(0, above=True), default=14.0,

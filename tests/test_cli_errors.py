@@ -210,7 +210,7 @@ def _sources(tmp_path: Path) -> dict[str, tuple[list[str], dict[str, str], str]]
         "missing results": (["--results", str(tmp_path / "gone")], {},
                             f"--results {tmp_path / 'gone'}: no such file or directory"),
         "store file that does not exist": (["--store", f"sqlite:///{none}"], {}, f"--store: no store at {none}"),
-        "empty database": (["--store", f"sqlite:///{empty_db}"], {}, "holds no taskeval store (no evaluations table)"),
+        "empty database": (["--store", f"sqlite:///{empty_db}"], {}, "holds no taskeval store (an empty database)"),
         "not a database": (["--store", f"sqlite:///{not_db}"], {}, "cannot open the store"),
         "store that is no URL": (["--store", "my-store"], {}, "--store 'my-store' is not a database URL"),
         "DATABASE_URL that is no URL": ([], {"DATABASE_URL": "prod database"},
@@ -242,21 +242,53 @@ def test_a_source_that_cannot_be_read_is_one_line_and_creates_nothing(
 
 # ------------------------------------------------------------------ score --config
 
-def test_score_with_a_broken_config_says_so_as_evaluate_does(tmp_path: Path) -> None:
+# Every way a config file can fail to parse or validate (taskeval.config.parse_config's errors).
+BROKEN_CONFIGS = [
+    ("thresholds:\n  comfortable_change_lines: lots\n",
+     "thresholds.comfortable_change_lines: Input should be a valid integer"),
+    ("thresholds: [unclosed\n", "not valid YAML at line 2"),
+    ("- just\n- a list\n", "top level must be a mapping, got list"),
+    ("treshold:\n  comfortable_change_lines: 100\n", "treshold: unknown key"),
+    ("signal_weights:\n  process.change_size: 11\n", "must be within 0..10"),
+    ("# padding\n" * 20_000, "larger than"),
+]
+
+
+@pytest.mark.parametrize(("text", "says"), BROKEN_CONFIGS)
+@pytest.mark.parametrize("how", ["score", "score batch", "evaluate"])
+def test_a_config_file_the_user_names_must_parse(text: str, says: str, how: str, fake: FakeGitHub,
+                                                 env: dict[str, str], tmp_path: Path) -> None:
+    """Refused before any work (exit 2, one line naming the file and the problem, nothing
+    written, GitHub not asked), never a run on the defaults."""
     bad = tmp_path / "bad.yml"
-    bad.write_text("thresholds:\n  comfortable_change_lines: lots\n")
-    proc = run_cli("score", str(EXAMPLE), "--no-ai", "--config", str(bad))
+    bad.write_text(text)
+    out = tmp_path / "out"
+    if how == "evaluate":
+        fake.add_pr(REPO, 3)
+        proc = run_cli("evaluate", f"{REPO}#3", "--no-ai", "--config", str(bad), "--output",
+                       str(out / "r.json"), env=env)
+    elif how == "score":
+        proc = run_cli("score", str(EXAMPLE), "--no-ai", "--config", str(bad), "--output", str(out / "r.json"))
+    else:
+        proc = run_cli("score", str(EXAMPLES), "--no-ai", "--config", str(bad), "--output-dir", str(out))
+    line = one_line(proc)
+    assert line.startswith(f"taskeval: --config {bad}: ") and says in line, line
+    assert proc.stdout == "" and not out.exists() and fake.log == []
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_misspelt_signal_ids_in_a_named_config_are_warned_on_stderr(batch: bool, tmp_path: Path) -> None:
+    config = tmp_path / "taskeval.yml"
+    config.write_text("signal_weights:\n  process.chnage_size: 2\ndisabled_signals: [outcome.ci_hed]\n")
+    args = [str(EXAMPLES), "--output-dir", str(tmp_path / "out")] if batch else [str(EXAMPLE)]
+    proc = run_cli("score", *args, "--no-ai", "--config", str(config))
     assert proc.returncode == 0, proc.stderr
-    said = (f"taskeval: warning: Config problem, re-scored with defaults: file:{bad}: "
-            "thresholds.comfortable_change_lines: Input should be a valid integer")
-    assert [line for line in proc.stderr.splitlines() if line.startswith(said)]
-    assert any("thresholds.comfortable_change_lines" in e for e in json.loads(proc.stdout)["config"]["errors"])
-    batch = run_cli("score", str(EXAMPLES), "--no-ai", "--config", str(bad), "--output-dir", str(tmp_path / "out"))
-    assert batch.returncode == 0, batch.stderr
-    lines = batch.stderr.splitlines()
-    assert lines[0].startswith(said) and "failed 0" in lines[-2]
-    assert lines[-1] == (f"taskeval: warning: every result above was re-scored with the defaults: "
-                         f"--config {bad} has 1 problem(s)")
+    warned = [line for line in proc.stderr.splitlines() if "do not exist" in line]
+    assert warned == [f"taskeval: warning: --config {config} names signals that do not exist (typo?): "
+                      "outcome.ci_hed, process.chnage_size; 'taskeval schema config' and docs/signals.md "
+                      "list them"]
+    if not batch:
+        assert json.loads(proc.stdout)["config"]["errors"] == []  # the rest of the file applies
 
 
 @pytest.mark.parametrize("command", ["score", "evaluate"])

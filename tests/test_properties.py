@@ -154,21 +154,23 @@ def test_a_hostile_config_file_is_reported_not_a_crash(tmp_path: Path, text: str
     config = tmp_path / "taskeval.yml"
     config.write_text(text)
     code, out, err = score_cli(EXAMPLE_RESULT, "--config", str(config))
-    errors = json.loads(out)["config"]["errors"]
-    assert code == 0 and len(errors) == 1 and errors[0].startswith(f"file:{config}: ")
-    # Said as evaluate says it, on stderr, and the result is still written on the defaults.
-    assert "Config problem" in err and "Traceback" not in err
+    # A file the user names must parse: one line naming it, nothing re-scored on the defaults.
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert err.count("\n") == 1 and err.startswith(f"taskeval: --config {config}: ")
+    # As a repository's own config it is reported in the result, and the defaults apply.
+    loaded = parse_config(text, "repo:.github/taskeval.yml")
+    assert len(loaded.errors) == 1 and loaded.settings == Settings()
 
 
 def test_an_infinite_threshold_cannot_make_a_result_unrescorable(tmp_path: Path) -> None:
-    config = tmp_path / "taskeval.yml"
-    config.write_text("thresholds:\n  hygiene_half_life: .inf\n")
+    loaded = parse_config("thresholds:\n  hygiene_half_life: .inf\n", "repo:.github/taskeval.yml")
+    result = score_bundle(_baseline_bundle(), loaded, Options(ai="off", env={}))
+    assert loaded.errors and result.config.errors  # stored with the problem, on the defaults
     stored = tmp_path / "stored.json"
-    code, out, _ = score_cli(EXAMPLE_RESULT, "--config", str(config), "--output", str(stored))
-    assert code == 0
+    stored.write_text(result.to_json())
     again, out_again, err = score_cli(stored)
     assert again == 0, err
-    assert json.loads(out_again)["categoryScores"] == json.loads(out)["categoryScores"]
+    assert json.loads(out_again)["categoryScores"] == json.loads(result.to_json())["categoryScores"]
 
 
 # ------------------------------------------------------------------------ stored files for score

@@ -19,6 +19,7 @@ from sqlalchemy import text
 from bot import logs
 from bot.web.state import state
 from taskeval.store import results
+from taskeval.store.access import unwritable
 from taskeval.store.db import integer_out_of_range
 
 log = logging.getLogger("bot.api")
@@ -155,18 +156,23 @@ def _database_down(exc: Exception) -> Any:
 
 @health.get("/healthz")
 def healthz() -> Any:
-    """200 when the database answers (this node can accept and store deliveries), with the queue
-    depth and whether any queue worker is alive; 503 with the reason when the database does not
-    answer. Workers being down does not fail it: the web node must keep storing deliveries, since
-    GitHub does not redeliver by itself; /healthz/workers is the check for that."""
+    """200 when the database answers and can be written (this node can accept and store
+    deliveries), with the queue depth and whether any queue worker is alive; 503 with the reason
+    when the database does not answer or is read-only (every delivery would get 503). Workers
+    being down does not fail it: the web node must keep storing deliveries, since GitHub does
+    not redeliver by itself; /healthz/workers is the check for that."""
     bot = state()
     try:
         with bot.engine.connect() as conn:
             conn.execute(text("SELECT 1"))
+        read_only = unwritable(bot.engine)
         depth = bot.queue.depth()
         presence = bot.queue.presence(bot.queue.worker_stale_seconds)
     except Exception as exc:  # health reports, it does not raise
         return _database_down(exc)
+    if read_only is not None:
+        return jsonify(status="error", database=f"read-only: {logs.redact(read_only)}",
+                       dialect=bot.engine.dialect.name), 503
     return jsonify(status="ok", database="ok", dialect=bot.engine.dialect.name, queue=depth,
                    workers=presence)
 

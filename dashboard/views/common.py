@@ -5,7 +5,6 @@ and the group tables of the overview and the agent pages."""
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import logging
@@ -37,6 +36,7 @@ from dashboard.auth import (
 )
 from dashboard.queries import BANDS, CATEGORY_TITLES, Filters
 from dashboard.settings import config
+from taskeval import csvcells
 from taskeval.contract import PROVISIONAL_BELOW
 from taskeval.store.db import MAX_INTEGER, integer_out_of_range
 
@@ -103,24 +103,12 @@ class Table:
         return [{(c.key or c.title): c.value(r) for c in cols} for r in self.rows]
 
 
-def _csv_cell(value: Any) -> Any:
-    """Numbers as they are; text that a spreadsheet would run as a formula gets a leading quote."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return value
-    text = str(value)
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
-
-
 def _csv_response(table: Table, stem: str) -> Response:
     buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
+    writer = csvcells.writer(buf, lineterminator="\n")  # text that would run as a formula is quoted
     writer.writerow([c.key or c.title for c in table.data_columns])
     for record in table.records():
-        writer.writerow([_csv_cell(v) for v in record.values()])
+        writer.writerow(record.values())
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{stem}-{table.name}").strip("-")
     return Response(buf.getvalue(), mimetype="text/csv",
                     headers={"Content-Disposition": f'attachment; filename="{name}.csv"'})

@@ -123,28 +123,57 @@ def collect(gh: Github, repository: str, number: int, *, max_workers: int = 8,
     server = gh.requester.graphql_url
     with _REST_ONLY_LOCK:
         refused_before = server in _REST_ONLY
+    read: dict[str, Listed] = {}
     if not refused_before:
         try:
             return _collect_graphql(reader, max_workers)
-        except GraphQLUnavailable as exc:
+        except _Refused as refused:
             with _REST_ONLY_LOCK:
                 _REST_ONLY.add(server)
-            note = (f"GraphQL was not available ({exc}: the server has no GraphQL API or refused "
-                    "the token for it); collected over REST, and this run keeps to REST")
+            note = (f"GraphQL was not available ({refused.cause}: the server has no GraphQL API or "
+                    "refused the token for it); collected over REST, and this run keeps to REST")
+            read = refused.read  # the issue object and the timeline: not asked for twice
         reader = _Reader(gh, repository, number, reader.meter)
     else:
         note = "GraphQL was refused earlier in this run; collected over REST"
-    raw = _collect_rest(reader, max_workers)
+    raw = _collect_rest(reader, max_workers, read)
     raw.notes.append(note)
     return raw
 
 
-def _collect_rest(reader: _Reader, max_workers: int) -> RawCollection:
+class _Refused(Exception):
+    """GraphQL refused (``cause``), with what the REST reads started beside the query answered
+    (``read``: the issue object and the timeline, as the REST path lists them), so the fallback
+    to REST reads each of them once, not again."""
+
+    def __init__(self, cause: GraphQLUnavailable, read: dict[str, Listed]) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+        self.read = read
+
+
+def _answered(futures: Mapping[str, Future[Listed]]) -> dict[str, Listed]:
+    """The results of the reads in ``futures`` that completed (waiting for those in flight);
+    one that failed or never started is left out, to be read again."""
+    out: dict[str, Listed] = {}
+    for key, future in futures.items():
+        if future.cancelled():
+            continue
+        try:
+            out[key] = future.result()
+        except Exception:  # read again by the REST path, which reports it
+            continue
+    return out
+
+
+def _collect_rest(reader: _Reader, max_workers: int,
+                  read: Mapping[str, Listed] | None = None) -> RawCollection:
+    """``read``: listings already answered (after a GraphQL refusal), used instead of asking."""
     pool = ThreadPoolExecutor(max_workers=max(1, max_workers), thread_name_prefix="taskeval-gh")
     try:
         repo, pull_data = _read_repo_and_pull(pool, reader)
         default_branch = repo.get("default_branch")
-        futures = _start_pr_listings(pool, reader, default_branch)
+        futures = _start_pr_listings(pool, reader, default_branch, read or {})
         pull = _convert_pull(reader, pull_data)
         futures.update(_start_ci_listings(pool, reader, pull))
         numbers = _issue_numbers(pull, repo, reader.repository)
@@ -207,7 +236,13 @@ def _collect_graphql(reader: _Reader, max_workers: int, *, read: PullRead | None
         )
         try:
             read = read_f.result()
-        except (GitHubError, GraphQLUnavailable):
+        except GraphQLUnavailable as exc:
+            answered = _answered({"issue": issue_f, "timeline": timeline_f})
+            if "issue" in answered:  # REST's read of the issue object keeps only the App
+                (app, _assignees, _author), gap = answered["issue"]
+                answered["issue"] = (app, gap)
+            raise _Refused(exc, answered) from exc
+        except GitHubError:
             raise
         except Exception as exc:
             raise translate(exc, f"PR #{number} in {reader.repository}", "pull_request") from exc
@@ -506,27 +541,34 @@ def _timeline(listed: Listed) -> list[RawTimelineEvent] | None:
 
 
 def _start_pr_listings(
-    pool: ThreadPoolExecutor, reader: _Reader, default_branch: str | None
+    pool: ThreadPoolExecutor, reader: _Reader, default_branch: str | None,
+    read: Mapping[str, Listed],
 ) -> dict[str, Future[Listed]]:
-    """The listings that need only the PR's number (and the config, the default branch)."""
+    """The listings that need only the PR's number (and the config, the default branch); those
+    in ``read`` were answered already and are not asked again."""
     pr = f"{reader.base}/pulls/{reader.number}"
+
+    def start(key: str, fn: Callable[..., Listed], *args: Any, **kwargs: Any) -> Future[Listed]:
+        return _done(read[key]) if key in read else pool.submit(fn, *args, **kwargs)
+
     return {
-        "issue": pool.submit(reader.issue_app),
-        "commits": pool.submit(reader.listing, "commits", f"{pr}/commits", convert.commit),
-        "reviews": pool.submit(reader.listing, "reviews", f"{pr}/reviews", convert.review),
-        "review_comments": pool.submit(
-            reader.listing, "review_comments", f"{pr}/comments", convert.review_comment
+        "issue": start("issue", reader.issue_app),
+        "commits": start("commits", reader.listing, "commits", f"{pr}/commits", convert.commit),
+        "reviews": start("reviews", reader.listing, "reviews", f"{pr}/reviews", convert.review),
+        "review_comments": start(
+            "review_comments", reader.listing, "review_comments", f"{pr}/comments",
+            convert.review_comment,
         ),
-        "issue_comments": pool.submit(
-            reader.listing, "issue_comments", f"{reader.base}/issues/{reader.number}/comments",
-            convert.issue_comment,
+        "issue_comments": start(
+            "issue_comments", reader.listing, "issue_comments",
+            f"{reader.base}/issues/{reader.number}/comments", convert.issue_comment,
         ),
-        "timeline": pool.submit(
-            reader.listing, "timeline", f"{reader.base}/issues/{reader.number}/timeline",
+        "timeline": start(
+            "timeline", reader.listing, "timeline", f"{reader.base}/issues/{reader.number}/timeline",
             convert.timeline_event, limit=MAX_TIMELINE_EVENTS, kept="first",
         ),
-        "files": pool.submit(reader.listing, "files", f"{pr}/files", convert.changed_file),
-        "config": pool.submit(reader.config, default_branch),
+        "files": start("files", reader.listing, "files", f"{pr}/files", convert.changed_file),
+        "config": start("config", reader.config, default_branch),
     }
 
 

@@ -23,7 +23,7 @@ import fcntl
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -637,14 +637,26 @@ def describe_url(url: str) -> str:
         return "(unparsable DATABASE_URL)"
 
 
-DEFAULT_STORE_FILE = "taskeval.db"  # in the working directory; `taskeval dashboard` reads it
+DEFAULT_STORE_FILE = "taskeval.db"  # in the working directory: every command's default store
+# The bot's own default before every command shared one: still used where it is the only store.
+LEGACY_STORE_FILE = "taskeval-bot.sqlite3"
 
 
-def default_store(env: dict[str, str] | None = None) -> str:
+def default_store(env: Mapping[str, str] | None = None) -> str:
     """``$DATABASE_URL``, else the SQLite file :data:`DEFAULT_STORE_FILE` in the working directory
-    (by its absolute path): the store of ``taskeval backfill`` and ``taskeval dashboard``."""
+    (by its absolute path): the one default of every command (``serve``, ``worker``, ``backfill``,
+    ``export``, ``load``, ``dashboard``), so ``serve`` then ``dashboard`` in one folder read one
+    store. A folder holding only :data:`LEGACY_STORE_FILE` (written by the bot before) keeps it,
+    rather than starting an empty store beside the history."""
     source = os.environ if env is None else env
-    return (source.get("DATABASE_URL") or "").strip() or f"sqlite:///{Path.cwd() / DEFAULT_STORE_FILE}"
+    given = (source.get("DATABASE_URL") or "").strip()
+    if given:
+        return given
+    path = Path.cwd() / DEFAULT_STORE_FILE
+    legacy = Path.cwd() / LEGACY_STORE_FILE
+    if not path.exists() and legacy.is_file():
+        path = legacy
+    return f"sqlite:///{path}"
 
 
 def normalise_database_url(url: str) -> str:

@@ -15,7 +15,6 @@ results without turns, closure or rescue leave those columns empty.
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections import defaultdict
@@ -25,6 +24,7 @@ from typing import Any, Final, Literal
 
 from sqlalchemy import Engine, select
 
+from taskeval import csvcells
 from taskeval.agent_table import agent_name
 from taskeval.outcomes import OUTCOMES
 from taskeval.store.db import evaluations, outcomes
@@ -249,22 +249,15 @@ def rows(engine: Engine, repo: str | None = None) -> Iterator[dict[str, Any]]:
         after = (page[-1].repo, int(page[-1].number))
 
 
-def _cell(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return value
-
-
 def csv_chunks(found: Iterator[dict[str, Any]], *, header: bool = True) -> Iterator[str]:
-    """CSV text (RFC 4180, a header line first), a few rows per chunk."""
+    """CSV text (RFC 4180, a header line first), a few rows per chunk; a title or a name that a
+    spreadsheet would run as a formula is written as text (``taskeval.csvcells``)."""
     buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\r\n")
+    writer = csvcells.writer(buf)
     if header:
         writer.writerow(COLUMNS)
     for n, row in enumerate(found, start=1):
-        writer.writerow([_cell(row[c]) for c in COLUMNS])
+        writer.writerow(row[c] for c in COLUMNS)
         if n % 100 == 0:
             yield buf.getvalue()
             buf.seek(0)

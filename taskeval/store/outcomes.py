@@ -96,7 +96,16 @@ def write_outcomes(url_or_engine: str | Engine, records: Iterable[OutcomeRecord]
 
 def read_outcomes(url_or_engine: str | Engine, *, migrate: bool = True) -> list[OutcomeRecord]:
     """Every stored outcome. ``migrate=False`` reads as the store is, writing nothing (``taskeval
-    validate`` over a read-only store): a store without the outcomes table has none."""
+    validate`` over a read-only store): a store without the outcomes table has none. A database
+    that holds no taskeval store is refused either way (:class:`taskeval.store.access.StoreError`),
+    never given the store's tables: a reader does not create one."""
+    from taskeval.store.access import STORE_TABLE, StoreError, check_store
+
+    if isinstance(url_or_engine, str):
+        check_store(url_or_engine, create=False)
+    elif not inspect(url_or_engine).has_table(STORE_TABLE):
+        raise StoreError(f"{url_or_engine.url.render_as_string(hide_password=True)} holds no "
+                         "taskeval store")
     if not migrate:
         engine = make_engine(url_or_engine) if isinstance(url_or_engine, str) else url_or_engine
         try:

@@ -105,6 +105,8 @@ def save_credentials(app: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
             # The App's OAuth client, for the dashboard's sign-in (absent from older answers).
             *((("GITHUB_CLIENT_ID", app["client_id"]),) if app.get("client_id") else ()),
             *((("GITHUB_CLIENT_SECRET", app["client_secret"]),) if app.get("client_secret") else ()),
+            # GitHub sign-in needs a session key of its own, shared by every process of the bot.
+            *((("TASKEVAL_SESSION_SECRET", secrets.token_hex(32)),) if app.get("client_id") else ()),
         ))),
     ):
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

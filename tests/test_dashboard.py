@@ -541,16 +541,48 @@ def test_sign_out_is_a_post_with_a_csrf_token(bot: Flask, github: FakeGitHubOAut
     assert client.get("/dashboard/").status_code == 302
 
 
-def test_session_cookie_flags(bot: Flask, github: FakeGitHubOAuth) -> None:
+# Where the Secure flag comes from: configuration (the public URL, trusted proxies), never the
+# Host header a proxy passes on (Host: 127.0.0.1:8000 used to strip it).
+@pytest.mark.parametrize(("extra", "base_url", "headers", "secure"), [
+    ({}, "http://127.0.0.1:8000", {}, True),
+    ({}, "http://localhost", {"X-Forwarded-Proto": "http"}, True),  # no proxy is trusted: ignored
+    ({"TASKEVAL_PUBLIC_URL": "https://taskeval.example.com"}, "http://127.0.0.1:8000", {}, True),
+    ({"TASKEVAL_PUBLIC_URL": "http://localhost:8000"}, "https://taskeval.example.com", {}, False),
+    ({"TASKEVAL_TRUSTED_PROXIES": "1"}, "http://127.0.0.1:8000", {"X-Forwarded-Proto": "https"}, True),
+    ({"TASKEVAL_TRUSTED_PROXIES": "1"}, "http://taskeval.example.com", {"X-Forwarded-Proto": "http"}, False),
+])
+def test_session_cookie_flags(sqlite_url: str, github: FakeGitHubOAuth, extra: dict[str, str], base_url: str,
+                              headers: dict[str, str], secure: bool) -> None:
+    app = bot_app(sqlite_url, github, **extra)
+    try:
+        resp = app.test_client().get("/dashboard/login", base_url=base_url, headers=headers)
+        cookie = resp.headers["Set-Cookie"]
+        assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Path=/dashboard" in cookie
+        assert ("; Secure" in cookie) is secure, cookie
+        if "TASKEVAL_PUBLIC_URL" in extra:  # GitHub sends the browser back to the public address
+            redirect_uri = parse_qs(urlsplit(resp.headers["Location"]).query)["redirect_uri"][0]
+            assert redirect_uri == extra["TASKEVAL_PUBLIC_URL"] + "/dashboard/callback"
+    finally:
+        app.extensions["taskeval"].engine.dispose()
+
+
+def test_the_users_github_token_is_never_kept(bot: Flask, github: FakeGitHubOAuth) -> None:
+    cookie = sign_in(bot.test_client(), github, "alice").headers["Set-Cookie"]
+    assert "ghu_" not in cookie
+
+
+def test_signing_out_ends_the_session_for_a_copied_cookie(bot: Flask, github: FakeGitHubOAuth) -> None:
+    """The server forgets the session: a copy of the cookie taken before signing out opens nothing."""
     client = bot.test_client()
-    resp = sign_in(client, github, "alice")
-    cookie = resp.headers["Set-Cookie"]
-    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Path=/dashboard" in cookie
-    assert "Secure" not in cookie  # served to localhost: a browser would drop a Secure cookie on http
-    remote = bot.test_client()
-    resp = remote.get("/dashboard/login", base_url="https://taskeval.example.com")
-    assert "Secure" in resp.headers["Set-Cookie"]
-    assert "ghu_" not in cookie  # the user's GitHub token is never kept
+    sign_in(client, github, "alice")
+    cookie = client.get_cookie("taskeval_dashboard", path="/dashboard")
+    assert cookie is not None
+    copied = bot.test_client()
+    copied.set_cookie("taskeval_dashboard", cookie.value, path="/dashboard")
+    assert copied.get("/dashboard/").status_code == 200  # the copy works while the session lives
+    assert client.post("/dashboard/logout", data={"csrf": _csrf(client)}).status_code == 302
+    assert copied.get("/dashboard/").status_code == 302
+    assert copied.get("/dashboard/?format=csv").status_code == 401
 
 
 def test_a_session_expires(db_url: str, engine: Engine, stored: Stored, github: FakeGitHubOAuth) -> None:
@@ -620,6 +652,20 @@ def test_local_dashboard_on_loopback_is_open(sqlite_store: str) -> None:
     client = create_local_app(sqlite_store, bind_host="127.0.0.1", env={}).test_client()
     assert client.get("/").headers["Location"] == "/dashboard/"
     assert "no sign-in" in client.get("/dashboard/").get_data(as_text=True)
+
+
+@pytest.mark.parametrize(("host", "status"), [
+    ("localhost:8080", 200), ("LOCALHOST", 200), ("127.0.0.1:8080", 200), ("127.9.9.9:1", 200),
+    ("[::1]:8080", 200), ("rebound.example:8080", 421), ("127.0.0.1.nip.io:8080", 421),
+    ("localhost.attacker.example", 421), ("[::ffff:7f00:1]:8080", 421), ("10.0.0.1:8080", 421),
+])
+def test_local_open_dashboard_answers_only_loopback_host_names(sqlite_store: str, host: str, status: int) -> None:
+    client = create_local_app(sqlite_store, bind_host="127.0.0.1", env={}).test_client()
+    for path in ("/", "/dashboard/", "/dashboard/?format=csv"):
+        resp = client.get(path, headers={"Host": host})
+        assert resp.status_code == (302 if status == 200 and path == "/" else status), (host, path)
+        if status == 421:
+            assert "answers only at localhost" in resp.get_data(as_text=True)
 
 
 def test_local_dashboard_without_a_store_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -30,6 +30,7 @@ CHROMIUM = os.environ.get("TASKEVAL_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("TASKEVAL_CHROMEDRIVER", "/usr/bin/chromedriver")
 ARTIFACTS = Path(os.environ.get("TASKEVAL_ARTIFACTS") or Path(__file__).resolve().parents[1] / "test-artifacts")
 SHOTS = ARTIFACTS / "dashboard"
+REBOUND = "rebound.attacker.test"
 
 
 def _need_browser() -> None:
@@ -55,7 +56,9 @@ def driver() -> Iterator[Any]:
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                "--window-size=1440,1000", "--disable-extensions", "--no-first-run"):
+                "--window-size=1440,1000", "--disable-extensions", "--no-first-run",
+                # A name of another site resolving to 127.0.0.1, as DNS rebinding makes it.
+                f"--host-resolver-rules=MAP {REBOUND} 127.0.0.1"):
         options.add_argument(arg)
     browser = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
     browser.set_page_load_timeout(30)
@@ -326,6 +329,22 @@ def test_pr_page(driver: Any, site: str, store: tuple[str, Stored]) -> None:
     link = driver.find_element(By.ID, "download-json").get_attribute("href")
     assert link.endswith(f"/dashboard/evaluation/{twice['id']}.json")
     shot(driver, "pr")
+
+
+def test_a_rebound_name_cannot_read_the_local_dashboard(driver: Any, site: str, store: tuple[str, Stored]) -> None:
+    """DNS rebinding: a page of another site whose name now resolves to 127.0.0.1 is same-origin
+    with whatever that name serves; the open local dashboard answers it 421, not the data."""
+    from selenium.webdriver.common.by import By
+
+    port = urlsplit(site).port
+    driver.get(f"http://{REBOUND}:{port}/dashboard/?format=csv")
+    assert "answers only at localhost" in driver.find_element(By.TAG_NAME, "body").text
+    driver.get(f"http://{REBOUND}:{port}/dashboard/")
+    assert not driver.find_elements(By.ID, "total-prs")
+    assert "answers only at localhost" in driver.page_source
+    for host in ("localhost", "127.0.0.1"):  # the loopback names still open it
+        driver.get(f"http://{host}:{port}/dashboard/")
+        assert driver.find_element(By.ID, "total-prs").text == str(len(store[1].latest()))
 
 
 def test_sign_in_with_github_in_the_browser(driver: Any, store: tuple[str, Stored]) -> None:

@@ -164,7 +164,7 @@ def _sign_in_required() -> Any:
     if bearer is False:
         return Response("wrong bearer token\n", 401, {"WWW-Authenticate": 'Bearer realm="taskeval"'},
                         mimetype="text/plain")
-    g.viewer = session_viewer(cfg.api_token)
+    g.viewer = session_viewer(cfg.api_token, cfg.engine)
     if g.viewer is not None or request.endpoint in OPEN_ENDPOINTS:
         return None
     if request.args.get("format") in ("csv", "json") or request.method != "GET":

@@ -42,6 +42,15 @@ from sqlalchemy import (
 from taskeval.config import HUMAN_ID, UNKNOWN_BOT_ID
 from taskeval.contract import BAND_NAMES
 from taskeval.store.db import PULLS_DOWN, evaluations, rollup_agent, rollup_author, rollup_signals, signals
+
+# The ranking rule and its statistics live in the store (one rule for the API and the dashboard);
+# the views and tests read these names from here.
+from taskeval.store.ranking import SMALL_SAMPLE as SMALL_SAMPLE
+from taskeval.store.ranking import Mean as Mean
+from taskeval.store.ranking import Standing
+from taskeval.store.ranking import mean_ci as mean_ci
+from taskeval.store.ranking import rank as rank_standings
+from taskeval.store.ranking import t95 as t95
 from taskeval.store.results import provisional_sql, week_of
 
 E = evaluations.c
@@ -72,31 +81,11 @@ UNATTRIBUTED = "unattributed"  # the agent filter value for results stored befor
 NO_AGENT = "no-agent"
 NO_AGENT_NAME = "No agent found"
 NO_AGENT_IDS = (HUMAN_ID, UNKNOWN_BOT_ID)
-SMALL_SAMPLE = 10  # groups with fewer PRs are shown, marked, and not ranked
 PULL_DOWN_BELOW = 60  # a conclusive, weighted signal scoring under this "pulled the score down"
 # taskeval.store.db.PULLS_DOWN with qualified names, verbatim, so SQLite proves the partial index applies.
 DOWN = text(" AND ".join(f"signals.{term}" for term in PULLS_DOWN.split(" AND ")))
 TREND_WEEKS = 26
 TASK_TYPES = ("feature", "fix", "docs", "refactor", "test", "chore", "ci", "deps", "unknown")
-
-# Two-sided 95 % Student t quantiles by degrees of freedom; 1.96 beyond the table.
-_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
-        10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110,
-        18: 2.101, 19: 2.093, 20: 2.086, 21: 2.080, 22: 2.074, 23: 2.069, 24: 2.064, 25: 2.060,
-        26: 2.056, 27: 2.052, 28: 2.048, 29: 2.045, 30: 2.042}
-
-
-def t95(df: int) -> float:
-    if df in _T95:
-        return _T95[df]
-    if df <= 40:
-        return 2.021
-    if df <= 60:
-        return 2.000
-    if df <= 120:
-        return 1.980
-    return 1.960
-
 
 @dataclass(frozen=True)
 class Filters:
@@ -110,19 +99,6 @@ class Filters:
     since: float | None = None  # epoch seconds, inclusive
     until: float | None = None  # epoch seconds, exclusive
     task_type: str | None = None  # taskeval.tasktypes' type (``unknown`` included)
-
-
-@dataclass
-class Mean:
-    """A mean with its 95 % interval (``None`` when fewer than two values)."""
-
-    mean: float | None
-    low: float | None = None
-    high: float | None = None
-
-    @property
-    def half_width(self) -> float | None:
-        return None if self.mean is None or self.high is None else self.high - self.mean
 
 
 @dataclass
@@ -163,7 +139,7 @@ class Group:
 
     @property
     def rankable(self) -> bool:
-        return not self.small and not self.no_agent and self.overall.low is not None
+        return self.rank is not None
 
     @property
     def merged_share(self) -> float:
@@ -172,18 +148,6 @@ class Group:
     @property
     def rejected_share(self) -> float:
         return self.closed / self.count if self.count else 0.0
-
-
-def mean_ci(n: int, total: float | None, squares: float | None) -> Mean:
-    """Mean and 95 % interval from COUNT, SUM(x) and SUM(x·x)."""
-    if not n or total is None:
-        return Mean(None)
-    mean = float(total) / n
-    if n < 2 or squares is None:
-        return Mean(mean)
-    variance = max(0.0, (float(squares) / n - mean * mean) * n / (n - 1))
-    half = t95(n - 1) * math.sqrt(variance / n)
-    return Mean(mean, max(0.0, mean - half), min(100.0, mean + half))
 
 
 def where(f: Filters, *, latest: bool = True) -> list[ColumnElement[bool]]:
@@ -300,19 +264,17 @@ def group_key(value: Any, by: str) -> str:
 
 
 def rank(groups: list[Group]) -> list[Group]:
-    """Rank where the intervals separate: a group's rank is one more than the number of groups
-    whose whole 95 % interval of the mean overall lies above its own, so groups that the data
-    cannot tell apart share a rank (shown as "=2"). Small samples and the no-agent row get none.
+    """Rank where the intervals separate, by the one rule the read API's leaderboard also follows
+    (:mod:`taskeval.store.ranking`): a group's rank is one more than the number of groups whose
+    whole 95 % interval of the mean overall lies above its own, so groups that the data cannot
+    tell apart share a rank (shown as "=2"). Small samples and the no-agent row get none.
     Returns the groups in display order: ranked by rank then mean, then small samples, then the
     no-agent row."""
-    ranked = [g for g in groups if g.rankable]
-    for g in ranked:
-        above = [o for o in ranked if o is not g and (o.overall.low or 0.0) > (g.overall.high or 0.0)]
-        g.rank = 1 + len(above)
-    for g in ranked:
-        g.tied = sum(o.rank == g.rank for o in ranked) > 1
-    return sorted(groups, key=lambda g: (g.no_agent, not g.rankable, g.rank or 0,
-                                         -(g.overall.mean or 0.0), -g.count, g.key))
+    standings = rank_standings([Standing(key=g.key, overall=g.overall, rests_on=g.rests_on("overall"),
+                                         count=g.count, no_agent=g.no_agent, item=g) for g in groups])
+    for s in standings:
+        s.item.rank, s.item.tied = s.rank, s.tied
+    return [s.item for s in standings]
 
 
 def _measure_mean(acc: dict[str, Any], m: str, exclude_provisional: bool) -> Mean:

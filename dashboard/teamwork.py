@@ -26,17 +26,14 @@ from typing import Any
 from sqlalchemy import Connection, case, false, func, select
 
 from dashboard.queries import (
-    SMALL_SAMPLE,
     UNATTRIBUTED,
     E,
     Filters,
-    Mean,
     group_key,
-    mean_ci,
-    t95,
     where,
     wilson,
 )
+from taskeval.store.ranking import SMALL_SAMPLE, Mean, mean_ci, t95
 from taskeval.store.results import provisional_sql
 
 LEVELS = (0.025, 0.975)  # the 95 % interval's ends

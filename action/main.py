@@ -29,7 +29,8 @@ CATEGORY_OUTPUTS = {
 }
 COVERAGE_OUTPUTS = {c: name.removesuffix("-score") + "-coverage" for c, name in CATEGORY_OUTPUTS.items()}
 OUTPUT_NAMES = (
-    "evaluated", "overall-score", "overall-band", *CATEGORY_OUTPUTS.values(), "agent",
+    "evaluated", "overall-score", "overall-band", "overall-provisional", "overall-coverage",
+    *CATEGORY_OUTPUTS.values(), "agent",
     "agent-operator", "closure", "rescue", *COVERAGE_OUTPUTS.values(), "result-path", "comment-url",
 )
 
@@ -189,6 +190,7 @@ def evaluate(runner: Runner, ctx: Context, decision: Decision, env: Mapping[str,
     from taskeval.github import AuthError, GitHubError, api_url, make_client
     from taskeval.judge.cache import FileCache
     from taskeval.pipeline import Options, evaluate_pull_request, publish_comment
+    from taskeval.report import headline, overall_coverage, overall_provisional
 
     inputs = ctx.inputs
     number = decision.pull_number
@@ -229,6 +231,8 @@ def evaluate(runner: Runner, ctx: Context, decision: Decision, env: Mapping[str,
         "evaluated": "true",
         "overall-score": str(result.overall_score),
         "overall-band": result.overall_band,
+        "overall-provisional": "true" if overall_provisional(result) else "false",
+        "overall-coverage": "" if (coverage := overall_coverage(result)) is None else f"{coverage:g}",
         **{CATEGORY_OUTPUTS[c.category]: str(c.final_score) for c in result.category_scores},
         "agent": result.agent.id if result.agent else "",
         "agent-operator": (result.agent.operator or "") if result.agent else "",
@@ -262,7 +266,7 @@ def evaluate(runner: Runner, ctx: Context, decision: Decision, env: Mapping[str,
             outputs["comment-url"] = url
             runner.info(f"taskeval: comment {'created' if created else 'updated'}: {url}")
     runner.set_outputs(outputs)
-    runner.info(f"taskeval: overall {result.overall_score} ({result.overall_band})")
+    runner.info(f"{headline(result)}")
 
     if result_path is None:
         return EXIT_FAILED

@@ -560,8 +560,8 @@ def _signal_texts(conn: Connection, wanted: set[tuple[str, int]]) -> dict[tuple[
 
 
 PR_COLUMNS = (E.id, E.repo, E.number, E.author, E.agent_id, E.agent_name, E.pr_state, E.overall_score,
-              E.overall_band, E.agent_performance, E.task_outcome_quality, E.process_compliance,
-              E.activity_at, E.evaluated_at)
+              E.overall_band, E.overall_coverage, E.agent_performance, E.task_outcome_quality,
+              E.process_compliance, E.activity_at, E.evaluated_at)
 
 
 def pr_list(conn: Connection, f: Filters, *, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:

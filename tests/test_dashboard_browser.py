@@ -323,12 +323,35 @@ def test_pr_page(driver: Any, site: str, store: tuple[str, Stored]) -> None:
     assert driver.find_element(By.ID, "pr-overall").text == str(twice["overall_score"])
     assert len(cells(driver, "history", "id")) == 2
     heading = driver.find_element(By.CSS_SELECTOR, "#comment .markdown h2").text
-    assert heading.startswith(f"taskeval: {twice['overall_score']}/100")
+    assert heading.startswith("taskeval: ") and f" {twice['overall_score']}/100 " in f"{heading} "
     assert driver.find_elements(By.CSS_SELECTOR, "#comment .markdown table")
     assert driver.find_elements(By.CSS_SELECTOR, "#evidence a[href^='https://github.com/']")
     link = driver.find_element(By.ID, "download-json").get_attribute("href")
     assert link.endswith(f"/dashboard/evaluation/{twice['id']}.json")
     shot(driver, "pr")
+
+
+def test_a_provisional_overall_is_marked_where_a_pr_is_shown(driver: Any, site: str, store: tuple[str, Stored]) -> None:
+    """The overall rests on less than the contract's threshold of its signal weight: the PR page's
+    summary and its history table say "provisional" beside the band, as the comment's headline
+    does; a PR whose overall rests on enough says nothing."""
+    from selenium.webdriver.common.by import By
+
+    from taskeval.contract import PROVISIONAL_BELOW
+
+    latest = store[1].latest()
+    thin = next(r for r in latest if r["overall_coverage"] is not None and r["overall_coverage"] < PROVISIONAL_BELOW)
+    sure = next(r for r in latest if r["overall_coverage"] is not None and r["overall_coverage"] >= PROVISIONAL_BELOW)
+    for row, marked in ((thin, True), (sure, False)):
+        owner, name = row["repo"].split("/")
+        driver.get(f"{site}/dashboard/pr/{owner}/{name}/{row['number']}")
+        tags = driver.find_elements(By.ID, "pr-overall-provisional")
+        assert bool(tags) is marked and (not marked or tags[0].text == "provisional")
+        heading = driver.find_element(By.CSS_SELECTOR, "#comment .markdown h2").text
+        assert heading.endswith("(provisional)") is marked
+        newest = "table[data-table='history'] tbody tr:first-child td[data-col='band'] .tag.provisional"
+        assert bool(driver.find_elements(By.CSS_SELECTOR, newest)) is marked
+    shot(driver, "provisional-overall")
 
 
 def test_a_rebound_name_cannot_read_the_local_dashboard(driver: Any, site: str, store: tuple[str, Stored]) -> None:

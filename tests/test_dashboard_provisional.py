@@ -198,3 +198,19 @@ def test_comparison_counts_and_leaves_out_provisional_agent_performance(engine: 
             kept = [r["agent_performance"] for r in mine if not (exclude and provisional(r, "agentPerformance"))]
             assert (n, v) == (len(kept), len(unsure))
             assert mean == pytest.approx(statistics.fmean(kept), abs=1e-9)
+
+
+def test_pr_lists_mark_a_provisional_overall(client: FlaskClient, stored: Stored) -> None:
+    """Every PR list (an agent's page, here) carries ``overallProvisional`` by the contract's rule on
+    the overall's coverage, and the page marks those rows' bands "provisional"."""
+    rows = {f"{r['repo']}#{r['number']}": r for r in stored.latest()}
+    listed = list(csv.DictReader(io.StringIO(
+        client.get("/dashboard/agent/copilot?format=csv&table=prs").get_data(as_text=True))))
+    assert listed
+    marked = [r for r in listed if r["overallProvisional"] == "true"]
+    assert marked and len(marked) < len(listed)
+    for r in listed:
+        assert (r["overallProvisional"] == "true") is provisional(rows[r["pr"]], "overall")
+    page = client.get("/dashboard/agent/copilot").get_data(as_text=True)
+    assert page.count('class="tag provisional"') == sum(
+        provisional(rows[r["pr"]], "overall") for r in listed[:50])

@@ -37,6 +37,7 @@ from dashboard.views.common import (
     dashboard,
     group_table,
 )
+from taskeval.contract import PROVISIONAL_BELOW, is_provisional
 
 
 @dashboard.get("/agent/<key>")
@@ -328,12 +329,24 @@ def _pr_link(r: dict[str, Any]) -> Markup:
         url_for("dashboard.pr", owner=owner, repo=name, number=r["number"]), r["repo"], r["number"])
 
 
+def _band_cell(r: dict[str, Any]) -> Markup:
+    """The overall band, marked provisional when the overall rests on less than the contract's
+    threshold of its signal weight (taskeval.contract.overall_coverage), as the comment marks it."""
+    cell = Markup('<span class="band {0}">{0}</span>').format(r["overall_band"])
+    if is_provisional(r.get("overall_coverage")):
+        cell += Markup(' <span class="tag provisional" title="the overall rests on {} % of its signal '
+                       'weight, under {} %: its band may move">provisional</span>').format(
+            round(float(r["overall_coverage"]) * 100), round(PROVISIONAL_BELOW * 100))
+    return cell
+
+
 def _score_columns() -> list[Column]:
     """Overall, band and the three categories of one stored evaluation row (PR lists, history)."""
     return [
         Column("Overall", lambda r: r["overall_score"], numeric=True, key="overall"),
-        Column("Band", lambda r: r["overall_band"],
-               lambda r: Markup('<span class="band {0}">{0}</span>').format(r["overall_band"]), key="band"),
+        Column("Band", lambda r: r["overall_band"], _band_cell, key="band"),
+        Column("Overall provisional", lambda r: is_provisional(r.get("overall_coverage")), key="overallProvisional",
+               csv_only=True),
         Column("AP", lambda r: r["agent_performance"], numeric=True, key="agentPerformance"),
         Column("TOQ", lambda r: r["task_outcome_quality"], numeric=True, key="taskOutcomeQuality"),
         Column("PC", lambda r: r["process_compliance"], numeric=True, key="processCompliance"),

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from sqlalchemy import Connection, Engine, case, delete, func, insert, literal, select, text, update
 from sqlalchemy.exc import IntegrityError
 
-from taskeval.contract import PROVISIONAL_BELOW
+from taskeval.contract import PROVISIONAL_BELOW, is_provisional
 from taskeval.store.db import (
     PULLS_DOWN,
     ROLLUP_SUMS,
@@ -202,9 +202,9 @@ def _rollup_add(conn: Connection, row: dict[str, Any], sign: int) -> None:
 
 
 def provisional_coverage(coverage: Any) -> bool:
-    """Whether a grade with this coverage is provisional (taskeval.report.provisional's rule on a
+    """Whether a grade with this coverage is provisional (taskeval.contract.is_provisional on a
     stored column): under PROVISIONAL_BELOW; a result from before coverage (None) is not."""
-    return coverage is not None and float(coverage) < PROVISIONAL_BELOW
+    return is_provisional(None if coverage is None else float(coverage))
 
 
 def provisional_sql(column: Any) -> Any:

@@ -22,6 +22,10 @@ from taskeval import command
 from taskeval.config import CONFIG_PATH
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
+# The Action has no input naming the account its token posts as: GitHub names it for a personal
+# access token, and the workflow's own token is github-actions[bot].
+LOGIN_HINT = ("the Action knows the account only for the workflow's own token (github-actions[bot]) or a "
+              "personal access token: pass one of those as github-token")
 CATEGORY_OUTPUTS = {
     "agentPerformance": "agent-performance-score",
     "taskOutcomeQuality": "task-outcome-quality-score",
@@ -251,7 +255,7 @@ def evaluate(runner: Runner, ctx: Context, decision: Decision, env: Mapping[str,
             # Over GraphQL the collection already found our comment (``viewerDidAuthor``), and
             # the mutations are paid from the GraphQL budget: no `GET /user`, no REST listing.
             url, created = publish_comment(gh, ctx.repository, number, evaluation.markdown,
-                                           seed=evaluation.comment_seed, meter=meter)
+                                           seed=evaluation.comment_seed, meter=meter, login_hint=LOGIN_HINT)
         except AuthError as exc:
             hint = ""
             if result.evidence.facts.pull.is_fork and ctx.event_name == "pull_request":

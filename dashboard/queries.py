@@ -122,6 +122,7 @@ class Group:
     # (coverage under PROVISIONAL_BELOW), and whether the means left them out.
     provisional: dict[str, int] = field(default_factory=dict)
     excluded: bool = False
+    closed_drafts: int = 0  # closed while still a draft (never marked ready): no decision
 
     def rests_on(self, measure: str) -> int:
         """How many PRs the measure's mean rests on: all, or those not provisional in it."""
@@ -143,7 +144,19 @@ class Group:
 
     @property
     def merged_share(self) -> float:
+        """Merged of every PR in view (open ones and closed drafts count): the CSV's mergedShare."""
         return self.merged / self.count if self.count else 0.0
+
+    @property
+    def decided(self) -> int:
+        """PRs that reached a decision: the merge rate's denominator (:func:`decided_sql`)."""
+        return self.merged + self.closed - self.closed_drafts
+
+    @property
+    def merge_rate(self) -> Mean:
+        """Merged of the PRs that reached a decision, with its Wilson interval: the one merge rate
+        every page shows (overview, agent page, comparison)."""
+        return wilson(self.merged, self.decided)
 
     @property
     def rejected_share(self) -> float:
@@ -255,6 +268,29 @@ def _key(value: Any) -> str:
     return UNATTRIBUTED if value is None else str(value)
 
 
+def is_draft_sql() -> Any:
+    """The PR was still a draft when it ended (NULL, unknown, is not)."""
+    return func.coalesce(E.draft_at_end, false())
+
+
+def decided_sql() -> Any:
+    """1 for a PR that reached a decision, else 0: merged, or closed after being marked ready. A
+    draft closed without ever being marked ready is no failure and no decision, and an open PR is
+    undecided. The one denominator of the merge rate and of the Rejected share, on every page."""
+    return case((E.pr_state == "merged", 1), ((E.pr_state == "closed") & ~is_draft_sql(), 1), else_=0)
+
+
+def closed_drafts(conn: Connection, f: Filters, by: str) -> dict[str, int]:
+    """Per row key, the PRs closed while still a draft (left out of the merge rate)."""
+    query = (select(_key_column(by).label("key"), func.count().label("n"))
+             .where(*where(f), E.pr_state == "closed", is_draft_sql()).group_by(_key_column(by)))
+    out: dict[str, int] = {}
+    for row in conn.execute(query).mappings():
+        key = group_key(row["key"], by)
+        out[key] = out.get(key, 0) + int(row["n"])
+    return out
+
+
 def group_key(value: Any, by: str) -> str:
     """The overview row a stored key belongs to: PRs without a found agent share one."""
     key = _key(value)
@@ -357,6 +393,9 @@ def groups(conn: Connection, f: Filters, by: str = "agent", *, use_rollup: bool 
             provisional=provisional,
             excluded=exclude_provisional,
         ))
+    drafts = closed_drafts(conn, f, by)
+    for g in out:
+        g.closed_drafts = drafts.get(g.key, 0)
     return rank(out)
 
 
@@ -377,9 +416,10 @@ def outcome_definition(key: str) -> str:
     from taskeval.outcomes import OUTCOMES
 
     if key == "rejected":
-        return ("Rejected: closed without merging. Share of the merged or closed PRs (open ones "
-                "are undecided), from the outcomes store where it has a record, else from the "
-                "PR's state when it was evaluated.")
+        return ("Rejected: closed without merging after being marked ready. Share of the PRs that "
+                "reached a decision, the merge rate's denominator (open PRs and drafts closed "
+                "without being marked ready left out), from the outcomes store where it has a "
+                "record, else from the PR's state when it was evaluated.")
     found = OUTCOMES.get(key)
     what = found if found else "a label recorded in the outcomes store"
     return (f"{key.replace('_', ' ').capitalize()}: {what}. Share of the PRs where it was "
@@ -417,7 +457,7 @@ def outcome_counts(conn: Connection, f: Filters,
     # rejected by the PR's state where no record says otherwise: every decided PR, less those with
     # a "rejected" record (a subtraction, not a NOT EXISTS per PR: that probe cost 200 ms over
     # 90,000 PRs even with no outcome recorded)
-    decided = [*where(f), E.pr_state.in_(("merged", "closed"))]
+    decided = [*where(f), decided_sql() == 1]  # closed drafts and open PRs are no decision
     closed = func.sum(case((E.pr_state == "closed", 1), else_=0)).label("hits")
     derived: dict[Any, list[int]] = {}
     for row in conn.execute(select(key, func.count().label("n"), closed).where(*decided).group_by(key)).mappings():

@@ -23,13 +23,15 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
 
-from sqlalchemy import Connection, case, false, func, select
+from sqlalchemy import Connection, case, func, select
 
 from dashboard.queries import (
     UNATTRIBUTED,
     E,
     Filters,
+    decided_sql,
     group_key,
+    is_draft_sql,
     where,
     wilson,
 )
@@ -304,7 +306,7 @@ class Costs:
 
 
 def _is_draft() -> Any:
-    return func.coalesce(E.draft_at_end, false())
+    return is_draft_sql()
 
 
 def costs(conn: Connection, f: Filters) -> Costs:
@@ -416,9 +418,8 @@ def cells(conn: Connection, f: Filters, *, exclude_provisional: bool = False,
     grouped, index-only read. The mean agentPerformance counts its provisional grades (coverage
     under ``PROVISIONAL_BELOW``) and, with ``exclude_provisional``, leaves them out."""
     second = E.repo if by is None else by
-    draft = _is_draft()
     merged = case((E.pr_state == "merged", 1), else_=0)
-    decided = case((E.pr_state == "merged", 1), ((E.pr_state == "closed") & ~draft, 1), else_=0)
+    decided = decided_sql()  # the merge rate's one denominator
     known = case(((E.pr_state == "merged") & E.rescue_class.in_(RESCUE_CLASSES), 1), else_=0)
     taken = case(((E.pr_state == "merged") & (E.rescue_class == "taken_over"), 1), else_=0)
     task = func.coalesce(E.task_type, "unknown")

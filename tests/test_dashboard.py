@@ -110,9 +110,13 @@ def test_overview_numbers_match_the_store(local: FlaskClient, stored: Stored) ->
             assert int(got[band]) == bands.get(band, 0)
         merged = sum(r["pr_state"] == "merged" for r in rows) / len(rows)
         assert float(got["mergedShare"]) == pytest.approx(merged, abs=1e-4)
-        decided = [r for r in rows if r["pr_state"] in ("merged", "closed")]
+        # one denominator: merged, or closed after being marked ready (closed drafts and open PRs out)
+        decided = [r for r in rows
+                   if r["pr_state"] == "merged" or (r["pr_state"] == "closed" and not r["draft_at_end"])]
         closed = sum(r["pr_state"] == "closed" for r in decided) / len(decided)
         assert float(got["outcome.rejected"]) == pytest.approx(closed, abs=1e-4)
+        assert int(got["decided"]) == len(decided)
+        assert float(got["mergeRate"]) == pytest.approx(1 - closed, abs=1e-4)  # Rejected's complement
         assert got["smallSample"] == ("true" if len(rows) < queries.SMALL_SAMPLE else "false")
     # ranks: 1 + the rows whose whole interval lies above; small samples and no agent unranked
     ranked = [r for r in table.values() if r["rank"]]
@@ -356,7 +360,7 @@ def test_one_column_per_outcome_however_its_label_was_written(local: FlaskClient
     from taskeval.store.db import outcomes
 
     rows = latest(stored, agent_id="codex")
-    decided = [r for r in rows if r["pr_state"] in ("merged", "closed")]
+    decided = [r for r in rows if r["pr_state"] == "merged" or (r["pr_state"] == "closed" and not r["draft_at_end"])]
     merged = [r for r in decided if r["pr_state"] == "merged"]
     flipped = merged[:2]  # merged when evaluated, recorded rejected later (a revert-and-close)
 

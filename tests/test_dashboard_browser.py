@@ -267,6 +267,33 @@ def test_agent_costs_and_the_comparison_equal_the_csv(driver: Any, site: str, st
     shot(driver, "compare")
 
 
+def test_one_merge_rate_on_every_page_with_its_denominator(driver: Any, site: str) -> None:
+    """One definition: merged of the PRs that reached a decision. The overview's row, the agent
+    page's own row and its merge-rate line show the same figure, each saying what it rests on;
+    the CSV carries it with its denominator, and merged-of-all-PRs only apart, under its own name."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(f"{site}/dashboard/")
+    header = driver.find_element(By.CSS_SELECTOR, "table[data-table='groups'] th[data-col='mergeRate']")
+    assert header.text == "Merge rate" and "reached a decision" in header.get_attribute("title")
+    assert not driver.find_elements(By.CSS_SELECTOR, "table[data-table='groups'] th[data-col='mergedShare']")
+    shown = {}
+    for agent in ("copilot", "codex"):
+        link = driver.find_element(By.CSS_SELECTOR, f"table[data-table='groups'] a[href^='/dashboard/agent/{agent}']")
+        row = link.find_element(By.XPATH, "./ancestor::tr")
+        shown[agent] = row.find_element(By.CSS_SELECTOR, "td[data-col='mergeRate']").text.split("\n")
+    for agent, (rate, rests) in shown.items():
+        driver.get(f"{site}/dashboard/agent/{agent}")
+        decided = driver.find_element(By.ID, "merge-rate-decided").text
+        assert driver.find_element(By.ID, "merge-rate-value").text == rate
+        assert rests.endswith(f"of {decided} decided"), rests
+        own = driver.find_element(By.CSS_SELECTOR, "table[data-table='groups'] td[data-col='mergeRate']").text
+        assert own.split("\n") == [rate, rests]
+    rows = {r["agent"]: r for r in _csv(f"{site}/dashboard/?format=csv")}
+    for agent in shown:
+        assert rows[agent]["mergeRate"] and rows[agent]["decided"] and rows[agent]["mergedShare"]
+
+
 def _means_shown(driver: Any) -> dict[str, tuple[str, str]]:
     """Agent -> (the overall mean as shown, the PRs it rests on as said under it)."""
     from selenium.webdriver.common.by import By

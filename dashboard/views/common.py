@@ -380,6 +380,20 @@ NO_AGENT_HELP = ("PRs where no agent's mark was found (attributed to a person or
                  "lacks, so they are not ranked among the agents.")
 
 
+MERGE_RATE_HELP = ("Merge rate: merged of the PRs that reached a decision (merged, or closed after being "
+                   "marked ready); open PRs and drafts closed without being marked ready are left out. "
+                   "The agent page and the comparison show this same figure; Rejected is its complement.")
+
+
+def _merge_rate_cell(gr: queries.Group) -> Markup | str:
+    """The merge rate, and under it what it rests on: "46 of 59 decided"."""
+    m = gr.merge_rate
+    if m.mean is None:
+        return Markup('—<br><span class="rests">none decided</span>')
+    return Markup('<span title="95 % interval {}–{}">{}</span><br><span class="rests">{} of {} decided</span>'
+                  ).format(_pct(m.low), _pct(m.high), _pct(m.mean), gr.merged, gr.decided)
+
+
 def group_table(groups: list[queries.Group], by: str, outcome_cols: list[str], view: View,
                 *, link: bool = True) -> Table:
     detail = "dashboard.agent" if by == "agent" else "dashboard.author"
@@ -431,9 +445,16 @@ def group_table(groups: list[queries.Group], by: str, outcome_cols: list[str], v
                           help="PRs per overall band, failing (left) to excellent (right)."))
     for band in BANDS:
         columns.append(Column(band, _band_count(band), numeric=True, key=band, csv_only=True))
-    columns.append(Column("Merged", lambda gr: _round(gr.merged_share, 4), lambda gr: _pct(gr.merged_share),
-                          numeric=True, key="mergedShare",
-                          help="Merged: share of all PRs in view that were merged (open ones count)."))
+    columns += [
+        Column("Merge rate", lambda gr: _round(gr.merge_rate.mean, 4), _merge_rate_cell, numeric=True,
+               key="mergeRate", help=MERGE_RATE_HELP),
+        Column("Merge rate 95% low", lambda gr: _round(gr.merge_rate.low, 4), key="mergeRateLow", csv_only=True),
+        Column("Merge rate 95% high", lambda gr: _round(gr.merge_rate.high, 4), key="mergeRateHigh", csv_only=True),
+        Column("Merged", lambda gr: gr.merged, key="merged", csv_only=True),
+        Column("Reached a decision", lambda gr: gr.decided, key="decided", csv_only=True),
+        Column("Merged of all PRs", lambda gr: _round(gr.merged_share, 4), key="mergedShare", csv_only=True,
+               help="Merged of every PR in view, open PRs and closed drafts included (not the merge rate)."),
+    ]
     for col in outcome_cols:  # on the page: Rejected here, the others in the outcomes table
         columns.append(Column(_outcome_title(col), _outcome(col), _outcome_cell(col),
                               numeric=True, key=f"outcome.{col}", help=queries.outcome_definition(col),

@@ -241,7 +241,7 @@ def test_stale_signals(version: object, stored: Settings, now: Settings, expecte
 # nor evidence collection can move this digest: only scoring can.
 FROZEN_SPREAD = ROOT / "tests" / "scorer_spread.json.gz"
 FROZEN_SPREAD_SHA256 = "5ebb78dbb53f5475ddd9f72becc1c15d904d358aaa5ab68bb6f92cf5660fa5f1"
-SCORES_OF_THIS_VERSION = ("2026.12.1", "a93c3c44aa8dbee2daf2d982473c214fd9df306bccf4b928c117fa87602eeb1a")
+SCORES_OF_THIS_VERSION = ("2026.12.2", "9a7bb8551fac05cd55c8edcb28429f47fd61369715f710d7c93f313df30c2c76")
 
 
 def test_scores_change_only_with_the_scorer_version() -> None:

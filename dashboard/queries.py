@@ -505,12 +505,25 @@ def wilson(hits: int, n: int) -> Mean:
 
 # --- one agent (or author) ----------------------------------------------------------------------
 
+HISTOGRAM_STEP = 5  # every band edge (40, 60, 75, 90) is a multiple: no bar spans two bands
+
+
+def histogram_buckets() -> list[tuple[int, int]]:
+    """The overall score's buckets, (low, high) inclusive: 0–4 … 90–94, 95–100."""
+    top = 100 // HISTOGRAM_STEP - 1
+    return [(b * HISTOGRAM_STEP, 100 if b == top else b * HISTOGRAM_STEP + HISTOGRAM_STEP - 1)
+            for b in range(top + 1)]
+
+
 def histogram(conn: Connection, f: Filters) -> list[tuple[str, int]]:
-    """PR counts per 10-point bucket of the overall score (90–100 is one bucket)."""
-    bucket = case((E.overall_score >= 90, 9), else_=E.overall_score // 10).label("bucket")
+    """PR counts per :data:`HISTOGRAM_STEP`-point bucket of the overall score (95–100 is one)."""
+    buckets = histogram_buckets()
+    last = len(buckets) - 1
+    bucket = case((E.overall_score >= buckets[last][0], last),
+                  else_=E.overall_score // HISTOGRAM_STEP).label("bucket")
     rows = conn.execute(select(bucket, func.count()).where(*where(f)).group_by(bucket)).all()
     counts = {int(b): int(n) for b, n in rows}
-    return [(f"{b * 10}–{b * 10 + (10 if b == 9 else 9)}", counts.get(b, 0)) for b in range(10)]
+    return [(f"{low}–{high}", counts.get(b, 0)) for b, (low, high) in enumerate(buckets)]
 
 
 @dataclass

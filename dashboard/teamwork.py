@@ -369,25 +369,31 @@ def _one_in(p: float) -> str:
     return f"{100 * p:.0f} %"
 
 
-def sentence(name: str, c: Costs) -> str:
+def sentence(name: str, c: Costs, *, subject: str | None = None, agent: bool = True) -> str:
     """The agent page's plain sentence: how often a merged PR needed a person's commits, and how
-    many of its rejections were its own failures; "too few PRs" under :data:`SMALL_SAMPLE`."""
+    many of its rejections were its own failures; "too few PRs" under :data:`SMALL_SAMPLE`.
+    ``subject``: the PRs, plural (default "<name> PRs"); ``agent`` False (an author's PRs, or those
+    where no agent was found) speaks of "their" rejections, not an agent's own."""
+    subject = subject or f"{name} PRs"
     merged = c.rescued_known
     if merged < SMALL_SAMPLE:
-        first = f"Too few merged {name} PRs ({merged}) to say how often a person had to push commits"
+        first = f"Too few merged {subject} ({merged}) to say how often a person had to push commits"
     else:
         taken = c.rescue.get("taken_over", 0)
         share = _one_in(taken / merged)
         if share == "none":
-            first = f"No merged {name} PR of {merged} needed a person to push commits"
+            first = (f"No merged {name} PR of {merged} needed a person to push commits" if agent else
+                     f"None of the {merged} merged {subject} needed a person to push commits")
         else:
-            first = f"{share} merged {name} PRs needed a person to push commits"
+            first = f"{share} merged {subject} needed a person to push commits"
     closed = c.closure_known
     if closed < SMALL_SAMPLE:
         second = f"too few rejections ({closed}) to say whose failures they were"
     else:
         failures = c.closure.get("agent_failure", 0)
-        second = f"{100 * failures / closed:.0f} % of its rejections were its own failures"
+        second = (f"{100 * failures / closed:.0f} % of its rejections were its own failures" if agent else
+                  f"{100 * failures / closed:.0f} % of their rejections were failures of the work itself "
+                  "(agent_failure)")
     return f"{first}; {second}."
 
 

@@ -212,7 +212,8 @@ def test_agent_page_signals_distribution_and_prs(local: FlaskClient, engine: Eng
 
     dist = rows_of(local.get("/dashboard/agent/copilot?format=csv&table=distribution"))
     assert sum(int(d["prs"]) for d in dist) == len(rows)
-    assert int(dist[-1]["prs"]) == sum(r["overall_score"] >= 90 for r in rows)
+    assert int(dist[-1]["prs"]) == sum(r["overall_score"] >= 95 for r in rows)
+    assert [d["bucket"] for d in dist][-3:] == ["85–89", "90–94", "95–100"]
 
     prs = rows_of(local.get("/dashboard/agent/copilot?format=csv&table=prs"))
     assert sorted(p["pr"] for p in prs) == sorted(f"{r['repo']}#{r['number']}" for r in rows)

@@ -78,6 +78,7 @@ class Table:
     rows: Sequence[Any]
     note: str = ""
     row_class: Callable[[Any], str] = field(default=lambda _r: "")
+    empty: str = "Nothing matches these filters."  # what the page says when it has no rows
 
     def cells(self, row: Any) -> list[tuple[Any, bool]]:
         out = []
@@ -374,7 +375,18 @@ def _round(x: float | None, digits: int = 2) -> float | None:
 
 RANK_HELP = ("Ranked by mean overall score only where the 95 % intervals separate: one plus the "
              "number of rows whose whole interval lies above this row's. Rows the data cannot "
-             "tell apart share a rank (=2).")
+             "tell apart share a rank (=2); a row with no other to be ranked against gets none.")
+
+
+def nothing_stored(conn: Any, v: Viewer) -> str | None:
+    """What an empty page says when the store holds nothing this viewer may read (rather than
+    blaming the filters); None when it holds something."""
+    if queries.count(conn, queries.Filters(repos=v.repos)):
+        return None
+    if v.repos is not None:
+        return "None of the repositories you can read has a stored evaluation yet."
+    return ("Nothing is stored yet: taskeval backfill OWNER/REPO (or the bot, once a PR is merged) "
+            "stores evaluations here.")
 NO_AGENT_HELP = ("PRs where no agent's mark was found (attributed to a person or to an unknown "
                  "bot, or stored before attribution). Many are agent PRs whose marks the evidence "
                  "lacks, so they are not ranked among the agents.")

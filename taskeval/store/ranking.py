@@ -8,7 +8,7 @@ gets the same ranks wherever it is read.
   Groups the data cannot tell apart share a rank (shown "=2"); ranks are not a strict 1, 2, 3.
 * Groups whose mean rests on fewer than :data:`SMALL_SAMPLE` PRs, groups without an interval and
   the PRs where no agent was found (``human``, ``unknown-bot``, results stored before attribution)
-  get no rank.
+  get no rank; nor does a group with no other to be ranked against ("rank 1" of one says nothing).
 * Order: ranked groups by rank, then mean (highest first), then PR count, then key; then the
   unranked groups by the same keys; the no-agent groups last.
 """
@@ -96,11 +96,13 @@ def rank(standings: Sequence[Standing]) -> list[Standing]:
     ranked = [s for s in standings if s.rankable]
     for s in standings:
         s.rank, s.tied = None, False
+    if len(ranked) < 2:
+        ranked = []  # nothing to rank it against
     for s in ranked:
         above = [o for o in ranked if o is not s and (o.overall.low or 0.0) > (s.overall.high or 0.0)]
         s.rank = 1 + len(above)
     for s in ranked:
         s.tied = sum(o.rank == s.rank for o in ranked) > 1
-    return sorted(standings, key=lambda s: (s.no_agent, not s.rankable, s.rank or 0,
+    return sorted(standings, key=lambda s: (s.no_agent, s.rank is None, s.rank or 0,
                                             -(s.overall.mean if s.overall.mean is not None else -1.0),
                                             -s.count, s.key))

@@ -109,3 +109,61 @@ def test_a_lone_agent_is_not_rank_1_of_one(driver: Any, site: str) -> None:  # n
     driver.get(f"{site}/dashboard/")  # among the others, it has a rank
     ranks = [c.text for c in driver.find_elements(By.CSS_SELECTOR, "table[data-table='groups'] td[data-col='rank']")]
     assert any(r.lstrip("=").isdigit() for r in ranks)
+
+
+@pytest.fixture(scope="module")
+def big_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Groups of four-digit PR counts, as a real store has (the AIDev replay: 2,509 Devin PRs), and
+    one agent with a single week of PRs."""
+    _need_browser()
+    from sqlalchemy import update
+
+    from dashboard.cli import create_local_app
+    from taskeval.store.db import evaluations, write
+    from taskeval.store.results import rebuild_rollup
+    from tests.dashboard_store import fill
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('big') / 'taskeval.db'}"
+    engine = make_engine(url)
+    init_schema(engine)
+    fill(engine, 6000, seed=23)
+    with write(engine) as conn:  # Jules's four PRs all in one week
+        conn.execute(update(evaluations).where(evaluations.c.agent_id == "jules").values(week="2025-03-03"))
+        rebuild_rollup(conn)
+    engine.dispose()
+    served = Served(create_local_app(url, bind_host="127.0.0.1", env={}))
+    yield served.url
+    served.close()
+
+
+def test_the_overview_fits_1400_px_with_four_digit_counts(driver: Any, big_site: str) -> None:  # noqa: F811
+    """The documented width: with counts like "2509 PRs, 2509 provisional" under every mean the
+    table used to be 1,456 px wide in a 1,345 px box, the weekly trend scrolled out of sight."""
+    from selenium.webdriver.common.by import By
+
+    driver.set_window_size(1400, 1000)
+    try:
+        for path in ("/dashboard/", "/dashboard/?by=author", "/dashboard/?provisional=exclude"):
+            driver.get(f"{big_site}{path}")
+            box = driver.execute_script(
+                "const b = document.querySelector('#table-groups .scroll');"
+                "return [b.scrollWidth, b.clientWidth, document.documentElement.scrollWidth, window.innerWidth];")
+            assert box[0] <= box[1] and box[2] <= box[3], (path, box)
+            for cell in driver.find_elements(By.CSS_SELECTOR, "table[data-table='groups'] td[data-col='_trend']"):
+                charts_in = cell.find_elements(By.TAG_NAME, "svg")
+                if charts_in:  # a line, wholly on screen
+                    assert charts_in[0].find_elements(By.TAG_NAME, "polyline"), path
+                    assert charts_in[0].rect["x"] + charts_in[0].rect["width"] <= box[3], path
+                else:  # no line to draw: it says why instead of an empty cell
+                    assert cell.text in ("one week only", "no dated PRs"), (path, cell.text)
+            rests = driver.find_element(By.CSS_SELECTOR, "table[data-table='groups'] td[data-col='overallMean'] .rests")
+            assert re.fullmatch(r"\d+ PRs, \d+ provisional( left out)?|\d+ PRs", rests.text), rests.text  # one line
+            if "by=author" not in path:
+                assert re.match(r"\d{4} PRs", rests.text), rests.text
+        driver.get(f"{big_site}/dashboard/")
+        jules = driver.find_element(By.CSS_SELECTOR, "table[data-table='groups'] a[href^='/dashboard/agent/jules']")
+        trend = jules.find_element(By.XPATH, "./ancestor::tr").find_element(By.CSS_SELECTOR, "td[data-col='_trend']")
+        assert trend.text == "one week only"
+        shot(driver, "overview-four-digit-counts")
+    finally:
+        driver.set_window_size(1440, 1000)

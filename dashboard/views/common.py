@@ -312,8 +312,10 @@ def provisional_floor() -> int:
 
 
 def _rests_on_cell(gr: queries.Group, measure: str, cell: Markup) -> Markup:
-    return cell + Markup('<br><span class="rests" data-measure="{}">{}</span>').format(
-        measure, rests_on_text(gr, measure))
+    """The mean's cell and under it what it rests on, free to break only between its parts."""
+    parts = Markup(", ").join(Markup('<span class="part">{}</span>').format(p)
+                              for p in rests_on_text(gr, measure).split(", "))
+    return cell + Markup('<br><span class="rests" data-measure="{}">{}</span>').format(measure, parts)
 
 
 def _rank_cell(gr: queries.Group) -> Markup | str:
@@ -392,6 +394,18 @@ NO_AGENT_HELP = ("PRs where no agent's mark was found (attributed to a person or
                  "lacks, so they are not ranked among the agents.")
 
 
+def _trend_cell(gr: queries.Group) -> Markup:
+    """The weekly line; a group with fewer than two weeks has no line to draw, and says so
+    rather than leaving an empty chart."""
+    if len(gr.trend) >= 2:
+        return charts.trend(gr.trend)
+    if not gr.trend:
+        return Markup('<span class="muted trend-none">no dated PRs</span>')
+    week, mean, n = gr.trend[0]
+    return Markup('<span class="muted trend-none" title="week of {}: {} over {} PRs">one week only</span>').format(
+        week, f"{mean:.1f}", n)
+
+
 MERGE_RATE_HELP = ("Merge rate: merged of the PRs that reached a decision (merged, or closed after being "
                    "marked ready); open PRs and drafts closed without being marked ready are left out. "
                    "The agent page and the comparison show this same figure; Rejected is its complement.")
@@ -402,8 +416,9 @@ def _merge_rate_cell(gr: queries.Group) -> Markup | str:
     m = gr.merge_rate
     if m.mean is None:
         return Markup('—<br><span class="rests">none decided</span>')
-    return Markup('<span title="95 % interval {}–{}">{}</span><br><span class="rests">{} of {} decided</span>'
-                  ).format(_pct(m.low), _pct(m.high), _pct(m.mean), gr.merged, gr.decided)
+    return Markup('<span title="95 % interval {}–{}">{}</span><br><span class="rests"><span class="part">{} of {}'
+                  '</span> <span class="part">decided</span></span>').format(
+        _pct(m.low), _pct(m.high), _pct(m.mean), gr.merged, gr.decided)
 
 
 def group_table(groups: list[queries.Group], by: str, outcome_cols: list[str], view: View,
@@ -471,7 +486,7 @@ def group_table(groups: list[queries.Group], by: str, outcome_cols: list[str], v
         columns.append(Column(_outcome_title(col), _outcome(col), _outcome_cell(col),
                               numeric=True, key=f"outcome.{col}", help=queries.outcome_definition(col),
                               csv_only=col != "rejected"))
-    columns.append(Column("Weekly trend", lambda gr: None, lambda gr: charts.trend(gr.trend), key="_trend",
+    columns.append(Column("Weekly trend", lambda gr: None, _trend_cell, key="_trend",
                           help="Weekly mean overall score, last 26 weeks with PRs (dashed line at 60)."))
     left = ("left out of every mean and rank" if view.exclude_provisional
             else "counted in every mean; the switch above leaves them out")

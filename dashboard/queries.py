@@ -34,6 +34,7 @@ from sqlalchemy import (
     case,
     false,
     func,
+    literal,
     select,
     text,
     true,
@@ -280,10 +281,19 @@ def decided_sql() -> Any:
     return case((E.pr_state == "merged", 1), ((E.pr_state == "closed") & ~is_draft_sql(), 1), else_=0)
 
 
+def _turns_key(by: str) -> Any:
+    """The grouping column as an expression (``author || ''``): a bare column lets SQLite group by
+    walking ``ix_evaluations_author_time`` and read every row's ``draft_at_end`` from the table
+    (60 ms over 30,000 PRs); the expression lets it scan the covering ``ix_evaluations_turns``,
+    which holds the state, the draft flag and every filter column (4 ms). NULL stays NULL."""
+    return _key_column(by).op("||")(literal(""))
+
+
 def closed_drafts(conn: Connection, f: Filters, by: str) -> dict[str, int]:
     """Per row key, the PRs closed while still a draft (left out of the merge rate)."""
-    query = (select(_key_column(by).label("key"), func.count().label("n"))
-             .where(*where(f), E.pr_state == "closed", is_draft_sql()).group_by(_key_column(by)))
+    key = _turns_key(by).label("key")
+    query = (select(key, func.count().label("n"))
+             .where(*where(f), E.pr_state == "closed", is_draft_sql()).group_by(key))
     out: dict[str, int] = {}
     for row in conn.execute(query).mappings():
         key = group_key(row["key"], by)
@@ -457,10 +467,13 @@ def outcome_counts(conn: Connection, f: Filters,
     # rejected by the PR's state where no record says otherwise: every decided PR, less those with
     # a "rejected" record (a subtraction, not a NOT EXISTS per PR: that probe cost 200 ms over
     # 90,000 PRs even with no outcome recorded)
-    decided = [*where(f), decided_sql() == 1]  # closed drafts and open PRs are no decision
+    # closed drafts and open PRs are no decision (decided_sql), written so an index on the state serves it
+    decided = [*where(f), E.pr_state.in_(("merged", "closed")), ~((E.pr_state == "closed") & is_draft_sql())]
     closed = func.sum(case((E.pr_state == "closed", 1), else_=0)).label("hits")
     derived: dict[Any, list[int]] = {}
-    for row in conn.execute(select(key, func.count().label("n"), closed).where(*decided).group_by(key)).mappings():
+    turns_key = _turns_key(by).label("key")  # index-only with the draft flag, as closed_drafts
+    for row in conn.execute(select(turns_key, func.count().label("n"), closed)
+                            .where(*decided).group_by(turns_key)).mappings():
         derived[row["key"]] = [int(row["n"]), int(row["hits"] or 0)]
     any_outcome = conn.execute(select(oc.id).limit(1)).first() is not None
     if any_outcome:

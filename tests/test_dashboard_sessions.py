@@ -66,6 +66,24 @@ def test_a_long_enough_session_secret_of_its_own_is_the_cookies_key() -> None:
     assert SESSION_SECRET in settings.secrets()  # redacted from logs like the others
 
 
+def test_without_a_session_secret_the_token_form_is_not_offered(tmp_path: Path) -> None:
+    """Token only, no TASKEVAL_SESSION_SECRET: a session keyed per process would not hold across
+    gunicorn's processes, so the browser form is not offered (503, saying what to set); scripts
+    with the bearer token still read everything."""
+    from bot.app import create_app
+
+    app = create_app(BotSettings.from_env({"GITHUB_WEBHOOK_SECRET": SECRET, "TASKEVAL_API_TOKEN": API_TOKEN,
+                                           "DATABASE_URL": f"sqlite:///{tmp_path / 'bot.db'}"}))
+    client = app.test_client()
+    page = client.get("/dashboard/login")
+    assert page.status_code == 503 and "needs TASKEVAL_SESSION_SECRET" in page.get_data(as_text=True)
+    assert 'name="token"' not in page.get_data(as_text=True)
+    tried = client.post("/dashboard/login", data={"csrf": "x" * 43, "token": API_TOKEN})
+    assert tried.status_code in (400, 503)  # no session to carry a CSRF token, nor to sign in
+    assert client.get("/dashboard/?format=csv", headers={"Authorization": f"Bearer {API_TOKEN}"}).status_code == 200
+    app.extensions["taskeval"].engine.dispose()
+
+
 def test_the_local_dashboard_refuses_a_short_session_secret_in_one_line(tmp_path: Path) -> None:
     store = tmp_path / "taskeval.db"
     from taskeval.store.db import init_schema, make_engine

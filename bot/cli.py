@@ -72,9 +72,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = _prepare(args, "serve", needs_github=not args.no_workers)
     if settings is None:
         return 2
-    from bot.jobs.supervise import Supervisor
+    from bot.jobs.supervise import HeartbeatWatch, Supervisor
 
-    sup = Supervisor(grace_seconds=settings.shutdown_grace_seconds)
+    sup = Supervisor(grace_seconds=settings.shutdown_grace_seconds,
+                     watch=None if args.no_workers else HeartbeatWatch(settings))
     web = [sys.executable, "-m", "gunicorn", "-c", "python:bot.web.gunicorn_conf",
            "--log-level", args.log_level]
     if args.bind:
@@ -82,7 +83,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     sup.add("web", [*web, "bot.app:create_app()"], critical=True)
     if not args.no_workers:
         for i in range(settings.queue_workers):
-            sup.add(f"queue-worker-{i + 1}", _worker_argv(args.log_level))
+            sup.add(f"queue-worker-{i + 1}", _worker_argv(args.log_level), watched=True)
     return sup.run()
 
 
@@ -94,15 +95,13 @@ def cmd_worker(args: argparse.Namespace) -> int:
     settings = _prepare(args, "worker", needs_github=True)
     if settings is None:
         return 2
-    if settings.queue_workers == 1:
-        from bot.jobs.worker import main
+    # Supervised even alone: a worker that hangs mid-job, or gives up a job that ran past its
+    # deadline, is replaced.
+    from bot.jobs.supervise import HeartbeatWatch, Supervisor
 
-        return main(["--log-level", args.log_level])
-    from bot.jobs.supervise import Supervisor
-
-    sup = Supervisor(grace_seconds=settings.shutdown_grace_seconds)
+    sup = Supervisor(grace_seconds=settings.shutdown_grace_seconds, watch=HeartbeatWatch(settings))
     for i in range(settings.queue_workers):
-        sup.add(f"queue-worker-{i + 1}", _worker_argv(args.log_level))
+        sup.add(f"queue-worker-{i + 1}", _worker_argv(args.log_level), watched=True)
     return sup.run()
 
 

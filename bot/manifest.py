@@ -16,6 +16,7 @@ import html
 import json
 import os
 import secrets
+import shlex
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -91,28 +92,40 @@ def exchange(code: str, api_url: str, timeout: float = 30.0) -> dict[str, Any]:
 
 
 def save_credentials(app: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
-    """Write ``<slug>.private-key.pem`` and ``taskeval-app.env``, both mode 0600."""
+    """Write ``<slug>.private-key.pem`` and ``taskeval-app.env``, both mode 0600 (a file that
+    was there before, readable by others, is made private too). The env file's values are
+    shell-quoted, so ``. ./taskeval-app.env`` reads them back exactly, whatever the folder."""
     out_dir.mkdir(parents=True, exist_ok=True)
     pem = out_dir / f"{app['slug']}.private-key.pem"
     env = out_dir / "taskeval-app.env"
-    for path, text in (
-        (pem, app["pem"]),
-        (env, "".join(f"{k}={v}\n" for k, v in (
-            ("GITHUB_APP_ID", app["id"]),
-            ("GITHUB_APP_SLUG", app["slug"]),
-            ("GITHUB_APP_PRIVATE_KEY_PATH", pem.resolve()),
-            ("GITHUB_WEBHOOK_SECRET", app["webhook_secret"]),
-            # The App's OAuth client, for the dashboard's sign-in (absent from older answers).
-            *((("GITHUB_CLIENT_ID", app["client_id"]),) if app.get("client_id") else ()),
-            *((("GITHUB_CLIENT_SECRET", app["client_secret"]),) if app.get("client_secret") else ()),
-            # GitHub sign-in needs a session key of its own, shared by every process of the bot.
-            *((("TASKEVAL_SESSION_SECRET", secrets.token_hex(32)),) if app.get("client_id") else ()),
-        ))),
-    ):
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+    settings = (
+        ("GITHUB_APP_ID", app["id"]),
+        ("GITHUB_APP_SLUG", app["slug"]),
+        ("GITHUB_APP_PRIVATE_KEY_PATH", pem.resolve()),
+        ("GITHUB_WEBHOOK_SECRET", app["webhook_secret"]),
+        # The App's OAuth client, for the dashboard's sign-in (absent from older answers).
+        *((("GITHUB_CLIENT_ID", app["client_id"]),) if app.get("client_id") else ()),
+        *((("GITHUB_CLIENT_SECRET", app["client_secret"]),) if app.get("client_secret") else ()),
+        # GitHub sign-in needs a session key of its own, shared by every process of the bot.
+        *((("TASKEVAL_SESSION_SECRET", secrets.token_hex(32)),) if app.get("client_id") else ()),
+    )
+    for path, text in ((pem, app["pem"]), (env, "".join(f"{k}={shlex.quote(str(v))}\n" for k, v in settings))):
+        write_private(path, text)
     return pem, env
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` readable and writable by the owner only. The mode is set on
+    the open file before anything is written: ``os.open``'s mode applies only to a file it
+    creates. A symbolic link in its place is refused rather than followed."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
 
 
 def serve_registration(manifest_path: Path, webhook_url: str, *, org: str | None,
@@ -200,9 +213,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bot.manifest: {exc}", file=sys.stderr)
         return 2
     app = result["app"]
+    load = shlex.quote(str(Path(result["env"]).resolve()))  # a bare name would be looked up in PATH
     print(f"Registered GitHub App {app['slug']} (id {app['id']}).\n"
           f"Private key: {result['pem']}\nSettings:    {result['env']} "
-          "(load with: set -a; . ./taskeval-app.env; set +a)\n"
+          f"(load with: set -a; . {load}; set +a)\n"
           f"Install it on your repositories: {app.get('html_url', '')}/installations/new")
     return 0
 

@@ -37,7 +37,8 @@ class SettingsError(ValueError):
 _N = TypeVar("_N", int, float)
 
 
-def _number(env: Mapping[str, str], name: str, default: _N, low: _N, kind: Callable[[str], _N]) -> _N:
+def _number(env: Mapping[str, str], name: str, default: _N, low: _N, kind: Callable[[str], _N],
+            high: _N | None = None) -> _N:
     raw = env.get(name, "").strip()
     if not raw:
         return default
@@ -48,6 +49,8 @@ def _number(env: Mapping[str, str], name: str, default: _N, low: _N, kind: Calla
         raise SettingsError(f"{name} must be {noun}, got {raw!r}") from exc
     if not value >= low:  # also refuses NaN
         raise SettingsError(f"{name} must be at least {low}, got {value}")
+    if high is not None and value > high:
+        raise SettingsError(f"{name} must be at most {high}, got {value}")
     return value
 
 
@@ -55,8 +58,9 @@ def _int(env: Mapping[str, str], name: str, default: int, low: int = 1) -> int:
     return _number(env, name, default, low, int)
 
 
-def _float(env: Mapping[str, str], name: str, default: float, low: float = 0.0) -> float:
-    return _number(env, name, default, low, float)
+def _float(env: Mapping[str, str], name: str, default: float, low: float = 0.0,
+           high: float | None = None) -> float:
+    return _number(env, name, default, low, float, high)
 
 
 def app_credentials(env: Mapping[str, str]) -> tuple[str | None, str | None]:
@@ -111,6 +115,10 @@ class BotSettings:
     poll_seconds: float = 1.0
     queue_workers: int = 2
     shutdown_grace_seconds: float = 20.0
+    # How long a delivery waits for the store's write lock before the receiver answers 503.
+    store_wait_seconds: float = 3.0
+    # How long one job may run before its worker gives it up (requeued with backoff, or dead).
+    job_timeout_seconds: float = 900.0
     delivery_retention_days: float = 30.0
     rate_reserve: int = DEFAULT_RESERVE
     graphql_reserve: int = DEFAULT_RESERVE
@@ -206,6 +214,8 @@ class BotSettings:
             poll_seconds=_float(env, "TASKEVAL_POLL_SECONDS", 1.0, low=0.01),
             queue_workers=_int(env, "TASKEVAL_QUEUE_WORKERS", 2),
             shutdown_grace_seconds=_float(env, "TASKEVAL_SHUTDOWN_GRACE", 20.0),
+            store_wait_seconds=_float(env, "TASKEVAL_STORE_WAIT_SECONDS", 3.0, low=0.1, high=8.0),
+            job_timeout_seconds=_float(env, "TASKEVAL_JOB_TIMEOUT_SECONDS", 900.0, low=5.0),
             delivery_retention_days=_float(env, "TASKEVAL_DELIVERY_RETENTION_DAYS", 30.0,
                                            low=7.0),
             rate_reserve=_int(env, "TASKEVAL_RATE_RESERVE", DEFAULT_RESERVE, low=0),

@@ -174,8 +174,11 @@ def session_viewer(api_token: str | None, engine: Engine) -> Viewer | None:
 
 
 def safe_next(target: str | None, prefix: str) -> str | None:
-    """A same-site path under the dashboard, or None (no open redirects)."""
+    """A same-site path under the dashboard, or None (no open redirects, and nothing that
+    cannot be a ``Location`` header: a line break or another control character)."""
     if not target or not target.startswith(prefix) or target.startswith("//") or "\\" in target:
+        return None
+    if not target.isprintable():
         return None
     parts = urlsplit(target)
     return target if not parts.scheme and not parts.netloc else None

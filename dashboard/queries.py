@@ -40,6 +40,7 @@ from sqlalchemy import (
     true,
 )
 
+from taskeval.agent_table import agent_name
 from taskeval.config import HUMAN_ID, UNKNOWN_BOT_ID
 from taskeval.contract import BAND_NAMES
 from taskeval.store.db import PULLS_DOWN, evaluations, rollup_agent, rollup_author, rollup_signals, signals
@@ -376,6 +377,8 @@ def groups(conn: Connection, f: Filters, by: str = "agent", *, use_rollup: bool 
         n = int(row["n"])
         if key_value == NO_AGENT:
             acc["name"] = NO_AGENT_NAME
+        elif by != "author":  # a built-in agent by its own name; a repository's own by its id
+            acc["name"] = agent_name(key_value, row["name"], own_pr=False)
         elif row["name"] and not acc["name"]:
             acc["name"] = row["name"]
         for column, value in row.items():
@@ -734,7 +737,7 @@ def agents(conn: Connection, f: Filters) -> list[tuple[str, str]]:
     found: dict[str, str] = {}
     for k, n in conn.execute(query).all():
         key = group_key(k, "agent")  # the no-agent ids are one choice, as they are one row
-        found[key] = NO_AGENT_NAME if key == NO_AGENT else str(n or _key(k))
+        found[key] = NO_AGENT_NAME if key == NO_AGENT else str(agent_name(key, n, own_pr=False) or key)
     return sorted(found.items())
 
 

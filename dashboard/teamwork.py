@@ -47,6 +47,9 @@ CLOSURE_GROUPS = (("agent_failure", "the agent's failure", ("agent_failure",)),
                   ("project", "the project's reasons", PROJECT_REASONS),
                   ("withdrawn_unknown", "withdrawn or unknown", ("withdrawn", "unknown")))
 RESCUE_CLASSES = ("clean", "feedback_loop", "taken_over")
+# A merged PR whose writers the evidence cannot all name (docs/turns.md#rescue): neither clean nor
+# rescued, so it is counted apart from every rescue figure, as provisional grades are from means.
+RESCUE_UNKNOWN = "unknown"
 
 # (key, column, title, which PRs it rests on)
 CYCLE_FIGURES: tuple[tuple[str, Any, str, str], ...] = (
@@ -268,7 +271,7 @@ class Costs:
     def per_pr(self) -> list[tuple[str, str, str, Mean, int]]:
         """(key, figure, which PRs, mean, how many) of the per-PR costs to people."""
         return [
-            ("people_commits", "People's commits per merged PR", "merged PRs with a rescue class",
+            ("people_commits", "People's commits per merged PR", "merged PRs with a known rescue class",
              self.people_commits, self.per_pr_counts.get("people_commits", 0)),
             ("rounds", "Review rounds per merged PR", "merged PRs with turns", self.rounds,
              self.per_pr_counts.get("rounds", 0)),
@@ -287,6 +290,12 @@ class Costs:
     @property
     def rescued_known(self) -> int:
         return sum(n for k, n in self.rescue.items() if k in RESCUE_CLASSES)
+
+    @property
+    def rescue_unknown(self) -> int:
+        """Merged PRs whose rescue class is ``unknown``: left out of the mix, the rescue rate and
+        people's commits per merged PR."""
+        return self.rescue.get(RESCUE_UNKNOWN, 0)
 
     def rescue_mix(self) -> list[Share]:
         names = {"clean": "clean", "feedback_loop": "feedback loop", "taken_over": "taken over"}
@@ -386,6 +395,9 @@ def sentence(name: str, c: Costs, *, subject: str | None = None, agent: bool = T
                      f"None of the {merged} merged {subject} needed a person to push commits")
         else:
             first = f"{share} merged {subject} needed a person to push commits"
+    if c.rescue_unknown:
+        first += (f" ({c.rescue_unknown} merged PR{'s' if c.rescue_unknown != 1 else ''} whose commits' "
+                  "writers are unknown left out)")
     closed = c.closure_known
     if closed < SMALL_SAMPLE:
         second = f"too few rejections ({closed}) to say whose failures they were"

@@ -19,7 +19,8 @@ class AgentRule:
     """One agent: how to recognise its PRs, who ran it, and what it writes by design.
 
     Logins and App slugs compare case-insensitively; every other entry is a regular expression
-    (Python syntax, case-insensitive, multi-line: ``^``/``$`` match at line ends).
+    (case-insensitive, multi-line: ``^``/``$`` match at line ends). The table's own run on Python's
+    ``re``; those a repository's config gives run on RE2 (taskeval/regex.py), in linear time.
     """
 
     id: str
@@ -160,3 +161,29 @@ BUILTIN_RULES: Final[tuple[AgentRule, ...]] = (
         operator=("assignee", "reviewer", "co-author"),
     ),
 )
+
+# What attribution answers for a PR no agent marks (taskeval.agents); no agents entry may use them.
+HUMAN_ID: Final = "human"
+UNKNOWN_BOT_ID: Final = "unknown-bot"
+# Keys the dashboard and the leaderboard give rows of their own: not an agent's id either.
+RESERVED_IDS: Final = frozenset({HUMAN_ID, UNKNOWN_BOT_ID, "no-agent", "unattributed"})
+# The names taskeval gives: every built-in agent's, and those of the answers above. They are
+# taskeval's, never a repository's to give (taskeval.config refuses an agents entry that renames
+# a built-in agent or takes one of these names for its own).
+FIXED_NAMES: Final[dict[str, str]] = {
+    **{rule.id: rule.name for rule in BUILTIN_RULES}, HUMAN_ID: "Human", UNKNOWN_BOT_ID: "Unknown bot"}
+TAKEN_NAMES: Final = frozenset(" ".join(n.casefold().split()) for n in (*FIXED_NAMES.values(), "No agent found"))
+
+
+def agent_name(agent_id: str | None, stored: str | None, *, own_pr: bool) -> str | None:
+    """The name to show for an agent: a built-in agent's (and human's, unknown-bot's) own name,
+    whatever a stored result says; a repository's own agent by the name its config gives, on its
+    own PRs only (``own_pr``: a page or row of one PR), and by its id where PRs of several
+    repositories meet (the leaderboard, the dashboard's rows and filters), since another
+    repository may give the same id another name."""
+    if agent_id is None:
+        return stored
+    fixed = FIXED_NAMES.get(agent_id)
+    if fixed is not None:
+        return fixed
+    return (stored or agent_id) if own_pr else agent_id

@@ -49,10 +49,11 @@ from typing import Any, Final, TypeVar
 from taskeval import evidence as ev
 from taskeval.agent_table import BUILTIN_RULES as BUILTIN_RULES  # re-exported: the table lived here
 from taskeval.agent_table import AgentRule as AgentRule
-from taskeval.config import HUMAN_ID, UNKNOWN_BOT_ID, AgentRuleConfig, Settings
+from taskeval.config import HUMAN_ID, UNKNOWN_BOT_ID, AgentRuleConfig, Settings, compile_config_pattern
 from taskeval.evidence.vocabulary import fold
 from taskeval.memo import by_identity
 from taskeval.models import AgentAttribution, EvidenceBundle
+from taskeval.regex import Pattern
 
 # --------------------------------------------------------------------------- the effective table
 
@@ -63,6 +64,7 @@ def _merge(base: AgentRule | None, entry: AgentRuleConfig) -> AgentRule:
     if base is None:
         values.setdefault("name", entry.id)
         return AgentRule(id=entry.id, **values)
+    values.pop("name", None)  # a built-in agent keeps its name (the config refuses one as well)
     return replace(base, **values)
 
 
@@ -108,8 +110,8 @@ class _Compiled:
     rule: AgentRule
     logins: frozenset[str]
     apps: frozenset[str]
-    co_authors: tuple[re.Pattern[str], ...]
-    text_marks: tuple[re.Pattern[str], ...]
+    co_authors: tuple[Pattern, ...]  # a repository's own run on RE2 (taskeval.regex)
+    text_marks: tuple[Pattern, ...]
     # The ASCII text every text mark starts with, lower-cased; None when one has none. A text
     # whose case fold holds none of them cannot carry this agent's mark.
     mark_needles: tuple[str, ...] | None
@@ -125,8 +127,8 @@ def _compiled(rules: tuple[AgentRule, ...]) -> tuple[_Compiled, ...]:
             r,
             frozenset(x.lower() for x in r.logins),
             frozenset(x.lower() for x in r.apps),
-            tuple(re.compile(x, _FLAGS) for x in r.co_authors),
-            tuple(re.compile(x, _FLAGS) for x in r.text_marks),
+            tuple(compile_config_pattern(x, _FLAGS) for x in r.co_authors),
+            tuple(compile_config_pattern(x, _FLAGS) for x in r.text_marks),
             _mark_needles(r.text_marks),
         )
         for r in rules
@@ -147,14 +149,14 @@ def _may_hold(folded: str, needles: tuple[str, ...] | None) -> bool:
 
 
 @_by_rules
-def standard_text_patterns(rules: tuple[AgentRule, ...]) -> tuple[re.Pattern[str], ...]:
+def standard_text_patterns(rules: tuple[AgentRule, ...]) -> tuple[Pattern, ...]:
     """Every agent's by-design texts, compiled (a block pattern spans lines with ``(?s:...)``)."""
-    return tuple(re.compile(x, _FLAGS) for r in rules for x in r.standard_texts)
+    return tuple(compile_config_pattern(x, _FLAGS) for r in rules for x in r.standard_texts)
 
 
 @_by_rules
-def standard_commit_patterns(rules: tuple[AgentRule, ...]) -> tuple[re.Pattern[str], ...]:
-    return tuple(re.compile(x, re.IGNORECASE) for r in rules for x in r.standard_commits)
+def standard_commit_patterns(rules: tuple[AgentRule, ...]) -> tuple[Pattern, ...]:
+    return tuple(compile_config_pattern(x, re.IGNORECASE) for r in rules for x in r.standard_commits)
 
 
 @_by_rules
@@ -192,6 +194,48 @@ def _co_authors(trailers: dict[str, str]) -> list[str]:
     values = [v for k, v in trailers.items() if k.lower() == "co-authored-by"]
     # parse_trailers joins repeated keys with ", "; a name never holds ">, ".
     return [p.strip() for v in values for p in re.split(r"(?<=>),\s*", v) if p.strip()]
+
+
+co_author_values = _co_authors  # the ``Co-authored-by`` values of a commit's trailers, in order
+
+# GitHub's no-reply address: ``<id>+<login>@users.noreply.github.com`` (since 2017) or
+# ``<login>@users.noreply.github.com`` (before); a bot's login keeps its ``[bot]``.
+_NOREPLY_ADDRESS: Final = re.compile(
+    r"(?:\d+\+)?([A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\[bot\])?)@users\.noreply\.github\.com",
+    re.IGNORECASE)
+_IDENTITY: Final = re.compile(r"^\s*(.*?)\s*<([^<>]*)>\s*$")
+
+
+def noreply_login(email: str | None) -> str | None:
+    """The login GitHub's no-reply address names (as written), else None."""
+    match = _NOREPLY_ADDRESS.fullmatch((email or "").strip())
+    return match.group(1) if match else None
+
+
+def split_identity(value: str) -> tuple[str, str | None]:
+    """``Name <email>`` (a trailer's value) as (name, e-mail); a value without ``<...>`` is a
+    name alone."""
+    match = _IDENTITY.match(value)
+    if not match:
+        return " ".join(value.split()).strip('"'), None
+    return " ".join(match.group(1).split()).strip('"'), match.group(2).strip() or None
+
+
+def agent_of_identity(rules: tuple[AgentRule, ...], name: str | None, email: str | None) -> AgentRule | None:
+    """The agent whose git identity this is (taskeval.signals.identity): one of its accounts as
+    the name or named by GitHub's no-reply address, or an identity its ``co_authors`` patterns
+    describe (they are written over ``Name <email>``, a trailer's form, which is a git identity's
+    form too). None for anyone else."""
+    text = f"{name or ''} <{email}>" if email else (name or "")
+    if not text:
+        return None
+    names = {x.lower() for x in (name, noreply_login(email)) if x}
+    for rule in _compiled(rules):
+        if not rule.logins.isdisjoint(names):
+            return rule.rule
+        if any(p.search(text) for p in rule.co_authors):
+            return rule.rule
+    return None
 
 
 def _requested_by(body: str) -> str | None:

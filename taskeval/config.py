@@ -9,23 +9,28 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
 import orjson
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
+# HUMAN_ID, UNKNOWN_BOT_ID: what attribution answers for a PR no agent marks (re-exported here,
+# where they were first defined); no agents entry may use them.
+from taskeval.agent_table import BUILTIN_RULES, RESERVED_IDS, TAKEN_NAMES
+from taskeval.agent_table import HUMAN_ID as HUMAN_ID
+from taskeval.agent_table import UNKNOWN_BOT_ID as UNKNOWN_BOT_ID
 from taskeval.models import ConfigInfo
+from taskeval.regex import Pattern, compile_pattern, untrusted_problem
 
 CONFIG_PATH = ".github/taskeval.yml"
 MAX_CONFIG_BYTES = 64 * 1024
 
 
-# What attribution (taskeval.agents) answers for a PR no agent marks; no agents entry may use them.
-HUMAN_ID: Final = "human"
-UNKNOWN_BOT_ID: Final = "unknown-bot"
 
 
 class _Section(BaseModel):
@@ -94,13 +99,17 @@ class Patterns(_Section):
     @field_validator("commit_convention", "task_id_pattern")
     @classmethod
     def _regex(cls, value: str) -> str:
-        import re
-
-        try:
-            re.compile(value)
-        except (re.error, OverflowError, RecursionError) as exc:
-            raise ValueError(f"not a valid regular expression: {exc}") from exc
+        problem = pattern_problem(value)
+        if problem:
+            raise ValueError(f"not a valid regular expression: {problem}")
         return value
+
+
+_TRUSTED: Final[frozenset[str]] = frozenset({
+    Patterns.model_fields["commit_convention"].default, Patterns.model_fields["task_id_pattern"].default,
+    *(x for rule in BUILTIN_RULES
+      for x in (*rule.co_authors, *rule.text_marks, *rule.standard_texts, *rule.standard_commits)),
+})
 
 
 class Thresholds(_Section):
@@ -124,7 +133,8 @@ class Thresholds(_Section):
         default=1000, ge=2,
         description="[process.change_size] Changed lines at which the size signal reaches its "
         "floor. The fall from 100 is quadratic, steepest just past the comfortable size, so 400 "
-        "lines (where the same study sees defect discovery drop) already scores about 60.",
+        "lines (where the same study sees defect discovery drop) already scores about 60. Must be "
+        "greater than comfortable_change_lines (set or default).",
     )
     change_size_floor: int = Field(
         default=10, ge=0, le=100,
@@ -232,9 +242,9 @@ class Thresholds(_Section):
     )
     objection_half_life: float = Field(
         default=1.0, gt=0,
-        description="[agent.objections] Comments or reviews by other people saying the work is "
-        "wrong or asking for a fix, per halving: one -> 50, two -> 25. Each is a round the agent "
-        "did not get right.",
+        description="[agent.objections] Comments or reviews by people that the reader reads as a "
+        "verdict that the work is wrong, per halving: one -> 50, two -> 25. Each is a verdict the "
+        "agent did not earn a pass on.",
     )
     force_push_half_life: float = Field(
         default=1.0, gt=0,
@@ -262,13 +272,55 @@ class Thresholds(_Section):
         "per halving: one -> 50.",
     )
 
-    @field_validator("max_change_lines")
-    @classmethod
-    def _after_comfortable(cls, value: int, info: ValidationInfo) -> int:
-        low = info.data.get("comfortable_change_lines")
-        if low is not None and value <= low:
-            raise ValueError("must be greater than comfortable_change_lines")
-        return value
+    @model_validator(mode="after")
+    def _cross_field(self) -> Thresholds:
+        # After every field, whichever of them the file sets: a rule read only when its second
+        # field is given lets the first alone break it (comfortable_change_lines: 1000 against
+        # the default max_change_lines of 1000).
+        values = self.model_dump()
+        for rule in CROSS_FIELD_RULES:
+            if not rule.holds(values):
+                raise PydanticCustomError(CROSS_FIELD, "{problem}",
+                                          {"problem": f"{rule.fields[-1]} {rule.problem}",
+                                           "fields": rule.fields})
+        return self
+
+
+@dataclass(frozen=True)
+class CrossFieldRule:
+    """A rule between thresholds. A file that breaks one keeps the rest of its settings: the
+    rule's fields take their defaults (which hold every rule), and the problem is reported."""
+
+    fields: tuple[str, ...]
+    holds: Callable[[dict[str, Any]], bool]
+    problem: str  # said of the last field
+
+
+CROSS_FIELD: Final = "cross_field"
+CROSS_FIELD_RULES: Final[tuple[CrossFieldRule, ...]] = (
+    CrossFieldRule(("comfortable_change_lines", "max_change_lines"),
+                   lambda v: v["max_change_lines"] > v["comfortable_change_lines"],
+                   "must be greater than comfortable_change_lines"),
+)
+
+
+def trusted_patterns() -> frozenset[str]:
+    """taskeval's own patterns: the defaults above and every pattern of the built-in agent table.
+    They run on Python's ``re``; any other pattern a config gives runs on RE2 (taskeval.regex)."""
+    return _TRUSTED
+
+
+def pattern_problem(source: str) -> str | None:
+    """Why a config pattern cannot be used, or None: taskeval's own are known good; any other
+    must compile with RE2, which matches in linear time whatever the pattern."""
+    if source in _TRUSTED:
+        return None
+    return untrusted_problem(source)
+
+
+def compile_config_pattern(source: str, flags: int = 0) -> Pattern:
+    """A pattern of the effective settings, compiled for matching (taskeval.regex)."""
+    return compile_pattern(source, flags, _TRUSTED)
 
 
 def _threshold_owners() -> dict[str, str | None]:
@@ -297,7 +349,9 @@ class AgentRuleConfig(_Section):
     id: str = Field(pattern=AGENT_ID_PATTERN,
                     description="Agent id (lower case, digits, '-'); a built-in id overrides that agent.")
     name: str | None = Field(default=None, min_length=1, max_length=80,
-                             description="Display name (required for a new agent).")
+                             description="Display name of a new agent (required), shown on this repository's "
+                             "PRs; shared views (leaderboard, dashboard rows) list it by its id. A built-in "
+                             "agent keeps its own name, and no new agent takes one taskeval gives.")
     enabled: bool = Field(default=True, description="false drops a built-in agent from attribution.")
     logins: list[str] | None = Field(
         default=None, description="The agent's own accounts (PR author, commit author/committer): certain.")
@@ -324,19 +378,16 @@ class AgentRuleConfig(_Section):
     @field_validator("co_authors", "text_marks", "standard_texts", "standard_commits")
     @classmethod
     def _regexes(cls, value: list[str] | None) -> list[str] | None:
-        import re
-
         for pattern in value or []:
-            try:
-                re.compile(pattern)
-            except (re.error, OverflowError, RecursionError) as exc:
-                raise ValueError(f"{pattern!r} is not a valid regular expression: {exc}") from exc
+            problem = pattern_problem(pattern)
+            if problem:
+                raise ValueError(f"{pattern!r} is not a valid regular expression: {problem}")
         return value
 
     @field_validator("id")
     @classmethod
     def _not_reserved(cls, value: str) -> str:
-        if value in (HUMAN_ID, UNKNOWN_BOT_ID):
+        if value in RESERVED_IDS:
             raise ValueError(f"{value!r} is reserved for PRs no agent marks")
         return value
 
@@ -405,16 +456,22 @@ class Settings(_Section):
     @field_validator("agents")
     @classmethod
     def _agents(cls, value: list[AgentRuleConfig]) -> list[AgentRuleConfig]:
-        from taskeval.agent_table import BUILTIN_RULES
-
-        builtin = {r.id for r in BUILTIN_RULES}
+        builtin = {r.id: r.name for r in BUILTIN_RULES}
         seen: set[str] = set()
         for entry in value:
             if entry.id in seen:
                 raise ValueError(f"agent {entry.id!r} is listed twice")
             seen.add(entry.id)
+            # Results feed views shared across repositories by agent: a repository names only
+            # agents of its own, and never with a name taskeval gives (taskeval.agent_table).
+            if entry.id in builtin and "name" in entry.model_fields_set:
+                raise ValueError(f"agent {entry.id!r} is built in and keeps its name "
+                                 f"{builtin[entry.id]!r}: leave out name (a repository names only its own agents)")
             if entry.id not in builtin and entry.enabled and not entry.name:
                 raise ValueError(f"new agent {entry.id!r} needs a name")
+            if entry.id not in builtin and entry.name and " ".join(entry.name.casefold().split()) in TAKEN_NAMES:
+                raise ValueError(f"new agent {entry.id!r} cannot be named {entry.name!r}: taskeval gives that "
+                                 "name to an agent of its own")
         return value
 
     @field_validator("signal_weights")
@@ -508,10 +565,43 @@ def parse_config(text: str | None, source: str) -> LoadedConfig:
         return LoadedConfig(Settings(), source)
     if not isinstance(data, dict):
         return LoadedConfig(Settings(), source, [f"{source}: top level must be a mapping, got {type(data).__name__}"])
-    try:
-        return LoadedConfig(Settings.model_validate(data), source)
-    except ValidationError as exc:
-        return LoadedConfig(Settings(), source, [f"{source}: {m}" for m in _describe(exc)])
+    notes: list[str] = []
+    for _ in range(len(CROSS_FIELD_RULES) + 1):
+        try:
+            return LoadedConfig(Settings.model_validate(data), source, notes)
+        except ValidationError as exc:
+            broken = _cross_field_only(exc)
+            if broken is None:  # anything else wrong: nothing of the file applies
+                return LoadedConfig(Settings(), source, [f"{source}: {m}" for m in _describe(exc)])
+            data, more = _without_pairs(data, broken)
+            notes += [f"{source}: {m}" for m in more]
+    return LoadedConfig(Settings(), source, notes)
+
+
+def _cross_field_only(exc: ValidationError) -> list[tuple[str, ...]] | None:
+    """The fields of each broken cross-field rule, when those are all that is wrong."""
+    found = []
+    for err in exc.errors():
+        if err["type"] != CROSS_FIELD or err["loc"] != ("thresholds",):
+            return None
+        found.append(tuple((err.get("ctx") or {})["fields"]))
+    return found or None
+
+
+def _without_pairs(data: dict[str, Any], broken: list[tuple[str, ...]]) -> tuple[dict[str, Any], list[str]]:
+    """``data`` with the fields of each broken rule left to their defaults, and what to report."""
+    section = dict(data["thresholds"])
+    defaults = Thresholds()
+    notes = []
+    for fields in broken:
+        rule = next(r for r in CROSS_FIELD_RULES if r.fields == fields)
+        given = ", ".join(f"{name} {section[name]!r}" if name in section else
+                          f"{name} {getattr(defaults, name)!r} (default)" for name in fields)
+        notes.append(f"thresholds.{fields[-1]}: {rule.problem} (got {given}); "
+                     f"the defaults of {' and '.join(fields)} are used")
+        for name in fields:
+            section.pop(name, None)
+    return {**data, "thresholds": section}, notes
 
 
 def load_config(repo_text: str | None, override: Path | None = None) -> LoadedConfig:

@@ -110,6 +110,17 @@ class CommitEntry(Model):
     committed_at: str | None = None
     verified: bool = False
     is_merge: bool = False
+    # The git identity (taskeval.signals.identity reads it when GitHub links no account): the
+    # author's git name when it says more than the login (every commit whose author has no
+    # account, and a linked one whose name is not its login: the names the evidence pairs with
+    # logins); the author's e-mail and the committer's name only when the author has no account,
+    # and the committer's e-mail only when neither has one (never a linked account's e-mail).
+    # Left out of the JSON while None, so a bundle stored before them keeps its canonical form
+    # and its bundleHash.
+    author_name: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    author_email: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    committer_name: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    committer_email: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class ReviewEntry(Model):
@@ -422,7 +433,9 @@ class JudgeOutput(BaseModel):
     categories: list[JudgeCategory]
 
 
-JudgeStatus = Literal["ok", "off", "error", "rejected", "partial"]
+# withheld: the PR's text holds an instruction aimed at the judge, so none was asked
+# (taskeval.signals.injection); the others: taskeval/judge/run.py.
+JudgeStatus = Literal["ok", "off", "error", "rejected", "partial", "withheld"]
 
 
 class JudgeInfo(Model):
@@ -474,7 +487,10 @@ Role = Literal["agent", "operator", "reviewer", "person", "bot", "ci"]
 Whose = Literal["agent", "people"]
 ClosureClass = Literal["superseded", "duplicate", "stale", "declined", "agent_failure", "withdrawn",
                        "unknown"]
-RescueClass = Literal["clean", "feedback_loop", "taken_over"]
+# ``unknown``: who wrote some of the PR's work is unknown (no GitHub account, no git identity that
+# names anyone), so neither clean nor a rescue can be told; counted apart, as provisional grades are.
+RescueClass = Literal["clean", "feedback_loop", "taken_over", "unknown"]
+ClosureDecider = Literal["words", "ci", "closer", "nothing"]
 # Which closures count a rejection against the agent, and which are the project's own reasons
 # (docs/turns.md#closure); withdrawn and unknown are neither.
 AGAINST_AGENT: frozenset[ClosureClass] = frozenset({"agent_failure"})
@@ -525,6 +541,10 @@ class Closure(Model):
     counts_against_agent: bool
     evidence: list[str] = Field(default_factory=list)
     reason: str
+    # What decided the class, in the order it is weighed (docs/turns.md#closure): words stated
+    # near the end, CI at the head at closing, or who closed it and after how long; absent in
+    # results stored before the reader (scorer versions up to 2026.12.1).
+    decided_by: ClosureDecider | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class Rescue(Model):
@@ -532,9 +552,13 @@ class Rescue(Model):
 
     class_: RescueClass = Field(alias="class")
     rounds: int = Field(ge=0)
-    commits_by_people: int = Field(ge=0)
+    # None for ``unknown``: how many of the commits were people's is not known.
+    commits_by_people: int | None = Field(ge=0)
     evidence: list[str] = Field(default_factory=list)
     reason: str
+    # Commits of the PR's work whose writer is unknown (docs/turns.md#who-wrote-the-commits); left
+    # out of the JSON while 0, so a result stored before it keeps its form.
+    unattributed_commits: int = Field(default=0, ge=0, exclude_if=lambda v: v == 0)
 
 
 TaskTypeName = Literal["feature", "fix", "docs", "refactor", "test", "chore", "ci", "deps"]

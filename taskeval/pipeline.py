@@ -56,6 +56,7 @@ from taskeval.signals import (
     stale_signals,
     unknown_signal_ids,
 )
+from taskeval.signals.injection import judge_injections, withheld_reason
 from taskeval.tasktypes import classify, linked_issues_of
 from taskeval.transports import Api, default_api
 
@@ -129,11 +130,16 @@ def evaluate_collection(raw: RawCollection, options: Options | None = None) -> E
 
 
 def _judge(
-    bundle: EvidenceBundle, settings: Settings, options: Options, signals: list[Signal]
+    bundle: EvidenceBundle, settings: Settings, options: Options, signals: list[Signal], ctx: Ctx,
 ) -> JudgeResult:
     config = _no_judge(settings, options)
     if isinstance(config, JudgeResult):
         return config
+    # An instruction aimed at the judge in the PR's text: a judge that obeyed it would move the
+    # grade by its share, so none is asked (taskeval.signals.injection).
+    planted = judge_injections(ctx)
+    if planted:
+        return JudgeResult(JudgeInfo(status="withheld", error=withheld_reason(planted)), {})
     # The cache directory follows the adapter's environment (TASKEVAL_CACHE_DIR), not this process's.
     cache = options.cache if options.cache is not None else FileCache(default_cache_dir(options.env))
     return run_judge(
@@ -176,7 +182,7 @@ def score_bundle(
     ctx = Ctx(bundle, settings)  # one per bundle: signals and the account share its lookups
     signals = compute_signals(bundle, settings, kept.signals if kept else None, ctx)
     outcomes = deterministic_scores(signals, settings)  # before the judge: it sees contributions
-    judged = _judge(bundle, settings, options, signals)
+    judged = _judge(bundle, settings, options, signals, ctx)
     agent = kept.agent if kept and kept.agent is not None else attribute(bundle, settings)
     account = kept.account if kept and kept.account is not None else account_of(ctx)
     scored = _scored(signals, outcomes, judged, agent, _audit(bundle.groups), bundle.facts.pull, loaded,
@@ -254,6 +260,8 @@ def _input_warnings(audit: EvidenceGroup, pull: PullFacts, loaded: LoadedConfig)
 
 
 def _judge_warnings(info: JudgeInfo) -> list[str]:
+    if info.status == "withheld" and info.error:
+        return [f"AI judge left out: {info.error}"]
     if info.status in ("error", "rejected", "partial") and info.error:
         return [f"AI judge unavailable, deterministic scores only where it failed: {info.error}"]
     return []

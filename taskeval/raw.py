@@ -69,9 +69,11 @@ class RawCommit(_Raw):
     author_login: str | None = None
     author_type: str | None = None
     author_name: str | None = None
+    author_email: str | None = None
     authored_at: datetime | None = None
     committer_login: str | None = None
     committer_name: str | None = None
+    committer_email: str | None = None
     committed_at: datetime | None = None
     verified: bool = False
     verification_reason: str | None = None

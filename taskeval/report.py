@@ -2,7 +2,8 @@
 
 Every string that a PR author controls (titles, rationales quoting PR text, signal reasons that
 name files or commits) goes through :func:`safe_inline`: it cannot forge the marker, open HTML,
-ping people or teams, or hide a link behind innocent text. The whole comment is kept under GitHub's
+ping people or teams, or make a link (an address in it is shown as text). The only links are
+taskeval's own, to the evidence GitHub reported. The whole comment is kept under GitHub's
 65,536-character limit by dropping detail in a fixed order, never by cutting markdown mid-table.
 """
 
@@ -34,13 +35,17 @@ BAND_ICONS = {
 }
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>])")
-_MENTION = re.compile(r"@(?=[A-Za-z0-9])")
+# GitHub turns bare addresses into links (GFM's extended autolinks: "http://", "https://",
+# "ftp://", "www." and e-mail addresses, also as "mailto:" and "xmpp:"), and "@name" into a
+# mention. A word joiner after "://", after "www" and after every "@" keeps the text readable
+# but leaves nothing to link or to notify: no link in the comment comes from untrusted text.
+_LINKABLE = re.compile(r"(?<=:)(?=//)|(?i:www)(?=\.)|@")
 _UNSAFE_URL = re.compile(r"[\s<>`]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def safe_inline(text: str | None, limit: int = 300) -> str:
-    """One line of untrusted text made inert: no HTML, no markdown, no mentions, bounded."""
+    """One line of untrusted text made inert: no HTML, no markdown, no mentions, no links, bounded."""
     if not text:
         return ""
     flat = _CONTROL.sub("", " ".join(str(text).split()))
@@ -48,8 +53,7 @@ def safe_inline(text: str | None, limit: int = 300) -> str:
         flat = flat[: limit - 1].rstrip() + "…"
     flat = flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     flat = _MD_SPECIAL.sub(r"\\\1", flat)
-    # A zero-width joiner after "@" keeps the text readable but stops GitHub notifying anyone.
-    return _MENTION.sub("@\u2060", flat)
+    return _LINKABLE.sub(lambda m: f"{m.group(0)}\u2060", flat)
 
 
 def safe_code(text: str | None, limit: int = 80) -> str:
@@ -201,7 +205,9 @@ def ending_line(result: EvaluationResult, links: dict[str, str]) -> str:
     if result.rescue is not None:
         r = result.rescue
         cite = _cite(r.evidence, links, 3)
-        return (f"**Merge:** `{r.class_}` — {safe_inline(r.reason, 300)}" + (f" — {cite}" if cite else ""))
+        apart = (" (who wrote some commits is unknown: neither clean nor a rescue, counted apart)"
+                 if r.class_ == "unknown" else "")
+        return (f"**Merge:** `{r.class_}`{apart} — {safe_inline(r.reason, 300)}" + (f" — {cite}" if cite else ""))
     return ""
 
 

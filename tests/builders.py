@@ -65,15 +65,27 @@ def commit(
     *,
     author: RawUser | None = AGENT,
     parents: int = 1,
+    name: str | None = None,
+    email: str | None = None,
+    committer: tuple[str | None, str, str] | None = None,
 ) -> RawCommit:
+    """A commit; ``author=None``: GitHub links its author to no account, and only the git
+    identity (``name``, ``email``; ``committer`` as (login, name, e-mail), by default the author
+    committing locally) says who wrote it."""
+    if committer is None:
+        committer = ("web-flow", "GitHub", "noreply@github.com") if author else (
+            None, name or "Unlinked Person", email or "unlinked@example.com")
     return RawCommit(
         sha=sha(seed),
         message=message,
         author_login=author.login if author else None,
         author_type=author.type if author else None,
-        author_name=author.login if author else "Unlinked Person",
+        author_name=name or (author.login if author else "Unlinked Person"),
+        author_email=email or ("unlinked@example.com" if author is None else None),
         authored_at=at(minutes),
-        committer_login="web-flow",
+        committer_login=committer[0],
+        committer_name=committer[1],
+        committer_email=committer[2],
         committed_at=at(minutes),
         verified=True,
         parents=[sha(f"{seed}-parent-{n}") for n in range(parents)],

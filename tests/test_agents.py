@@ -309,7 +309,8 @@ def test_the_payloads_hold_what_attribution_needs() -> None:
     """GitHub's pull request object has no ``performed_via_github_app``; the PR's issue object
     (``GET /repos/{o}/{r}/issues/{n}``) has it. Both payloads are GitHub's documented shapes.
     That collection puts the issue's App on the PR is tested against the fake GitHub
-    (tests/test_github.py, ``test_the_app_a_pr_was_opened_through_comes_from_its_issue_object``)."""
+    (tests/test_github_collection.py,
+    ``test_the_app_a_pr_was_opened_through_comes_from_its_issue_object``)."""
     from taskeval.github import convert
 
     payload = {

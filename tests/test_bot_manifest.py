@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import socket
 import stat
+import subprocess
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -14,8 +17,10 @@ from typing import Any
 import pytest
 import requests
 import responses
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from bot.manifest import ManifestError, load_manifest, serve_registration
+from bot.manifest import ManifestError, load_manifest, save_credentials, serve_registration
 
 ROOT = Path(__file__).resolve().parents[1]
 API = "https://ghes.example.test/api/v3"
@@ -46,7 +51,8 @@ def free_port() -> int:
 
 
 def register(tmp_path: Path, conversion: tuple[int, dict[str, Any]],
-             callback: dict[str, str] | None = None) -> tuple[Any, requests.Response]:
+             callback: dict[str, str] | None = None, out_dir: Path | None = None,
+             ) -> tuple[Any, requests.Response]:
     """Run the helper; act as the browser and as GitHub redirecting back."""
     port = free_port()
     outcome: dict[str, Any] = {}
@@ -56,7 +62,7 @@ def register(tmp_path: Path, conversion: tuple[int, dict[str, Any]],
             outcome["result"] = serve_registration(
                 ROOT / "app.yml", "https://bot.example.com/webhook", org="octo-org",
                 github_url="https://ghes.example.test", api_url=API, port=port,
-                out_dir=tmp_path / "creds")
+                out_dir=out_dir or tmp_path / "creds")
         except ManifestError as exc:
             outcome["error"] = exc
 
@@ -120,3 +126,68 @@ def test_expired_code_is_reported(tmp_path: Path) -> None:
     assert isinstance(result, ManifestError) and "expire after an hour" in str(result)
     assert answer.status_code == 502
     assert not (tmp_path / "creds" / "taskeval-app.env").exists()
+
+
+def sourced(env_file: Path) -> dict[str, str]:
+    """What ``set -a; . FILE; set +a`` gives a POSIX shell, as the docs say to load it."""
+    proc = subprocess.run(["sh", "-c", 'set -a; . "$1"; set +a; env -0', "sh", str(env_file)],
+                          capture_output=True, check=True, env={"PATH": os.environ.get("PATH", "")},
+                          cwd=env_file.parent)
+    assert proc.stderr == b""
+    pairs = (item.split(b"=", 1) for item in proc.stdout.split(b"\0") if b"=" in item)
+    return {k.decode(): v.decode() for k, v in pairs}
+
+
+def test_registration_into_a_folder_with_a_space_over_readable_old_files(tmp_path: Path) -> None:
+    """The helper writes into a folder with a space in its name where an earlier run left the
+    key and the env file readable by everyone: the env file loads in a shell as the docs say,
+    and both files end up readable by their owner only."""
+    creds = tmp_path / "my creds"
+    creds.mkdir()
+    old_pem, old_env = creds / "taskeval-octo.private-key.pem", creds / "taskeval-app.env"
+    for path in (old_pem, old_env):
+        path.write_text("old\n")
+        path.chmod(0o644)
+    app = {"id": 42, "slug": "taskeval-octo", "pem": "-----BEGIN RSA PRIVATE KEY-----\nk\n",
+           "webhook_secret": "whsec-1", "client_id": "Iv1.9", "client_secret": "cs-2"}
+    result, answer = register(tmp_path, (201, app), out_dir=creds)
+    assert answer.status_code == 200, answer.text
+    assert result["pem"] == old_pem and result["env"] == old_env
+    for path in (old_pem, old_env):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+    loaded = sourced(old_env)
+    assert loaded["GITHUB_APP_PRIVATE_KEY_PATH"] == str(old_pem.resolve())
+    assert Path(loaded["GITHUB_APP_PRIVATE_KEY_PATH"]).read_text() == app["pem"]
+    assert (loaded["GITHUB_APP_ID"], loaded["GITHUB_WEBHOOK_SECRET"]) == ("42", "whsec-1")
+
+
+shell_words = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"), min_size=1,
+                      max_size=40)
+
+
+@settings(max_examples=40, deadline=None)
+@given(folder=shell_words.filter(lambda s: "/" not in s and s not in (".", "..")), secret=shell_words,
+       slug=st.from_regex(r"[a-z0-9][a-z0-9-]{0,20}", fullmatch=True))
+def test_any_value_reads_back_from_the_env_file_exactly(folder: str, secret: str, slug: str) -> None:
+    """Whatever the folder, slug or secret hold (spaces, quotes, $, backticks, line breaks), a
+    shell reads each value back as written and runs nothing."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / folder
+        app = {"id": 7, "slug": slug, "pem": "k", "webhook_secret": secret, "client_secret": secret}
+        pem, env = save_credentials(app, out)
+        loaded = sourced(env)
+        assert loaded["GITHUB_WEBHOOK_SECRET"] == secret
+        assert loaded["GITHUB_CLIENT_SECRET"] == secret
+        assert loaded["GITHUB_APP_PRIVATE_KEY_PATH"] == str(pem.resolve())
+        assert sorted(p.name for p in Path(tmp).rglob("*") if p.is_file()) == sorted([pem.name, env.name])
+
+
+def test_a_link_in_the_key_files_place_is_refused_not_followed(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("keep\n")
+    out = tmp_path / "creds"
+    out.mkdir()
+    (out / "taskeval-app.env").symlink_to(target)
+    with pytest.raises(OSError):
+        save_credentials({"id": 1, "slug": "s", "pem": "p", "webhook_secret": "w"}, out)
+    assert target.read_text() == "keep\n"

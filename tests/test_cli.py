@@ -161,7 +161,7 @@ def test_a_blank_github_token_falls_back_to_gh_token(fake: FakeGitHub, env: dict
     proc = run_cli("evaluate", f"{REPO}#6", "--no-ai", env={**env, "GITHUB_TOKEN": " ", "GH_TOKEN": FAKE_TOKEN})
     assert proc.returncode == 0, proc.stderr
     assert "GITHUB_TOKEN is not set" not in proc.stderr  # read with GH_TOKEN, not anonymously
-    # Which variable wins, and what counts as blank: tests/test_github.py's table of env_token.
+    # Which variable wins, and what counts as blank: tests/test_github_client.py's table of env_token.
 
 
 def test_broken_repo_config_is_reported_and_defaults_apply(

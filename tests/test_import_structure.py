@@ -1,73 +1,34 @@
-"""The import graph of taskeval/, bot/ and action/ keeps its layers: the core imports no adapter
-(the CLI gets the bot's and the statistics commands through the ``taskeval.commands`` entry
-points), and no two modules import each other, directly or round a circle, at module level or
-inside a function. Read from the source with ``ast``, so a lazy import counts too."""
+"""The import graph of taskeval/, bot/, dashboard/ and action/ keeps its layers and has no circle.
+
+The layers themselves are import-linter contracts in pyproject.toml, run by the test command
+(``lint-imports``); this module checks what a layers contract cannot say: no two modules import
+each other, directly or round a circle, at module level, inside a function or under
+``TYPE_CHECKING``. The graph is grimp's, the one import-linter reads."""
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import sys
 import tomllib
-from collections.abc import Iterator
 from functools import cache
 from importlib.metadata import entry_points
 from pathlib import Path
 
+import grimp
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("taskeval", "bot", "action", "dashboard")
-# The statistics commands read and write the bot's store when given one (--store, --write-store).
-CORE_TO_BOT = {("taskeval.validity_cli", "taskeval.store.db"), ("taskeval.validity_cli", "bot.settings"),
-               ("taskeval.validity_cli", "taskeval.store.outcomes")}
+ADAPTERS = ("bot", "action", "dashboard")
 COMMANDS = {"validity": "taskeval.validity_cli:add_commands", "webhook-bot": "bot.cli:add_commands"}
-
-
-def _modules() -> dict[str, Path]:
-    found = {}
-    for package in PACKAGES:
-        for path in (ROOT / package).rglob("*.py"):
-            parts = path.relative_to(ROOT).with_suffix("").parts
-            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
-    return found
-
-
-def _imports(tree: ast.AST, module: str, is_package: bool, modules: dict[str, Path]) -> Iterator[str]:
-    """The names each import statement of ``tree`` loads: ``from pkg import name`` loads the
-    submodule when ``name`` is one, and ``pkg`` itself only when some name is not. Bodies of
-    ``if TYPE_CHECKING:`` are skipped: they never run."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
-            node.body = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            yield from (a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                here = module.split(".") if is_package else module.split(".")[:-1]
-                base = ".".join([*here[: len(here) - node.level + 1], *([base] if base else [])])
-            subs = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in modules]
-            yield from subs if len(subs) == len(node.names) else [base, *subs]
 
 
 @cache
 def graph() -> dict[str, frozenset[str]]:
-    """Module -> the project's modules it imports (a module's own parent packages left out:
-    Python imports them first whatever the module does)."""
-    modules = _modules()
-    edges = {}
-    for module, path in modules.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        targets = set()
-        for name in _imports(tree, module, path.name == "__init__.py", modules):
-            while name and name not in modules:
-                name = name.rpartition(".")[0]  # `import pkg.mod.attr`-like names: the module
-            if name and name != module and not module.startswith(f"{name}."):
-                targets.add(name)
-        edges[module] = frozenset(targets)
-    return edges
+    """Module -> the project's modules it imports, as grimp reads the source (a lazy import in a
+    function and a ``TYPE_CHECKING`` import count: a circle through them is still a tangle)."""
+    found = grimp.build_graph(*PACKAGES, cache_dir=None)
+    return {m: frozenset(found.find_modules_directly_imported_by(m)) for m in found.modules}
 
 
 def circles(edges: dict[str, frozenset[str]]) -> list[list[str]]:
@@ -149,8 +110,16 @@ def test_the_circles_of_issue_19_are_gone(modules: tuple[str, ...]) -> None:
 
 def test_the_core_imports_no_adapter() -> None:
     upward = {(m, t) for m, targets in graph().items() if m.startswith("taskeval")
-              for t in targets if t.split(".")[0] in ("bot", "action")}
-    assert upward <= CORE_TO_BOT, sorted(upward - CORE_TO_BOT)
+              for t in targets if t.split(".")[0] in ADAPTERS}
+    assert upward == set(), sorted(upward)
+
+
+def test_lint_imports_keeps_every_contract() -> None:
+    """The declared layers (pyproject.toml) hold; the test command runs the same check."""
+    proc = subprocess.run([sys.executable, "-c", "from importlinter.cli import lint_imports_command; "
+                           "lint_imports_command()"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "0 broken" in proc.stdout
 
 
 def test_the_commands_beyond_the_core_are_registered_as_entry_points() -> None:
@@ -185,3 +154,16 @@ sys.exit(main(["schema", "config"]))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert '"title": "taskeval configuration (.github/taskeval.yml)"' in proc.stdout
+
+
+LONGEST = 800  # lines: past it a module holds more than one room (migrations are frozen history)
+
+
+def test_no_source_file_outgrows_one_room() -> None:
+    tracked = subprocess.run(["git", "ls-files", "*.py"], capture_output=True, text=True, cwd=ROOT,
+                             check=True).stdout.split()
+    if not tracked:
+        pytest.skip("not a git checkout: no tracked files to measure")
+    long = {path: n for path in tracked if "/migrations/versions/" not in path and (ROOT / path).is_file()
+            and (n := len((ROOT / path).read_text(encoding="utf-8").splitlines())) > LONGEST}
+    assert long == {}, f"split these by concern (at most {LONGEST} lines): {long}"

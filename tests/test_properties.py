@@ -26,7 +26,7 @@ from taskeval.config import Patterns, Settings, Thresholds, field_location, pars
 from taskeval.pipeline import Options, score_bundle
 from taskeval.report import render_comment
 from tests import builders
-from tests.test_secrets import PLACES, assert_inert, result_with
+from tests.test_secrets import EVIL, PLACES, assert_inert, result_with
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_RESULT = ROOT / "examples" / "agent-pr-482.result.json"
@@ -145,7 +145,7 @@ def score_cli(path: Path, *extra: str) -> tuple[int, str, str]:
     [
         pytest.param("signal_weights:\n  process.change_size: .nan\n", id="nan-weight"),
         pytest.param("[" * 3000 + "]" * 3000, id="deep-nesting"),
-        pytest.param("patterns:\n  commit_convention: 'a{4294967296}'\n", id="regex-overflow"),
+        pytest.param("patterns:\n  commit_convention: 'a{1001}'\n", id="regex-repeat-too-large"),
         pytest.param("thresholds:\n  hygiene_half_life: .inf\n", id="infinite-threshold"),
         pytest.param("thresholds:\n  hygiene_half_life: -1\n", id="out-of-range"),
     ],
@@ -301,11 +301,37 @@ pr_texts = st.lists(st.sampled_from(MARKDOWN_BITS) | st.text(max_size=8), min_si
 
 
 @pytest.mark.parametrize("text", ["[ok](https://evil.example)%00", "https://evil.example\\)x",
-                                  "see www.evil.example/%41\\_"])
-def test_a_bare_address_autolinked_with_escapes_still_shows_itself(text: str) -> None:
-    """Found by the property below: GitHub autolinks the escaped address, percent-encoding the
-    backslash in the link while the label shows it as typed; the link is not hidden."""
-    assert_inert(render_comment(result_with("title", text)), result_with("title", text))
+                                  "see www.evil.example/%41\\_", "https://evil.example/phish",
+                                  "mail me: a@evil.example", "FTP://evil.example"])
+def test_an_address_in_pr_text_is_shown_not_linked(text: str) -> None:
+    """Found by the property below: GitHub autolinked an address from the PR title (escaped or
+    not). It is shown as text, readable, and no link comes from it."""
+    result = result_with("title", text)
+    page = assert_inert(render_comment(result), result)
+    shown = "".join(page.text).replace("\u2060", "")
+    assert text.replace("\\", "") in shown.replace("\\", "")
+
+
+SCHEMES = ["http://", "https://", "HTTPS://", "ftp://", "www.", "WwW.", "mailto:", "xmpp:", "", "hxxp://"]
+addresses = st.builds(
+    lambda before, scheme, user, host, path, after: f"{before}{scheme}{user}{host}{path}{after}",
+    st.sampled_from(["", " ", "(", "*", "_", "~", "<", "[", "\n", "see "]),
+    st.sampled_from(SCHEMES),
+    st.sampled_from(["", "a@", "a.b+c@", "@", "x:y@"]),
+    st.from_regex(r"[a-z0-9][a-z0-9-]{0,8}(\.[a-z]{2,5}){1,2}", fullmatch=True) | st.just(EVIL),
+    st.sampled_from(["", "/", "/x?y=1#z", ":8080/p", "/%41\\_", ".", ")", "/a_b_"]),
+    st.sampled_from(["", " ", ".", ")", "*", "_", "~", "\\", ">"]),
+)
+
+
+@FAST
+@given(place=st.sampled_from(PLACES), parts=st.lists(addresses | pr_texts, min_size=1, max_size=4))
+def test_no_address_in_untrusted_text_becomes_a_link(place: str, parts: list[str]) -> None:
+    """Addresses in any form GitHub autolinks (schemes, www., e-mail, mailto:, in any case and
+    between any punctuation), wherever untrusted text reaches the comment: the rendered comment
+    links only to the evidence."""
+    result = result_with(place, " ".join(parts))
+    assert_inert(render_comment(result), result)
 
 
 @FAST

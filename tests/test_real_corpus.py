@@ -489,6 +489,24 @@ def test_the_replay_says_at_start_up_whether_it_serves_graphql(
     assert said in second
 
 
+def test_the_replay_serves_graphql_whatever_directory_it_starts_in(
+        tiny_dir: Path, tmp_path: Path) -> None:
+    """The GraphQL engine (tests/fakegraphql.py and the modules it imports) is loaded from the
+    source tree by path: a replay started outside it, where ``tests`` is not importable, still
+    serves GraphQL."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "taskeval.corpus.replay", "--data", str(tiny_dir), "--port", "0"],
+        stdout=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        assert proc.stdout is not None
+        proc.stdout.readline()
+        second = proc.stdout.readline()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert "GraphQL at http://" in second
+
+
 # A fixed sample of real PRs through both transports: per agent folder the first four of the
 # sample above (smallest hash), and the odd shapes the sample lacks, each the smallest-hash PR
 # of its kind: no commits listed (Copilot, Devin, Codex), an open draft (Cursor, Codex), and an

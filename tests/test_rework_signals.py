@@ -18,7 +18,6 @@ from taskeval.evidence.vocabulary import agent_run_event
 from taskeval.models import EvidenceBundle, TimelineEntry
 from taskeval.raw import CollectionIssue, RawCollection
 from taskeval.signals import signal_specs
-from taskeval.signals.rework import objections
 
 from . import builders as b
 
@@ -68,8 +67,7 @@ CLOSED: dict[str, Any] = {"merged": False, "state": "closed"}
 
 CASES = [
     Case("agent.objections", pr(issue_comments=ALICE_SAYS), "ok", 50,
-         "1 comment or review of 2 by other people (alice) says the work needs fixing "
-         "(asks for a fix, says it does not work)"),
+         "1 comment or review of 2 by people (alice) says the work is wrong (“doesn't work”)"),
     Case("agent.objections", pr(issue_comments=ALICE_CHEERS), "ok", 100,
          "Neither of the 2 comments or reviews"),
     Case("agent.objections", pr(issue_comments=QUOTED), "ok", 100, "Neither of the 2"),
@@ -135,20 +133,6 @@ def test_rework_signal_case(case: Case) -> None:
     assert s.score == case.score, s.reason
     assert case.fragment in s.reason, s.reason
     assert s.evidence, "every signal cites what it read"
-
-
-@pytest.mark.parametrize(("text", "kinds"), [
-    ("Please fix the failing test.", ["asks for a fix", "reports failures"]),
-    ("This doesn't compile on 3.11", ["says it does not work"]),
-    ("That's not right: the cache key ignores the locale.", ["says it is wrong"]),
-    ("This breaks the CLI.", ["says it breaks something"]),
-    ("LGTM, thanks!", []),
-    ("```\nplease fix\n```", []),
-    ("> please fix this\nDone.", []),
-    ("Could you add a test for the empty case?", []),
-])
-def test_objection_phrases(text: str, kinds: list[str]) -> None:
-    assert objections(text) == kinds
 
 
 @pytest.mark.parametrize(("name", "kind"), [

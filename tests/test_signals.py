@@ -324,7 +324,7 @@ CASES = [
          "None of the 3 commits with a known author was the PR's work done by another person."),
     Case("agent.human_intervention", _human_before_open, "ok", 100, "not counted: 1 commit the PR was built on"),
     Case("agent.human_intervention", _unlinked_commit, "ok", 100,
-         "(not counted: 1 commit without a GitHub author)"),
+         "(not counted: 1 commit whose writer is unknown (no GitHub account, no git identity naming anyone))"),
     Case("agent.review_rounds", b.unresolved_change_request, "ok", 71,
          "A reviewer (bob) requested changes once."),
     Case("agent.review_rounds", _with(reviews=[]), "inconclusive", None, "No one other than"),
@@ -428,6 +428,13 @@ CASES = [
     Case("process.human_approval",
          _with(reviews=[b.review(7001, b.ALICE, "APPROVED", 60),
                         b.review(7002, b.ALICE, "DISMISSED", 70)]), "ok", 0, "No one other"),
+    # The person who ran the agent (here: assigned Copilot) approving its work is no independent review.
+    Case("process.human_approval", _with(assignees=[b.ALICE]), "ok", 0,
+         "The approval of alice, who ran the agent, does not count"),
+    Case("process.human_approval",
+         _with(assignees=[b.ALICE], reviews=[b.review(7001, b.ALICE, "APPROVED", 60),
+                                             b.review(7002, b.BOB, "APPROVED", 70)]), "ok", 90,
+         "Approved by 1 person other than the author (bob). The approval of alice"),
     Case("process.human_approval", lambda: _late_approval(), "ok", 0,
          "No one other than the author approved the PR before it was merged; alice approved only "
          "after the merge, which does not approve what shipped."),

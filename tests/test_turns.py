@@ -21,8 +21,8 @@ from taskeval.models import EvidenceBundle, TimelineEntry
 from taskeval.raw import RawCollection, RawUser
 from taskeval.signals import Ctx, account_of
 from taskeval.signals.closure import closure_of, rescue_of
+from taskeval.signals.reader import failing_checks
 from taskeval.signals.turns import RULES, intervention_of, turns_of
-from taskeval.signals.words import admissions, asks, closing_reasons, verdicts
 
 from . import builders as b
 
@@ -186,55 +186,80 @@ class ClosureCase:
     build: Callable[[], EvidenceBundle]
     cls: str
     fragment: str
+    decided: str  # what decided it: words near the end, CI at closing, or who closed it
 
+
+RED = {"check_runs": [b.check(9001, "test", b.HEAD, "failure", start=62)]}
+STALE_NOTICE = ("This pull request has been automatically marked as stale because it has not had "
+                "recent activity.")
 
 CLOSURE_CASES = [
     ClosureCase("verdict", lambda: closed([(BOB, "This doesn't work at all: the retry never fires.", 100)]),
-                "agent_failure", "said it does not work"),
+                "agent_failure", "bob said the work was wrong", "words"),
     ClosureCase("breaking change", lambda: closed([(BOB, "This introduces a breaking change, sorry.", 100)]),
-                "agent_failure", "called it a breaking change"),
+                "agent_failure", "breaking change", "words"),
     ClosureCase("negated verdict is no verdict", lambda: closed(
         [(BOB, "This is not a breaking change, but we went another way: not planned.", 100)]),
-        "declined", "not wanted"),
+        "declined", "not wanted", "words"),
     ClosureCase("quoted verdict is no verdict", lambda: closed(
         [(BOB, "> this doesn't work\n\nIt does for me; superseded by #500 anyway.", 100)]),
-        "superseded", "carried on elsewhere"),
-    ClosureCase("red CI at closing", lambda: closed(
-        check_runs=[b.check(9001, "test", b.HEAD, "failure", start=62)]), "agent_failure", "CI failing"),
+        "superseded", "done elsewhere", "words"),
+    ClosureCase("red CI at closing", lambda: closed(**RED), "agent_failure", "CI failing", "ci"),
+    # Words near the end outrank red CI: a PR closed in favour of another is not the agent's miss.
+    ClosureCase("a stated reason outranks red CI", lambda: closed(
+        [(b.ALICE, "Closing in favour of #501.", 100)], **RED), "superseded", "done elsewhere", "words"),
+    ClosureCase("a trial title outranks red CI", lambda: closed(title="[DO NOT MERGE] trying the agent",
+                                                                 **RED), "declined", "trial", "words"),
+    ClosureCase("an operator's silent close with red CI", lambda: closed(**RED), "agent_failure",
+                "CI failing", "ci"),
     ClosureCase("failed last session", lambda: closed(timeline=[
         ev("copilot_work_started", 65), ev("copilot_work_finished_failure", 80)]),
-        "agent_failure", "last session failed"),
+        "agent_failure", "last session failed", "closer"),
     ClosureCase("a session failing after the close is not its failure", lambda: closed(
         timeline=[ev("copilot_work_started", 65), ev("copilot_work_finished", 80),
                   ev("copilot_work_finished_failure", 125)], closer="alice"),
-        "withdrawn", "Closed by its operator alice"),
+        "withdrawn", "Closed by its operator alice", "closer"),
     ClosureCase("gave up", lambda: closed([(b.AGENT, "I was unable to reproduce the failure.", 90)]),
-                "agent_failure", "could not finish"),
+                "agent_failure", "Copilot said the work was wrong", "words"),
     ClosureCase("found it done", lambda: closed(body="The link is already present in the README.",
-                                                **PLAN_ONLY), "duplicate", "already done"),
+                                                **PLAN_ONLY), "duplicate", "already done", "words"),
     ClosureCase("change request unanswered", lambda: closed(reviews=[CR]), "agent_failure",
-                "change request"),
+                "change request", "closer"),
     ClosureCase("plan only", lambda: closed(timeline=[ev("copilot_work_started", 1),
                                                       ev("copilot_work_finished", 30)], **PLAN_ONLY),
-                "agent_failure", "no work beyond its plan"),
+                "agent_failure", "no work beyond its plan", "closer"),
     ClosureCase("closed mid-session", lambda: closed(timeline=[ev("copilot_work_started", 1)],
-                                                     **PLAN_ONLY), "withdrawn", "alice"),
+                                                     **PLAN_ONLY), "withdrawn", "alice", "closer"),
     ClosureCase("superseded", lambda: closed([(b.ALICE, "Closing in favour of #501.", 100)]),
-                "superseded", "carried on elsewhere"),
+                "superseded", "done elsewhere", "words"),
     ClosureCase("duplicate", lambda: closed([(b.ALICE, "Duplicate of #12.", 100)]), "duplicate",
-                "a duplicate"),
-    ClosureCase("stale bot", lambda: closed(closer="github-actions[bot]"), "stale", "github-actions"),
+                "a duplicate", "words"),
+    # The operator's verdict as they close their own agent's PR is a verdict on the agent's work.
+    ClosureCase("the operator's own verdict", lambda: closed([(b.ALICE, "Not a good solution, closing.", 100)]),
+                "agent_failure", "alice said the work was wrong", "words"),
+    # Without the close event the conversation is read all the same.
+    ClosureCase("no close event, words read", lambda: closed(
+        [(BOB, "Wrong approach: this belongs in the parser.", 100)], closer=None),
+        "agent_failure", "bob said the work was wrong", "words"),
+    ClosureCase("the agent relays a person's decision", lambda: closed(
+        [(b.AGENT, "Closing this PR as requested by @bob: it is no longer needed.", 118)], closer=None),
+        "declined", "bob (relayed by Copilot)", "words"),
+    ClosureCase("a stale notice", lambda: closed([(RawUser(login="stale[bot]", type="Bot"), STALE_NOTICE, 110)],
+                                                 closer=None), "stale", "went stale", "words"),
+    ClosureCase("stale bot", lambda: closed(closer="github-actions[bot]"), "stale", "github-actions",
+                "closer"),
     ClosureCase("silence on the people's move", lambda: closed(closed_at=b.at(60 * 24 * 20)), "stale",
-                "20 days of silence"),
+                "20 days of silence", "closer"),
     ClosureCase("silence on the agent's move", lambda: closed(reviews=[CR], closed_at=b.at(60 * 24 * 20),
                                                               closer="github-actions[bot]"),
-                "stale", "github-actions"),
+                "stale", "github-actions", "closer"),
     ClosureCase("declined", lambda: closed([(b.ALICE, "Thanks, but this is out of scope for us.", 100)]),
-                "declined", "not wanted"),
-    ClosureCase("trial title", lambda: closed(title="[DO NOT MERGE] trying the agent"), "declined", "trial"),
-    ClosureCase("withdrawn", lambda: closed(), "withdrawn", "without a stated reason"),
-    ClosureCase("unknown closer", lambda: closed(closer=None), "unknown", "not recorded"),
-    ClosureCase("someone else, no words", lambda: closed(closer="bob"), "unknown", "closed by bob"),
+                "declined", "not wanted", "words"),
+    ClosureCase("trial title", lambda: closed(title="[DO NOT MERGE] trying the agent"), "declined", "trial",
+                "words"),
+    ClosureCase("withdrawn", lambda: closed(), "withdrawn", "without a stated reason", "closer"),
+    ClosureCase("unknown closer", lambda: closed(closer=None), "unknown", "not recorded", "nothing"),
+    ClosureCase("someone else, no words", lambda: closed(closer="bob"), "unknown", "closed by bob", "nothing"),
 ]
 
 
@@ -244,6 +269,7 @@ def test_closure(case: ClosureCase) -> None:
     assert found is not None
     assert found.class_ == case.cls, found.reason
     assert case.fragment in found.reason, found.reason
+    assert found.decided_by == case.decided, found.reason
     assert found.counts_against_agent == (case.cls == "agent_failure")
     assert found.evidence
 
@@ -320,53 +346,18 @@ def test_the_account_is_in_the_result_and_rescores_the_same() -> None:
     assert again == account
 
 
-# --------------------------------------------------------------------------- words
+# --------------------------------------------------------------------------- the agent's test reports
 
 
 @pytest.mark.parametrize(("text", "expected"), [
-    ("This introduces a breaking change for every caller.", ["says it breaks compatibility"]),
-    ("This is not a breaking change.", []),
-    ("Wrong approach: do it in the parser.", ["calls the approach wrong"]),
-    ("That's not what I asked for.", ["says it does not do the task"]),
-    ("The approach is not the right one? No, it is.", []),
-    ('He said "this is broken" but it works now.', []),
-    ("> this is broken\nNot any more.", []),
-    ("```\nthis is broken\n```", []),
-    ("Let's kill the experiment.", ["asks to scrap it"]),
+    ("## Testing\n- `npm test` *(fails: Cannot find module 'x')*", (1, 1)),
+    ("- `pytest` *(fails: 3 assertions in test_api.py)*", (1, 0)),
+    ("Tests still fail on Windows.", (1, 0)),
+    ("I was unable to reproduce the issue.", (0, 0)),
+    ("## Testing\n- `npm test`", (0, 0)),
 ])
-def test_verdicts(text: str, expected: list[str]) -> None:
-    assert verdicts(text) == expected
-
-
-@pytest.mark.parametrize(("text", "asked"), [
-    ("Can you add a test?", True), ("please rename it", True), ("- add a docstring", True),
-    ("@copilot the build is red", True), ("Thanks!", False), ("LGTM", False),
-    ("> can you add a test?\nDone, thanks.", False),
-])
-def test_asks(text: str, asked: bool) -> None:
-    assert asks(text, ("copilot",)) is asked
-
-
-@pytest.mark.parametrize(("text", "expected"), [
-    ("## Testing\n- `npm test` *(fails: Cannot find module 'x')*", (1, 1, False)),
-    ("- `pytest` *(fails: 3 assertions in test_api.py)*", (1, 0, False)),
-    ("Tests still fail on Windows.", (1, 0, False)),
-    ("I was unable to reproduce the issue.", (0, 0, True)),
-    ("## Testing\n- `npm test`", (0, 0, False)),
-])
-def test_admissions(text: str, expected: tuple[int, int, bool]) -> None:
-    assert admissions(text) == expected
-
-
-@pytest.mark.parametrize(("text", "expected"), [
-    ("Superseded by #44", ["superseded"]), ("Closing in favor of #12.", ["superseded"]),
-    ("merged via 1a2b3c4d", ["superseded"]), ("Duplicate of #3", ["duplicate"]),
-    ("Already fixed in #9.", ["duplicate"]), ("This is out of scope.", ["declined"]),
-    ("Closing due to inactivity.", ["stale"]), ("This is not a duplicate.", []),
-    ("Looks great, merging.", []),
-])
-def test_closing_reasons(text: str, expected: list[str]) -> None:
-    assert closing_reasons(text) == expected
+def test_failing_checks(text: str, expected: tuple[int, int]) -> None:
+    assert failing_checks(text) == expected
 
 
 def _settings_with_bot(login: str) -> Settings:

@@ -18,7 +18,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import (
@@ -40,6 +40,7 @@ from bot.jobs import events
 from taskeval.store.db import (
     PENDING,
     Prepared,
+    StoreBusy,
     deliveries,
     evaluations,
     installation_events,
@@ -56,6 +57,11 @@ log = logging.getLogger("bot.queue")
 
 AckStatus = Literal["queued", "coalesced", "duplicate", "ignored", "recorded", "pong"]
 MAX_ERROR_CHARS = 2000
+# How long a delivery waits to be stored before the receiver answers 503 (GitHub gives up at 10 s).
+ACCEPT_WAIT_SECONDS = 3.0
+# How long one job may run (TASKEVAL_JOB_TIMEOUT_SECONDS): an evaluation takes seconds to a few
+# minutes (GitHub's answers, waits of up to 60 s it asks for, the judge's 3 tries of 60 s).
+JOB_TIMEOUT_SECONDS = 900.0
 _RETRIES = 5  # unique-constraint races are resolved by re-reading; a few rounds always suffice
 
 
@@ -97,6 +103,9 @@ class Job:
     commenter: str | None
     attempts: int
     max_attempts: int
+    # When the job must be over (epoch seconds, the claim plus the queue's per-job timeout): its
+    # lease is never renewed past it, and the worker gives the job up there (bot.jobs.worker).
+    deadline: float | None = None
 
 
 # The receiver's statements, built and compiled once (taskeval.store.db.Prepared): building, cache-keying and
@@ -143,14 +152,32 @@ _EVALUATION_LOOKUP = Prepared(select(
 ))
 
 
-@dataclass
+@dataclass(eq=False)
 class _Arrival:
     """A delivery waiting for the group commit (:meth:`Queue.accept`)."""
 
     args: tuple[Any, ...]
+    deadline: float | None  # time.monotonic() by which it is stored or refused
     ack: Ack | None = None
     error: BaseException | None = None
-    done: bool = False
+    done: threading.Event = field(default_factory=threading.Event)
+
+    def late(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+
+def _busy(what: str) -> StoreBusy:
+    return StoreBusy(f"{what}: another writer holds the store's write lock")
+
+
+@dataclass(frozen=True)
+class Stalled:
+    """A worker process that holds running jobs and stopped heartbeating (:meth:`Queue.stalled`)."""
+
+    worker_id: str
+    pid: int
+    silent_seconds: float
+    jobs: list[int]
 
 
 class LeaseLost(RuntimeError):
@@ -189,7 +216,9 @@ class Queue:
         return cls(engine, lease_seconds=settings.lease_seconds, max_attempts=settings.max_attempts,
                    backoff_seconds=settings.backoff_seconds,
                    backoff_max_seconds=settings.backoff_max_seconds,
-                   worker_stale_seconds=settings.worker_stale_seconds)
+                   worker_stale_seconds=settings.worker_stale_seconds,
+                   accept_wait_seconds=settings.store_wait_seconds,
+                   job_timeout_seconds=settings.job_timeout_seconds)
 
     def __init__(
         self,
@@ -202,8 +231,12 @@ class Queue:
         clock: Callable[[], float] = time.time,
         jitter: Callable[[], float] = random.random,
         worker_stale_seconds: float | None = None,
+        accept_wait_seconds: float | None = ACCEPT_WAIT_SECONDS,
+        job_timeout_seconds: float = JOB_TIMEOUT_SECONDS,
     ) -> None:
         self.engine = engine
+        self.accept_wait_seconds = accept_wait_seconds  # None: wait as long as the locks take
+        self.job_timeout_seconds = job_timeout_seconds
         self.lease_seconds = lease_seconds
         self.worker_stale_seconds = alive_window(lease_seconds, worker_stale_seconds)
         self.max_attempts = max_attempts
@@ -230,27 +263,50 @@ class Queue:
         wait for it, then go in one transaction together, each answered only after that commit.
         One commit (an fsync, and the SQLite write lock that every writer on the machine queues
         on) then serves several deliveries, which is what bounds acknowledgements per second.
+
+        Every wait is bounded by ``accept_wait_seconds`` from the call: for the thread that
+        commits, or for one to take the delivery into its commit; the ``flock`` and SQLite's
+        write lock. Past it comes :class:`StoreBusy` or the database's "locked" error, which the
+        receiver answers with 503 and ``Retry-After`` well within GitHub's 10 seconds, instead of
+        holding the delivery while another program writes.
         """
-        item = _Arrival((delivery_id, event, action, decision, also))
+        wait = self.accept_wait_seconds
+        item = _Arrival((delivery_id, event, action, decision, also),
+                        None if wait is None else time.monotonic() + wait)
         with self._arrivals_lock:
             self._arrivals.append(item)
-        with self._committer:
-            if not item.done:  # no committer took it while we waited: commit what has arrived
-                with self._arrivals_lock:
-                    batch, self._arrivals = self._arrivals, []
-                self._commit_arrivals(batch)
+        left = -1.0 if item.deadline is None else max(0.0, item.deadline - time.monotonic())
+        if self._committer.acquire(timeout=left):
+            try:
+                if not item.done.is_set():  # no committer took it while we waited: commit what has arrived
+                    with self._arrivals_lock:
+                        batch, self._arrivals = self._arrivals, []
+                    self._commit_arrivals(batch)
+            finally:
+                self._committer.release()
+        else:
+            with self._arrivals_lock:
+                waiting = any(other is item for other in self._arrivals)
+                if waiting:
+                    self._arrivals.remove(item)
+            if waiting:
+                raise _busy(f"delivery {delivery_id}: no commit within {wait:g} s")
+            item.done.wait()  # in a committer's batch, whose waits are bounded by its deadlines
         if item.error is not None:
             raise item.error
         assert item.ack is not None
         return item.ack
 
     def _commit_arrivals(self, batch: list[_Arrival]) -> None:
-        """All of ``batch`` in one transaction; should that fail (a unique-constraint race, a
-        database fault), each delivery in its own, so one delivery never costs another its 202."""
+        """All of ``batch`` in one transaction (waiting for the locks until its earliest
+        deadline); should that fail (a unique-constraint race, a database fault, a lock held
+        elsewhere), each delivery still in time in its own, so one delivery never costs another
+        its 202."""
         try:
             if len(batch) > 1:
+                deadline = min((i.deadline for i in batch if i.deadline is not None), default=None)
                 try:
-                    with write(self.engine) as conn:
+                    with write(self.engine, deadline=deadline) as conn:
                         acks = []
                         for item in batch:  # a line logged for one is logged under its id
                             with logs.context(delivery=item.args[0]):
@@ -263,23 +319,29 @@ class Queue:
                         item.ack = ack
                     return
             for item in batch:
+                if item.late():
+                    item.error = _busy(f"delivery {item.args[0]}: its wait for the store ran out")
+                    continue
                 try:
                     with logs.context(delivery=item.args[0]):
-                        item.ack = self._accept_alone(*item.args)
+                        delivery_id, event, action, decision, also = item.args
+                        item.ack = self._accept_alone(delivery_id, event, action, decision, also,
+                                                      deadline=item.deadline)
                 except Exception as exc:  # the request answers 503: not stored, not acknowledged
                     item.error = exc
         finally:
             for item in batch:
-                item.done = True
+                item.done.set()
 
     def _accept_alone(self, delivery_id: str, event: str, action: str | None,
                       decision: events.Decision,
-                      also: Callable[[Connection], None] | None) -> Ack:
+                      also: Callable[[Connection], None] | None,
+                      deadline: float | None = None) -> Ack:
         """One delivery in one transaction. Unique-constraint races with concurrent requests are
         settled by retrying, which then reads the winner's committed row."""
         for _ in range(_RETRIES):
             try:
-                with write(self.engine) as conn:
+                with write(self.engine, deadline=deadline) as conn:
                     return self._accept(conn, delivery_id, event, action, decision, also)
             except IntegrityError:
                 continue
@@ -449,13 +511,14 @@ class Queue:
                         update(jobs)
                         .where(jobs.c.id == row.id, jobs.c.status == "queued")
                         .values(status="running", attempts=jobs.c.attempts + 1,
-                                lease_until=now + self.lease_seconds, leased_by=worker_id,
-                                updated_at=now)
+                                lease_until=now + min(self.lease_seconds, self.job_timeout_seconds),
+                                leased_by=worker_id, updated_at=now)
                     )
                     if taken.rowcount != 1:
                         continue
                     job = _job(row)
-                    return Job(**{**job.__dict__, "attempts": job.attempts + 1})
+                    return Job(**{**job.__dict__, "attempts": job.attempts + 1,
+                                  "deadline": now + self.job_timeout_seconds})
             except IntegrityError:
                 # Another worker started a job for the same PR in the meantime: the unique index
                 # on running jobs per PR refused ours. Look again.
@@ -482,32 +545,75 @@ class Queue:
             (holder_stale, f"its worker stopped heartbeating (silent for over {window}: killed, "
                            "crashed or cut off)"),
             (jobs.c.lease_until < now, "lease expired: the worker stopped mid-job (killed, "
-                                       "crashed or stalled)"),
+                                       "crashed or stalled) or the job ran past its deadline"),
         ):
-            running = and_(jobs.c.status == "running", gone)
-            conn.execute(
-                update(jobs)
-                .where(running, jobs.c.attempts >= jobs.c.max_attempts)
-                .values(status="dead", lease_until=None, leased_by=None, finished_at=now,
-                        updated_at=now, last_error=f"{why}, on the last attempt")
-            )
-            conn.execute(
-                update(jobs)
-                .where(running)
-                .values(status="queued", lease_until=None, leased_by=None, run_after=now,
-                        updated_at=now, last_error=f"{why}; requeued")
-            )
+            self._requeue(conn, gone, why, now)
 
-    def heartbeat(self, job_id: int, worker_id: str) -> bool:
-        """Extend the lease; False when the job is no longer ours. A worker renewing a lease is
-        alive, so its presence row is refreshed in the same transaction."""
+    @staticmethod
+    def _requeue(conn: Connection, gone: Any, why: str, now: float) -> list[int]:
+        """Running jobs matching ``gone`` back to the queue, or dead on their last attempt;
+        returns their ids."""
+        running = and_(jobs.c.status == "running", gone)
+        found = [int(i) for i in conn.execute(select(jobs.c.id).where(running)).scalars()]
+        if not found:
+            return []
+        conn.execute(
+            update(jobs)
+            .where(running, jobs.c.attempts >= jobs.c.max_attempts)
+            .values(status="dead", lease_until=None, leased_by=None, finished_at=now,
+                    updated_at=now, last_error=f"{why}, on the last attempt")
+        )
+        conn.execute(
+            update(jobs)
+            .where(running)
+            .values(status="queued", lease_until=None, leased_by=None, run_after=now,
+                    updated_at=now, last_error=f"{why}; requeued")
+        )
+        return found
+
+    def stalled(self, host: str, pids: list[int], silent_seconds: float | None = None) -> list[Stalled]:
+        """The workers on ``host`` among ``pids`` (a supervisor's children) that hold a running
+        job and have not heartbeaten for ``silent_seconds`` (default: the stale window): hung,
+        not dead, since their process is still there."""
+        if not pids:
+            return []
         now = self.clock()
+        window = self.worker_stale_seconds if silent_seconds is None else silent_seconds
+        query = (select(workers.c.id, workers.c.pid, workers.c.heartbeat_at, jobs.c.id.label("job"))
+                 .join(jobs, and_(jobs.c.leased_by == workers.c.id, jobs.c.status == "running"))
+                 .where(workers.c.host == host, workers.c.pid.in_(pids),
+                        workers.c.heartbeat_at < now - window))
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        found: dict[str, Stalled] = {}
+        for row in rows:
+            entry = found.setdefault(row.id, Stalled(row.id, int(row.pid), now - float(row.heartbeat_at), []))
+            entry.jobs.append(int(row.job))
+        return list(found.values())
+
+    def abandon(self, worker_id: str, why: str) -> list[int]:
+        """Take back the running jobs of a worker that was replaced (requeued, or dead on their
+        last attempt) and forget its presence row; returns the jobs' ids."""
+        with write(self.engine) as conn:
+            now = self.clock()
+            taken = self._requeue(conn, jobs.c.leased_by == worker_id, why, now)
+            conn.execute(delete(workers).where(workers.c.id == worker_id))
+        return taken
+
+    def heartbeat(self, job_id: int, worker_id: str, deadline: float | None = None) -> bool:
+        """Extend the lease, never past the job's ``deadline`` (:attr:`Job.deadline`): a job
+        still running then loses its lease, and the next claim takes it back (requeued, or dead
+        on its last attempt) even when its worker cannot act. False when the job is no longer
+        ours. A worker renewing a lease is alive, so its presence row is refreshed in the same
+        transaction."""
+        now = self.clock()
+        until = now + self.lease_seconds if deadline is None else min(now + self.lease_seconds, deadline)
         with write(self.engine) as conn:
             result = conn.execute(
                 update(jobs)
                 .where(jobs.c.id == job_id, jobs.c.leased_by == worker_id,
                        jobs.c.status == "running")
-                .values(lease_until=now + self.lease_seconds, updated_at=now)
+                .values(lease_until=until, updated_at=now)
             )
             if result.rowcount == 1:
                 conn.execute(update(workers).where(workers.c.id == worker_id)

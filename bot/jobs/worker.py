@@ -32,6 +32,7 @@ from taskeval.store.budget import BudgetExhausted, budget_key
 log = logging.getLogger("bot.worker")
 T = TypeVar("T")
 PRUNE_INTERVAL = 3600.0  # seconds between deletions of expired delivery ids
+OVERRAN_EXIT = 75  # EX_TEMPFAIL: a job ran past its deadline; the supervisor starts a new worker
 
 
 def classify(exc: BaseException) -> tuple[bool, float | None]:
@@ -186,6 +187,7 @@ class Worker:
         self.queue = queue or Queue.for_settings(engine, settings)
         self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
         self.current_job: int | None = None
+        self.overran: int | None = None  # the job that ran past its deadline: the worker stops
 
     # ------------------------------------------------------------------ one job
 
@@ -293,7 +295,7 @@ class Worker:
         with logs.context(job=job.id, repo=job.repo, pr=job.number):
             while not done.wait(interval):
                 try:
-                    if not self.queue.heartbeat(job.id, self.id):
+                    if not self.queue.heartbeat(job.id, self.id, job.deadline):
                         lost.set()
                         return
                 except Exception as exc:  # a missed beat is retried next interval
@@ -360,6 +362,8 @@ class Worker:
                 continue
             self._run_until_stopped(job, stop, hurry)
             count += 1
+            if self.overran is not None:
+                break  # its thread cannot be stopped: the process ends, and is replaced
             if max_jobs is not None and count >= max_jobs:
                 break
         return count
@@ -383,6 +387,9 @@ class Worker:
         deadline: float | None = None
         while runner.is_alive():
             runner.join(0.1)
+            if runner.is_alive() and job.deadline is not None and self.queue.clock() >= job.deadline:
+                self._overrun(job)
+                return
             if stop.is_set() and deadline is None:
                 deadline = time.monotonic() + self.settings.shutdown_grace_seconds
                 with logs.context(job=job.id, repo=job.repo, pr=job.number):
@@ -397,6 +404,27 @@ class Worker:
                     log.warning("job %s to the queue at shutdown",
                                 "released" if released else "could not be released")
                 return
+
+
+    def _overrun(self, job: Job) -> None:
+        """The job ran past its deadline: record that (requeued with backoff, or dead on its last
+        attempt) and mark the worker for replacement. A Python thread cannot be stopped, so the
+        process ends and its supervisor starts a fresh one; whatever the thread was doing dies
+        with it, and the next attempt starts over (the comment is found and updated, not
+        posted twice)."""
+        timeout = self.queue.job_timeout_seconds
+        reason = (f"ran past its deadline of {timeout:g} s (TASKEVAL_JOB_TIMEOUT_SECONDS); its worker "
+                  "gave it up and was replaced")
+        self.overran = job.id
+        with logs.context(job=job.id, repo=job.repo, pr=job.number):
+            try:
+                status = self.queue.fail(job.id, self.id, reason, transient=True)
+            except Exception as exc:  # the lease runs out at the deadline: the next claim takes it
+                log.error("job ran past its deadline and could not be recorded: %s",
+                          describe(exc).splitlines()[0])
+                return
+            log.error("job ran past its deadline of %g s; %s; this worker stops to be replaced",
+                      timeout, "requeued" if status == "queued" else status)
 
 
 def install_signals(stop: threading.Event, hurry: threading.Event) -> None:
@@ -433,7 +461,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     init_schema(engine)
     stop, hurry = threading.Event(), threading.Event()
     install_signals(stop, hurry)
-    Worker(settings, engine).run(stop, hurry, parent_pid=args.parent_pid)
+    worker = Worker(settings, engine)
+    worker.run(stop, hurry, parent_pid=args.parent_pid)
+    if worker.overran is not None:
+        # A thread still runs the job it gave up: end the process without waiting for it.
+        logging.shutdown()
+        os._exit(OVERRAN_EXIT)
     engine.dispose()
     return 0
 

@@ -19,6 +19,7 @@ from sqlalchemy import text
 from bot import logs
 from bot.web.state import state
 from taskeval.store import results
+from taskeval.store.db import integer_out_of_range
 
 log = logging.getLogger("bot.api")
 api = Blueprint("api", __name__)
@@ -48,6 +49,14 @@ def authorise() -> Any:
         return _error(401, "missing or wrong bearer token",
                       **{"WWW-Authenticate": 'Bearer realm="taskeval"'})
     return None
+
+
+@api.before_request
+def in_range() -> Any:
+    """A number in the path beyond what any store holds (a PR number or id of 20 digits) is bad
+    input: 400 naming it, not a query that overflows in the database."""
+    problem = integer_out_of_range(request.view_args)
+    return _error(400, problem) if problem else None
 
 
 def _json_errors(view: F) -> F:

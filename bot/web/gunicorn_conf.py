@@ -10,7 +10,7 @@ with the environment variables named below. Numbers and their reasons:
 * threads = 4 (gthread): a slow client or a database lock wait blocks one thread, not a process.
 * timeout = 10 s: GitHub gives up on a delivery after 10 seconds; a request running longer has
   already failed from GitHub's side, so its worker is recycled instead of piling up.
-  Database waits are bounded well below it (SQLite busy timeout 5 s).
+  A delivery waits for the store's write lock at most TASKEVAL_STORE_WAIT_SECONDS (3 s).
 * graceful_timeout = 10 s: on SIGTERM, in-flight deliveries get the same budget to commit.
 """
 

@@ -116,7 +116,8 @@ class StoreCollector(Collector):
     def _evaluations(self, judged: Sequence[Any], changes: Sequence[Any],
                      merges: Sequence[Any]) -> Iterator[Metric]:
         stored = GaugeMetricFamily("taskeval_evaluations", "Stored evaluations (every one kept) by the "
-                                   "AI judge's status: ok, off, error, rejected, partial.", labels=["judge_status"])
+                                   "AI judge's status: ok, off, error, rejected, partial, withheld.",
+                                   labels=["judge_status"])
         for status, count in judged:
             stored.add_metric([status or "unknown"], int(count))
         yield stored

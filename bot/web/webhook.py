@@ -26,12 +26,15 @@ from bot import logs
 from bot.jobs import events
 from bot.web import outcome_events
 from bot.web.state import state
+from taskeval.store.db import StoreBusy
 
 log = logging.getLogger("bot.webhook")
 webhook = Blueprint("webhook", __name__)
 
 _DELIVERY_RE = re.compile(r"^[A-Za-z0-9-]{1,100}$")
 _EVENT_RE = re.compile(r"^[a-z_]{1,64}$")
+# A 503 (the store could not take the delivery in time) says when to try again.
+RETRY_AFTER_SECONDS = 10
 
 
 def signature_ok(secret: str, body: bytes, header: str | None) -> bool:
@@ -44,6 +47,8 @@ def signature_ok(secret: str, body: bytes, header: str | None) -> bool:
 
 def storage_fault(exc: BaseException) -> str:
     """Why the database refused, in words safe to show GitHub: no host, URL or SQL."""
+    if isinstance(exc, StoreBusy):
+        return "database busy: another writer holds the lock"
     if isinstance(exc, OperationalError | InterfaceError):
         if "locked" in str(exc).lower() or "busy" in str(exc).lower():
             return "database busy: another writer holds the lock"
@@ -94,7 +99,7 @@ def _receive(delivery: str, event: str) -> tuple[Response, int, dict[str, Any]]:
         return *_answer(415, error=reason), {"outcome": reason}
     try:
         payload = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except ValueError as exc:  # not JSON, not UTF-8, or an integer of thousands of digits
         reason = f"malformed JSON: {exc}"
         return *_answer(400, error=reason), {"outcome": reason}
     except RecursionError:  # json's C parser recurses per nesting level; GitHub nests a few
@@ -114,12 +119,14 @@ def _receive(delivery: str, event: str) -> tuple[Response, int, dict[str, Any]]:
         ack = bot.queue.accept(delivery, event, action, decision, also=outcomes)
     except Exception as exc:  # never acknowledge what was not stored
         cause = storage_fault(exc)
-        expected = isinstance(exc, OperationalError | InterfaceError)
+        expected = isinstance(exc, OperationalError | InterfaceError | StoreBusy)
         detail = (str(exc).strip().splitlines() or [""])[0]
         log.error("could not store the delivery: %s: %s", cause, detail, exc_info=not expected)
         reason = (f"could not store the delivery ({cause}); it was not accepted and can be "
                   "redelivered")
-        return *_answer(503, error=reason), {"outcome": reason}
+        response, code = _answer(503, error=reason)
+        response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response, code, {"outcome": reason}
     if ack.job_id is not None:
         logs.bind(job=ack.job_id)
     fields = {"outcome": ack.message, "ack": ack.status, "action": action}

@@ -38,6 +38,7 @@ from dashboard.auth import (
 from dashboard.queries import BANDS, CATEGORY_TITLES, Filters
 from dashboard.settings import config
 from taskeval.contract import PROVISIONAL_BELOW
+from taskeval.store.db import MAX_INTEGER, integer_out_of_range
 
 log = logging.getLogger("dashboard")
 # Named for the package, not this module: templates/ and static/ sit in dashboard/, not dashboard/views/.
@@ -48,6 +49,7 @@ _REPO_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
 _KEY_RE = re.compile(r"^[A-Za-z0-9_.\[\]-]{1,100}$")
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 PAGE_SIZE = 50
+MAX_PAGE = MAX_INTEGER // PAGE_SIZE  # beyond it the offset leaves the database's integers
 T = TypeVar("T")
 PROVISIONAL_CHOICES = ("include", "exclude")  # ?provisional=: the default counts them, exclude leaves them out
 TASK_TYPES = queries.TASK_TYPES
@@ -175,6 +177,27 @@ def _sign_in_required() -> Any:
 
 
 @dashboard.before_request
+def _in_range() -> Any:
+    """A number in the path beyond what any store holds (a PR number or evaluation id of 20
+    digits) is bad input: 400 naming it, not a query that overflows in the database."""
+    problem = integer_out_of_range(request.view_args)
+    return Response(f"{problem}\n", 400, mimetype="text/plain") if problem else None
+
+
+def page_number() -> int:
+    """``?page=``: 1 when absent or not a number (as before); a number past any page there can
+    be is bad input, 400 naming it."""
+    raw = request.args.get("page", "1").strip()
+    try:
+        page = max(1, int(raw))
+    except ValueError:
+        return 1
+    if page > MAX_PAGE:
+        abort(Response(f"page must be a whole number from 1 to {MAX_PAGE}\n", 400, mimetype="text/plain"))
+    return page
+
+
+@dashboard.before_request
 def _csrf() -> Any:
     if request.method == "POST" and not csrf_ok(request.form.get("csrf")):
         return Response("the form expired or did not come from this dashboard; reload and retry\n",
@@ -273,12 +296,18 @@ def _view(*, agent: str | None = None, author: str | None = None) -> View:
     return View(filters, by, chosen, problems, exclude)
 
 
+# The days a date filter may name: from the epoch (nothing is stored before GitHub existed) to a
+# year before the calendar's end, so the day after it and its week are dates too.
+FIRST_DAY, LAST_DAY = "1970-01-01", "9998-12-31"
+
+
 def _valid_day(value: str) -> bool:
+    """A real day within FIRST_DAY..LAST_DAY; any other is an ignored filter, said on the page."""
     try:
         queries.day_start(value)
     except ValueError:
         return False
-    return True
+    return FIRST_DAY <= value <= LAST_DAY
 
 
 def _mean_cell(m: queries.Mean) -> Markup:

@@ -141,7 +141,8 @@ def compare() -> Any:
         *_difference(lambda st: st.agent_performance, _points, "mean agentPerformance", exclude),
     ], strata, note=("Merge rate: merged of the PRs that reached a decision (merged or closed; drafts never "
                      "marked ready and open PRs left out). Rescue rate: merged PRs taken over by people (they "
-                     "pushed commits doing the PR's work) of the merged PRs with a rescue class. Mean "
+                     "pushed commits doing the PR's work) of the merged PRs with a known rescue class (a PR whose "
+                     "commits' writers are unknown, rescue class unknown, is left out of both). Mean "
                      "agentPerformance: every PR, with how many had a provisional grade "
                      + ("(left out of the mean). " if exclude else "(counted; the switch above leaves them out). ")
                      + "Intervals: Newcombe's for shares, Welch's t for means. \"Task mix adjusted\": the "

@@ -36,7 +36,9 @@ from dashboard.views.common import (
     _view,
     dashboard,
     group_table,
+    page_number,
 )
+from taskeval.agent_table import agent_name
 from taskeval.contract import PROVISIONAL_BELOW, is_provisional
 
 
@@ -125,10 +127,7 @@ def _detail(by: str, key: str) -> Any:
         abort(404)
     view = _view(agent=key, author=None) if by == "agent" else _view(author=key)
     cfg = config()
-    try:
-        page = max(1, int(request.args.get("page", "1")))
-    except ValueError:
-        page = 1
+    page = page_number()
     stem = f"taskeval-{by}-{key}"
     with cfg.engine.connect() as conn:
         found = queries.cached(conn, "groups", (view.filters, by, view.exclude_provisional),
@@ -270,7 +269,9 @@ def cost_tables(costs: teamwork.Costs) -> list[Table]:
             f"{_num(costs.people_commits.low, 2)}–{_num(costs.people_commits.high, 2)}); rounds (a person "
             f"sending the work back) per merged PR: {_num(costs.rounds.mean, 2)} (95 %: "
             f"{_num(costs.rounds.low, 2)}–{_num(costs.rounds.high, 2)}). Commits that did the PR's work only, "
-            f"as agent.human_intervention counts them.")),
+            f"as agent.human_intervention counts them. Counted apart: {costs.rescue_unknown} merged PRs whose "
+            f"commits' writers are unknown (rescue class unknown: no GitHub account and no git identity that "
+            f"names anyone), in neither the shares nor people's commits per merged PR.")),
         Table("per_pr", "What each PR asked of people", [
             Column("Figure", lambda c: c[0], lambda c: Markup('{}<br><span class="muted">{}</span>').format(
                 c[1], c[2]), key="figure"),
@@ -374,7 +375,8 @@ def _pr_columns() -> list[Column]:
     return [
         Column("PR", lambda r: f"{r['repo']}#{r['number']}", _pr_link, key="pr"),
         Column("Author", lambda r: r["author"], key="author"),
-        Column("Agent", lambda r: r["agent_id"], lambda r: r["agent_name"] or r["agent_id"], key="agent"),
+        Column("Agent", lambda r: r["agent_id"], lambda r: agent_name(r["agent_id"], r["agent_name"], own_pr=True),
+               key="agent"),
         Column("State", lambda r: r["pr_state"], key="state"),
         *_score_columns(),
         Column("Activity", lambda r: _day(r["activity_at"]), key="activity"),

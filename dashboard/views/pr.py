@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -20,7 +19,9 @@ from dashboard.render import comment_html
 from dashboard.settings import config
 from dashboard.views.common import _REPO_RE, Column, Table, _tables_or_page, dashboard, viewer
 from dashboard.views.detail import _score_columns
+from taskeval.agent_table import agent_name
 from taskeval.contract import PROVISIONAL_BELOW, is_provisional
+from taskeval.store.results import readable
 
 
 @dashboard.get("/pr/<owner>/<repo>/<int:number>")
@@ -42,8 +43,11 @@ def pr(owner: str, repo: str, number: int) -> Any:
             chosen_id = history[0]["id"]
         stored = queries.result_json(conn, f, chosen_id)
     assert stored is not None  # it is one of this PR's rows, which the viewer may read
-    result = json.loads(stored[1])
-    markdown, problem = _comment_markdown(result)
+    found = readable(stored[1])
+    result = found if found is not None else {}
+    # A damaged row (not a JSON object): its history and the JSON as stored are still shown.
+    markdown, problem = _comment_markdown(result) if found is not None else (
+        "", "this stored result is not a JSON object; the result JSON is what was stored")
     html, renderer = comment_html(markdown) if markdown else (Markup(""), "none")
     evidence = _evidence_links(result)
     tables = [Table("history", "Every stored evaluation of this PR", [
@@ -66,7 +70,7 @@ def pr(owner: str, repo: str, number: int) -> Any:
     pull = result.get("pullRequest") or {}
     return _tables_or_page(tables, f"taskeval-{owner}-{repo}-{number}", "dashboard/pr.html",
                            full=full, number=number, latest=latest, chosen_id=chosen_id, pull=pull,
-                           agent=result.get("agent") or {}, comment=html, renderer=renderer,
+                           agent=_agent(result), comment=html, renderer=renderer,
                            comment_problem=problem, evidence=evidence, title=f"{full}#{number}",
                            pr_url=_safe_url(pull.get("url")), ending=_ending(result),
                            provisional_below=PROVISIONAL_BELOW,
@@ -75,6 +79,16 @@ def pr(owner: str, repo: str, number: int) -> Any:
                            coverage=[(c.get("category"), c.get("coverage"), c.get("signalsConclusive"),
                                       c.get("signalsTotal")) for c in result.get("categoryScores") or []
                                      if c.get("coverage") is not None])
+
+
+def _agent(result: dict[str, Any]) -> dict[str, Any]:
+    """The result's agent, a built-in one by its own name whatever the stored result says."""
+    agent = result.get("agent")
+    if not isinstance(agent, dict):
+        return {}
+    agent_id = agent.get("id") if isinstance(agent.get("id"), str) else None
+    name = agent.get("name") if isinstance(agent.get("name"), str) else None
+    return {**agent, "name": agent_name(agent_id, name, own_pr=True)}
 
 
 def _ending(result: dict[str, Any]) -> dict[str, Any] | None:

@@ -56,6 +56,7 @@ as GitHub reports them and never spent.
 from __future__ import annotations
 
 import argparse
+import importlib.machinery
 import importlib.util
 import json
 import math
@@ -474,20 +475,17 @@ def graphql_engine() -> ModuleType | None:
     loaded = sys.modules.get("tests.fakegraphql")
     if loaded is not None and Path(str(loaded.__file__)).resolve() == source:
         return loaded
-    name = "_taskeval_replay_fakegraphql"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, source)
-    if spec is None or spec.loader is None:  # pragma: no cover - a .py file always has a loader
-        return None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
+    # Loaded as a module of a private package over the source tree's tests/, so that its own
+    # (relative) imports of its sibling modules work where ``tests`` is not importable.
+    package = "_taskeval_replay_tests"
+    if package not in sys.modules:
+        spec = importlib.machinery.ModuleSpec(package, None, is_package=True)
+        spec.submodule_search_locations = [str(source.parent)]
+        sys.modules[package] = importlib.util.module_from_spec(spec)
     try:
-        spec.loader.exec_module(module)
+        return importlib.import_module(f"{package}.fakegraphql")
     except ImportError:
-        del sys.modules[name]
         return None
-    return module
 
 
 class _Unmetered:

@@ -93,6 +93,10 @@ def _pull_facts(raw: RawCollection) -> PullFacts:
 
 
 def _commit_entry(c: RawCommit) -> CommitEntry:
+    unlinked = c.author_login is None
+    name = _identity(c.author_name, NAME_LIMIT)
+    if name is not None and not unlinked and name.lower() == (c.author_login or "").lower():
+        name = None  # the login says it all
     return CommitEntry(
         sha=c.sha,
         subject=subject_of(c.message),
@@ -105,7 +109,25 @@ def _commit_entry(c: RawCommit) -> CommitEntry:
         committed_at=iso(c.committed_at),
         verified=c.verified,
         is_merge=len(c.parents) > 1,
+        # The git identity is kept where it is the evidence of who wrote the commit
+        # (taskeval.signals.identity): an e-mail only of an identity GitHub links to no account.
+        author_name=name,
+        author_email=_identity(c.author_email, EMAIL_LIMIT) if unlinked else None,
+        committer_name=_identity(c.committer_name, NAME_LIMIT) if unlinked else None,
+        committer_email=(_identity(c.committer_email, EMAIL_LIMIT)
+                         if unlinked and c.committer_login is None else None),
     )
+
+
+NAME_LIMIT = 100  # a git name: longer ones are cut (no person's name is near it)
+EMAIL_LIMIT = 254  # an e-mail address: RFC 5321's limit
+
+
+def _identity(value: str | None, limit: int) -> str | None:
+    """A git name or e-mail as stored: one line, trimmed, at most ``limit`` characters; None
+    when empty."""
+    flat = " ".join((value or "").split())[:limit]
+    return encodable(flat) or None
 
 
 def _by_time_id(when: datetime | None, ident: int) -> tuple[str, int]:

@@ -11,6 +11,7 @@ from .base import Measure, inconclusive, ok, signal
 from .context import Ctx, Verdict
 from .curves import decay, linear
 from .hygiene import FindingKind, detect_text_issues
+from .identity import authors_of, how, writers
 from .turns import intervention_of, turns_of
 from .wording import agree, all_of, names, none_of, plural, sentence, share, times
 
@@ -152,7 +153,7 @@ def commit_churn(ctx: Ctx) -> Measure:
 
 @signal("agent.human_intervention", CAT, "No outside commits needed", 2.0,
         ["facts.commits", "facts.pull.author", "facts.pull.createdAt", "facts.pull.closedAt",
-         "facts.pull.mergedAt"])
+         "facts.pull.mergedAt", "facts.reviews", "facts.comments", "facts.timeline"])
 def human_intervention(ctx: Ctx) -> Measure:
     """Share of the PR's commits that people other than its owner pushed as part of its work: the
     agent needed help (the rescue class ``taken_over``).
@@ -162,25 +163,42 @@ def human_intervention(ctx: Ctx) -> Measure:
     before the agent's first (a PR stacked on someone's branch), not one after the PR ended. A
     commit with no date is counted (who wrote it is known even when the time is not). Where the
     agent commits under its own account (Cursor's "cursoragent"), its operator's commits beside
-    them are hand work and count too. The reason says what was left out."""
+    them are hand work and count too. A commit whose author GitHub links to no account is
+    attributed by its git identity where that is unambiguous (taskeval/signals/identity.py);
+    one it does not attribute is left out of the share, and the reason counts it. The reason
+    says what was left out."""
     found = intervention_of(ctx)
+    unknown = found.unattributed
     if not found.known:
-        return inconclusive("No commit has a GitHub author, so who did the work is unknown.",
-                            [ctx.pr])
+        if unknown:
+            return inconclusive(
+                f"No commit's writer is known: {plural(len(unknown), 'commit')} of the PR's work "
+                f"{agree(len(unknown), 'has', 'have')} no GitHub account and a git identity that "
+                "names no one in the PR, so who did the work is unknown.",
+                [ctx.commit_id(c.sha) for c in unknown])
+        return inconclusive("No commit has a known writer (no GitHub account, no git identity "
+                            "naming anyone), so who did the work is unknown.", [ctx.pr])
     counted = found.counted
     n = len(found.known)
     value = len(counted) / n
-    who = sorted({c.author_login or "" for c in counted})
+    who = writers(authors_of(ctx)[c.sha] for c in counted)
     left = [(found.merges, "merge or rebase of the base branch", "merges or rebases of the base branch"),
             (found.releases, "version bump or release/bot commit", "version bumps or release/bot commits"),
             (found.stacked, "commit the PR was built on (before the agent's first)",
              "commits the PR was built on (before the agent's first)"),
-            (found.late, "commit after the PR ended", "commits after the PR ended")]
+            (found.early, "commit whose writer is unknown before the owner's first (no one's rescue "
+             "either way)", "commits whose writer is unknown before the owner's first (no one's rescue "
+             "either way)"),
+            (found.late, "commit after the PR ended", "commits after the PR ended"),
+            (unknown, "commit whose writer is unknown (no GitHub account, no git identity naming "
+             "anyone)", "commits whose writer is unknown (no GitHub account, no git identity naming "
+             "anyone)")]
     skipped = [plural(len(cs), one, many) for cs, one, many in left if cs]
-    unlinked = len([c for c in ctx.facts.commits if not c.is_merge]) - n
-    if unlinked:
-        skipped.append(plural(unlinked, "commit without a GitHub author"))
-    tail = f" (not counted: {names(skipped, 4)})" if skipped else ""
+    tail = f" (not counted: {names(skipped, 6)})" if skipped else ""
+    if found.by_identity:
+        linked = [authors_of(ctx)[c.sha] for c in found.by_identity]
+        tail += (f"; {plural(len(linked), 'commit')} without a GitHub account attributed by "
+                 f"{agree(len(linked), 'its', 'their')} git identity ({how(linked)})")
     if counted:
         whose = "another person" if len(who) == 1 else "other people"
         if found.operator_hand and ctx.pull.author in who:
@@ -194,7 +212,7 @@ def human_intervention(ctx: Ctx) -> Measure:
         reason += f"{tail}."
     else:
         reason = (f"{sentence(none_of(n, 'commit'))} with a known author "
-                  f"{agree(n, 'was', 'was')} the PR's work done by another person{tail}.")
+                  f"{agree(n, 'was not', 'was')} the PR's work done by another person{tail}.")
     zero = ctx.settings.thresholds.intervention_ratio_zero
     cited = [ctx.commit_id(c.sha) for c in counted] or [ctx.pr]
     return ok(value, linear(value, 0.0, zero), reason, cited)

@@ -1,11 +1,22 @@
 """Why a PR ended: the closure class of a closed, unmerged PR and the rescue class of a merged one.
 
-The classes and their order are the labelling guide's (docs/labelling.md), so the classifier can
-be checked against people's reading of real PRs (docs/validity.md#the-labelled-set): a verdict on
-the work first, then the agent's own failure, then the project's reasons (another PR carried the
-work, a duplicate, silence on the people's move, not wanted), then the operator taking it back.
-Only ``agent_failure`` counts a rejection against the agent (:data:`AGAINST_AGENT`); the labelled
-set decided how ``withdrawn`` and ``unknown`` count (docs/turns.md#closure).
+A closure is weighed from the evidence in a fixed order (docs/turns.md#closure), and the result
+says which decided (``decidedBy``) and cites it:
+
+1. **words**: a reason stated near the end, by anyone, as the reader reads it
+   (:mod:`.reader`): the last units before the close (and just after it), the agent's own
+   notices (its failure reports, a close it relays "as requested by @x"), the PR body's and
+   title's own trial markers, and the labels. A verdict on the work comes first, then the
+   project's reasons (done elsewhere, a trial, not wanted, inactivity), as the labelling guide
+   orders them;
+2. **ci**: CI failing at the head commit when it closed;
+3. **closer**: who closed it and after how long: the agent's failed last session or empty work, a
+   change request left unanswered, a verdict earlier in the conversation, a stale bot, another PR
+   that took the work on, a long silence on one side's move, the operator taking it back.
+
+Only ``agent_failure`` counts a rejection against the agent (:data:`AGAINST_AGENT`); how a silent
+close by the operator counts was decided from the train side of the held-out labels
+(docs/validity.md#whose-fault-a-rejection-was).
 """
 
 from __future__ import annotations
@@ -14,11 +25,13 @@ import re
 from typing import Final
 
 from taskeval.evidence.vocabulary import agent_run_event
-from taskeval.models import AGAINST_AGENT, Closure, ClosureClass, Rescue, RescueClass, Role
+from taskeval.models import AGAINST_AGENT, Closure, ClosureClass, ClosureDecider, Rescue, RescueClass, Role
 
 from .context import Ctx, derived
-from .turns import _hours, _seconds, intervention_of, people_of, turns_of
-from .words import CLOSING_LABELS, TRIAL_TITLE, admissions, closing_reasons, objections
+from .identity import authors_of, writers
+from .reader import PROJECT, SENDS_BACK, Reading, read
+from .turns import Said, _hours, _seconds, intervention_of, people_of, said_of, turns_of
+from .wording import agree, plural, share, times
 
 # Days of silence on the people's move before a close reads as "stale": GitHub's own stale action
 # marks after 60 days by default and many projects use 14 to 30; 14 is the short end of that.
@@ -29,20 +42,52 @@ ADDRESSED: Final = re.compile(
     r"(?i)\b(?:address(?:ed|es|ing)?|apply|applied|incorporat\w+|resolv\w+|per)\s+(?:the\s+)?"
     r"(?:pr\s+|code\s+)?(?:review|feedback|comments?|suggestions?)\b")
 
+# The project's reasons in the guide's order, and the closure class each gives.
+_ORDER: Final = ("work_wrong", "elsewhere", "trial", "not_wanted", "inactivity")
+_CLASS: Final[dict[str, ClosureClass]] = {"work_wrong": "agent_failure", "elsewhere": "superseded",
+                                          "trial": "declined", "not_wanted": "declined",
+                                          "inactivity": "stale"}
+_SAYS: Final = {"work_wrong": "the work was wrong", "elsewhere": "the work was done elsewhere",
+                "trial": "it was a trial, never meant to land", "not_wanted": "it was not wanted",
+                "inactivity": "it went stale"}
+_DUPLICATE_RULES: Final = frozenset({"says it is a duplicate or already done", "a label says duplicate"})
 
-def _texts(ctx: Ctx, end: str) -> list[tuple[str, str | None, Role, str, str]]:
-    """(time, login, role, evidence id, text) of every review and comment up to the end."""
-    role = people_of(ctx).role
-    return sorted(((m.at or "", m.author, role(m.author, m.flagged), m.evidence, m.text)
-                   for m in ctx.remarks if m.text and (m.at or "") <= end), key=lambda t: t[0])
+
+# The turns a person's words hand to the agent which, left unanswered at the close, say the PR was
+# closed on the agent's miss (the train labels: a close right after an unmet request is the
+# agent's fault far more often than not, docs/validity.md#whose-fault-a-rejection-was).
+_ASKED: Final = {"change-request": "a reviewer's change request", "request": "a person's request"}
 
 
-def _judges(ctx: Ctx, login: str | None, role: Role) -> bool:
+def _judges(ctx: Ctx, role: Role) -> bool:
     """Whose words can pass a verdict on the agent's work: people, and the operator of an agent
-    that works under the operator's account (who reviews what it wrote); never the agent."""
+    (who judges what it wrote, even as they close it themselves); never the agent or a bot."""
     if role in ("reviewer", "person"):
         return True
     return role == "operator" and not people_of(ctx).human_pr
+
+
+def _counts(ctx: Ctx, unit: Said, verdict: str, worked: bool) -> bool:
+    """Whether ``unit``'s ``verdict`` can decide the closure: a verdict on the work by those who
+    judge it, the agent's own failure notice, or a CI bot's failure report; the project's reasons
+    by anyone but the agent, whose "already done" counts only when it then did no work."""
+    role, reading = unit.role, unit.reading
+    if reading.verdict == "relayed":
+        role = "person"  # the agent passes on a person's words: they count as that person's
+    if verdict == "work_wrong":
+        if role == "agent":
+            return reading.rule is not None
+        if role == "bot":
+            return reading.rule == "reports failing CI or tests"
+        return _judges(ctx, role)
+    if role == "agent":
+        return verdict == "elsewhere" and not worked
+    return verdict in PROJECT
+
+
+def _relayed(reading: Reading) -> str:
+    """The verdict a unit carries: for a relay, the verdict of what it relays."""
+    return (reading.relays or "neutral") if reading.verdict == "relayed" else reading.verdict
 
 
 def closure(ctx: Ctx) -> Closure | None:
@@ -52,6 +97,7 @@ def closure(ctx: Ctx) -> Closure | None:
     end = pull.closed_at
     people = people_of(ctx)
     turns = turns_of(ctx)
+    said = said_of(ctx)
     timeline = ctx.facts.timeline
     # GitHub writes the closed event a second or two after the PR's closed_at.
     closed = [e for e in timeline or [] if e.event == "closed" and _before(e.created_at, end, 120)]
@@ -59,117 +105,116 @@ def closure(ctx: Ctx) -> Closure | None:
     closer_role: Role | None = people.role(closer, closed[-1].actor_is_bot) if closed else None
     last = turns.last_activity_at
     silence = _hours(last, end) if last else None
-    texts = _texts(ctx, end)
+    worked = _did_work(ctx)
 
-    def made(cls: ClosureClass, reason: str, evidence: list[str]) -> Closure:
+    def made(cls: ClosureClass, decided: ClosureDecider, reason: str, evidence: list[str]) -> Closure:
         return Closure.model_validate({
             "class": cls, "closedBy": closer, "closedByRole": closer_role, "closedAt": end,
             "hoursSinceLastActivity": silence, "turnAtClose": turns.at_end,
-            "countsAgainstAgent": cls in AGAINST_AGENT,
+            "countsAgainstAgent": cls in AGAINST_AGENT, "decidedBy": decided,
             "evidence": list(dict.fromkeys(evidence)) or [ctx.pr], "reason": reason})
 
     who = f" by {closer} ({closer_role})" if closer else ""
-    # 1. A verdict on the work.
-    for _, login, role, eid, text in texts:
-        if _judges(ctx, login, role) and (found := judgement(text)):
-            return made("agent_failure", f"Closed{who} after {login} {_VERB.get(found[0], found[0])} "
-                        f"({eid}).", [eid])
-    # 2. The agent's own failure: red CI at closing, a failed last session, giving up, no work.
+    # 1. A reason stated near the end (or the PR's own trial markers, or a label).
+    stated: list[tuple[str, str, str, str]] = []  # (verdict, evidence, whose words, the words)
+    near = said.near_end()
+    for unit in near:
+        verdict = _relayed(unit.reading)
+        if verdict in _CLASS and _counts(ctx, unit, verdict, worked):
+            whose = unit.login or "someone"
+            if unit.reading.verdict == "relayed" and unit.reading.person:
+                whose = f"{unit.reading.person} (relayed by {unit.login})"
+            stated.append((verdict, unit.evidence, whose, _words(unit.reading)))
+    for unit in said.units:
+        if unit.kind == "body" and unit.position != "last3" and unit.reading.verdict == "trial":
+            stated.append(("trial", unit.evidence, "its description", _words(unit.reading)))
+    title = read(pull.title, "title", people.role(pull.author, pull.author_is_bot))
+    if title.verdict in ("trial", "work_wrong"):
+        stated.append((title.verdict, ctx.pr, "its title", _words(title)))
+    labels = [e.label for e in timeline or [] if e.event == "labeled" and e.label] + pull.labels
+    for label in labels:
+        reading = read(label, "label", "person")
+        if reading.verdict in PROJECT:
+            rule = "a label says duplicate" if reading.rule == "a label says duplicate" else None
+            stated.append((reading.verdict, "label" if rule is None else "label:duplicate",
+                           f"the label {label!r}", label))
+    if stated:
+        verdict, eid, whose, words = min(stated, key=lambda t: _ORDER.index(t[0]))
+        cls = _CLASS[verdict]
+        unit_reading = said.reading(eid)
+        if verdict == "elsewhere" and (unit_reading.rule in _DUPLICATE_RULES or eid == "label:duplicate"):
+            cls = "duplicate"
+        if cls == "stale" and turns.at_end == "agent" and turns.rounds:
+            return made("agent_failure", "words", f"Closed{who} for inactivity ({eid}) while it was "
+                        "the agent's move: people had asked for changes and it did not act.", [eid])
+        side = "" if cls in AGAINST_AGENT else ": the PR ended for the project's reasons"
+        cited = [eid] if ":" in eid and not eid.startswith("label") else []
+        says = "it was a duplicate or already done" if cls == "duplicate" else _SAYS[verdict]
+        return made(cls, "words", f"Closed{who}; {whose} said {says}"
+                    f"{f' ({words})' if words else ''}{f' in {eid}' if cited else ''}{side}.", cited)
+    # 2. CI at the head commit when it closed.
     head = [v for v in ctx.ci_at(end).at(pull.head_sha) if v.outcome == "fail"]
     if head:
-        return made("agent_failure", f"Closed{who} with CI failing at the head commit "
+        return made("agent_failure", "ci", f"Closed{who} with CI failing at the head commit "
                     f"({', '.join(v.label for v in head[:3])}).", [v.evidence for v in head])
+    # 3. Who closed it, and after how long.
     sessions = [(e, kind) for e in timeline or []
                 if (kind := agent_run_event(e.event)) and (e.created_at or "") <= end]
     if sessions and sessions[-1][1] == "failed":
-        return made("agent_failure", f"Closed{who} after the agent's last session failed "
+        return made("agent_failure", "closer", f"Closed{who} after the agent's last session failed "
                     f"({sessions[-1][0].event}).", [sessions[-1][0].id])
-    for _, _login, role, eid, text in reversed(texts):
-        if role == "agent" and admissions(text)[2]:
-            return made("agent_failure", f"Closed{who} after the agent said it could not finish "
-                        f"({eid}).", [eid])
-    # The agent itself found nothing to do ("already present", "no changes needed").
-    # Only when it then pushed no work: an agent's description often says what is "already" there.
-    own = [(pull.title + "\n\n" + pull.body, ctx.pr)] if people.role(pull.author, pull.author_is_bot) == "agent" else []
-    own += [(text, eid) for _, _login, role, eid, text in texts if role == "agent"]
-    worked = _did_work(ctx)
-    for text, eid in own if not worked else []:
-        if "duplicate" in closing_reasons(text):
-            return made("duplicate", f"Closed{who}; the agent found the work already done "
-                        f"({eid}): the PR ended for the project's reasons.", [eid])
+    for unit in said.until_end() if not worked else []:
+        if unit.role == "agent" and unit.reading.verdict == "elsewhere":
+            return made("duplicate", "closer", f"Closed{who}; the agent found the work already done "
+                        f"({unit.evidence}): the PR ended for the project's reasons.", [unit.evidence])
     running = bool(sessions) and sessions[-1][1] == "started"
     by_person = closer_role in ("operator", "reviewer", "person")
     final = turns.spans[-1] if turns.spans else None
-    if by_person and final is not None and final.whose == "agent" and final.rule == "change-request":
-        return made("agent_failure", f"Closed{who} while a reviewer's change request "
+    if (by_person or closer is None) and final is not None and final.whose == "agent" and \
+            final.by in ("operator", "reviewer", "person") and (final.rule == "change-request" or (
+                final.rule == "request" and said.reading(final.evidence).verdict in SENDS_BACK)):
+        return made("agent_failure", "closer", f"Closed{who} while {_ASKED[final.rule]} "
                     f"({final.evidence}) was still unanswered.", [final.evidence])
-    if not running and sessions and not worked:
-        return made("agent_failure", f"Closed{who} after the agent's session ended with no work "
-                    "beyond its plan.", [sessions[-1][0].id])
-    # 3. The project's reasons, in what people (or the owner) wrote, the labels and the title.
-    said: dict[str, str] = {}
-    for _, _login, role, eid, text in texts:
-        if role == "agent":
-            continue
-        for cls in closing_reasons(text):
-            said.setdefault(cls, eid)
-    labels = [e.label for e in timeline or [] if e.event == "labeled" and e.label] + pull.labels
-    for cls, pattern in CLOSING_LABELS:
-        if any(pattern.search(label) for label in labels):
-            said.setdefault(cls, "label")
+    if not running and not worked and (sessions or ctx.own_commits) and closer_role != "bot":
+        cited = [sessions[-1][0].id] if sessions else [ctx.commit_id(c.sha) for c in ctx.own_commits[-1:]]
+        return made("agent_failure", "closer", f"Closed{who} after the agent's session ended with no "
+                    "work beyond its plan.", cited)
+    earlier = [u for u in said.until_end() if u.position == "earlier" and u.reading.verdict == "work_wrong"
+               and _judges(ctx, u.role)]
+    if earlier and closer_role != "bot":
+        unit = earlier[-1]
+        return made("agent_failure", "closer", f"Closed{who} after {unit.login} said the work was "
+                    f"wrong ({_words(unit.reading)}) in {unit.evidence}, with no other reason given.",
+                    [unit.evidence])
     if closer_role == "bot" and closer is not None:
-        said.setdefault("stale", "closer")
-    for cls in _PROJECT_ORDER:
-        if cls in said:
-            eid = said[cls]
-            where = {"label": "a label", "closer": f"the bot {closer}"}.get(eid, eid)
-            return made(cls, f"Closed{who}; {where} says it was {_READ[cls]}: the PR ended for "
-                        "the project's reasons.", [eid] if eid.count(":") else [])
+        return made("stale", "closer", f"Closed by the bot {closer} with no reason written: the PR "
+                    "ended for the project's reasons.", [closed[-1].id])
     # Another PR (whose state and author GitHub gives) that referred to it from a day before the close.
     later = [e for e in timeline or [] if e.event == "cross-referenced" and e.source_is_pull
              and e.source_state in ("open", "closed", "merged") and e.source_author
              and e.created_at and not _before(e.created_at, end, -86400)]
-    if later and closer_role != "bot":
+    if later:
         ref = later[-1]
-        return made("superseded", f"Closed{who}; {ref.source or 'another PR'} referred to it around "
-                    "the close and carries the work on: the PR ended for the project's reasons.",
+        return made("superseded", "closer", f"Closed{who}; {ref.source or 'another PR'} referred to it "
+                    "around the close and carries the work on: the PR ended for the project's reasons.",
                     [ref.id])
-    if TRIAL_TITLE.search(pull.title):
-        return made("declined", f"Closed{who}; its title says it was a trial, never meant to land: "
-                    "the PR ended for the project's reasons.", [ctx.pr])
-    # 4. Long silence: on the people's move it is stale; on the agent's, its miss.
     if silence is not None and silence >= STALE_DAYS * 24:
         if turns.at_end == "agent" and turns.rounds:
-            return made("agent_failure", f"Closed{who} after {silence / 24:.0f} days in which it was "
-                        "the agent's move (people had asked for changes) and it did not act.", [ctx.pr])
+            return made("agent_failure", "closer", f"Closed{who} after {silence / 24:.0f} days in which "
+                        "it was the agent's move (people had asked for changes) and it did not act.", [ctx.pr])
         if turns.at_end == "people":
-            return made("stale", f"Closed{who} after {silence / 24:.0f} days of silence in which it "
-                        "was the people's move: the PR ended for the project's reasons.", [ctx.pr])
-    # 5. Taken back by whoever ran it.
+            return made("stale", "closer", f"Closed{who} after {silence / 24:.0f} days of silence in "
+                        "which it was the people's move: the PR ended for the project's reasons.", [ctx.pr])
     if closer is not None and (closer == pull.author or closer == people.operator) and closer_role != "bot":
-        return made("withdrawn", f"Closed by its {'author' if closer == pull.author else 'operator'} "
+        return made("withdrawn", "closer", f"Closed by its {'author' if closer == pull.author else 'operator'} "
                     f"{closer} without a stated reason.", [closed[-1].id])
     what = "who closed it is not recorded" if closer is None else f"closed by {closer} ({closer_role})"
-    return made("unknown", f"Nothing in the evidence says why it ended ({what}, no reason given).",
-                [closed[-1].id] if closed else [])
+    return made("unknown", "nothing", f"Nothing in the evidence says why it ended ({what}, no reason "
+                "given).", [closed[-1].id] if closed else [])
 
 
-_VERB: Final = {
-    "says it does not work": "said it does not work", "says it is wrong": "called it wrong",
-    "says it breaks something": "said it breaks something", "reports failures": "reported failures",
-    "says it breaks compatibility": "called it a breaking change",
-    "calls the approach wrong": "called the approach wrong",
-    "says it does not do the task": "said it does not do the task", "says it is broken": "called it broken",
-    "asks to scrap it": "asked to scrap it",
-}
-# What agent.objections reads that is a verdict on the work, not a request for a change.
-_JUDGING: Final = frozenset(_VERB)
-
-
-def judgement(text: str) -> list[str]:
-    """The verdicts on the work a person's comment passes: the objections that judge the work
-    rather than ask for a change (taskeval/signals/words.py and agent.objections' table)."""
-    return [k for k in objections(text) if k in _JUDGING]
+def _words(reading: Reading) -> str:
+    return ", ".join(f"“{w[:60]}”" for w in reading.words[:2])
 
 
 def _before(stamp: str | None, end: str, slack: int) -> bool:
@@ -177,11 +222,6 @@ def _before(stamp: str | None, end: str, slack: int) -> bool:
     before it); an event with no time counts as before."""
     at, limit = _seconds(stamp or ""), _seconds(end)
     return at is None or limit is None or at <= limit + slack
-
-
-_PROJECT_ORDER: Final[tuple[ClosureClass, ...]] = ("superseded", "duplicate", "stale", "declined")
-_READ: Final = {"superseded": "carried on elsewhere", "duplicate": "a duplicate or already done",
-                "stale": "stale", "declined": "not wanted"}
 
 
 def _did_work(ctx: Ctx) -> bool:
@@ -196,20 +236,39 @@ def rescue(ctx: Ctx) -> Rescue | None:
     pull = ctx.pull
     if not pull.merged:
         return None
-    people_commits = intervention_of(ctx).counted
+    found = intervention_of(ctx)
+    people_commits = found.counted
+    unknown = found.unattributed
     rounds = turns_of(ctx).rounds
+    authors = authors_of(ctx)
     addressed = [c for c in ctx.own_commits if ADDRESSED.search(c.subject)
-                 and people_of(ctx).owner_side(c.author_login, c.author_is_bot)]
+                 and people_of(ctx).author_side(authors[c.sha])]
     changes = [r for r in ctx.human_reviews if r.state == "CHANGES_REQUESTED"
                and (r.submitted_at or "") <= (pull.merged_at or "~")]
     if people_commits:
-        who = sorted({c.author_login or "" for c in people_commits})
+        who = writers(authors[c.sha] for c in people_commits)
+        tail = f"; who wrote {plural(len(unknown), 'other commit')} is unknown" if unknown else ""
         return _rescue("taken_over", rounds, len(people_commits),
                        [ctx.commit_id(c.sha) for c in people_commits],
                        f"{len(people_commits)} of the PR's commits came from "
-                       f"{', '.join(who)}: people finished part of the work before the merge.")
-    if rounds or changes or addressed:
-        n = max(rounds, len(changes), 1 if addressed else 0)
+                       f"{', '.join(who)}: people finished part of the work before the merge{tail}.",
+                       len(unknown))
+    n = max(rounds, len(changes), 1 if addressed else 0)
+    if unknown or not found.known:
+        sent = f"; people sent the work back {times(n)}" if n else ""
+        if unknown:
+            why = (f"{share(len(unknown), len(ctx.own_commits), 'commit')} "
+                   f"{agree(len(unknown), 'has', 'have')} no GitHub account and a git identity "
+                   "that names no one in the PR")
+            cited = [ctx.commit_id(c.sha) for c in unknown]
+        elif "commits" in ctx.facts.unavailable:
+            why, cited = "the PR's commits could not be read", ["audit:unavailable-commits"]
+        else:
+            why, cited = "no commit of the PR's own has a known writer", [ctx.pr]
+        return _rescue("unknown", rounds, None, cited,
+                       f"Who finished the work is unknown: {why}, so it cannot be told whether "
+                       f"people pushed part of it{sent}.", len(unknown))
+    if n:
         cited = [f"review:{r.id}" for r in changes] + [ctx.commit_id(c.sha) for c in addressed]
         cited += [s.evidence for s in turns_of(ctx).spans if s.rule in ("change-request", "request",
                                                                     "assigned-agent", "to-draft")
@@ -222,9 +281,11 @@ def rescue(ctx: Ctx) -> Rescue | None:
                    "Merged without people sending the work back or pushing its work.")
 
 
-def _rescue(cls: RescueClass, rounds: int, people: int, evidence: list[str], reason: str) -> Rescue:
+def _rescue(cls: RescueClass, rounds: int, people: int | None, evidence: list[str], reason: str,
+            unattributed: int = 0) -> Rescue:
     return Rescue.model_validate({"class": cls, "rounds": rounds, "commitsByPeople": people,
-                                  "evidence": evidence, "reason": reason})
+                                  "evidence": evidence, "reason": reason,
+                                  "unattributedCommits": unattributed})
 
 
 closure_of = derived(closure)  # why a closed, unmerged PR ended; None otherwise; once per context

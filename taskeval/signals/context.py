@@ -37,6 +37,7 @@ from taskeval.models import (
     ReviewEntry,
     RunEntry,
 )
+from taskeval.regex import Pattern
 
 from .wording import agree, names, plural, share
 
@@ -226,7 +227,7 @@ class Ctx:
         return machine_accounts(self.settings)
 
     @cached
-    def standard_texts(self) -> tuple[re.Pattern[str], ...]:
+    def standard_texts(self) -> tuple[Pattern, ...]:
         """What the PR's agent writes by design (its ``standard_texts`` in taskeval/agent_table.py): not
         leakage, boilerplate or template. Only that agent's: another agent's shapes in a PR prove
         nothing and must not hide what sits in them."""

@@ -2,13 +2,14 @@
 unfilled PR-template text.
 
 It is the single place these patterns live: the ``agent.text_hygiene`` and
-``process.template_filled`` signals score its findings, and the AI judge uses it to flag
-prompt-injection attempts in the evidence it is shown. Hand-written because no library knows
+``process.template_filled`` signals score its findings, and an evaluation whose people wrote an
+instruction aimed at the AI judge (:data:`JUDGE_AIMED`) leaves the judge out
+(``taskeval.signals.injection``). Hand-written because no library knows
 GitHub PR templates or the chat-model tells below; each rule is a plain regex, and the table tests
 in tests/test_signals.py hold positive and negative examples for every one.
 
 Text inside fenced code blocks and inline code is ignored unless ``include_code`` is set: a PR
-that *discusses* ``<|im_start|>`` is not leaking it. The judge scans with ``include_code=True``.
+that *discusses* ``<|im_start|>`` is not leaking it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Final, Literal
 
 from taskeval.evidence.vocabulary import blank_code, fold, in_windows
 from taskeval.memo import by_identity
+from taskeval.regex import Pattern
 
 FindingKind = Literal["leakage", "boilerplate", "template"]
 ALL_KINDS: Final[frozenset[FindingKind]] = frozenset({"leakage", "boilerplate", "template"})
@@ -100,6 +102,24 @@ _RULE_SOURCES: Final[tuple[tuple[FindingKind, str, str], ...]] = (
      r"\[(?:insert|add|describe|your|enter)\s[^\]\n]{1,60}\](?!\()|"
      r"#\s*\((?:issue|issue number|ticket)\)|#(?:x{3,}|n{3,})\b"),
 )
+# The leakage rules whose findings address a model that reads the text: they tell it what to do,
+# claim to be its instructions or its own turn, or forge the evidence format. When the people
+# of a PR wrote one, the evaluation leaves the AI judge out (taskeval.signals.injection). The
+# others (a disclaimer, a refusal, a knowledge cutoff, chat-template tokens, thinking tags) show
+# a model's own output shipped unreviewed; they cost hygiene points, not the judge.
+JUDGE_AIMED: Final[frozenset[str]] = frozenset({
+    "instruction-override", "system-prompt-echo", "tool-call-markup", "role-prefix", "grader-address",
+    "jailbreak-roleplay", "system-heading-override", "fake-evidence"})
+
+
+def aimed_at_judge(finding: Finding) -> bool:
+    """Whether ``finding`` is an instruction aimed at the AI judge (:data:`JUDGE_AIMED`); of the
+    tool-call markup, a thinking tag is a model's own output, not a forged tool call."""
+    if finding.kind != "leakage" or finding.rule not in JUDGE_AIMED:
+        return False
+    return not (finding.rule == "tool-call-markup" and "thinking" in finding.match.lower())
+
+
 _RULES: Final[tuple[tuple[FindingKind, str, re.Pattern[str]], ...]] = tuple(
     (kind, rule, re.compile(rx, re.IGNORECASE | re.MULTILINE)) for kind, rule, rx in _RULE_SOURCES
 )
@@ -507,7 +527,7 @@ def _blank_comments(text: str) -> str:
 
 
 def detect_text_issues(
-    text: str | None, *, include_code: bool = False, standard: tuple[re.Pattern[str], ...] = (),
+    text: str | None, *, include_code: bool = False, standard: tuple[Pattern, ...] = (),
     kinds: frozenset[FindingKind] = ALL_KINDS,
 ) -> list[Finding]:
     """Every leakage, boilerplate and template finding in ``text``: by line, one per rule a line.
@@ -537,7 +557,7 @@ _BY_KIND = True
 
 
 @lru_cache(maxsize=2048)
-def blank_matches(text: str, patterns: tuple[re.Pattern[str], ...]) -> str:
+def blank_matches(text: str, patterns: tuple[Pattern, ...]) -> str:
     """``text`` with every match of ``patterns`` overwritten by a neutral letter (newlines kept,
     so the line numbers of what remains do not move; not spaces, which would leave a section
     looking empty, i.e. an unfilled template)."""
@@ -553,7 +573,7 @@ def blank_matches(text: str, patterns: tuple[re.Pattern[str], ...]) -> str:
     return "".join([*parts, text[pos:]])
 
 
-def _may_match(text: str, patterns: tuple[re.Pattern[str], ...]) -> tuple[re.Pattern[str], ...]:
+def _may_match(text: str, patterns: tuple[Pattern, ...]) -> tuple[Pattern, ...]:
     """The ``patterns`` whose fixed words (see ``required_text``) ``text`` holds: the others
     cannot match it, and need no search of a long body for a "^.{0,4}Generated with ..." line
     it does not have (nor a cache lookup, which hashes every pattern)."""
@@ -574,12 +594,12 @@ _FAST_STANDARD = True  # False: search every pattern (the tests compare both way
 
 
 @by_identity  # per tuple of patterns: the agent table's, the same for every bundle
-def _gates(patterns: tuple[re.Pattern[str], ...]) -> tuple[tuple[re.Pattern[str], tuple[str, bool] | None], ...]:
+def _gates(patterns: tuple[Pattern, ...]) -> tuple[tuple[Pattern, tuple[str, bool] | None], ...]:
     """Each pattern with its fixed words (:func:`required_text`)."""
     return tuple((p, required_text(p)) for p in patterns)
 
 @lru_cache(maxsize=4096)  # per pattern: _gates' tuples are made per agent rule and config
-def required_text(pattern: re.Pattern[str]) -> tuple[str, bool] | None:
+def required_text(pattern: Pattern) -> tuple[str, bool] | None:
     """The longest run of plain characters (4 or more) at the top level of ``pattern``, so in
     every match, and whether it is folded: under IGNORECASE it is lower-cased and ASCII only, to
     be looked for in ``fold(text)`` (see ``fold``), else looked for in the text as it is.

@@ -7,6 +7,7 @@ import re
 from typing import Final
 
 from taskeval.agents import is_person, machine_accounts
+from taskeval.config import compile_config_pattern
 from taskeval.contract import Category
 from taskeval.evidence import vocabulary as ev
 from taskeval.models import ReviewEntry
@@ -65,11 +66,16 @@ _DECISIVE: Final = frozenset({"APPROVED", "CHANGES_REQUESTED", "DISMISSED"})
 @signal("process.human_approval", CAT, "Approved by another person", 2.0,
         ["facts.reviews", "facts.pull.author"])
 def human_approval(ctx: Ctx) -> Measure:
-    """Independent human approvals still standing; bot and agent approvals do not count."""
+    """Independent human approvals still standing; bot and agent approvals do not count, and
+    neither does the approval of the agent's operator (who ran the agent: for Copilot the person
+    who assigned or started it): approving the work one asked an agent for is the author's own
+    sign-off, not another person's review (docs/signals.md)."""
     if "reviews" in ctx.facts.unavailable:
         return inconclusive("Reviews could not be read.", ["audit:unavailable-reviews"])
+    operator = ctx.attribution.operator if ctx.attribution.id != "human" else None
     standing = _standing(ctx.human_reviews, ctx.pull.merged_at)
-    approvers = sorted([a for a, r in standing.items() if r.state == "APPROVED"])
+    own = sorted(a for a, r in standing.items() if r.state == "APPROVED" and a == operator)
+    approvers = sorted([a for a, r in standing.items() if r.state == "APPROVED" and a != operator])
     approved = [r for r in ctx.facts.reviews if r.state == "APPROVED"]
     machines = machine_accounts(ctx.settings)
     machine = sorted({
@@ -77,7 +83,7 @@ def human_approval(ctx: Ctx) -> Measure:
     })
     late = sorted({
         r.author or "" for r in before_merge(ctx, approved)[1]
-        if ctx.is_other_human(r.author, r.author_is_bot)
+        if ctx.is_other_human(r.author, r.author_is_bot) and r.author != operator
     }.difference(approvers))
     if approvers:
         reason = (f"Approved by {plural(len(approvers), 'person', 'people')} other than the author "
@@ -87,6 +93,9 @@ def human_approval(ctx: Ctx) -> Measure:
                   f"{names(late)} approved only after the merge, which does not approve what shipped.")
     else:
         reason = "No one other than the author approved the PR."
+    if own:
+        reason += (f" The approval of {names(own)}, who ran the agent, does not count: the operator "
+                   "is not an independent approver.")
     if machine:
         reason += f" Approvals by bots or agents ({names(machine)}) do not count."
     cited = [f"review:{standing[a].id}" for a in approvers] or [ctx.pr]
@@ -156,7 +165,7 @@ def conventional_commits(ctx: Ctx) -> Measure:
     commits = [c for c in ctx.own_commits if not ctx.is_standard_commit(c.subject)]
     if not commits:
         return inconclusive("The PR lists no commits of its own.", [ctx.pr])
-    pattern = re.compile(ctx.settings.patterns.commit_convention)
+    pattern = compile_config_pattern(ctx.settings.patterns.commit_convention)
     bad = [c for c in commits
            if not pattern.search(c.subject) and not c.subject.startswith('Revert "')]
     value = (len(commits) - len(bad)) / len(commits)
@@ -186,9 +195,9 @@ _TASK_ANCHOR: Final = re.compile(r"#\d|[A-Z0-9]-\d")
 def task_reference(ctx: Ctx) -> Measure:
     """A task reference in the PR text, or else the share of commits with a task trailer."""
     source = ctx.settings.patterns.task_id_pattern
-    pattern = re.compile(source)
+    pattern = compile_config_pattern(source)
     text = blank_quotes(visible_text(f"{ctx.pull.title}\n\n{ctx.pull.body}"))
-    if source == ev.DEFAULT_PATTERNS.task_id_pattern:
+    if source == ev.DEFAULT_PATTERNS.task_id_pattern and isinstance(pattern, re.Pattern):
         match = next(ev.near_anchors(pattern, text, _TASK_ANCHOR), None)
     else:
         match = pattern.search(text)

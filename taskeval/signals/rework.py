@@ -19,43 +19,43 @@ from .base import Measure, inconclusive, ok, signal
 from .closure import closure_of
 from .context import Ctx
 from .curves import decay
-from .turns import people_of, turns_of
+from .reader import failing_checks
+from .turns import people_of, said_of, turns_of
 from .wording import agree, all_of, duration, names, none_of, plural, sentence
-from .words import admissions, objections
 
 CAT: Category = "agentPerformance"
 
 @signal("agent.objections", CAT, "Reviewers did not call the work wrong", 1.5,
         ["facts.reviews", "facts.comments", "facts.pull.closedAt", "facts.pull.mergedAt"])
 def objections_signal(ctx: Ctx) -> Measure:
-    """Comments and reviews by other people, up to the PR's end, that say the work is wrong
-    (broken, a breaking change, the wrong approach, not what was asked, a 👎) or ask for a fix.
-    Quoted lines, quotations and code are not read, and a negated phrase ("not a breaking
-    change") does not count (taskeval/signals/words.py)."""
-    pull = ctx.pull
-    end = pull.merged_at or pull.closed_at or "~"
-    spoken = [(m.evidence, m.author or "", m.text) for m in ctx.remarks
-              if m.text and ctx.is_other_human(m.author, m.flagged) and (m.at or "") <= end]
+    """Comments and reviews by other people, up to the PR's end, that the reader
+    (taskeval/signals/reader.py) reads as a verdict that the work is wrong: broken, a breaking
+    change, the wrong approach, not what was asked, useless, a 👎. The operator of an agent
+    judges its work too (their verdict counts even when they close the PR themselves). A request
+    for a change is not a verdict (the review rounds count those); quoted lines, quotations and
+    code are not read, and a negated phrase ("not a breaking change") does not count."""
+    people = people_of(ctx)
+    judges = {"reviewer", "person"} | ({"operator"} if not people.human_pr else set())
+    units = [u for u in said_of(ctx).until_end() if u.kind != "body" and u.role in judges]
     unread = [r for r in ("issue_comments", "review_comments") if r in ctx.facts.unavailable]
     gap = (f" ({' and '.join(r.replace('_', ' ') for r in unread)} could not be read, so only "
            "what could be read is counted)") if unread else ""
-    if not spoken:
+    if not units:
         return inconclusive(f"No one other than the author wrote a review or comment{gap}.",
                             [f"audit:unavailable-{r}" for r in unread] or [ctx.pr])
-    found = [(eid, who, kinds) for eid, who, text in spoken if (kinds := objections(text))]
+    found = [u for u in units if u.reading.verdict == "work_wrong"]
     half = ctx.settings.thresholds.objection_half_life
     if found:
-        kinds = sorted({k for _, _, ks in found for k in ks})
+        words = [w for u in found for w in u.reading.words[:1]]
         reason = (f"{plural(len(found), 'comment or review', 'comments or reviews')} of "
-                  f"{len(spoken)} by other people ({names(sorted({w for _, w, _ in found}))}) "
-                  f"{'says' if len(found) == 1 else 'say'} the work needs fixing "
-                  f"({', '.join(kinds)}){gap}.")
+                  f"{len(units)} by people ({names(sorted({u.login or '' for u in found}))}) "
+                  f"{'says' if len(found) == 1 else 'say'} the work is wrong"
+                  f"{' (' + ', '.join(f'“{w[:40]}”' for w in words[:3]) + ')' if words else ''}{gap}.")
     else:
-        n = len(spoken)
-        reason = (f"{sentence(none_of(n, 'comment or review', 'comments or reviews'))} by other "
-                  f"people {agree(n, 'does not say the work is wrong or ask', 'says the work is wrong or asks')}"
-                  f" for a fix{gap}.")
-    cited = [eid for eid, _, _ in found] or [eid for eid, _, _ in spoken[:3]]
+        n = len(units)
+        reason = (f"{sentence(none_of(n, 'comment or review', 'comments or reviews'))} by people "
+                  f"{agree(n, 'does not say', 'says')} the work is wrong{gap}.")
+    cited = [u.evidence for u in found] or [u.evidence for u in units[:3]]
     return ok(len(found), decay(len(found), half), reason, cited)
 
 
@@ -246,11 +246,15 @@ def admitted_failures(ctx: Ctx) -> Measure:
     sandbox could not run at all (a missing tool, no network) is reported but not counted: it
     says the work was not verified, not that it is broken."""
     people = people_of(ctx)
+    said = said_of(ctx)
     texts = [(ctx.pr, ctx.pull.body)] if people.role(ctx.pull.author, ctx.pull.author_is_bot) in (
         "agent", "operator") and not people.human_pr else []
     by_agent = [m for m in ctx.remarks if m.text and people.role(m.author, m.flagged) == "agent"]
     # Comments before reviews: the order its reason cites them in.
     texts += [(m.evidence, m.text) for m in sorted(by_agent, key=lambda m: m.state is not None)]
+    # Whether it says it could not finish is the reader's verdict on its own words.
+    gave = {u.evidence for u in said.units if u.role == "agent" and u.reading.verdict == "work_wrong"
+            and u.reading.rule == "the agent reports it could not do the work"}
     if not texts:
         return inconclusive("Nothing the agent wrote was collected (a person's PR, or no text).",
                             [ctx.pr])
@@ -258,7 +262,8 @@ def admitted_failures(ctx: Ctx) -> Measure:
     gave_up: list[str] = []
     cited: list[str] = []
     for eid, text in texts:
-        f, sb, g = admissions(text)
+        f, sb = failing_checks(text)
+        g = eid in gave
         failing += f
         sandbox += sb
         if f - sb > 0:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final
 
@@ -25,7 +25,8 @@ from taskeval.evidence.vocabulary import NOT_PR_CI_EVENTS, agent_run_event
 from taskeval.models import CommitEntry, Role, Turns, TurnSpan, Whose
 
 from .context import Ctx, Remark, derived
-from .words import asks, thumbs_down, verdicts
+from .identity import Author, authors_of
+from .reader import Reading, read
 
 TURN_SPANS_CAP: Final = 40
 
@@ -119,6 +120,25 @@ class People:
             return "operator"
         return "reviewer" if login in self.reviewers else "person"
 
+    def author_role(self, a: Author) -> Role | None:
+        """The role of whoever wrote a commit (:mod:`.identity`); None when that is unknown."""
+        if a.agent:
+            return "agent"
+        if a.login:
+            return self.role(a.login, a.flagged)
+        return "person" if a.rule == "web-editor" else None
+
+    def author_side(self, a: Author) -> bool | None:
+        """Whether whoever wrote a commit is on the owner's side (:meth:`owner_side`); None when
+        that is unknown: no one is named, or only "a person" while the PR's author is one too."""
+        if a.agent:
+            return True
+        if a.login:
+            return self.owner_side(a.login, a.flagged)
+        if a.rule == "web-editor":
+            return False if self.role(self.author, self.ctx.pull.author_is_bot) in ("agent", "bot") else None
+        return None
+
     @staticmethod
     def is_release_account(login: str | None) -> bool:
         return bool(login) and bool(RELEASE_ACCOUNT.search(login or ""))
@@ -152,7 +172,7 @@ def _person_says(people: People, m: Remark) -> Event:
         return Event(m.at, "change-request", role, m.author, m.evidence, True)
     if m.state == "APPROVED":
         return Event(m.at, "approval", role, m.author, m.evidence, True)
-    if asks(m.text, people.handles) or verdicts(m.text) or thumbs_down(m.text):
+    if said_of(people.ctx).reading(m.evidence).asks:
         return Event(m.at, "request", role, m.author, m.evidence, True)
     return Event(m.at, "remark", role, m.author, m.evidence, True)
 
@@ -170,10 +190,14 @@ def events(ctx: Ctx, people: People) -> tuple[list[Event], int]:
                               people.role(pull.author, pull.author_is_bot), pull.author, ctx.pr, False)]
     undated = 0
     owner_shas: set[str] = set()
+    authors = authors_of(ctx)
     work = {c.sha for c in intervention_of(ctx).counted}  # people's commits doing the PR's work
     for c in facts.commits:
         when = c.committed_at or c.authored_at
-        owner = people.owner_side(c.author_login, c.author_is_bot) or c.author_login is None
+        who = authors[c.sha]
+        # A commit whose writer is unknown reads as the owner's push, as it always has: nothing
+        # says a person took a turn.
+        owner = people.author_side(who) is not False
         if owner:
             owner_shas.add(c.sha)
         if c.is_merge:
@@ -181,10 +205,9 @@ def events(ctx: Ctx, people: People) -> tuple[list[Event], int]:
         if not when:
             undated += 1
             continue
-        kind = "push" if owner else ("bot" if people.role(c.author_login, c.author_is_bot) == "bot"
-                                     else "take-over" if c.sha in work else "people-push")
-        out.append(Event(when, kind, people.role(c.author_login, c.author_is_bot), c.author_login,
-                         ctx.commit_id(c.sha), kind in ("take-over", "people-push")))
+        role = people.author_role(who) or "person"
+        kind = "push" if owner else ("bot" if role == "bot" else "take-over" if c.sha in work else "people-push")
+        out.append(Event(when, kind, role, who.login, ctx.commit_id(c.sha), kind in ("take-over", "people-push")))
     for m in ctx.remarks:
         if m.state == "PENDING" or (not m.at and m.state is not None):
             continue  # a pending review, or an undated one: no one has seen it
@@ -334,7 +357,7 @@ def _span(whose: Whose, start: Event, end: str) -> TurnSpan:
 def _logins(ctx: Ctx) -> set[str]:
     facts = ctx.facts
     out = {ctx.pull.author}
-    out |= {c.author_login for c in facts.commits if c.author_login}
+    out |= {a.login for a in authors_of(ctx).values() if a.login}
     out |= {r.author for r in facts.reviews if r.author}
     out |= {m.author for m in facts.comments if m.author}
     out |= {e.actor for e in facts.timeline or [] if e.actor}
@@ -356,41 +379,65 @@ VERSION_BUMP: Final = re.compile(
 
 @dataclass(frozen=True)
 class Intervention:
-    """The PR's commits by people other than its owner, split by whether they were the PR's work."""
+    """The PR's commits by people other than its owner, split by whether they were the PR's work,
+    and the commits whose writer is unknown (:mod:`.identity`)."""
 
-    known: list[CommitEntry]  # own (non-merge) commits with a GitHub author
+    known: list[CommitEntry]  # own (non-merge) commits whose writer's side is known
     counted: list[CommitEntry]  # people's commits that did part of the PR's work
     undated: list[CommitEntry]  # of counted: no date, so counted whatever their time
-    merges: list[CommitEntry]  # people's merge or rebase commits of the base branch
+    merges: list[CommitEntry]  # people's (or unknown writers') merge or rebase commits of the base branch
     releases: list[CommitEntry]  # version bumps and release or bot accounts
     stacked: list[CommitEntry]  # people's commits before the agent's first: the base it was built on
     late: list[CommitEntry]  # after the PR ended
     operator_hand: bool  # the operator's commits count: the agent commits under its own account
+    # Commits that would be the PR's work if a person wrote them, whose writer is unknown: no
+    # account, and no git identity that names anyone (or only "a person" who may be the owner).
+    unattributed: list[CommitEntry] = field(default_factory=list)
+    by_identity: list[CommitEntry] = field(default_factory=list)  # known through the git identity only
+    # Commits whose writer is unknown before the owner's first (or dated before the PR opened):
+    # the base it was built on if a person's, the owner's own otherwise; no one's rescue either way.
+    early: list[CommitEntry] = field(default_factory=list)
 
 
 def intervention(ctx: Ctx) -> Intervention:
     people = people_of(ctx)
     pull = ctx.pull
     end = pull.merged_at or pull.closed_at
+    authors = authors_of(ctx)
     commits = [c for c in ctx.facts.commits if not c.is_merge]
-    known = [c for c in commits if c.author_login]
-    agent_own = any(people.role(c.author_login, c.author_is_bot) == "agent" for c in known)
+    side = {c.sha: people.author_side(authors[c.sha]) for c in commits}
+    agent_own = any(people.author_role(authors[c.sha]) == "agent" for c in commits)
     # The operator's own commits beside the agent's (Cursor commits as "cursoragent"): hand work.
     operator_hand = agent_own and not people.human_pr and \
         people.role(pull.author, pull.author_is_bot) == "operator"
+
+    def hand(who: Author) -> bool:
+        """The operator's hand work; an unnamed person then counts whoever it was (the operator's
+        hand or another person's)."""
+        return operator_hand and not who.agent and (who.login == pull.author or (
+            who.login is None and who.rule == "web-editor"))
+
     first_agent = next((n for n, c in enumerate(commits)
-                        if people.owner_side(c.author_login, c.author_is_bot)
-                        and not (operator_hand and c.author_login == pull.author)), None)
-    counted, undated, merges, releases, stacked, late = [], [], [], [], [], []
+                        if side[c.sha] and not hand(authors[c.sha])), None)
+    known: list[CommitEntry] = []
+    counted: list[CommitEntry] = []
+    undated: list[CommitEntry] = []
+    merges: list[CommitEntry] = []
+    releases: list[CommitEntry] = []
+    stacked: list[CommitEntry] = []
+    late: list[CommitEntry] = []
+    unknown: list[CommitEntry] = []
+    early: list[CommitEntry] = []
     for n, c in enumerate(commits):
-        login = c.author_login
-        if not login:
+        who = authors[c.sha]
+        mine = side[c.sha]
+        if hand(who):
+            mine = False
+        if mine is not None:
+            known.append(c)
+        if mine:
             continue
-        role = people.role(login, c.author_is_bot)
-        hand = operator_hand and login == pull.author
-        if role == "agent" or (people.owner_side(login, c.author_is_bot) and not hand):
-            continue
-        if role == "bot":
+        if people.author_role(who) == "bot":
             releases.append(c)
             continue
         when = c.committed_at or c.authored_at or ""
@@ -398,15 +445,100 @@ def intervention(ctx: Ctx) -> Intervention:
             merges.append(c)
         elif VERSION_BUMP.search(c.subject):
             releases.append(c)
+        elif first_agent is None and mine is None:
+            unknown.append(c)  # nothing of the owner's side to place it by: it may be the work
         elif first_agent is None or n < first_agent or (when and when < pull.created_at):
-            stacked.append(c)  # before the agent's first commit, or dated before the PR opened
+            # before the agent's first commit, or dated before the PR opened
+            (early if mine is None else stacked).append(c)
         elif end and when > end:
             late.append(c)
+        elif mine is None:
+            unknown.append(c)
         else:
             counted.append(c)
             if not when:
                 undated.append(c)
-    return Intervention(known, counted, undated, merges, releases, stacked, late, operator_hand)
+    by_identity = [c for c in known if authors[c.sha].by_git_identity]
+    return Intervention(known, counted, undated, merges, releases, stacked, late, operator_hand,
+                        unknown, by_identity, early)
+
+
+# --------------------------------------------------------------------------- what was said
+
+# A remark written this soon after the close or merge still belongs to it ("closing because…" is
+# often typed a moment after the button): the labelling guide's window for "the last three".
+CLOSE_GRACE_SECONDS: Final = 600
+LAST: Final = 3  # the units "near the end" (docs/labelling.md: the last three weigh most)
+
+
+@dataclass(frozen=True, slots=True)
+class Said:
+    """One unit of words on the PR (the description, a review, a comment, an inline comment) as
+    the reader read it, with who wrote it and where it stands."""
+
+    at: str
+    login: str | None
+    role: Role
+    evidence: str
+    kind: str  # body | review | comment | inline
+    position: str  # last3 | earlier | after | open
+    state: str | None
+    reading: Reading
+
+
+class Sayings:
+    """Every unit of words of one PR in time order, each read once by :func:`.reader.read`."""
+
+    def __init__(self, ctx: Ctx) -> None:
+        people = people_of(ctx)
+        pull = ctx.pull
+        raw: list[tuple[str, int, str, str | None, Role, str, str | None, str]] = []
+        if pull.body.strip():
+            raw.append((pull.created_at, 0, ctx.pr, pull.author,
+                        "agent" if not people.human_pr else people.role(pull.author, pull.author_is_bot),
+                        "body", None, pull.body))
+        for m in ctx.remarks:
+            if m.state == "PENDING" or not (m.text or "").strip():
+                continue
+            kind = ("review" if m.evidence.startswith("review:") else
+                    "inline" if m.evidence.startswith("review-comment:") else "comment")
+            raw.append((m.at or pull.created_at, 1 if kind == "review" else 2, m.evidence, m.author,
+                        people.role(m.author, m.flagged), kind, m.state, m.text))
+        raw.sort(key=lambda r: (r[0], r[1], r[2]))
+        end = pull.merged_at or pull.closed_at if (pull.merged or pull.state == "closed") else None
+        limit = _seconds(end) if end else None
+        positions = ["open"] * len(raw)
+        if end:
+            before = [i for i, r in enumerate(raw)
+                      if limit is None or (_seconds(r[0]) or 0) <= limit + CLOSE_GRACE_SECONDS]
+            positions = ["after"] * len(raw)
+            for i in before:
+                positions[i] = "earlier"
+            for i in before[-LAST:]:
+                positions[i] = "last3"
+        handles = people.handles
+        self.units = [
+            Said(at, login, role, eid, kind, pos, state,
+                 read(text, kind, role, pos, state, handles=handles if role not in ("agent", "bot") else ()))
+            for (at, _, eid, login, role, kind, state, text), pos in zip(raw, positions, strict=True)]
+        self._by_id = {u.evidence: u for u in self.units}
+
+    def reading(self, evidence: str) -> Reading:
+        found = self._by_id.get(evidence)
+        return found.reading if found is not None else Reading("neutral")
+
+    def near_end(self) -> list[Said]:
+        """The last units up to the end (and its grace): where the reason for a close is written."""
+        return [u for u in self.units if u.position == "last3"]
+
+    def until_end(self) -> list[Said]:
+        return [u for u in self.units if u.position in ("last3", "earlier")]
+
+
+@derived
+def said_of(ctx: Ctx) -> Sayings:
+    """What was said on the PR, read once per context."""
+    return Sayings(ctx)
 
 
 @derived

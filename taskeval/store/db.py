@@ -22,6 +22,7 @@ import contextlib
 import fcntl
 import os
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,19 @@ from sqlalchemy.exc import DBAPIError
 metadata = MetaData()
 
 PENDING = ("queued", "running")
+# The largest value an Integer column (PR numbers, job and evaluation ids) holds on every
+# dialect: PostgreSQL's integer is 32 bits. A request naming a larger one asks for nothing stored.
+MAX_INTEGER = 2**31 - 1
+
+
+def integer_out_of_range(values: dict[str, Any] | None) -> str | None:
+    """Why one of ``values`` (a route's parsed path parameters) cannot name a stored row, or
+    None: an integer beyond the Integer columns' range (:data:`MAX_INTEGER`) is bad input, not a
+    query that overflows in the database."""
+    for name, value in (values or {}).items():
+        if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= MAX_INTEGER:
+            return f"{name} must be a whole number from 0 to {MAX_INTEGER}"
+    return None
 
 deliveries = Table(
     "deliveries",
@@ -386,6 +400,10 @@ def sqlite_synchronous() -> str:
     return value if value in ("FULL", "NORMAL") else "FULL"
 
 
+# SQLite's wait for its write lock on every connection (``PRAGMA busy_timeout``), in ms.
+BUSY_TIMEOUT_MS = 5000
+
+
 def make_engine(url: str, **kwargs: Any) -> Engine:
     """An engine tuned per dialect.
 
@@ -408,7 +426,7 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
             if ":memory:" not in url and url not in ("sqlite://", "sqlite:///"):
                 cur.execute("PRAGMA journal_mode=WAL")
             cur.execute(f"PRAGMA synchronous={sqlite_synchronous()}")
-            cur.execute("PRAGMA busy_timeout=5000")
+            cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             cur.execute("PRAGMA foreign_keys=ON")
             cur.close()
 
@@ -487,8 +505,12 @@ class _Rows:
         return int(self.result.rowcount)
 
 
+class StoreBusy(TimeoutError):
+    """A write could not start within its bounded wait: another writer holds the lock."""
+
+
 @contextlib.contextmanager
-def write(engine: Engine) -> Iterator[Connection]:
+def write(engine: Engine, *, deadline: float | None = None) -> Iterator[Connection]:
     """A write transaction. On SQLite, writers first queue on an ``flock`` beside the database.
 
     SQLite admits one writer at a time; the others poll with sleeps of up to 100 ms (its busy
@@ -501,6 +523,11 @@ def write(engine: Engine) -> Iterator[Connection]:
     section has as few Python steps and system calls as it can. Each is a point where a thread
     in the same process can take the GIL while every writer on the machine waits (profiled:
     BENCHMARKS.md, "Webhook bot").
+
+    ``deadline`` (``time.monotonic()``): wait for the locks until then and no longer, raising
+    :class:`StoreBusy` (the ``flock``) or SQLite's "database is locked" (its write lock, held by
+    another program). The webhook receiver answers GitHub within its 10 seconds this way; without
+    a deadline a writer waits for the ``flock`` as long as it takes, and SQLite's busy timeout.
     """
     path = _lock_path(engine)
     if path is None:
@@ -509,12 +536,51 @@ def write(engine: Engine) -> Iterator[Connection]:
         return
     with engine.connect() as conn:
         fd = _lock_fd(path)
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        _flock(fd, deadline)
         try:
-            with conn.begin():
-                yield conn
+            if deadline is None:
+                with conn.begin():
+                    yield conn
+            else:
+                with _busy_timeout(conn, deadline), conn.begin():
+                    yield conn
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _flock(fd: int, deadline: float | None) -> None:
+    """Take the write ``flock``: blocking without a deadline; with one, polled every few ms
+    until the deadline (the kernel has no timed ``flock``)."""
+    if deadline is None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return
+    delay = 0.0005
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise StoreBusy("another writer holds the store's write lock") from None
+            time.sleep(min(delay, left))
+            delay = min(delay * 2, 0.005)
+
+
+@contextlib.contextmanager
+def _busy_timeout(conn: Connection, deadline: float) -> Iterator[None]:
+    """SQLite's busy timeout cut to what is left before ``deadline`` for one transaction (its
+    ``BEGIN IMMEDIATE`` waits for the write lock that long), then set back."""
+    dbapi = conn.connection.dbapi_connection
+    assert dbapi is not None
+    usual = int(dbapi.execute("PRAGMA busy_timeout").fetchone()[0])
+    left = max(1, int((deadline - time.monotonic()) * 1000))
+    dbapi.execute(f"PRAGMA busy_timeout={min(left, usual)}")
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):  # a closed connection is discarded by the pool anyway
+            dbapi.execute(f"PRAGMA busy_timeout={usual}")
 
 
 class _LockFiles(dict[tuple[int, str], int]):

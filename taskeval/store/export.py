@@ -25,6 +25,7 @@ from typing import Any, Final, Literal
 
 from sqlalchemy import Engine, select
 
+from taskeval.agent_table import agent_name
 from taskeval.contract import overall_coverage as weighted_coverage
 from taskeval.outcomes import OUTCOMES
 from taskeval.store.db import evaluations, outcomes
@@ -106,8 +107,9 @@ def row_of(result: dict[str, Any], recorded: dict[str, bool] | None = None) -> d
         row[f"{column}_deterministic"] = cat.get("deterministicScore")
         row[f"{column}_ai"] = cat.get("aiScore")
         row[f"{column}_coverage"] = cat.get("coverage")
-    row.update(agent_id=agent.get("id"), agent_name=agent.get("name"), agent_confidence=agent.get("confidence"),
-               operator=agent.get("operator"))
+    agent_id = agent.get("id") if isinstance(agent.get("id"), str) else None
+    row.update(agent_id=agent.get("id"), agent_confidence=agent.get("confidence"), operator=agent.get("operator"),
+               agent_name=agent_name(agent_id, agent.get("name"), own_pr=True) if agent_id else agent.get("name"))
     row["task_type"], row["task_type_source"] = _task_type(result)
     # Without the timeline the turns cannot see drafts, sessions or review requests: the hours
     # are unknown, not the people's whole time (revision 0011; docs/bot.md).

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from sqlalchemy import Connection, Engine, case, delete, func, insert, literal, select, text, update
 from sqlalchemy.exc import IntegrityError
 
+from taskeval.agent_table import agent_name
 from taskeval.contract import PROVISIONAL_BELOW, is_provisional
 from taskeval.store.db import (
     PULLS_DOWN,
@@ -83,7 +84,9 @@ def facets(result: dict[str, Any]) -> dict[str, Any]:
     return {
         "owner": str(result.get("repository", "")).split("/", 1)[0][:100],
         "agent_id": _clip(agent.get("id"), 64),
-        "agent_name": _clip(agent.get("name"), 100),
+        # A built-in agent by its own name, whatever the stored result says (agent_name).
+        "agent_name": _clip(agent_name(_clip(agent.get("id"), 64), _clip(agent.get("name"), 100), own_pr=True),
+                            100),
         "operator": _clip(agent.get("operator"), 100),
         "agent_confidence": _clip(agent.get("confidence"), 16),
         "pr_state": "merged" if merged else (state if state in ("open", "closed") else None),
@@ -298,28 +301,39 @@ def record_from_result(result: dict[str, Any], *, comment_url: str | None = None
     }
 
 
+def readable(text: str | None) -> dict[str, Any] | None:
+    """A stored result's JSON text as the object it must be; None for a damaged row (not JSON,
+    or JSON that is not an object: written by hand, or by another program), which every reader
+    skips, as the export does."""
+    try:
+        value = json.loads(text) if text is not None else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def latest(engine: Engine, repo: str, number: int) -> dict[str, Any] | None:
-    """The newest stored result of one pull request."""
-    with engine.connect() as conn:
-        text = conn.execute(
-            select(evaluations.c.result_json)
-            .where(evaluations.c.repo == repo, evaluations.c.number == number)
-            .order_by(evaluations.c.id.desc())
-            .limit(1)
-        ).scalar()
-    return json.loads(text) if text is not None else None
+    """The newest readable stored result of one pull request (:func:`readable`)."""
+    found = history(engine, repo, number, limit=1)
+    return found[0] if found else None
 
 
 def history(engine: Engine, repo: str, number: int, limit: int = 100) -> list[dict[str, Any]]:
-    """Stored results of one pull request, newest first."""
+    """Readable stored results of one pull request, newest first (:func:`readable`)."""
     with engine.connect() as conn:
         rows = conn.execute(
             select(evaluations.c.result_json)
             .where(evaluations.c.repo == repo, evaluations.c.number == number)
             .order_by(evaluations.c.id.desc())
-            .limit(limit)
-        ).scalars().all()
-    return [json.loads(text) for text in rows]
+        ).scalars()
+        out = []
+        for text in rows:
+            value = readable(text)
+            if value is not None:
+                out.append(value)
+                if len(out) >= limit:
+                    break
+    return out
 
 
 LeaderboardBy = Literal["agent", "author"]
@@ -381,7 +395,9 @@ def leaderboard(engine: Engine, repo: str | None = None, limit: int = 100,
         entry: dict[str, Any] = {"rank": None, "rankShared": False}
         if by == "agent":
             entry["agent"] = row["key"]
-            entry["agentName"] = row["name"] if row["key"] is not None else UNATTRIBUTED
+            # Where PRs of several repositories meet, a repository's own agent goes by its id.
+            entry["agentName"] = (agent_name(row["key"], row["name"], own_pr=False) if row["key"] is not None
+                                  else UNATTRIBUTED)
         else:
             entry["author"] = row["key"]
         n = int(row["count"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -15,7 +16,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import func, select
 
-from bot.settings import BotSettings, normalise_database_url
+from bot.settings import BotSettings
+from taskeval.store.db import normalise_database_url
 from tests.processes import transport_env
 
 PAYLOADS = Path(__file__).parent / "payloads"
@@ -58,9 +60,32 @@ def settings_for(url: str, **overrides: Any) -> BotSettings:
     return BotSettings(**{**base.__dict__, **overrides})
 
 
+@functools.cache
 def postgres_url() -> str | None:
+    """``DATABASE_URL_POSTGRES``; under pytest-xdist, a database of this worker's own on the same
+    server (made on first use), so two workers never drop or count each other's tables."""
     url = os.environ.get("DATABASE_URL_POSTGRES", "").strip()
-    return normalise_database_url(url) if url else None
+    if not url:
+        return None
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return worker_database(normalise_database_url(url), worker) if worker else normalise_database_url(url)
+
+
+def worker_database(url: str, worker: str) -> str:
+    """``url`` with its database renamed ``<name>_<worker>``, created when the server lacks it."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    given = make_url(url)
+    name = f"{given.database}_{worker}"
+    admin = create_engine(given, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            if conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name}).first() is None:
+                conn.execute(text(f'CREATE DATABASE "{name}"'))
+    finally:
+        admin.dispose()
+    return given.set(database=name).render_as_string(hide_password=False)
 
 
 def deliver(client: FlaskClient, event: str, data: Any, delivery: str = "d-1",

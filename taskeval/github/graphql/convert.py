@@ -79,8 +79,9 @@ def _commit(node: Mapping[str, Any]) -> RawCommit:
     return RawCommit(
         sha=c["oid"], message=c.get("message") or "",
         author_login=author_login, author_type=author_type, author_name=author.get("name"),
-        authored_at=author.get("date"),
+        author_email=author.get("email"), authored_at=author.get("date"),
         committer_login=committer_login, committer_name=committer.get("name"),
+        committer_email=committer.get("email"),
         committed_at=committer.get("date"),
         verified=state == "VALID",
         verification_reason=_REASONS.get(state, str(state).lower()) if state else "unsigned",

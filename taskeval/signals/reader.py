@@ -1,0 +1,481 @@
+"""The one reader of people's words: one comment, review, notice or description to one verdict.
+
+:func:`read` takes a unit of text with what it is (``kind``), who wrote it (``role``) and where it
+stands in the PR's life (``position``) and gives a :class:`Reading`: one of the verdict classes of
+the labelling guide (docs/labelling.md, "People's words: one verdict per comment"), the words that
+weighed most, and for ``relayed`` the person whose request or verdict the agent passes on.
+Everything in taskeval that reads what people wrote goes through it: the closure and the rescue
+class (:mod:`.closure`), the turn model's hand-backs (:mod:`.turns`), ``agent.objections``, the
+review rounds and the agent's own failure reports (:mod:`.rework`).
+
+Two parts, both pure and deterministic:
+
+* :data:`RULES`, one table of narrow phrases per class, in the guide's tie-break order. A phrase
+  is matched case-insensitively on the prose only (no code, no HTML comments, no quoted lines or
+  quotations), and most do not count right after a negation ("not a breaking change").
+* a linear model (``reader_model.json`` beside this module, made by
+  ``benchmarks/train_reader.py`` from the *train* side of the held-out split only) over the
+  prose's words and word pairs, the unit's kind, role, position and review state, and the rules'
+  hits. Its weights are plain numbers summed in Python: no numerical library at scoring time.
+
+How they combine (chosen on the train repositories, docs/validity.md#held-out-by-repository): the rules
+decide whenever one of them fires, and alone decide ``work_wrong`` and the rare classes (relayed,
+elsewhere, trial, not_wanted, inactivity); the model decides among change_request, approval and
+neutral where no rule fired. On the train side the model's own ``work_wrong`` verdicts cost more
+precision than they added recall and charged closures to the agent that people put down to the
+project, so it weighs that class (a unit like those is not called an approval) but never gives it.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Final, Literal
+
+from .hygiene import visible_text
+
+Verdict = Literal["relayed", "work_wrong", "elsewhere", "trial", "not_wanted", "inactivity",
+                  "change_request", "approval", "neutral"]
+# The guide's classes in its tie-break order: when several fit, the first wins.
+VERDICTS: Final[tuple[Verdict, ...]] = (
+    "relayed", "work_wrong", "elsewhere", "trial", "not_wanted", "inactivity", "change_request",
+    "approval", "neutral")
+# What the reader is told a unit is. ``inline`` is a line comment of a review (read as a review's
+# words: the labelled data has none of its own); ``title`` and ``label`` are the PR's title and a
+# label's name, read for the few classes a title or label can state (trial, not_wanted, elsewhere,
+# inactivity).
+Kind = Literal["comment", "review", "inline", "body", "title", "label"]
+# Who wrote it, as the turn model's roles (taskeval.models.Role) name them; ``reviewer`` and
+# ``person`` read alike.
+Position = Literal["last3", "earlier", "after", "open"]
+
+# The verdicts that send the work back to the agent (a verdict on it, or a request to change it).
+SENDS_BACK: Final = frozenset({"work_wrong", "change_request"})
+# The verdicts that say the PR ended for the project's reasons.
+PROJECT: Final = frozenset({"elsewhere", "trial", "not_wanted", "inactivity"})
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What one unit says: its verdict, the words that weighed most (at most three, as written
+    in the prose, or the model's features when no phrase decided), for ``relayed`` the person
+    relayed (a login without the ``@``, when the notice names one) and the verdict of what is
+    relayed, and whether it asks the PR's side to act (a request, a verdict, a question or a
+    mention of the agent): what hands the turn back."""
+
+    verdict: Verdict
+    words: tuple[str, ...] = ()
+    person: str | None = None
+    relays: Verdict | None = None
+    asks: bool = False
+    rule: str | None = None  # the phrase rule that decided, None when the model did
+
+
+# --------------------------------------------------------------------------- prose
+
+_QUOTE_LINE: Final = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
+_INLINE_QUOTE: Final = re.compile(r"\"[^\"\n]{1,200}\"|“[^”\n]{1,200}”")
+_NEGATION: Final = re.compile(
+    r"(?i)\b(?:no|not|n't|never|without|nothing|non|hardly|isn't|aren't|wasn't|don't|doesn't)"
+    r"\W+(?:\w+\W+){0,2}$")
+_HTML_TAG: Final = re.compile(r"<[^>\n]{1,200}>")
+
+
+@functools.lru_cache(maxsize=4096)
+def prose(text: str) -> str:
+    """The words a person wrote, as a reader sees them: no code, no HTML comments or tags, no
+    quoted lines and no inline quotations of someone else."""
+    plain = visible_text(text or "")
+    if ">" in plain:
+        plain = _QUOTE_LINE.sub("", plain)
+        plain = _HTML_TAG.sub(" ", plain)
+    if '"' in plain or "“" in plain:
+        plain = _INLINE_QUOTE.sub(" ", plain)
+    return plain
+
+
+def _p(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One phrase of :data:`RULES`: the verdict it gives, its name, its pattern, whether a
+    negation just before it cancels it, and which roles' words it reads (empty: anyone's)."""
+
+    verdict: Verdict
+    name: str
+    pattern: re.Pattern[str]
+    negatable: bool = True
+    roles: frozenset[str] = frozenset()
+    kinds: frozenset[str] = frozenset({"comment", "review", "inline"})
+
+
+_AGENT = frozenset({"agent"})
+_NOT_AGENT = frozenset({"operator", "reviewer", "person", "bot", "ci"})
+_PEOPLE = frozenset({"operator", "reviewer", "person"})
+_ANY_TEXT = frozenset({"comment", "review", "inline", "body"})
+_TEXT_AND_TITLE = frozenset({"comment", "review", "inline", "body", "title"})
+_LABEL = frozenset({"label"})
+_TEXTS = frozenset({"comment", "review", "inline"})
+_HANDLE = r"@([A-Za-z0-9](?:[A-Za-z0-9-]{0,38}[A-Za-z0-9])?(?:\[bot\])?)"
+_PR_REF = r"(?:#\d+|https?://\S+/pull/\d+|[0-9a-f]{7,40}\b)"
+
+# One table, in the guide's tie-break order. Kept narrow on purpose: the model weighs the rest.
+RULES: Final[tuple[Rule, ...]] = (
+    # --- relayed: the agent passes on a person's request or verdict (the agent's words only).
+    Rule("relayed", "closes as a person asked", _p(
+        r"\b(?:as|was)\s+(?:requested|asked|instructed|directed)\s+by\s+" + _HANDLE + r"|\bper\s+"
+        + _HANDLE + r"(?:'s)?\s+(?:request|instructions?|review|feedback|comment)|\bas\s+" + _HANDLE
+        + r"\s+(?:said|asked|requested|suggested|decided|pointed\s+out|noted)"), False, _AGENT),
+    # --- work_wrong: the agent reporting its own failure.
+    Rule("work_wrong", "the agent reports it could not do the work", _p(
+        r"\b(?:I|we)\s+(?:was|were|am|are)\s+(?:not\s+able|unable)\s+to\b|\bI\s+(?:could\s*n[o']?t|"
+        r"couldn't|can't|cannot|was\s+not\s+able\s+to)\s+(?:get|make|run|fix|complete|finish|"
+        r"reproduce|build|resolve|implement|find\s+a\s+way)\b|\b(?:ran\s+out\s+of\s+time|gave\s+up|"
+        r"giving\s+up)\b|\b(?:hit|encountered|ran\s+into)\s+an?\s+(?:unexpected\s+)?error\s+while\s+"
+        r"(?:trying\s+to\s+)?(?:work|use|set)|\bhad\s+to\s+close\s+this\s+(?:pr|pull\s+request)\b"),
+        False, _AGENT, _ANY_TEXT),
+    # --- work_wrong: anyone's verdict that the work is wrong, broken or useless.
+    Rule("work_wrong", "calls the approach wrong", _p(
+        r"\b(?:wrong|bad|incorrect|flawed|misguided|hacky)\s+(?:approach|direction|fix|solution|way|"
+        r"place|layer|abstraction|implementation)\b|\bnot\s+(?:the\s+|a\s+)?(?:right|correct|proper|"
+        r"good)\s+(?:approach|way|fix|solution|place|direction|implementation)\b|\bthis\s+is\s+not\s+"
+        r"(?:how|what)\s+(?:we|i)\s+(?:want|asked|meant|need)|\bpatchwork\b"), False, _NOT_AGENT),
+    Rule("work_wrong", "says it does not work or fix the problem", _p(
+        r"\b(?:does\s*n[o']?t|doesn't|did\s*n[o']?t|didn't|does\s+not|did\s+not|still\s+(?:does\s*n[o']?t|"
+        r"doesn't))\s+(?:actually\s+|really\s+|seem\s+to\s+)?(?:work|fix|solve|address|resolve|"
+        r"implement|compile|build|pass)\b(?!\s+(?:on|for|with|if|when|yet)\b)|"
+        r"\bnot\s+what\s+(?:i|we|the\s+issue)\s+(?:asked|wanted|meant|need|requested)|"
+        r"\bthe\s+(?:same\s+)?(?:error|issue|problem|bug|crash)\s+(?:is\s+|was\s+)?still\s+(?:there|"
+        r"present|happening|occurs|occurring|shows|showing|reproduces)\b|"
+        r"\bstill\s+(?:not\s+working|broken|failing|fails|getting\s+the\s+(?:same\s+)?error|"
+        r"seeing\s+the\s+(?:same\s+)?(?:error|issue|problem))\b|\bno\s+changes\s+in\s+(?:the\s+)?files\b"),
+        True, _NOT_AGENT),
+    Rule("work_wrong", "calls it broken, wrong or useless", _p(
+        r"\b(?:this|that|it|the\s+(?:change|code|fix|pr|implementation|solution))\s+(?:is|was|looks|"
+        r"seems)\s+(?:completely\s+|totally\s+|still\s+|just\s+)?(?:broken|wrong|incorrect|buggy|"
+        r"invalid|useless|terrible|garbage|nonsense|not\s+(?:useful|valid|correct|ok(?:ay)?|right))\b|"
+        r"^\s*not\s+useful\b|\b(?:rubbish|nonsense|hallucinat\w*)\b|\bmakes?\s+no\s+sense\b|"
+        r"\bburn(?:ed|t)?\s+(?:it\s+)?with\s+fire\b|\btoo\s+complicated\b|\bno\s+benefit\b|"
+        r"\bgam(?:ed|ing)\s+the\s+tests?\b|\bignor(?:ed|es|ing)\s+(?:the|my)\s+instructions?\b|"
+        r"\b(?:i|we)\s+doubt\s+(?:this|it|that)\s+is\s+(?:a\s+)?(?:correct|right)|"
+        r"\bnot\s+at\s+all\s+ok"), True, _NOT_AGENT),
+    Rule("work_wrong", "gives a thumbs-down", re.compile(
+        r"(?i)^\s*(?:👎|:-1:|:thumbsdown:|-1|no+|nope|nö|nein)\s*[.!]*\s*$"), False, _NOT_AGENT),
+    Rule("work_wrong", "the agent's title says it failed", _p(r"^\s*\[failed\]"), False, _AGENT,
+         frozenset({"title"})),
+    Rule("work_wrong", "says it breaks something", _p(
+        r"\b(?:this|that|it|you|the\s+change|your\s+change)\s+(?:breaks|broke|have\s+broken|has\s+broken|"
+        r"will\s+break)\b|"
+        r"\bbreaking\s+(?:change|changes|api|behaviou?r)\b|\bbreaks\s+(?:backwards?\s+)?compat"),
+        True, _NOT_AGENT),
+    Rule("work_wrong", "reports failing CI or tests", _p(
+        r"\b(?:the\s+)?(?:tests?|build|ci|checks?|pipeline|lint(?:er|ing)?|compilation)\s+(?:are\s+|is\s+|"
+        r"has\s+|have\s+)?(?:still\s+)?(?:fail(?:s|ing|ed)?|broken|red)\b(?!\s+(?:on\s+main|"
+        r"unrelated|for\s+unrelated))|\bci\s+failed\b|\b(?:a|one|\d+)\s+tests?\s+(?:triggered\s+by\s+"
+        r"this\s+pr\s+)?failed\b|\bhas\s+\d+\s+failures?\b|\b\d+\s+failed\b|\bstatus\W+failed\b|"
+        r"\bdoes\s*n[o']?t\s+(?:pass|run)\s+(?:ci|lint|the\s+tests)"), True, _NOT_AGENT),
+    # --- elsewhere: the work is done or carried on somewhere else.
+    Rule("elsewhere", "says it was done elsewhere", _p(
+        r"\b(?:superseded|replaced|continued|carried\s+(?:on|over)|redone|followed\s+up|moved|"
+        r"re-?submitted|re-?created)\s+(?:by|in|at|as|with|to|into|over\s+(?:at|in))\s+(?:" + _PR_REF
+        + r"|a\s+(?:new|separate|different|another)\s+(?:pr|pull\s+request|branch))|\bin\s+favou?r\s+of\s+"
+        + _PR_REF + r"|\bmerged\s+(?:via|in|as\s+part\s+of|with|through|into)\s+" + _PR_REF
+        + r"|\bcherry-?pick(?:ed)?\b|\bsupersed(?:ed|es|ing)\b|\bsee\s+" + _PR_REF + r"\s+instead\b|"
+        r"\bclosing\s+(?:this\s+)?(?:for|in\s+favou?r\s+of)\s+#\d+|\bas\s+#\d+\s+(?:is|was|has\s+been)"
+        r"\s+(?:now\s+)?merged\b|\bsame\s+as\s+" + _PR_REF + r"|\b(?:this|it|that|already)\s+(?:was\s+|is\s+|"
+        r"has\s+been\s+|got\s+)?(?:already\s+)?(?:fixed|done|addressed|resolved|implemented|solved|added|"
+        r"handled|merged)\s+(?:in|by|via|with)\s+" + _PR_REF + r"|\bi\s+(?:added|fixed|did|implemented)\s+"
+        r"(?:this|it)\s+(?:\w+\s+)?in\s+(?:" + _PR_REF + r"|\S+-v?\d)"),
+        False, _PEOPLE | _AGENT, _TEXTS),
+    Rule("elsewhere", "says it is a duplicate or already done", _p(
+        r"\b(?:a|is|as|closing\s+as|marked\s+as)\s+duplicate\b|\bduplicate\s+(?:of|pr|pull)\b|"
+        r"\bduplicates\s+#\d|\balready\s+(?:been\s+)?(?:fixed|done|addressed|implemented|merged|"
+        r"resolved|handled|covered|in\s+(?:main|master|place)|up[-\s]to[-\s]date|supported|has|have|had|"
+        r"contains?|includes?|exists?|present)\b|"
+        r"\b(?:fixed|resolved)\s+on\s+(?:the\s+)?\w+\s+side\b|\b(?:already\s+)?had\s+its\s+needs\s+met\b"),
+        True, _PEOPLE | _AGENT, _ANY_TEXT),
+    Rule("elsewhere", "a label says duplicate", _p(r"\bduplicate\b"), False, frozenset(), _LABEL),
+    # --- trial: a test, demo, proof of concept, or opened by mistake.
+    Rule("trial", "says it was a test or a demo", _p(
+        r"\bjust\s+(?:a\s+)?test(?:ing)?\b|\btesting\s+(?:copilot|the\s+agent|devin|codex|cursor|claude|"
+        r"the\s+(?:bot|tool|integration|workflow))\b|\b(?:created|opened|made)\s+(?:this\s+)?as\s+a\s+"
+        r"test\b|\bthis\s+(?:was|is)\s+(?:a|just\s+a)\s+(?:test|demo|trial)\b|\b(?:a\s+)?test\s+pr\b|"
+        r"\bproof\s+of\s+concept\b|\bpoc\b|\bnot\s+(?:meant\s+)?for\s+merg(?:e|ing)\b|"
+        r"\b(?:for|as\s+a)\s+verification\s+purposes?\b|\bdo\s*n[o']?t\s+merge\b|\bdnm\b|"
+        r"\bexperiment(?:al|ing)?\s+(?:pr|with)\b"),
+        False, frozenset(), _ANY_TEXT),
+    Rule("trial", "says it was opened by mistake", _p(
+        r"\b(?:opened|created|pushed|made|pointed)\s+(?:\w+\s+){0,3}(?:by\s+mistake|in\s+error|"
+        r"accidentally|against\s+the\s+wrong)\b|\bwrong\s+(?:repo|repository|fork|base\s+branch)\b|"
+        r"\bshould\s+have\s+been\s+(?:pointed|opened|made)\s+(?:at|against|in|on)\s+(?:my|our|the)\s+"
+        r"fork\b|\bnot\s+the\s+correct\s+(?:codebase|repository|repo)\b|\bforgot\s+to\s+remove\s+"
+        r"upstream\b"), False, frozenset(), _ANY_TEXT),
+    Rule("trial", "a title says it is a trial", _p(
+        r"\bdo\s*n[o']?t\s+merge\b|\bdnm\b|^\s*\[?(?:test|testing|experiment|demo|poc)\b\]?\s*[:\-\]]|"
+        r"\btest(?:ing)?\s+(?:pr|only|copilot|the\s+agent|devin|codex)\b|^\s*test\s*$"),
+        False, frozenset(), frozenset({"title"})),
+    Rule("trial", "a label says experiment", _p(r"\bexperiment|\bpoc\b|\bdemo\b"), False,
+         frozenset(), _LABEL),
+    # --- not_wanted: the idea is not wanted, whatever the implementation.
+    Rule("not_wanted", "says it is not wanted or needed", _p(
+        r"\bnot\s+(?:needed|necessary|planned|wanted|desired|a\s+priority|something\s+we|the\s+"
+        r"direction|going\s+to\s+(?:merge|accept|take|do))\b|\bwon'?t\s+(?:fix|merge|accept|do|be\s+"
+        r"merg)|\bout\s+of\s+scope\b|\bno\s+longer\s+(?:needed|relevant|necessary|applicable|"
+        r"required|an\s+issue)\b|\bdecided\s+(?:not|against)\b|\bmoot\b|\bobsolete\b|\boutdated\b|"
+        r"\bnot\s+worth\b|\b(?:we|i)\s+do\s*n[o']?t\s+(?:want|need)\s+(?:this|that|it|to)\b|"
+        r"\blet'?s\s+not\s+merge\b|\b(?:is|was)\s+(?:intentional|by\s+design|intended\s+behaviou?r)\b|"
+        r"\b(?:was|is)\s*n[o']?t\s+(?:a|actually\s+a)\s+bug\b|\bnot\s+a\s+bug\b|\bhold\s+off\b|"
+        r"\bclosing\s+(?:this\s+)?for\s+now\b|\bnot\s+(?:stable|ready)\s+yet\b|\bdropped\s+\w+\s+in\s+"
+        r"favou?r\s+of\b"), False, _NOT_AGENT, _ANY_TEXT),
+    Rule("not_wanted", "a label says it was declined", _p(
+        r"\bwon'?t\s*fix\b|\bwontfix\b|\binvalid\b|\bnot\s+planned\b|\bdeclined\b|\brejected\b|"
+        r"\bout\s+of\s+scope\b"), False, frozenset(), _LABEL),
+    # --- inactivity: closing, or warning of closing, for inactivity.
+    Rule("inactivity", "says it went stale", _p(
+        r"\b(?:marked|closing|closed|labell?ed)\s+(?:\w+\s+)?as\s+stale\b|\b(?:is|has\s+(?:been|become)|"
+        r"went|gone)\s+stale\b|\bdue\s+to\s+(?:lack\s+of\s+)?(?:recent\s+)?(?:inactivity|activity)\b|"
+        r"\bhas\s*n[o']?t\s+had\s+(?:any\s+)?(?:recent\s+)?activity\b|\bno\s+(?:recent\s+)?activity\s+"
+        r"(?:in|for|since)\b|\bclose\s+this\s+(?:pr|pull\s+"
+        r"request)\s+unless\s+you\s+respond\b|\bclosing\s+due\s+to\s+(?:lack\s+of\s+)?(?:response|activity)"),
+        False, _NOT_AGENT, _TEXTS),
+    Rule("inactivity", "a label says stale", _p(r"\bstale\b|\binactive\b|\babandoned\b|\blifecycle/rotten\b"),
+         False, frozenset(), _LABEL),
+    # --- change_request: asks for a specific change without condemning the work.
+    Rule("change_request", "asks for a change", _p(
+        r"\b(?:please|pls|plz|can\s+you|could\s+you|would\s+you|will\s+you|you\s+(?:should|need\s+to|"
+        r"must)|make\s+sure|don'?t\s+forget)\s+(?:also\s+|just\s+|try\s+to\s+|now\s+)?(?:fix|correct|"
+        r"revert|undo|redo|address|resolve|add|remove|rename|use|change|update|move|rebase|delete|"
+        r"replace|keep|drop|split|extract|refactor|handle|document|include|make|create|implement|"
+        r"check|run|ensure|reset|discard|copy|avoid|apply|restore|clean|simplify|put|write|try)\b|"
+        r"\bactionable\s+comments\s+posted:\s*[1-9]"), False, _NOT_AGENT),
+    Rule("change_request", "instructs", re.compile(
+        r"(?im)^[ \t]*(?:[-*\d.)]+[ \t]+)?(?:@\S+[ \t,]+)?(?:add|remove|rename|use|change|update|fix|"
+        r"move|revert|rebase|delete|replace|avoid|keep|drop|split|extract|refactor|handle|document|"
+        r"undo|address|resolve|implement|reset|discard|don't|do\s+not)\b"), False, _PEOPLE),
+    # --- approval.
+    Rule("approval", "approves", _p(
+        r"\blgtm\b|\blooks\s+(?:good|great|fine)(?:\s+to\s+me)?\b|\bship\s+it\b|\bgood\s+job\b|"
+        r"\bwell\s+done\b|\bapprov(?:ed|ing)\b|\bnice\s+work\b|"
+        r"\bgreat\s+work\b|\bawesome\b|\bthanks?(?:\s+you)?\b.{0,40}\bmerg"), True, _PEOPLE),
+)
+
+# Roles whose words the rules read as people's (a bot's words count for the failure and
+# project classes; an agent's only for its own notices).
+_QUESTION: Final = re.compile(r"\?(?:\s|$)")
+
+
+def _hit(rule: Rule, words: str) -> str | None:
+    for match in rule.pattern.finditer(words):
+        if not rule.negatable or not _NEGATION.search(words[max(0, match.start() - 40):match.start()]):
+            return match.group(0)
+    return None
+
+
+def rule_hits(text: str, kind: str = "comment", role: str = "person") -> list[tuple[Rule, str]]:
+    """Every rule of :data:`RULES` that ``text`` (of that kind, by that role) holds, in table
+    order, with the words it matched."""
+    words = text if kind in ("title", "label") else prose(text)
+    if not words.strip():
+        return []
+    out = []
+    for rule in RULES:
+        if kind not in rule.kinds or (rule.roles and role not in rule.roles):
+            continue
+        found = _hit(rule, words)
+        if found is not None:
+            out.append((rule, found.strip()))
+    return out
+
+
+# --------------------------------------------------------------------------- the agent's test reports
+
+# The agent's own report of a check it ran failing. Codex writes its test runs as
+# "- `cmd` *(fails: reason)*"; most such reasons on real PRs are the agent's sandbox (a missing
+# tool or network), which says the work was not verified, not that it is broken. This is a parse
+# of a report's shape, not a reading of anyone's verdict (that is :func:`read`).
+FAILED_CHECK: Final = re.compile(
+    r"(?i)\((?:fails?|failed|failing)\b[^)\n]{0,200}\)|\b(?:tests?|build|lint(?:ing)?|checks?|"
+    r"type-?check(?:ing)?|compilation)\s+(?:still\s+)?(?:fail(?:s|ed)?|are\s+failing|is\s+failing|"
+    r"did\s*n[o']?t\s+pass)\b|❌")
+_SANDBOX: Final = re.compile(
+    r"(?i)not\s+(?:found|installed|available)|no\s+module|missing|network|offline|internet|"
+    r"connect|resolve|download|proxy|permission|timed?\s*out|timeout|keyboardinterrupt|"
+    r"enotfound|eai_again|registry|sandbox|environment|unreachable|no\s+such\s+file|"
+    r"cannot\s+find|could\s+not\s+find|not\s+recogni[sz]ed|requires?\b|dependenc")
+
+
+def failing_checks(text: str) -> tuple[int, int]:
+    """(failing checks the agent reports, of them ones its sandbox could not run) in its text."""
+    # Codex quotes the error inside the parentheses, which prose() would cut as a quotation, so
+    # text with code in it is read as written.
+    words = prose(text) if "`" not in (text or "") else (text or "")
+    failing = [m.group(0) for m in FAILED_CHECK.finditer(words)]
+    return len(failing), sum(1 for m in failing if _SANDBOX.search(m))
+
+
+# --------------------------------------------------------------------------- the model
+
+
+_TOKEN: Final = re.compile(r"[a-z][a-z0-9']+|[0-9]+|[^\sa-z0-9]", re.IGNORECASE)
+_FEATURE_CAP: Final = 400  # tokens of a unit the model reads (the first ones: verdicts come early)
+
+
+def features(text: str, kind: str, role: str, position: str, state: str | None,
+             hits: list[tuple[Rule, str]]) -> list[str]:
+    """The model's features of one unit: its words and word pairs (lower case, first
+    :data:`_FEATURE_CAP`), what it is, who wrote it, where, the review state, and the rules' hits."""
+    words = text if kind in ("title", "label") else prose(text)
+    tokens = [t.lower() for t in _TOKEN.findall(words)[:_FEATURE_CAP]]
+    tokens = [t for t in tokens if t.isalnum() or t in ("?", "!", "👍", "👎", "❌", "✅", "🚀")]
+    out = [f"w:{t}" for t in tokens]
+    out += [f"b:{a}_{b}" for a, b in itertools.pairwise(tokens)]
+    role = "person" if role == "reviewer" else role
+    kind = "review" if kind == "inline" else kind
+    out += [f"kind:{kind}", f"role:{role}", f"pos:{position}", f"state:{state or 'none'}",
+            f"kindrole:{kind}_{role}"]
+    if not tokens:
+        out.append("empty")
+    if _QUESTION.search(words):
+        out.append("question")
+    out += [f"rule:{rule.verdict}" for rule, _ in hits]
+    return list(dict.fromkeys(out))
+
+
+@dataclass(frozen=True)
+class Model:
+    """A linear model over :func:`features`: per class a bias and weights (multinomial logistic
+    regression), and the classes it may answer (the others it weighs but leaves to the rules)."""
+
+    version: str
+    classes: tuple[str, ...]
+    bias: dict[str, float]
+    weights: dict[str, dict[str, float]]  # feature -> class -> weight
+    decides: frozenset[str]  # the classes the model may give
+
+    def scores(self, feats: list[str]) -> dict[str, float]:
+        total = dict(self.bias)
+        for f in feats:
+            row = self.weights.get(f)
+            if row:
+                for cls, w in row.items():
+                    total[cls] += w
+        return total
+
+    def top_words(self, feats: list[str], cls: str, most: int = 3) -> tuple[str, ...]:
+        """The features that pushed most towards ``cls``, as words ("w:broken" -> "broken")."""
+        weighed = sorted(((row[cls], f) for f in feats if (row := self.weights.get(f)) and
+                          row.get(cls, 0.0) > 0 and f.startswith(("w:", "b:")) and len(f) > 4),
+                         key=lambda t: (-t[0], t[1]))
+        return tuple(f[2:].replace("_", " ") for _, f in weighed[:most])
+
+
+MODEL_FILE: Final = "reader_model.json"
+
+
+@functools.lru_cache(maxsize=1)
+def model() -> Model | None:
+    """The packaged model (None when the package holds none: the rules alone read then)."""
+    try:
+        text = resources.files(__package__).joinpath(MODEL_FILE).read_text(encoding="utf-8")
+    except (FileNotFoundError, OSError):
+        return None
+    return model_from(json.loads(text))
+
+
+def model_from(data: dict[str, Any]) -> Model:
+    classes = tuple(data["classes"])
+    weights: dict[str, dict[str, float]] = {}
+    for feat, row in data["weights"].items():
+        weights[feat] = {cls: float(w) for cls, w in zip(classes, row, strict=True) if w}
+    return Model(str(data["version"]), classes, dict(zip(classes, map(float, data["bias"]), strict=True)),
+                 weights, frozenset(data["decides"]))
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read(text: str, kind: str = "comment", role: str = "person", position: str = "earlier",
+         state: str | None = None, *, handles: tuple[str, ...] = (),
+         reader: Model | Literal["packaged"] | None = "packaged") -> Reading:
+    """One unit's verdict (see the module docstring). ``state`` is a review's state
+    (``APPROVED``, ``CHANGES_REQUESTED``, ``COMMENTED``, ...); ``handles`` the agent's
+    @-handles (lower case, no ``@``), whose mention asks the agent to act. ``reader``: the model
+    to weigh with (``"packaged"``: the package's; ``None``: the rules alone)."""
+    if reader == "packaged":
+        return _read_packaged(text or "", kind, role, position, state, handles)
+    return _read(text or "", kind, role, position, state, handles, reader)
+
+
+@functools.lru_cache(maxsize=8192)
+def _read_packaged(text: str, kind: str, role: str, position: str, state: str | None,
+                   handles: tuple[str, ...]) -> Reading:
+    return _read(text, kind, role, position, state, handles, model())
+
+
+def _read(text: str, kind: str, role: str, position: str, state: str | None, handles: tuple[str, ...],
+          fitted: Model | None) -> Reading:
+    hits = rule_hits(text, kind, role)
+    words = text if kind in ("title", "label") else prose(text)
+    mentions = bool(handles) and any(f"@{h}" in words.lower() for h in handles)
+    asked = bool(_QUESTION.search(words)) or mentions
+    found = _by_rules(hits, kind, role, state)
+    if found is not None and found.verdict == "relayed":
+        # What is relayed is the person's, read as a person's words.
+        inner = _by_rules([h for h in rule_hits(text, kind, "person") if h[0].verdict != "relayed"],
+                          kind, "person", state)
+        return Reading("relayed", found.words + (inner.words[:1] if inner else ()), found.person,
+                       inner.verdict if inner else "neutral", True, found.rule)
+    if fitted is not None and kind not in ("title", "label") and found is None:
+        feats = features(text, kind, role, position, state, hits)
+        scores = fitted.scores(feats)
+        cls = min(((-s, c) for c, s in scores.items() if c in fitted.decides))[1]
+        verdict: Verdict = _as_verdict(cls)
+        rule = next((r for r, _ in hits if r.verdict == verdict), None)
+        said = tuple(dict.fromkeys(w for r, w in hits if r.verdict == verdict))[:3]
+        found = Reading(verdict, said or fitted.top_words(feats, cls), rule=rule.name if rule else None)
+    if found is None:
+        found = Reading("neutral")
+    sends = found.verdict in SENDS_BACK
+    if found.asks != (sends or asked):
+        found = Reading(found.verdict, found.words, found.person, found.relays, sends or asked, found.rule)
+    return found
+
+
+def _as_verdict(name: str) -> Verdict:
+    for v in VERDICTS:
+        if v == name:
+            return v
+    return "neutral"
+
+
+def _by_rules(hits: list[tuple[Rule, str]], kind: str, role: str, state: str | None) -> Reading | None:
+    """The rules' verdict: the first hit in tie-break order, with the review state for a
+    review with no decisive words (CHANGES_REQUESTED asks for a change, APPROVED approves)."""
+    if hits:
+        rule, words = hits[0]
+        if rule.verdict == "relayed":
+            return Reading("relayed", (words,), _person(words), rule=rule.name)
+        if rule.verdict in ("approval",) and state == "CHANGES_REQUESTED":
+            return Reading("change_request", ("changes requested",), rule="review state")
+        return Reading(rule.verdict, tuple(dict.fromkeys(w for r, w in hits if r.verdict == rule.verdict))[:3],
+                       rule=rule.name)
+    if kind in ("review", "inline") and role != "agent":
+        if state == "CHANGES_REQUESTED":
+            return Reading("change_request", ("changes requested",), rule="review state")
+        if state == "APPROVED":
+            return Reading("approval", ("approved",), rule="review state")
+    return None
+
+
+_HANDLE_IN: Final = re.compile(_HANDLE)
+
+
+def _person(words: str) -> str | None:
+    found = _HANDLE_IN.search(words)
+    return found.group(1) if found else None

@@ -1,0 +1,126 @@
+"""The one reader of people's words (taskeval/signals/reader.py): one verdict per unit.
+
+Short synthetic texts, written for these tests (no corpus text), one table row each: every verdict
+class with a hit, what must not be read as one (negated, quoted, in code, by the wrong role), the
+relayed person, the words that decided, and the hand-back a verdict makes.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from taskeval.signals import reader
+from taskeval.signals.reader import VERDICTS, read
+
+CASES = [
+    # (text, kind, role, state, verdict)
+    ("Closing this PR as requested by @maria.", "comment", "agent", None, "relayed"),
+    ("As @kim said, this is no longer needed, so I am closing it.", "comment", "agent", None, "relayed"),
+    ("This doesn't work: the retry never fires.", "comment", "person", None, "work_wrong"),
+    ("Wrong approach, the cache belongs in the client.", "review", "person", "COMMENTED", "work_wrong"),
+    ("You just gamed the tests instead of fixing the parser.", "comment", "operator", None, "work_wrong"),
+    ("The error is still there after your change.", "comment", "operator", None, "work_wrong"),
+    ("This introduces a breaking change for every caller.", "comment", "person", None, "work_wrong"),
+    ("I was unable to get the integration tests to pass.", "comment", "agent", None, "work_wrong"),
+    ("The build is failing on this branch.", "comment", "bot", None, "work_wrong"),
+    ("👎", "comment", "person", None, "work_wrong"),
+    ("Superseded by #4411.", "comment", "person", None, "elsewhere"),
+    ("Duplicate of #87.", "comment", "person", None, "elsewhere"),
+    ("This was already fixed in #902 last week.", "comment", "person", None, "elsewhere"),
+    ("Just testing the agent here, please ignore.", "comment", "operator", None, "trial"),
+    ("Opened against the wrong repository by mistake.", "comment", "operator", None, "trial"),
+    ("POC only, not for merge.", "body", "agent", None, "trial"),
+    ("This is out of scope for the project.", "comment", "person", None, "not_wanted"),
+    ("We decided not to support that platform.", "review", "person", "COMMENTED", "not_wanted"),
+    ("This behaviour is intentional.", "comment", "person", None, "not_wanted"),
+    ("This PR has been automatically marked as stale because it has not had recent activity.",
+     "comment", "bot", None, "inactivity"),
+    ("Please rename the helper to parse_window.", "comment", "person", None, "change_request"),
+    ("- add a test for the empty list\n- drop the debug print", "review", "person", "COMMENTED",
+     "change_request"),
+    ("", "review", "person", "CHANGES_REQUESTED", "change_request"),
+    ("LGTM", "review", "person", "APPROVED", "approval"),
+    ("Looks great, merging.", "comment", "person", None, "approval"),
+    ("", "review", "person", "APPROVED", "approval"),
+    ("What does the new flag do?", "comment", "person", None, "neutral"),
+    ("I've addressed the feedback in 1a2b3c4.", "comment", "agent", None, "neutral"),
+    ("Initial plan: read the parser, then add a test.", "body", "agent", None, "neutral"),
+]
+
+
+@pytest.mark.parametrize(("text", "kind", "role", "state", "verdict"), CASES,
+                         ids=[f"{c[4]}:{n}" for n, c in enumerate(CASES)])
+def test_one_verdict_per_unit(text: str, kind: str, role: str, state: str | None, verdict: str) -> None:
+    assert read(text, kind, role, "last3", state).verdict == verdict
+
+
+def test_every_class_has_a_case() -> None:
+    assert {c[4] for c in CASES} == set(VERDICTS)
+
+
+NOT_A_VERDICT = [
+    # (text, role, why it is no verdict on the work)
+    ("This is not a breaking change.", "person", "negated"),
+    ('He wrote "this is broken" but it works now.', "person", "an inline quotation"),
+    ("> this doesn't work\n\nIt does for me.", "person", "a quoted line"),
+    ("```\nthe build is failing\n```", "person", "code"),
+    ("This PR fixes a breaking change in the parser and adds tests.", "agent", "the agent's description"),
+    ("The retry doesn't work on Windows before this fix, see the issue.", "agent", "the agent's own words"),
+]
+
+
+@pytest.mark.parametrize(("text", "role", "why"), NOT_A_VERDICT, ids=[c[2] for c in NOT_A_VERDICT])
+def test_what_is_not_a_verdict_on_the_work(text: str, role: str, why: str) -> None:
+    assert read(text, "comment", role, "last3").verdict != "work_wrong", why
+
+
+def test_a_relay_names_the_person_and_what_it_relays() -> None:
+    found = read("Closing this PR as requested by @maria: it is no longer needed.", "comment", "agent", "last3")
+    assert (found.verdict, found.person, found.relays) == ("relayed", "maria", "not_wanted")
+    # A person quoting someone else gives their own verdict: not a relay.
+    assert read("As @kim said, wrong approach.", "comment", "person", "last3").verdict == "work_wrong"
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("Honestly this doesn't work at all.", "doesn't work"),
+    ("Closing in favour of #12.", "favour of #12"),
+])
+def test_each_verdict_names_the_words_that_decided(text: str, words: str) -> None:
+    found = read(text, "comment", "person", "last3")
+    assert any(words in w for w in found.words), found
+
+
+@pytest.mark.parametrize(("text", "handles", "asks"), [
+    ("Can you add a test?", (), True),
+    ("please rename it", (), True),
+    ("@copilot the docs need the new flag", ("copilot",), True),
+    ("This doesn't work.", (), True),
+    ("Thanks!", (), False),
+    ("LGTM", (), False),
+    ("> can you add a test?\nDone, thanks.", (), False),
+])
+def test_what_hands_the_turn_back(text: str, handles: tuple[str, ...], asks: bool) -> None:
+    assert read(text, "comment", "person", "earlier", handles=handles).asks is asks
+
+
+def test_the_model_is_packaged_and_read_without_numerical_libraries() -> None:
+    fitted = reader.model()
+    assert fitted is not None and fitted.version.startswith("reader-")
+    assert "work_wrong" not in fitted.decides  # work_wrong is the rules' alone
+    assert set(fitted.decides) <= set(VERDICTS)
+
+
+@pytest.mark.parametrize(("title", "verdict"), [
+    ("[DO NOT MERGE] trying the agent", "trial"), ("Test PR", "trial"),
+    ("Add retry with backoff", "neutral"), ("Fix the test runner", "neutral"),
+])
+def test_titles(title: str, verdict: str) -> None:
+    assert read(title, "title", "agent").verdict == verdict
+
+
+@pytest.mark.parametrize(("label", "verdict"), [
+    ("duplicate", "elsewhere"), ("wontfix", "not_wanted"), ("stale", "inactivity"),
+    ("experiment", "trial"), ("enhancement", "neutral"),
+])
+def test_labels(label: str, verdict: str) -> None:
+    assert read(label, "label", "person").verdict == verdict

@@ -22,6 +22,10 @@ from taskeval import command
 from taskeval.config import CONFIG_PATH
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
+# The Action has no input naming the account its token posts as: GitHub names it for a personal
+# access token, and the workflow's own token is github-actions[bot].
+LOGIN_HINT = ("the Action knows the account only for the workflow's own token (github-actions[bot]) or a "
+              "personal access token: pass one of those as github-token")
 CATEGORY_OUTPUTS = {
     "agentPerformance": "agent-performance-score",
     "taskOutcomeQuality": "task-outcome-quality-score",
@@ -29,7 +33,8 @@ CATEGORY_OUTPUTS = {
 }
 COVERAGE_OUTPUTS = {c: name.removesuffix("-score") + "-coverage" for c, name in CATEGORY_OUTPUTS.items()}
 OUTPUT_NAMES = (
-    "evaluated", "overall-score", "overall-band", *CATEGORY_OUTPUTS.values(), "agent",
+    "evaluated", "overall-score", "overall-band", "overall-provisional", "overall-coverage",
+    *CATEGORY_OUTPUTS.values(), "agent",
     "agent-operator", "closure", "rescue", *COVERAGE_OUTPUTS.values(), "result-path", "comment-url",
 )
 
@@ -189,6 +194,7 @@ def evaluate(runner: Runner, ctx: Context, decision: Decision, env: Mapping[str,
     from taskeval.github import AuthError, GitHubError, api_url, make_client
     from taskeval.judge.cache import FileCache
     from taskeval.pipeline import Options, evaluate_pull_request, publish_comment
+    from taskeval.report import headline, overall_coverage, overall_provisional
 
     inputs = ctx.inputs
     number = decision.pull_number
@@ -229,6 +235,8 @@ def evaluate(runner: Runner, ctx: Context, decision: Decision, env: Mapping[str,
         "evaluated": "true",
         "overall-score": str(result.overall_score),
         "overall-band": result.overall_band,
+        "overall-provisional": "true" if overall_provisional(result) else "false",
+        "overall-coverage": "" if (coverage := overall_coverage(result)) is None else f"{coverage:g}",
         **{CATEGORY_OUTPUTS[c.category]: str(c.final_score) for c in result.category_scores},
         "agent": result.agent.id if result.agent else "",
         "agent-operator": (result.agent.operator or "") if result.agent else "",
@@ -247,7 +255,7 @@ def evaluate(runner: Runner, ctx: Context, decision: Decision, env: Mapping[str,
             # Over GraphQL the collection already found our comment (``viewerDidAuthor``), and
             # the mutations are paid from the GraphQL budget: no `GET /user`, no REST listing.
             url, created = publish_comment(gh, ctx.repository, number, evaluation.markdown,
-                                           seed=evaluation.comment_seed, meter=meter)
+                                           seed=evaluation.comment_seed, meter=meter, login_hint=LOGIN_HINT)
         except AuthError as exc:
             hint = ""
             if result.evidence.facts.pull.is_fork and ctx.event_name == "pull_request":
@@ -262,7 +270,7 @@ def evaluate(runner: Runner, ctx: Context, decision: Decision, env: Mapping[str,
             outputs["comment-url"] = url
             runner.info(f"taskeval: comment {'created' if created else 'updated'}: {url}")
     runner.set_outputs(outputs)
-    runner.info(f"taskeval: overall {result.overall_score} ({result.overall_band})")
+    runner.info(f"{headline(result)}")
 
     if result_path is None:
         return EXIT_FAILED

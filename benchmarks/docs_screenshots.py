@@ -2,11 +2,15 @@
 
     python -m benchmarks.real_corpus --output-dir /tmp/results     # the real-PR replay, AI off
     taskeval load /tmp/results --store sqlite:////tmp/corpus.db
+    taskeval outcomes --store sqlite:////tmp/corpus.db --corpus ../shared/data/aidev-pop-v1 \
+        --write-store sqlite:////tmp/corpus.db                      # the outcomes the data records
     python -m benchmarks.docs_screenshots --store sqlite:////tmp/corpus.db [--agent devin --other copilot]
 
-Serves ``taskeval dashboard`` over the store on loopback and saves ``agent-costs.png`` (the agent
-page from its merge rate down: cycle time, costs to people) and ``compare.png`` (the comparison of
-two agents, the task-mix-adjusted row under the raw one) into ``--out`` (default ``docs/img``).
+All of it runs offline (the replay serves the corpus on loopback). Serves ``taskeval dashboard``
+over the store on loopback and saves ``overview.png`` (the overview in the 1,400 px window the
+docs promise it fits), ``agent-costs.png`` (the agent page from its merge rate down: cycle time,
+costs to people) and ``compare.png`` (the comparison of two agents, the task-mix-adjusted row
+under the raw one) into ``--out`` (default ``docs/img``).
 Needs Debian's ``chromium`` and ``chromium-driver`` and the selenium package (the test extra).
 """
 
@@ -54,6 +58,10 @@ def main(argv: list[str] | None = None) -> int:
     browser = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
     args.out.mkdir(parents=True, exist_ok=True)
     try:
+        browser.set_window_size(1400, 1000)
+        browser.get(f"{site}/")
+        browser.save_screenshot(str(args.out / "overview.png"))
+        browser.set_window_size(1440, 1000)
         browser.get(f"{site}/agent/{args.agent}")
         browser.execute_script("document.getElementById('merge-rate').scrollIntoView()")
         browser.save_screenshot(str(args.out / "agent-costs.png"))
@@ -64,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         browser.quit()
         server.shutdown()
-    print(f"saved {args.out / 'agent-costs.png'} and {args.out / 'compare.png'} ({title})")
+    print(f"saved {args.out / 'overview.png'}, {args.out / 'agent-costs.png'} and {args.out / 'compare.png'} "
+          f"({title})")
     return 0
 
 

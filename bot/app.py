@@ -47,7 +47,7 @@ def create_app(settings: BotSettings | None = None, *, engine: Engine | None = N
     app.register_blueprint(metrics)
     from dashboard.core import DashboardConfig, install
 
-    install(app, DashboardConfig.from_env(settings.env, engine, fallback_secret=settings.webhook_secret))
+    install(app, DashboardConfig.from_env(settings.env, engine, webhook_secret=settings.webhook_secret))
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException) -> Any:

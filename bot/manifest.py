@@ -106,6 +106,8 @@ def save_credentials(app: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
         # The App's OAuth client, for the dashboard's sign-in (absent from older answers).
         *((("GITHUB_CLIENT_ID", app["client_id"]),) if app.get("client_id") else ()),
         *((("GITHUB_CLIENT_SECRET", app["client_secret"]),) if app.get("client_secret") else ()),
+        # GitHub sign-in needs a session key of its own, shared by every process of the bot.
+        *((("TASKEVAL_SESSION_SECRET", secrets.token_hex(32)),) if app.get("client_id") else ()),
     )
     for path, text in ((pem, app["pem"]), (env, "".join(f"{k}={shlex.quote(str(v))}\n" for k, v in settings))):
         write_private(path, text)

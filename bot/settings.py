@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Literal, TypeVar
 from urllib.parse import urlsplit
 
+from dashboard.environment import DashboardEnvError, short_secret
+from dashboard.environment import read as read_dashboard_env
 from taskeval.store.db import DEFAULT_STORE_FILE, default_store, normalise_database_url
 from taskeval.transports import Api, default_api
 
@@ -166,6 +168,12 @@ class BotSettings:
             raise SettingsError(
                 "GITHUB_WEBHOOK_SECRET is not set; the bot refuses to accept unsigned deliveries"
             )
+        if secret.strip() and (problem := short_secret("GITHUB_WEBHOOK_SECRET", secret)):
+            raise SettingsError(problem)
+        try:  # the dashboard's variables: its session key, sign-in, public URL, proxies
+            read_dashboard_env(env, webhook_secret=secret, sign_in_needs_secret=receives_webhooks)
+        except DashboardEnvError as exc:
+            raise SettingsError(str(exc)) from exc
         api_url = (env.get("GITHUB_API_URL", "").strip() or "https://api.github.com").rstrip("/")
         parts = urlsplit(api_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:

@@ -12,8 +12,11 @@ Three ways in, checked in this order on every dashboard request:
    that have stored evaluations in the signed session cookie, and forgets the user's token. The
    list is re-read at the next sign-in, at the latest after ``TASKEVAL_SESSION_TTL`` seconds.
 
-Sessions are Flask's signed cookies: HttpOnly, SameSite=Lax, Secure unless the page was served to
-a loopback host. Every POST carries the session's CSRF token.
+Sessions are Flask's signed cookies, keyed by ``TASKEVAL_SESSION_SECRET``: HttpOnly, SameSite=Lax,
+Secure as the configuration says (:meth:`DashboardConfig.cookie_secure`: the public URL's scheme,
+never the request's Host). A signed-in session is also a row of ``dashboard_sessions`` in the
+store, found by the random id its cookie carries: signing out deletes the row, so a copied cookie
+stops working in every process at once. Every POST carries the session's CSRF token.
 """
 
 from __future__ import annotations
@@ -28,8 +31,11 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import requests
-from flask import Flask, Request, request, session
+from flask import Flask, Request, current_app, session
 from flask.sessions import SecureCookieSessionInterface
+from sqlalchemy import Engine, delete, insert, select
+
+from taskeval.store.db import dashboard_sessions, write
 
 GITHUB_TIMEOUT = 10.0
 MAX_PAGES = 50  # 5,000 repositories per source; enough for a dashboard, bounded for a sign-in
@@ -60,9 +66,9 @@ def is_loopback(host: str) -> bool:
 
 
 class DashboardSessions(SecureCookieSessionInterface):
-    """Flask's signed cookie, marked Secure whenever the page was not served to a loopback host.
-    Only the dashboard's pages have a session: the webhook and the API never read or set the
-    cookie (and a delivery does not pay for opening one)."""
+    """Flask's signed cookie, marked Secure as the dashboard's configuration says (never as the
+    Host header says). Only the dashboard's pages have a session: the webhook and the API never
+    read or set the cookie (and a delivery does not pay for opening one)."""
 
     def open_session(self, app: Flask, request: Request) -> Any:
         if not request.path.startswith(app.config.get("SESSION_COOKIE_PATH") or "/"):
@@ -70,10 +76,10 @@ class DashboardSessions(SecureCookieSessionInterface):
         return super().open_session(app, request)
 
     def get_cookie_secure(self, app: Flask) -> bool:
-        try:
-            return not is_loopback(request.host)
-        except RuntimeError:  # outside a request: be strict
-            return True
+        from dashboard.settings import EXTENSION
+
+        cfg = current_app.extensions.get(EXTENSION)
+        return True if cfg is None else bool(cfg.cookie_secure())
 
 
 def token_fingerprint(token: str) -> str:
@@ -109,23 +115,57 @@ def csrf_ok(given: str | None) -> bool:
                 and hmac.compare_digest(given.encode(), expected.encode()))
 
 
+def _session_key(sid: str) -> str:
+    """The store keeps the SHA-256 of a session id, never the id a cookie carries."""
+    return hashlib.sha256(b"taskeval-dashboard-session:" + sid.encode()).hexdigest()
+
+
 def start_session(kind: str, *, login: str | None, repos: list[str] | None, ttl: float,
-                  token_fp: str | None = None) -> None:
-    """A fresh session (new CSRF token: nothing from before sign-in carries over)."""
+                  engine: Engine, token_fp: str | None = None) -> None:
+    """A fresh session (new CSRF token: nothing from before sign-in carries over), recorded in the
+    store so that signing out ends it for every process; expired records are swept here."""
     session.clear()
-    session.update(kind=kind, login=login, repos=repos, exp=time.time() + ttl,
+    sid = secrets.token_urlsafe(32)
+    now = time.time()
+    with write(engine) as conn:
+        conn.execute(delete(dashboard_sessions).where(dashboard_sessions.c.expires_at < now))
+        conn.execute(insert(dashboard_sessions).values(id=_session_key(sid), kind=kind,
+                                                       login=(login or "")[:100] or None,
+                                                       created_at=now, expires_at=now + ttl))
+    session.update(kind=kind, login=login, repos=repos, exp=now + ttl, sid=sid,
                    csrf=secrets.token_urlsafe(32))
     if token_fp:
         session["tk"] = token_fp
 
 
-def session_viewer(api_token: str | None) -> Viewer | None:
+def end_session(engine: Engine) -> None:
+    """Sign out: the store forgets the session (a copy of the cookie opens nothing any more)."""
+    sid = session.get("sid")
+    session.clear()
+    if isinstance(sid, str) and sid:
+        with write(engine) as conn:
+            conn.execute(delete(dashboard_sessions).where(dashboard_sessions.c.id == _session_key(sid)))
+
+
+def _recorded(engine: Engine, sid: object) -> bool:
+    """Whether the store still holds this session, unexpired."""
+    if not isinstance(sid, str) or not sid:
+        return False
+    with engine.connect() as conn:
+        expires = conn.execute(select(dashboard_sessions.c.expires_at)
+                               .where(dashboard_sessions.c.id == _session_key(sid))).scalar()
+    return expires is not None and float(expires) >= time.time()
+
+
+def session_viewer(api_token: str | None, engine: Engine) -> Viewer | None:
     kind = session.get("kind")
     if kind not in ("token", "github") or float(session.get("exp") or 0) < time.time():
         return None
+    if kind == "token" and (not api_token or session.get("tk") != token_fingerprint(api_token)):
+        return None
+    if not _recorded(engine, session.get("sid")):
+        return None  # signed out (here or in another process), or from before sessions were stored
     if kind == "token":
-        if not api_token or session.get("tk") != token_fingerprint(api_token):
-            return None
         return Viewer("token")
     repos = session.get("repos")
     if not isinstance(repos, list):

@@ -102,8 +102,9 @@ def trend(points: Sequence[tuple[str, float, int]], *, width: int = 150, height:
 
 
 def histogram(buckets: Sequence[tuple[str, int, str]], *, width: int = 420,
-              height: int = 160) -> Markup:
-    """Vertical bars: ``buckets`` are (label, count, colour), left to right."""
+              height: int = 160, ticks: dict[int, str] | None = None) -> Markup:
+    """Vertical bars: ``buckets`` are (label, count, colour), left to right. ``ticks``: the axis
+    text, by bucket index, at the bucket's left edge (default: each bucket's label under it)."""
     pad_l, pad_r, pad_t, pad_b = 30, 6, 8, 20
     inner_w, inner_h = width - pad_l - pad_r, height - pad_t - pad_b
     top = max((n for _l, n, _c in buckets), default=0) or 1
@@ -123,8 +124,15 @@ def histogram(buckets: Sequence[tuple[str, int, str]], *, width: int = 420,
         bx = pad_l + i * slot + slot * 0.1
         parts.append(f'<rect x="{_num(bx)}" y="{_num(pad_t + inner_h - h)}" width="{_num(slot * 0.8)}" '
                      f'height="{_num(h)}" fill="{colour}"><title>{escape(label)}: {n}</title></rect>')
-        parts.append(f'<text x="{_num(bx + slot * 0.4)}" y="{height - 6}" font-size="9" '
-                     f'text-anchor="middle" fill="{TEXT}">{escape(label)}</text>')
+        if ticks is None:
+            parts.append(f'<text x="{_num(bx + slot * 0.4)}" y="{height - 6}" font-size="9" '
+                         f'text-anchor="middle" fill="{TEXT}">{escape(label)}</text>')
+        elif i in ticks:
+            edge = pad_l + i * slot
+            parts.append(f'<line x1="{_num(edge)}" x2="{_num(edge)}" y1="{pad_t + inner_h}" '
+                         f'y2="{pad_t + inner_h + 3}" stroke="{GRID}"/>'
+                         f'<text x="{_num(edge)}" y="{height - 6}" font-size="9" text-anchor="middle" '
+                         f'fill="{TEXT}">{escape(ticks[i])}</text>')
     parts.append("</svg>")
     return Markup("".join(parts))
 

@@ -2,8 +2,11 @@
 
 The store defaults to ``$DATABASE_URL``, else the SQLite file ``taskeval.db`` in the working
 directory (what ``taskeval backfill`` writes). On a loopback address there is no sign-in: whoever
-can reach 127.0.0.1 can read the file anyway. Any other address needs ``TASKEVAL_API_TOKEN``, and
-the dashboard then asks for it (a sign-in form, or ``Authorization: Bearer`` for scripts).
+can reach 127.0.0.1 can read the file anyway. It then answers only requests addressed to a
+loopback name (``localhost``, 127.0.0.0/8, ``[::1]``, any port) and 421 to any other ``Host``: a
+web page elsewhere cannot read it through a DNS name rebound to 127.0.0.1. Any other address
+needs ``TASKEVAL_API_TOKEN``, and the dashboard then asks for it (a sign-in form, or
+``Authorization: Bearer`` for scripts).
 """
 
 from __future__ import annotations
@@ -51,7 +54,12 @@ def create_local_app(url: str, *, bind_host: str = "127.0.0.1", env: dict[str, s
     app = Flask("taskeval-dashboard")
     # GitHub sign-in belongs to the bot; a local dashboard is open (loopback) or asks for the token.
     cfg = DashboardConfig.from_env({k: v for k, v in env.items() if not k.startswith("GITHUB_CLIENT_")},
-                                   engine, open_access=loopback)
+                                   engine, open_access=loopback, single_process=True)
+    # Served over plain HTTP by this process: the cookie is Secure off loopback (a TLS proxy in
+    # front, or TASKEVAL_PUBLIC_URL, decides otherwise), and an open loopback dashboard answers
+    # only to loopback host names, so no other site's page can read it through DNS rebinding.
+    cfg.secure_default = not loopback
+    cfg.loopback_hosts_only = loopback
     install(app, cfg)
 
     @app.get("/")

@@ -4,10 +4,13 @@ this module, which imports the views."""
 
 from __future__ import annotations
 
-from flask import Flask
+import secrets
+from typing import Any
+
+from flask import Flask, Response, request
 from sqlalchemy import Engine, create_engine, event
 
-from dashboard.auth import DashboardSessions
+from dashboard.auth import DashboardSessions, is_loopback
 from dashboard.settings import EXTENSION, DashboardConfig, config
 
 __all__ = ["DashboardConfig", "config", "install", "read_engine"]
@@ -41,9 +44,12 @@ def install(app: Flask, cfg: DashboardConfig, *, url_prefix: str = "/dashboard")
     """Register the dashboard on ``app`` (the bot's or the local one)."""
     from dashboard.views import dashboard
 
+    cfg.write_engine = cfg.write_engine or cfg.engine
     cfg.engine = read_engine(cfg.engine)
     app.extensions[EXTENSION] = cfg
-    app.secret_key = cfg.session_secret
+    # Without TASKEVAL_SESSION_SECRET a random key: sessions then live in this process only, which
+    # the single-process local dashboard can use and the bot never offers (DashboardConfig.sessions).
+    app.secret_key = cfg.session_secret or secrets.token_urlsafe(32)
     app.session_interface = DashboardSessions()
     app.config.update(
         SESSION_COOKIE_NAME="taskeval_dashboard",
@@ -52,4 +58,21 @@ def install(app: Flask, cfg: DashboardConfig, *, url_prefix: str = "/dashboard")
         SESSION_COOKIE_PATH=url_prefix,
         PERMANENT_SESSION_LIFETIME=int(cfg.session_ttl),
     )
+    if cfg.trusted_proxies:
+        from werkzeug.middleware.proxy_fix import ProxyFix
+
+        n = cfg.trusted_proxies
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n, x_port=n)  # type: ignore[method-assign]
+    if cfg.loopback_hosts_only:
+        app.before_request(_loopback_host_only)
     app.register_blueprint(dashboard, url_prefix=url_prefix)
+
+
+def _loopback_host_only() -> Any:
+    """421 for a request whose Host is not a loopback name (``localhost``, 127.0.0.0/8, ``[::1]``,
+    with any port): the open local dashboard must not answer a page that reached 127.0.0.1
+    through a DNS name of its own (DNS rebinding), which would read it as same-origin."""
+    if is_loopback(request.host):
+        return None
+    return Response("taskeval dashboard: this local dashboard answers only at localhost, 127.0.0.1 "
+                    "or [::1]\n", 421, mimetype="text/plain")

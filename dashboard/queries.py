@@ -34,6 +34,7 @@ from sqlalchemy import (
     case,
     false,
     func,
+    literal,
     select,
     text,
     true,
@@ -43,6 +44,15 @@ from taskeval.agent_table import agent_name
 from taskeval.config import HUMAN_ID, UNKNOWN_BOT_ID
 from taskeval.contract import BAND_NAMES
 from taskeval.store.db import PULLS_DOWN, evaluations, rollup_agent, rollup_author, rollup_signals, signals
+
+# The ranking rule and its statistics live in the store (one rule for the API and the dashboard);
+# the views and tests read these names from here.
+from taskeval.store.ranking import SMALL_SAMPLE as SMALL_SAMPLE
+from taskeval.store.ranking import Mean as Mean
+from taskeval.store.ranking import Standing
+from taskeval.store.ranking import mean_ci as mean_ci
+from taskeval.store.ranking import rank as rank_standings
+from taskeval.store.ranking import t95 as t95
 from taskeval.store.results import provisional_sql, week_of
 
 E = evaluations.c
@@ -73,31 +83,11 @@ UNATTRIBUTED = "unattributed"  # the agent filter value for results stored befor
 NO_AGENT = "no-agent"
 NO_AGENT_NAME = "No agent found"
 NO_AGENT_IDS = (HUMAN_ID, UNKNOWN_BOT_ID)
-SMALL_SAMPLE = 10  # groups with fewer PRs are shown, marked, and not ranked
 PULL_DOWN_BELOW = 60  # a conclusive, weighted signal scoring under this "pulled the score down"
 # taskeval.store.db.PULLS_DOWN with qualified names, verbatim, so SQLite proves the partial index applies.
 DOWN = text(" AND ".join(f"signals.{term}" for term in PULLS_DOWN.split(" AND ")))
 TREND_WEEKS = 26
 TASK_TYPES = ("feature", "fix", "docs", "refactor", "test", "chore", "ci", "deps", "unknown")
-
-# Two-sided 95 % Student t quantiles by degrees of freedom; 1.96 beyond the table.
-_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
-        10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110,
-        18: 2.101, 19: 2.093, 20: 2.086, 21: 2.080, 22: 2.074, 23: 2.069, 24: 2.064, 25: 2.060,
-        26: 2.056, 27: 2.052, 28: 2.048, 29: 2.045, 30: 2.042}
-
-
-def t95(df: int) -> float:
-    if df in _T95:
-        return _T95[df]
-    if df <= 40:
-        return 2.021
-    if df <= 60:
-        return 2.000
-    if df <= 120:
-        return 1.980
-    return 1.960
-
 
 @dataclass(frozen=True)
 class Filters:
@@ -111,19 +101,6 @@ class Filters:
     since: float | None = None  # epoch seconds, inclusive
     until: float | None = None  # epoch seconds, exclusive
     task_type: str | None = None  # taskeval.tasktypes' type (``unknown`` included)
-
-
-@dataclass
-class Mean:
-    """A mean with its 95 % interval (``None`` when fewer than two values)."""
-
-    mean: float | None
-    low: float | None = None
-    high: float | None = None
-
-    @property
-    def half_width(self) -> float | None:
-        return None if self.mean is None or self.high is None else self.high - self.mean
 
 
 @dataclass
@@ -147,6 +124,7 @@ class Group:
     # (coverage under PROVISIONAL_BELOW), and whether the means left them out.
     provisional: dict[str, int] = field(default_factory=dict)
     excluded: bool = False
+    closed_drafts: int = 0  # closed while still a draft (never marked ready): no decision
 
     def rests_on(self, measure: str) -> int:
         """How many PRs the measure's mean rests on: all, or those not provisional in it."""
@@ -164,27 +142,27 @@ class Group:
 
     @property
     def rankable(self) -> bool:
-        return not self.small and not self.no_agent and self.overall.low is not None
+        return self.rank is not None
 
     @property
     def merged_share(self) -> float:
+        """Merged of every PR in view (open ones and closed drafts count): the CSV's mergedShare."""
         return self.merged / self.count if self.count else 0.0
+
+    @property
+    def decided(self) -> int:
+        """PRs that reached a decision: the merge rate's denominator (:func:`decided_sql`)."""
+        return self.merged + self.closed - self.closed_drafts
+
+    @property
+    def merge_rate(self) -> Mean:
+        """Merged of the PRs that reached a decision, with its Wilson interval: the one merge rate
+        every page shows (overview, agent page, comparison)."""
+        return wilson(self.merged, self.decided)
 
     @property
     def rejected_share(self) -> float:
         return self.closed / self.count if self.count else 0.0
-
-
-def mean_ci(n: int, total: float | None, squares: float | None) -> Mean:
-    """Mean and 95 % interval from COUNT, SUM(x) and SUM(x·x)."""
-    if not n or total is None:
-        return Mean(None)
-    mean = float(total) / n
-    if n < 2 or squares is None:
-        return Mean(mean)
-    variance = max(0.0, (float(squares) / n - mean * mean) * n / (n - 1))
-    half = t95(n - 1) * math.sqrt(variance / n)
-    return Mean(mean, max(0.0, mean - half), min(100.0, mean + half))
 
 
 def where(f: Filters, *, latest: bool = True) -> list[ColumnElement[bool]]:
@@ -292,6 +270,38 @@ def _key(value: Any) -> str:
     return UNATTRIBUTED if value is None else str(value)
 
 
+def is_draft_sql() -> Any:
+    """The PR was still a draft when it ended (NULL, unknown, is not)."""
+    return func.coalesce(E.draft_at_end, false())
+
+
+def decided_sql() -> Any:
+    """1 for a PR that reached a decision, else 0: merged, or closed after being marked ready. A
+    draft closed without ever being marked ready is no failure and no decision, and an open PR is
+    undecided. The one denominator of the merge rate and of the Rejected share, on every page."""
+    return case((E.pr_state == "merged", 1), ((E.pr_state == "closed") & ~is_draft_sql(), 1), else_=0)
+
+
+def _turns_key(by: str) -> Any:
+    """The grouping column as an expression (``author || ''``): a bare column lets SQLite group by
+    walking ``ix_evaluations_author_time`` and read every row's ``draft_at_end`` from the table
+    (60 ms over 30,000 PRs); the expression lets it scan the covering ``ix_evaluations_turns``,
+    which holds the state, the draft flag and every filter column (4 ms). NULL stays NULL."""
+    return _key_column(by).op("||")(literal(""))
+
+
+def closed_drafts(conn: Connection, f: Filters, by: str) -> dict[str, int]:
+    """Per row key, the PRs closed while still a draft (left out of the merge rate)."""
+    key = _turns_key(by).label("key")
+    query = (select(key, func.count().label("n"))
+             .where(*where(f), E.pr_state == "closed", is_draft_sql()).group_by(key))
+    out: dict[str, int] = {}
+    for row in conn.execute(query).mappings():
+        key = group_key(row["key"], by)
+        out[key] = out.get(key, 0) + int(row["n"])
+    return out
+
+
 def group_key(value: Any, by: str) -> str:
     """The overview row a stored key belongs to: PRs without a found agent share one."""
     key = _key(value)
@@ -301,19 +311,17 @@ def group_key(value: Any, by: str) -> str:
 
 
 def rank(groups: list[Group]) -> list[Group]:
-    """Rank where the intervals separate: a group's rank is one more than the number of groups
-    whose whole 95 % interval of the mean overall lies above its own, so groups that the data
-    cannot tell apart share a rank (shown as "=2"). Small samples and the no-agent row get none.
+    """Rank where the intervals separate, by the one rule the read API's leaderboard also follows
+    (:mod:`taskeval.store.ranking`): a group's rank is one more than the number of groups whose
+    whole 95 % interval of the mean overall lies above its own, so groups that the data cannot
+    tell apart share a rank (shown as "=2"). Small samples and the no-agent row get none.
     Returns the groups in display order: ranked by rank then mean, then small samples, then the
     no-agent row."""
-    ranked = [g for g in groups if g.rankable]
-    for g in ranked:
-        above = [o for o in ranked if o is not g and (o.overall.low or 0.0) > (g.overall.high or 0.0)]
-        g.rank = 1 + len(above)
-    for g in ranked:
-        g.tied = sum(o.rank == g.rank for o in ranked) > 1
-    return sorted(groups, key=lambda g: (g.no_agent, not g.rankable, g.rank or 0,
-                                         -(g.overall.mean or 0.0), -g.count, g.key))
+    standings = rank_standings([Standing(key=g.key, overall=g.overall, rests_on=g.rests_on("overall"),
+                                         count=g.count, no_agent=g.no_agent, item=g) for g in groups])
+    for s in standings:
+        s.item.rank, s.item.tied = s.rank, s.tied
+    return [s.item for s in standings]
 
 
 def _measure_mean(acc: dict[str, Any], m: str, exclude_provisional: bool) -> Mean:
@@ -398,6 +406,9 @@ def groups(conn: Connection, f: Filters, by: str = "agent", *, use_rollup: bool 
             provisional=provisional,
             excluded=exclude_provisional,
         ))
+    drafts = closed_drafts(conn, f, by)
+    for g in out:
+        g.closed_drafts = drafts.get(g.key, 0)
     return rank(out)
 
 
@@ -418,9 +429,10 @@ def outcome_definition(key: str) -> str:
     from taskeval.outcomes import OUTCOMES
 
     if key == "rejected":
-        return ("Rejected: closed without merging. Share of the merged or closed PRs (open ones "
-                "are undecided), from the outcomes store where it has a record, else from the "
-                "PR's state when it was evaluated.")
+        return ("Rejected: closed without merging after being marked ready. Share of the PRs that "
+                "reached a decision, the merge rate's denominator (open PRs and drafts closed "
+                "without being marked ready left out), from the outcomes store where it has a "
+                "record, else from the PR's state when it was evaluated.")
     found = OUTCOMES.get(key)
     what = found if found else "a label recorded in the outcomes store"
     return (f"{key.replace('_', ' ').capitalize()}: {what}. Share of the PRs where it was "
@@ -458,10 +470,13 @@ def outcome_counts(conn: Connection, f: Filters,
     # rejected by the PR's state where no record says otherwise: every decided PR, less those with
     # a "rejected" record (a subtraction, not a NOT EXISTS per PR: that probe cost 200 ms over
     # 90,000 PRs even with no outcome recorded)
-    decided = [*where(f), E.pr_state.in_(("merged", "closed"))]
+    # closed drafts and open PRs are no decision (decided_sql), written so an index on the state serves it
+    decided = [*where(f), E.pr_state.in_(("merged", "closed")), ~((E.pr_state == "closed") & is_draft_sql())]
     closed = func.sum(case((E.pr_state == "closed", 1), else_=0)).label("hits")
     derived: dict[Any, list[int]] = {}
-    for row in conn.execute(select(key, func.count().label("n"), closed).where(*decided).group_by(key)).mappings():
+    turns_key = _turns_key(by).label("key")  # index-only with the draft flag, as closed_drafts
+    for row in conn.execute(select(turns_key, func.count().label("n"), closed)
+                            .where(*decided).group_by(turns_key)).mappings():
         derived[row["key"]] = [int(row["n"]), int(row["hits"] or 0)]
     any_outcome = conn.execute(select(oc.id).limit(1)).first() is not None
     if any_outcome:
@@ -506,12 +521,25 @@ def wilson(hits: int, n: int) -> Mean:
 
 # --- one agent (or author) ----------------------------------------------------------------------
 
+HISTOGRAM_STEP = 5  # every band edge (40, 60, 75, 90) is a multiple: no bar spans two bands
+
+
+def histogram_buckets() -> list[tuple[int, int]]:
+    """The overall score's buckets, (low, high) inclusive: 0–4 … 90–94, 95–100."""
+    top = 100 // HISTOGRAM_STEP - 1
+    return [(b * HISTOGRAM_STEP, 100 if b == top else b * HISTOGRAM_STEP + HISTOGRAM_STEP - 1)
+            for b in range(top + 1)]
+
+
 def histogram(conn: Connection, f: Filters) -> list[tuple[str, int]]:
-    """PR counts per 10-point bucket of the overall score (90–100 is one bucket)."""
-    bucket = case((E.overall_score >= 90, 9), else_=E.overall_score // 10).label("bucket")
+    """PR counts per :data:`HISTOGRAM_STEP`-point bucket of the overall score (95–100 is one)."""
+    buckets = histogram_buckets()
+    last = len(buckets) - 1
+    bucket = case((E.overall_score >= buckets[last][0], last),
+                  else_=E.overall_score // HISTOGRAM_STEP).label("bucket")
     rows = conn.execute(select(bucket, func.count()).where(*where(f)).group_by(bucket)).all()
     counts = {int(b): int(n) for b, n in rows}
-    return [(f"{b * 10}–{b * 10 + (10 if b == 9 else 9)}", counts.get(b, 0)) for b in range(10)]
+    return [(f"{low}–{high}", counts.get(b, 0)) for b, (low, high) in enumerate(buckets)]
 
 
 @dataclass
@@ -601,8 +629,8 @@ def _signal_texts(conn: Connection, wanted: set[tuple[str, int]]) -> dict[tuple[
 
 
 PR_COLUMNS = (E.id, E.repo, E.number, E.author, E.agent_id, E.agent_name, E.pr_state, E.overall_score,
-              E.overall_band, E.agent_performance, E.task_outcome_quality, E.process_compliance,
-              E.activity_at, E.evaluated_at)
+              E.overall_band, E.overall_coverage, E.agent_performance, E.task_outcome_quality,
+              E.process_compliance, E.activity_at, E.evaluated_at)
 
 
 def pr_list(conn: Connection, f: Filters, *, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:

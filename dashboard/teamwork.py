@@ -23,20 +23,19 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
 
-from sqlalchemy import Connection, case, false, func, select
+from sqlalchemy import Connection, case, func, select
 
 from dashboard.queries import (
-    SMALL_SAMPLE,
     UNATTRIBUTED,
     E,
     Filters,
-    Mean,
+    decided_sql,
     group_key,
-    mean_ci,
-    t95,
+    is_draft_sql,
     where,
     wilson,
 )
+from taskeval.store.ranking import SMALL_SAMPLE, Mean, mean_ci, t95
 from taskeval.store.results import provisional_sql
 
 LEVELS = (0.025, 0.975)  # the 95 % interval's ends
@@ -316,7 +315,7 @@ class Costs:
 
 
 def _is_draft() -> Any:
-    return func.coalesce(E.draft_at_end, false())
+    return is_draft_sql()
 
 
 def costs(conn: Connection, f: Filters) -> Costs:
@@ -379,19 +378,23 @@ def _one_in(p: float) -> str:
     return f"{100 * p:.0f} %"
 
 
-def sentence(name: str, c: Costs) -> str:
+def sentence(name: str, c: Costs, *, subject: str | None = None, agent: bool = True) -> str:
     """The agent page's plain sentence: how often a merged PR needed a person's commits, and how
-    many of its rejections were its own failures; "too few PRs" under :data:`SMALL_SAMPLE`."""
+    many of its rejections were its own failures; "too few PRs" under :data:`SMALL_SAMPLE`.
+    ``subject``: the PRs, plural (default "<name> PRs"); ``agent`` False (an author's PRs, or those
+    where no agent was found) speaks of "their" rejections, not an agent's own."""
+    subject = subject or f"{name} PRs"
     merged = c.rescued_known
     if merged < SMALL_SAMPLE:
-        first = f"Too few merged {name} PRs ({merged}) to say how often a person had to push commits"
+        first = f"Too few merged {subject} ({merged}) to say how often a person had to push commits"
     else:
         taken = c.rescue.get("taken_over", 0)
         share = _one_in(taken / merged)
         if share == "none":
-            first = f"No merged {name} PR of {merged} needed a person to push commits"
+            first = (f"No merged {name} PR of {merged} needed a person to push commits" if agent else
+                     f"None of the {merged} merged {subject} needed a person to push commits")
         else:
-            first = f"{share} merged {name} PRs needed a person to push commits"
+            first = f"{share} merged {subject} needed a person to push commits"
     if c.rescue_unknown:
         first += (f" ({c.rescue_unknown} merged PR{'s' if c.rescue_unknown != 1 else ''} whose commits' "
                   "writers are unknown left out)")
@@ -400,7 +403,9 @@ def sentence(name: str, c: Costs) -> str:
         second = f"too few rejections ({closed}) to say whose failures they were"
     else:
         failures = c.closure.get("agent_failure", 0)
-        second = f"{100 * failures / closed:.0f} % of its rejections were its own failures"
+        second = (f"{100 * failures / closed:.0f} % of its rejections were its own failures" if agent else
+                  f"{100 * failures / closed:.0f} % of their rejections were failures of the work itself "
+                  "(agent_failure)")
     return f"{first}; {second}."
 
 
@@ -431,9 +436,8 @@ def cells(conn: Connection, f: Filters, *, exclude_provisional: bool = False,
     grouped, index-only read. The mean agentPerformance counts its provisional grades (coverage
     under ``PROVISIONAL_BELOW``) and, with ``exclude_provisional``, leaves them out."""
     second = E.repo if by is None else by
-    draft = _is_draft()
     merged = case((E.pr_state == "merged", 1), else_=0)
-    decided = case((E.pr_state == "merged", 1), ((E.pr_state == "closed") & ~draft, 1), else_=0)
+    decided = decided_sql()  # the merge rate's one denominator
     known = case(((E.pr_state == "merged") & E.rescue_class.in_(RESCUE_CLASSES), 1), else_=0)
     taken = case(((E.pr_state == "merged") & (E.rescue_class == "taken_over"), 1), else_=0)
     task = func.coalesce(E.task_type, "unknown")

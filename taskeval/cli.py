@@ -233,6 +233,12 @@ def _options(args: argparse.Namespace, trigger: str, token: str | None) -> Optio
     )
 
 
+# What `taskeval evaluate` reads to name the account its token posts as (GitHub will not say for
+# an App or installation token); each adapter names only the settings it reads.
+COMMENT_AS_HINT = ("name the account with --comment-as LOGIN (or TASKEVAL_COMMENT_AS), for a GitHub "
+                   "App '<app-slug>[bot]'")
+
+
 def _comment_as(args: argparse.Namespace) -> str | None:
     """``--comment-as`` or ``TASKEVAL_COMMENT_AS``: the account the token posts comments as."""
     from taskeval.github.client import LOGIN_RE
@@ -283,7 +289,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         # (Over GraphQL the read says which comments the token wrote, and a fallback to REST
         # asks when it writes.)
         try:
-            own_login = comment_login(gh)
+            own_login = comment_login(gh, COMMENT_AS_HINT)
         except AuthError as exc:
             return _fail(str(exc))
         except GitHubError as exc:
@@ -304,7 +310,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.comment:
         try:
             url, created = publish_comment(gh, repository, number, evaluation.markdown,
-                                           own_login=own_login, seed=evaluation.comment_seed)
+                                           own_login=own_login, seed=evaluation.comment_seed,
+                                           login_hint=COMMENT_AS_HINT)
         except (AuthError, GitHubError) as exc:
             return _fail(f"could not post the comment: {exc}", EXIT_SIDE_EFFECT)
         print(f"taskeval: comment {'created' if created else 'updated'}: {url}", file=sys.stderr)

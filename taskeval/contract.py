@@ -55,9 +55,27 @@ def validate_score(value: object, what: str = "score") -> int:
 
 
 # Below this share of a category's signal weight conclusive, its band is shown as provisional (the
-# comment, the Action outputs and the dashboard say so). Half: a grade that rests on less than half
+# comment, the Action outputs and the dashboard say so); the overall likewise, on the categories'
+# coverages weighted as the overall weighs them (overall_coverage). Half: a grade that rests on less than half
 # of what the category weighs is more guess than measurement. The contract's numbers do not change.
 PROVISIONAL_BELOW: Final = 0.5
+
+
+def is_provisional(coverage: float | None) -> bool:
+    """Whether a grade resting on ``coverage`` of its signal weight is provisional: under
+    :data:`PROVISIONAL_BELOW`. None (a result stored before coverage existed) is not."""
+    return coverage is not None and coverage < PROVISIONAL_BELOW
+
+
+def overall_coverage(coverages: Mapping[str, float | None]) -> float | None:
+    """The share of the overall score's weight that rests on data: each category's coverage
+    weighted by its contract weight (0.30 / 0.45 / 0.25), four decimals. None unless all three
+    categories have one. Under :data:`PROVISIONAL_BELOW` the overall (the comment's headline, the
+    Action's outputs, the dashboard) is provisional, as a category's band is."""
+    if any(coverages.get(c) is None for c in CATEGORIES):
+        return None
+    total = sum(WEIGHTS[c] * float(coverages[c] or 0.0) for c in CATEGORIES)
+    return round(total / sum(WEIGHTS.values()), 4)
 
 FAST_ROUNDING = True  # switched off by the tests to compare both ways
 

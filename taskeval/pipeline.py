@@ -686,12 +686,13 @@ def _config_file_at(config_path: Path, mtime_ns: int, size: int) -> LoadedConfig
 
 def publish_comment(
     gh: Github, repository: str, number: int, markdown: str, *, own_login: str | None = None,
-    seed: CommentSeed | None = None, meter: Meter | None = None,
+    seed: CommentSeed | None = None, meter: Meter | None = None, login_hint: str | None = None,
 ) -> tuple[str, bool]:
     """Create or update the single taskeval comment; returns (url, created). ``seed`` (an
     ``Evaluation``'s ``comment_seed``) finds it in what the collection read and may write it
-    with GraphQL mutations (``taskeval.github.writes``); ``meter`` counts the writes."""
+    with GraphQL mutations (``taskeval.github.writes``); ``meter`` counts the writes;
+    ``login_hint`` says how the adapter names the posting account, should GitHub not say."""
     from taskeval.github import upsert_comment
 
     return upsert_comment(gh, repository, number, markdown, own_login=own_login, seed=seed,
-                          meter=meter)
+                          meter=meter, login_hint=login_hint)

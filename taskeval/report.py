@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 
-from taskeval.contract import COMMENT_MARKER, PROVISIONAL_BELOW
+from taskeval.contract import COMMENT_MARKER, PROVISIONAL_BELOW, is_provisional
+from taskeval.contract import overall_coverage as weighted_coverage
 from taskeval.models import CategoryScore, EvaluationResult, Signal, Turns
 from taskeval.signals.wording import duration
 
@@ -90,7 +91,55 @@ def _score_cell(score: int | None) -> str:
 
 def provisional(c: CategoryScore) -> bool:
     """Whether a category's band rests on too little of its weight to be taken as final."""
-    return c.coverage is not None and c.coverage < PROVISIONAL_BELOW
+    return is_provisional(c.coverage)
+
+
+def overall_coverage(result: EvaluationResult) -> float | None:
+    """The share of the overall's weight that rests on data (taskeval.contract.overall_coverage)."""
+    return weighted_coverage({c.category: c.coverage for c in result.category_scores})
+
+
+def overall_provisional(result: EvaluationResult) -> bool:
+    """Whether the overall rests on less than PROVISIONAL_BELOW of its weight: its band may move."""
+    return is_provisional(overall_coverage(result))
+
+
+# Why a closed, unmerged PR ended, as the headline says it before any number: the score of a PR
+# the project closed for its own reasons grades the outcome, not the agent.
+CLOSURE_WORDS = {
+    "superseded": "superseded by other work",
+    "duplicate": "a duplicate",
+    "stale": "left to go stale",
+    "declined": "declined by the project",
+    "agent_failure": "the agent's failure",
+    "withdrawn": "withdrawn by its author",
+    "unknown": "why is not known",
+}
+PROJECT_REASONS = ("superseded", "duplicate", "stale", "declined")
+
+
+def closure_words(result: EvaluationResult) -> str | None:
+    """"closed unmerged: superseded by other work (the project's reason, not counted against the
+    agent)", or None for a PR that is not closed unmerged."""
+    c = result.closure
+    if c is None:
+        return None
+    if c.counts_against_agent:
+        whose = "counted against the agent"
+    elif c.class_ in PROJECT_REASONS:
+        whose = "the project's reason, not counted against the agent"
+    else:
+        whose = "not counted against the agent"
+    return f"closed unmerged: {CLOSURE_WORDS.get(c.class_, c.class_)} ({whose})"
+
+
+def headline(result: EvaluationResult) -> str:
+    """The comment's first line (and the Action's summary's): the overall and its band, marked
+    provisional when it rests on too little; a closed PR says why it ended first."""
+    score = (f"{result.overall_score}/100 — {BAND_ICONS[result.overall_band]} {result.overall_band}"
+             + (" (provisional)" if overall_provisional(result) else ""))
+    ended = closure_words(result)
+    return f"taskeval: {ended} — scored {score}" if ended else f"taskeval: {score}"
 
 
 def coverage_text(c: CategoryScore) -> str:
@@ -117,6 +166,15 @@ def _category_rows(result: EvaluationResult) -> list[str]:
         rows += ["", f"*Provisional: less than {round(PROVISIONAL_BELOW * 100)} % of the category's "
                      "signal weight had data, so its band may move when more evidence is seen.*"]
     return rows
+
+
+def _overall_note(result: EvaluationResult) -> list[str]:
+    coverage = overall_coverage(result)
+    if coverage is None or not is_provisional(coverage):
+        return []
+    return [f"*Provisional overall: only {round(coverage * 100)} % of the overall's signal weight had data "
+            f"(under {round(PROVISIONAL_BELOW * 100)} %), so its band may move when more evidence is seen.*",
+            ""]
 
 
 def turns_line(turns: Turns | None) -> str:
@@ -233,14 +291,14 @@ def _render(result: EvaluationResult, detail: int) -> str:
     agent = agent_line(result)
     out = [
         MARKER,
-        f"## taskeval: {result.overall_score}/100 — {BAND_ICONS[result.overall_band]} "
-        f"{result.overall_band}",
+        f"## {headline(result)}",
         "",
         f"Evaluation of #{pr.number} *{safe_inline(pr.title, 120)}* "
         + (agent or f"by `{safe_code(pr.author, 60)}`")
         + f" at `{result.head_sha[:7]}` "
         f"({'merged' if pr.merged else 'not merged'}; trigger: {safe_inline(result.trigger, 40)}).",
         "",
+        *_overall_note(result),
         *_category_rows(result),
         "",
     ]

@@ -1,11 +1,14 @@
-"""Does the score predict what happened to the work? Coverage, AUC with bootstrap intervals,
-outcome rates per band, and the signals that separate nothing.
+"""Does the score predict what happened to the work? Conclusive share, AUC with bootstrap
+intervals, outcome rates per band, and the signals that separate nothing.
 
 Inputs are rows (one per evaluated PR: its category scores and signals, read from stored results)
 and outcome records (:mod:`taskeval.outcomes`). For every signal and category and every outcome
 present it reports:
 
-* **coverage**: the share of PRs where the signal (or category) is conclusive;
+* **conclusive share** (``conclusiveShare``): the share of PRs where the signal (or category) is
+  conclusive. Not a result's ``coverage``, the *weight coverage* of one PR's category (the share of
+  its signal weight that had data, which the comment and the dashboard show): two measures, two
+  names;
 * **AUC**: the probability that a PR without the outcome scores higher than one with it (ties
   count half), over the PRs where the signal is conclusive and the outcome applies. 0.5 is a
   coin; above 0.5 the score is lower where the bad thing happened, as it should be; below 0.5 it
@@ -293,7 +296,7 @@ def analyse(rows: Sequence[Row], records: Iterable[OutcomeRecord], rounds: int =
     }
     for cat in CATEGORIES:
         conclusive = [r for r in rows if r.categories.get(cat, (0, False))[1]]
-        entry: dict[str, Any] = {"coverage": round(len(conclusive) / len(rows), 4) if rows else 0,
+        entry: dict[str, Any] = {"conclusiveShare": round(len(conclusive) / len(rows), 4) if rows else 0,
                                  "auc": {}, "bands": {}}
         for o in present:
             leave = trivial_for[o]
@@ -330,7 +333,7 @@ def analyse(rows: Sequence[Row], records: Iterable[OutcomeRecord], rounds: int =
     for sid in signal_ids:
         have = [r for r in rows if sid in r.signals]
         ok = [r for r in have if r.signals[sid][1]]
-        entry = {"category": cat_of[sid], "coverage": round(len(ok) / len(have), 4) if have else 0,
+        entry = {"category": cat_of[sid], "conclusiveShare": round(len(ok) / len(have), 4) if have else 0,
                  "evaluated": len(have), "auc": {}}
         for o in present:
             if o in TRIVIAL.get(sid, frozenset()):
@@ -365,7 +368,7 @@ def analyse(rows: Sequence[Row], records: Iterable[OutcomeRecord], rounds: int =
         f"{sid} vs {o}" for sid, e in report["signals"].items() for o, f in e["auc"].items()
         if not f.get("trivial") and f["verdict"] == WRONG_WAY)
     report["ciInconclusive"] = sorted(s for s in CI_SIGNALS if s in report["signals"]
-                                      and report["signals"][s]["coverage"] == 0)
+                                      and report["signals"][s]["conclusiveShare"] == 0)
     return report
 
 
@@ -449,10 +452,10 @@ def markdown(report: Mapping[str, Any], title: str = "Validity report",
     for o, v in report["outcomes"].items():
         lines.append(f"| {code(o)} | {v['meaning']} | {v['applicable']} | {v['positives']} |")
     lines += ["", "## Categories (deterministic score)", "",
-              "| category | coverage | " + " | ".join(f"AUC {code(o)}" for o in outs) + " |",
+              "| category | conclusive share (of PRs) | " + " | ".join(f"AUC {code(o)}" for o in outs) + " |",
               "|---|---:|" + "---:|" * len(outs)]
     for cat, e in report["categories"].items():
-        lines.append(f"| `{cat}` | {e['coverage']:.1%} | "
+        lines.append(f"| `{cat}` | {e['conclusiveShare']:.1%} | "
                      + " | ".join(_fmt(e["auc"][o]) for o in outs) + " |")
     if baseline:
         lines += ["", "## Before and after", "",
@@ -499,10 +502,10 @@ def markdown(report: Mapping[str, Any], title: str = "Validity report",
                 lines.append(f"| {agent} | {per['prs']} | "
                              + " | ".join(_fmt(per[cat][o]) for o in outs) + " |")
             lines.append("")
-    lines += ["## Signals", "", "| signal | coverage | " + " | ".join(code(o) for o in outs) + " |",
+    lines += ["## Signals", "", "| signal | conclusive share (of PRs) | " + " | ".join(code(o) for o in outs) + " |",
               "|---|---:|" + "---:|" * len(outs)]
     for sid, e in report["signals"].items():
-        lines.append(f"| `{sid}` | {e['coverage']:.1%} | "
+        lines.append(f"| `{sid}` | {e['conclusiveShare']:.1%} | "
                      + " | ".join(_fmt(e["auc"][o]) for o in outs) + " |")
     lines += ["", "## Signals that separate nothing on this data", "",
               "No outcome's 95 % interval excludes 0.5 (or no figure could be computed):", ""]

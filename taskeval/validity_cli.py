@@ -442,7 +442,8 @@ def add_commands(sub: Any) -> None:
     va = sub.add_parser(
         "validate", help="does the score predict outcomes? writes validity.md, validity.json and "
         "PNG plots",
-        description="Relate stored scores to what later happened to the PRs: coverage, AUC with "
+        description="Relate stored scores to what later happened to the PRs: the share of PRs "
+                    "each signal is conclusive on, AUC with "
                     "bootstrap intervals and a verdict (predicts / no evidence either way / "
                     "points the wrong way) for each category and the overall score against each "
                     "outcome, outcome rate per band, and the signals that separate nothing. "

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from action.main import run
+from taskeval.report import BAND_ICONS
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub
 from tests.fakeopenai import FakeOpenAI
 from tests.processes import transport_env
@@ -138,6 +139,8 @@ def test_merged_pr_gets_outputs_summary_result_and_one_comment_updated_on_rerun(
         "evaluated": "true",
         "overall-score": str(result["overallScore"]),
         "overall-band": result["overallBand"],
+        "overall-provisional": "false",  # 79 % of the overall's signal weight had data
+        "overall-coverage": "0.7892",
         "agent-performance-score": str(scores["agentPerformance"]),
         "task-outcome-quality-score": str(scores["taskOutcomeQuality"]),
         "process-compliance-score": str(scores["processCompliance"]),
@@ -418,6 +421,34 @@ def test_an_unreadable_event_payload_is_a_warning_not_a_crash(
     assert broken.code == 0
     assert any("not valid JSON" in w for w in broken.annotations("warning"))
     assert any("'unknown' ignored" in n for n in broken.annotations("notice"))
+
+
+# Conclusive signals weighed at 0 leave the overall resting on 40 % of its weight (agentPerformance
+# 36 %, taskOutcomeQuality 50 %, processCompliance 25 %).
+THIN_EVIDENCE = "signal_weights:\n" + "".join(f"  {s}: 0\n" for s in (
+    "agent.human_intervention", "agent.text_hygiene", "agent.red_pushes", "agent.review_rounds",
+    "agent.objections", "outcome.ci_head", "outcome.claims", "outcome.test_evidence",
+    "outcome.post_approval_changes", "process.ci_at_merge", "process.human_approval", "process.change_size",
+    "process.conventional_commits", "process.task_reference", "process.template_filled"))
+
+
+def test_a_provisional_overall_is_said_in_the_outputs_and_the_summarys_first_line(
+    tmp_path: Path, fake: FakeGitHub, transport: str,
+) -> None:
+    fake.set_config(REPO, THIN_EVIDENCE)
+    done = run_action(tmp_path, fake, "pull_request", payload("pull_request.closed.merged"))
+    assert done.code == 0, done.stdout + done.stderr
+    result = done.result()
+    assert not result["config"]["errors"]
+    coverage = {c["category"]: c["coverage"] for c in result["categoryScores"]}
+    assert coverage["taskOutcomeQuality"] >= 0.5  # not every category is provisional; the overall is
+    assert (done.outputs["overall-provisional"], done.outputs["overall-coverage"]) == ("true", "0.3955")
+    first = done.summary.splitlines()[1]
+    assert first == (f"## taskeval: {result['overallScore']}/100 — {BAND_ICONS[result['overallBand']]} "
+                     f"{result['overallBand']} (provisional)")
+    assert "Provisional overall: only 40 % of the overall's signal weight had data" in done.summary
+    assert f"{first[3:]}" in done.stdout  # the log line says it too
+    assert taskeval_comments(fake)[0]["body"].splitlines()[1] == first
 
 
 def test_config_problems_become_warnings_on_the_config_file(

@@ -87,7 +87,8 @@ def test_latest_and_history(client: FlaskClient, engine_of: Engine) -> None:
     assert missing.status_code == 404 and "octo-org/widgets#44" in missing.get_json()["error"]
 
 
-def test_leaderboard_ranks_by_mean_then_count(client: FlaskClient, engine_of: Engine) -> None:
+def test_leaderboard_orders_by_mean_then_count_and_ranks_no_small_sample(client: FlaskClient,
+                                                                        engine_of: Engine) -> None:
     repo = "octo-org/widgets"
     # Copilot: two PRs, 80 and 90 -> 85. Devin: one PR at 85 -> tie on mean, fewer evaluations.
     store(engine_of, result(repo, 1, "Copilot", (70, 80, 90), 80))
@@ -100,13 +101,16 @@ def test_leaderboard_ranks_by_mean_then_count(client: FlaskClient, engine_of: En
     store(engine_of, result("octo-org/gadgets", 1, "Copilot", (0, 0, 0), 0))
     board = client.get(f"/api/leaderboard?repo={repo}&by=author", headers=AUTH).get_json()
     assert (board["repository"], board["by"]) == (repo, "author")
-    assert [(e["rank"], e["author"], e["count"], e["meanOverall"]) for e in board["entries"]] == [
-        (1, "octocat", 1, 95.0),
-        (2, "Copilot", 2, 85.0),
-        (3, "devin-ai-integration[bot]", 1, 85.0),
+    # one or two PRs each: small samples, listed by mean then count, none ranked
+    assert [(e["rank"], e["author"], e["count"], e["meanOverall"], e["smallSample"])
+            for e in board["entries"]] == [
+        (None, "octocat", 1, 95.0, True),
+        (None, "Copilot", 2, 85.0, True),
+        (None, "devin-ai-integration[bot]", 1, 85.0, True),
     ]
     assert board["entries"][1]["meanCategories"] == {
         "agentPerformance": 75.0, "taskOutcomeQuality": 85.0, "processCompliance": 95.0}
+    assert board["entries"][1]["overallInterval"] == {"low": 21.5, "high": 100.0}  # 85 ± 12.706 · 5
     everywhere = client.get("/api/leaderboard?by=author", headers=AUTH).get_json()["entries"]
     copilot = next(e for e in everywhere if e["author"] == "Copilot")
     assert (copilot["count"], copilot["meanOverall"]) == (3, 56.7)
@@ -137,13 +141,14 @@ def test_leaderboard_by_agent_is_the_default(client: FlaskClient, engine_of: Eng
     assert board["by"] == "agent"
     rows = [(e["rank"], e["agent"], e["agentName"], e["count"], e["meanOverall"])
             for e in board["entries"]]
-    assert rows == [
-        (1, "devin", "Devin", 1, 100.0),
-        (2, "copilot", "GitHub Copilot", 1, 90.0),
-        (3, "claude-code", "Claude Code", 2, 70.0),
-        (4, "human", "Human", 1, 50.0),
-        (5, None, "unattributed", 1, 40.0),
+    assert rows == [  # small samples first by mean; the PRs where no agent was found last
+        (None, "devin", "Devin", 1, 100.0),
+        (None, "copilot", "GitHub Copilot", 1, 90.0),
+        (None, "claude-code", "Claude Code", 2, 70.0),
+        (None, "human", "Human", 1, 50.0),
+        (None, None, "unattributed", 1, 40.0),
     ]
+    assert [e["noAgentFound"] for e in board["entries"]] == [False, False, False, True, True]
     assert board["entries"][2]["prStates"] == {"merged": 1, "closed": 0, "open": 0}
     authors = client.get("/api/leaderboard?by=author", headers=AUTH).get_json()["entries"]
     assert {e["author"] for e in authors} == {"alice", "bob", "Copilot", "dave", "erin", "frank"}
@@ -217,3 +222,49 @@ def test_leaderboard_counts_provisional_grades_and_can_leave_them_out(client: Fl
     assert left["provisional"] == "exclude" and counted["provisional"] == "include"
     bad = client.get("/api/leaderboard?provisional=maybe", headers=AUTH)
     assert bad.status_code == 400 and "provisional must be include or exclude" in bad.get_json()["error"]
+
+
+def test_the_leaderboard_and_the_dashboard_rank_the_same_data_alike(db_url: str) -> None:
+    """One rule, one implementation: for every agent and author, the API's rank, shared rank and
+    small-sample flag are the dashboard overview's, provisional grades counted or left out. The
+    store holds groups whose intervals overlap, so some ranks are shared ("=1"), which strict
+    ranks 1, 2, 3 (the API's old rule) would not show."""
+    import csv
+    import io
+
+    from bot.settings import BotSettings
+    from dashboard import queries
+    from tests.bot.helpers import SECRET
+    from tests.dashboard_store import fill
+
+    app = create_app(BotSettings.from_env({"GITHUB_WEBHOOK_SECRET": SECRET, "DATABASE_URL": db_url,
+                                           "TASKEVAL_API_TOKEN": API_TOKEN}))
+    client = app.test_client()
+    fill(app.extensions["taskeval"].engine, 400, seed=19)
+    shared = 0
+    for by in ("agent", "author"):
+        for provisional in ("include", "exclude"):
+            queries.clear_cache()
+            api = client.get(f"/api/leaderboard?by={by}&provisional={provisional}", headers=AUTH).get_json()
+            page = client.get(f"/dashboard/?by={by}&provisional={provisional}&format=csv", headers=AUTH)
+            assert page.status_code == 200
+            dash = {r[by]: r for r in csv.DictReader(io.StringIO(page.get_data(as_text=True)))}
+            compared = 0
+            for e in api["entries"]:
+                key = e[by] if e[by] is not None else queries.UNATTRIBUTED
+                if by == "agent" and e["noAgentFound"]:
+                    assert e["rank"] is None and dash[queries.NO_AGENT]["rank"] == ""
+                    continue
+                row = dash[key]
+                assert (e["rank"], e["rankShared"], e["smallSample"]) == (
+                    int(row["rank"]) if row["rank"] else None, row["rankShared"] == "true",
+                    row["smallSample"] == "true"), (by, provisional, key)
+                assert e["overallInterval"]["low"] == pytest.approx(float(row["overallLow"]), abs=0.06)
+                assert e["overallInterval"]["high"] == pytest.approx(float(row["overallHigh"]), abs=0.06)
+                compared += 1
+                shared += e["rankShared"]
+            assert compared >= 5
+            ranked = [e[by] for e in api["entries"] if e["rank"] is not None]
+            assert [k for k in dash if dash[k]["rank"]] == ranked  # the same order, too
+    assert shared, "the store has groups the intervals cannot tell apart"
+    app.extensions["taskeval"].engine.dispose()

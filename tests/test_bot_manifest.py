@@ -105,6 +105,9 @@ def test_registration_saves_credentials_privately(tmp_path: Path) -> None:
     env = (tmp_path / "creds" / "taskeval-app.env").read_text()
     assert "GITHUB_APP_ID=123456\n" in env and "GITHUB_WEBHOOK_SECRET=whsec-9f8e7d\n" in env
     assert "GITHUB_CLIENT_ID=Iv1.0a1b2c3d\n" in env and "GITHUB_CLIENT_SECRET=cs-5e6f7a\n" in env
+    # GitHub sign-in needs a session key of its own: the file carries a fresh random one
+    session_key = re.search(r"^TASKEVAL_SESSION_SECRET=([0-9a-f]{64})$", env, re.M)
+    assert session_key and session_key.group(1) not in answer.text
     pem = tmp_path / "creds" / "taskeval-octo.private-key.pem"
     assert pem.read_text() == app["pem"]
     for path in (pem, tmp_path / "creds" / "taskeval-app.env"):

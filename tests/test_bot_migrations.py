@@ -215,7 +215,8 @@ def test_rate_budgets_gain_a_resource_and_keep_their_rows(empty: Engine) -> None
         command.upgrade(migrations.config(conn), "0008")
         conn.execute(text('INSERT INTO rate_budgets (key, "limit", remaining, reset_at, "window", '
                           "updated_at) VALUES ('h|token:1', 5000, 1234, 99.0, 3, 1.0)"))
-    assert init_schema(empty) == ["0009", "0010", "0011"]
+    applied = init_schema(empty)
+    assert applied[:3] == ["0009", "0010", "0011"] and applied[-1] == migrations.head()
     with write(empty) as conn:
         conn.execute(rate_budgets.insert().values(key="h|token:1", resource="graphql", limit=5000,
                                                   remaining=4999, reset_at=99.0, window=1,
@@ -316,7 +317,7 @@ def test_upgrade_to_0011_leaves_the_hours_of_a_pr_without_its_timeline_empty(emp
             row = {**record_from_result(data), "agent_hours": hours[0], "people_hours": hours[1],
                    "draft_hours": hours[2]}
             conn.execute(evaluations.insert().values(**row, stored_at=0.0, is_latest=True))
-    assert init_schema(empty) == ["0011"]
+    assert init_schema(empty)[0] == "0011"
 
     def stored() -> dict[int, tuple[Any, ...]]:
         with empty.connect() as conn:
@@ -331,3 +332,51 @@ def test_upgrade_to_0011_leaves_the_hours_of_a_pr_without_its_timeline_empty(emp
     with write(empty) as conn:
         command.downgrade(migrations.config(conn), "0010")
     assert stored() == {482: hours, 483: hours}
+
+
+def test_upgrade_to_0012_keeps_dashboard_sessions_on_the_server(empty: Engine) -> None:
+    """From revision 0011 (a session lived only in its cookie): the store gains
+    ``dashboard_sessions`` and keeps its evaluations; a sign-in on the upgraded store is recorded
+    there and signing out deletes it; the downgrade drops the table and keeps the data."""
+    import re
+
+    from alembic import command
+    from flask import Flask
+
+    from dashboard.core import DashboardConfig, install
+    from taskeval.store.db import dashboard_sessions
+
+    result = json.loads((Path(__file__).resolve().parents[1] / "examples" / "agent-pr-482.result.json").read_text())
+    with write(empty) as conn:
+        migrations.upgrade(conn, "0011")
+    with empty.begin() as conn:
+        conn.execute(evaluations.insert().values(**record_from_result(result), stored_at=0.0, is_latest=True))
+    assert "dashboard_sessions" not in inspect(empty).get_table_names()
+    assert init_schema(empty)[0] == "0012"
+    with empty.connect() as conn:
+        assert compare_metadata(MigrationContext.configure(conn), metadata) == []
+
+    def recorded() -> int:
+        with empty.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(dashboard_sessions)).scalar_one())
+
+    app = Flask("upgraded")
+    install(app, DashboardConfig(engine=empty, api_token="migration-api-token-0123",
+                                 session_secret="migration-session-secret-0123"))
+    client = app.test_client()
+    form = client.get("/dashboard/login").get_data(as_text=True)
+    csrf = re.search(r'name="csrf" value="([^"]+)"', form)
+    assert csrf
+    signed_in = client.post("/dashboard/login", data={"csrf": csrf.group(1), "token": "migration-api-token-0123"})
+    assert signed_in.status_code == 302 and recorded() == 1
+    # the evaluation stored before the upgrade is there to read
+    assert client.get(f"/dashboard/pr/{result['repository']}/{result['pullRequest']['number']}").status_code == 200
+    csrf = re.search(r'name="csrf" value="([^"]+)"', client.get("/dashboard/").get_data(as_text=True))
+    assert csrf and client.post("/dashboard/logout", data={"csrf": csrf.group(1)}).status_code == 302
+    assert recorded() == 0 and client.get("/dashboard/").status_code == 302
+    app.extensions["taskeval_dashboard"].engine.dispose()
+    with write(empty) as conn:
+        command.downgrade(migrations.config(conn), "0011")
+    assert "dashboard_sessions" not in inspect(empty).get_table_names()
+    with empty.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(evaluations)).scalar_one() == 1

@@ -23,7 +23,7 @@ import requests
 
 from tests.bot.helpers import API_TOKEN, SECRET, delivery_headers, payload
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub
-from tests.waiting import wait_for
+from tests.waiting import wait_for as poll
 
 REPO = "octo-org/widgets"
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,9 +37,9 @@ def free_port() -> int:
 
 
 
-def wait_for_up(condition: Callable[[], Any], what: str, limit: float = 60.0) -> Any:
-    """``wait_for`` that takes a refused or timed-out connection as not up yet."""
-    return wait_for(condition, what, limit, ignoring=(requests.ConnectionError, requests.Timeout))
+def wait_for(condition: Callable[[], Any], what: str, limit: float = 60.0) -> Any:
+    """A bounded poll that takes a refused or timed-out connection as "not up yet"."""
+    return poll(condition, what, limit, ignoring=(requests.ConnectionError, requests.Timeout))
 
 
 def base_env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -71,7 +71,7 @@ def service(tmp_path: Path,
                             stdout=log.open("wb"), stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_for_up(lambda: requests.get(f"{url}/healthz", timeout=2).ok, "the service to start")
+        wait_for(lambda: requests.get(f"{url}/healthz", timeout=2).ok, "the service to start")
         yield url, proc, log
     finally:
         if proc.poll() is None:
@@ -113,7 +113,7 @@ def test_serve_evaluates_a_signed_delivery_once(
     assert bad.status_code == 401
 
     auth = {"Authorization": f"Bearer {API_TOKEN}"}
-    result = wait_for_up(
+    result = wait_for(
         lambda: (r := requests.get(f"{url}/api/evaluations/{REPO}/42", headers=auth,
                                    timeout=5)).ok and r.json(),
         "the evaluation to be stored")

@@ -19,7 +19,7 @@ from bot.settings import BotSettings, SettingsError
 from taskeval.store.db import normalise_database_url
 
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAK\n-----END RSA PRIVATE KEY-----"
-BASE = {"GITHUB_WEBHOOK_SECRET": "s3cret-value"}
+BASE = {"GITHUB_WEBHOOK_SECRET": "s3cret-value-0123456789"}
 
 
 @pytest.mark.parametrize(
@@ -116,11 +116,12 @@ def test_settings_repr_and_logs_hide_secrets(capsys: pytest.CaptureFixture[str])
         **BASE, "GITHUB_TOKEN": "plain-token-value-1234", "TASKEVAL_API_TOKEN": "api-tok-5678",
         "DATABASE_URL": "postgresql://bot:db-pass-9012@db/bot"})
     assert "s3cret-value" not in repr(settings) and "plain-token" not in repr(settings)
+    secret = BASE["GITHUB_WEBHOOK_SECRET"]
     logs.setup("info", settings.secrets())
     log = logging.getLogger("bot.test")
     with logs.context(delivery="d-1", repo="o/r", pr=3):
         log.info("token %s secret %s api %s db %s app ghs_%s", "plain-token-value-1234",
-                 "s3cret-value", "api-tok-5678", "db-pass-9012", "A" * 36)
+                 secret, "api-tok-5678", "db-pass-9012", "A" * 36)
         log.info("bearer header: Bearer abcdefghijklmnopqrstuvwxyz", extra={"fields": {"x": 1}})
     lines = [json.loads(x) for x in capsys.readouterr().err.splitlines()]
     assert lines[0]["msg"].count("[redacted]") == 5

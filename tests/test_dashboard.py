@@ -110,9 +110,13 @@ def test_overview_numbers_match_the_store(local: FlaskClient, stored: Stored) ->
             assert int(got[band]) == bands.get(band, 0)
         merged = sum(r["pr_state"] == "merged" for r in rows) / len(rows)
         assert float(got["mergedShare"]) == pytest.approx(merged, abs=1e-4)
-        decided = [r for r in rows if r["pr_state"] in ("merged", "closed")]
+        # one denominator: merged, or closed after being marked ready (closed drafts and open PRs out)
+        decided = [r for r in rows
+                   if r["pr_state"] == "merged" or (r["pr_state"] == "closed" and not r["draft_at_end"])]
         closed = sum(r["pr_state"] == "closed" for r in decided) / len(decided)
         assert float(got["outcome.rejected"]) == pytest.approx(closed, abs=1e-4)
+        assert int(got["decided"]) == len(decided)
+        assert float(got["mergeRate"]) == pytest.approx(1 - closed, abs=1e-4)  # Rejected's complement
         assert got["smallSample"] == ("true" if len(rows) < queries.SMALL_SAMPLE else "false")
     # ranks: 1 + the rows whose whole interval lies above; small samples and no agent unranked
     ranked = [r for r in table.values() if r["rank"]]
@@ -208,7 +212,8 @@ def test_agent_page_signals_distribution_and_prs(local: FlaskClient, engine: Eng
 
     dist = rows_of(local.get("/dashboard/agent/copilot?format=csv&table=distribution"))
     assert sum(int(d["prs"]) for d in dist) == len(rows)
-    assert int(dist[-1]["prs"]) == sum(r["overall_score"] >= 90 for r in rows)
+    assert int(dist[-1]["prs"]) == sum(r["overall_score"] >= 95 for r in rows)
+    assert [d["bucket"] for d in dist][-3:] == ["85–89", "90–94", "95–100"]
 
     prs = rows_of(local.get("/dashboard/agent/copilot?format=csv&table=prs"))
     assert sorted(p["pr"] for p in prs) == sorted(f"{r['repo']}#{r['number']}" for r in rows)
@@ -224,7 +229,8 @@ def test_pr_page_history_comment_evidence_and_json(local: FlaskClient, stored: S
     page = local.get(url)
     assert page.status_code == 200
     text = page.get_data(as_text=True)
-    assert f"taskeval: {twice['overall_score']}/100" in text  # the rendered comment's heading
+    # the rendered comment's heading (a closed PR's says why it ended before the score)
+    assert re.search(rf"<h2>taskeval: [^<]*\b{twice['overall_score']}/100", text)
     assert "<table>" in text  # GitHub-flavoured tables rendered, not shown as pipes
     assert 'href="https://github.com/' in text  # evidence links
     history = rows_of(local.get(url + "?format=csv&table=history"))
@@ -355,7 +361,7 @@ def test_one_column_per_outcome_however_its_label_was_written(local: FlaskClient
     from taskeval.store.db import outcomes
 
     rows = latest(stored, agent_id="codex")
-    decided = [r for r in rows if r["pr_state"] in ("merged", "closed")]
+    decided = [r for r in rows if r["pr_state"] == "merged" or (r["pr_state"] == "closed" and not r["draft_at_end"])]
     merged = [r for r in decided if r["pr_state"] == "merged"]
     flipped = merged[:2]  # merged when evaluated, recorded rejected later (a revert-and-close)
 
@@ -541,16 +547,48 @@ def test_sign_out_is_a_post_with_a_csrf_token(bot: Flask, github: FakeGitHubOAut
     assert client.get("/dashboard/").status_code == 302
 
 
-def test_session_cookie_flags(bot: Flask, github: FakeGitHubOAuth) -> None:
+# Where the Secure flag comes from: configuration (the public URL, trusted proxies), never the
+# Host header a proxy passes on (Host: 127.0.0.1:8000 used to strip it).
+@pytest.mark.parametrize(("extra", "base_url", "headers", "secure"), [
+    ({}, "http://127.0.0.1:8000", {}, True),
+    ({}, "http://localhost", {"X-Forwarded-Proto": "http"}, True),  # no proxy is trusted: ignored
+    ({"TASKEVAL_PUBLIC_URL": "https://taskeval.example.com"}, "http://127.0.0.1:8000", {}, True),
+    ({"TASKEVAL_PUBLIC_URL": "http://localhost:8000"}, "https://taskeval.example.com", {}, False),
+    ({"TASKEVAL_TRUSTED_PROXIES": "1"}, "http://127.0.0.1:8000", {"X-Forwarded-Proto": "https"}, True),
+    ({"TASKEVAL_TRUSTED_PROXIES": "1"}, "http://taskeval.example.com", {"X-Forwarded-Proto": "http"}, False),
+])
+def test_session_cookie_flags(sqlite_url: str, github: FakeGitHubOAuth, extra: dict[str, str], base_url: str,
+                              headers: dict[str, str], secure: bool) -> None:
+    app = bot_app(sqlite_url, github, **extra)
+    try:
+        resp = app.test_client().get("/dashboard/login", base_url=base_url, headers=headers)
+        cookie = resp.headers["Set-Cookie"]
+        assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Path=/dashboard" in cookie
+        assert ("; Secure" in cookie) is secure, cookie
+        if "TASKEVAL_PUBLIC_URL" in extra:  # GitHub sends the browser back to the public address
+            redirect_uri = parse_qs(urlsplit(resp.headers["Location"]).query)["redirect_uri"][0]
+            assert redirect_uri == extra["TASKEVAL_PUBLIC_URL"] + "/dashboard/callback"
+    finally:
+        app.extensions["taskeval"].engine.dispose()
+
+
+def test_the_users_github_token_is_never_kept(bot: Flask, github: FakeGitHubOAuth) -> None:
+    cookie = sign_in(bot.test_client(), github, "alice").headers["Set-Cookie"]
+    assert "ghu_" not in cookie
+
+
+def test_signing_out_ends_the_session_for_a_copied_cookie(bot: Flask, github: FakeGitHubOAuth) -> None:
+    """The server forgets the session: a copy of the cookie taken before signing out opens nothing."""
     client = bot.test_client()
-    resp = sign_in(client, github, "alice")
-    cookie = resp.headers["Set-Cookie"]
-    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Path=/dashboard" in cookie
-    assert "Secure" not in cookie  # served to localhost: a browser would drop a Secure cookie on http
-    remote = bot.test_client()
-    resp = remote.get("/dashboard/login", base_url="https://taskeval.example.com")
-    assert "Secure" in resp.headers["Set-Cookie"]
-    assert "ghu_" not in cookie  # the user's GitHub token is never kept
+    sign_in(client, github, "alice")
+    cookie = client.get_cookie("taskeval_dashboard", path="/dashboard")
+    assert cookie is not None
+    copied = bot.test_client()
+    copied.set_cookie("taskeval_dashboard", cookie.value, path="/dashboard")
+    assert copied.get("/dashboard/").status_code == 200  # the copy works while the session lives
+    assert client.post("/dashboard/logout", data={"csrf": _csrf(client)}).status_code == 302
+    assert copied.get("/dashboard/").status_code == 302
+    assert copied.get("/dashboard/?format=csv").status_code == 401
 
 
 def test_a_session_expires(db_url: str, engine: Engine, stored: Stored, github: FakeGitHubOAuth) -> None:
@@ -620,6 +658,20 @@ def test_local_dashboard_on_loopback_is_open(sqlite_store: str) -> None:
     client = create_local_app(sqlite_store, bind_host="127.0.0.1", env={}).test_client()
     assert client.get("/").headers["Location"] == "/dashboard/"
     assert "no sign-in" in client.get("/dashboard/").get_data(as_text=True)
+
+
+@pytest.mark.parametrize(("host", "status"), [
+    ("localhost:8080", 200), ("LOCALHOST", 200), ("127.0.0.1:8080", 200), ("127.9.9.9:1", 200),
+    ("[::1]:8080", 200), ("rebound.example:8080", 421), ("127.0.0.1.nip.io:8080", 421),
+    ("localhost.attacker.example", 421), ("[::ffff:7f00:1]:8080", 421), ("10.0.0.1:8080", 421),
+])
+def test_local_open_dashboard_answers_only_loopback_host_names(sqlite_store: str, host: str, status: int) -> None:
+    client = create_local_app(sqlite_store, bind_host="127.0.0.1", env={}).test_client()
+    for path in ("/", "/dashboard/", "/dashboard/?format=csv"):
+        resp = client.get(path, headers={"Host": host})
+        assert resp.status_code == (302 if status == 200 and path == "/" else status), (host, path)
+        if status == 421:
+            assert "answers only at localhost" in resp.get_data(as_text=True)
 
 
 def test_local_dashboard_without_a_store_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -30,6 +30,7 @@ CHROMIUM = os.environ.get("TASKEVAL_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("TASKEVAL_CHROMEDRIVER", "/usr/bin/chromedriver")
 ARTIFACTS = Path(os.environ.get("TASKEVAL_ARTIFACTS") or Path(__file__).resolve().parents[1] / "test-artifacts")
 SHOTS = ARTIFACTS / "dashboard"
+REBOUND = "rebound.attacker.test"
 
 
 def _need_browser() -> None:
@@ -55,7 +56,9 @@ def driver() -> Iterator[Any]:
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                "--window-size=1440,1000", "--disable-extensions", "--no-first-run"):
+                "--window-size=1440,1000", "--disable-extensions", "--no-first-run",
+                # A name of another site resolving to 127.0.0.1, as DNS rebinding makes it.
+                f"--host-resolver-rules=MAP {REBOUND} 127.0.0.1"):
         options.add_argument(arg)
     browser = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
     browser.set_page_load_timeout(30)
@@ -264,6 +267,33 @@ def test_agent_costs_and_the_comparison_equal_the_csv(driver: Any, site: str, st
     shot(driver, "compare")
 
 
+def test_one_merge_rate_on_every_page_with_its_denominator(driver: Any, site: str) -> None:
+    """One definition: merged of the PRs that reached a decision. The overview's row, the agent
+    page's own row and its merge-rate line show the same figure, each saying what it rests on;
+    the CSV carries it with its denominator, and merged-of-all-PRs only apart, under its own name."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(f"{site}/dashboard/")
+    header = driver.find_element(By.CSS_SELECTOR, "table[data-table='groups'] th[data-col='mergeRate']")
+    assert header.text == "Merge rate" and "reached a decision" in header.get_attribute("title")
+    assert not driver.find_elements(By.CSS_SELECTOR, "table[data-table='groups'] th[data-col='mergedShare']")
+    shown = {}
+    for agent in ("copilot", "codex"):
+        link = driver.find_element(By.CSS_SELECTOR, f"table[data-table='groups'] a[href^='/dashboard/agent/{agent}']")
+        row = link.find_element(By.XPATH, "./ancestor::tr")
+        shown[agent] = row.find_element(By.CSS_SELECTOR, "td[data-col='mergeRate']").text.split("\n")
+    for agent, (rate, rests) in shown.items():
+        driver.get(f"{site}/dashboard/agent/{agent}")
+        decided = driver.find_element(By.ID, "merge-rate-decided").text
+        assert driver.find_element(By.ID, "merge-rate-value").text == rate
+        assert rests.endswith(f"of {decided} decided"), rests
+        own = driver.find_element(By.CSS_SELECTOR, "table[data-table='groups'] td[data-col='mergeRate']").text
+        assert own.split("\n") == [rate, rests]
+    rows = {r["agent"]: r for r in _csv(f"{site}/dashboard/?format=csv")}
+    for agent in shown:
+        assert rows[agent]["mergeRate"] and rows[agent]["decided"] and rows[agent]["mergedShare"]
+
+
 def _means_shown(driver: Any) -> dict[str, tuple[str, str]]:
     """Agent -> (the overall mean as shown, the PRs it rests on as said under it)."""
     from selenium.webdriver.common.by import By
@@ -320,12 +350,51 @@ def test_pr_page(driver: Any, site: str, store: tuple[str, Stored]) -> None:
     assert driver.find_element(By.ID, "pr-overall").text == str(twice["overall_score"])
     assert len(cells(driver, "history", "id")) == 2
     heading = driver.find_element(By.CSS_SELECTOR, "#comment .markdown h2").text
-    assert heading.startswith(f"taskeval: {twice['overall_score']}/100")
+    assert heading.startswith("taskeval: ") and f" {twice['overall_score']}/100 " in f"{heading} "
     assert driver.find_elements(By.CSS_SELECTOR, "#comment .markdown table")
     assert driver.find_elements(By.CSS_SELECTOR, "#evidence a[href^='https://github.com/']")
     link = driver.find_element(By.ID, "download-json").get_attribute("href")
     assert link.endswith(f"/dashboard/evaluation/{twice['id']}.json")
     shot(driver, "pr")
+
+
+def test_a_provisional_overall_is_marked_where_a_pr_is_shown(driver: Any, site: str, store: tuple[str, Stored]) -> None:
+    """The overall rests on less than the contract's threshold of its signal weight: the PR page's
+    summary and its history table say "provisional" beside the band, as the comment's headline
+    does; a PR whose overall rests on enough says nothing."""
+    from selenium.webdriver.common.by import By
+
+    from taskeval.contract import PROVISIONAL_BELOW
+
+    latest = store[1].latest()
+    thin = next(r for r in latest if r["overall_coverage"] is not None and r["overall_coverage"] < PROVISIONAL_BELOW)
+    sure = next(r for r in latest if r["overall_coverage"] is not None and r["overall_coverage"] >= PROVISIONAL_BELOW)
+    for row, marked in ((thin, True), (sure, False)):
+        owner, name = row["repo"].split("/")
+        driver.get(f"{site}/dashboard/pr/{owner}/{name}/{row['number']}")
+        tags = driver.find_elements(By.ID, "pr-overall-provisional")
+        assert bool(tags) is marked and (not marked or tags[0].text == "provisional")
+        heading = driver.find_element(By.CSS_SELECTOR, "#comment .markdown h2").text
+        assert heading.endswith("(provisional)") is marked
+        newest = "table[data-table='history'] tbody tr:first-child td[data-col='band'] .tag.provisional"
+        assert bool(driver.find_elements(By.CSS_SELECTOR, newest)) is marked
+    shot(driver, "provisional-overall")
+
+
+def test_a_rebound_name_cannot_read_the_local_dashboard(driver: Any, site: str, store: tuple[str, Stored]) -> None:
+    """DNS rebinding: a page of another site whose name now resolves to 127.0.0.1 is same-origin
+    with whatever that name serves; the open local dashboard answers it 421, not the data."""
+    from selenium.webdriver.common.by import By
+
+    port = urlsplit(site).port
+    driver.get(f"http://{REBOUND}:{port}/dashboard/?format=csv")
+    assert "answers only at localhost" in driver.find_element(By.TAG_NAME, "body").text
+    driver.get(f"http://{REBOUND}:{port}/dashboard/")
+    assert not driver.find_elements(By.ID, "total-prs")
+    assert "answers only at localhost" in driver.page_source
+    for host in ("localhost", "127.0.0.1"):  # the loopback names still open it
+        driver.get(f"http://{host}:{port}/dashboard/")
+        assert driver.find_element(By.ID, "total-prs").text == str(len(store[1].latest()))
 
 
 def test_sign_in_with_github_in_the_browser(driver: Any, store: tuple[str, Stored]) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import statistics
 from collections import defaultdict
 from typing import Any
@@ -165,11 +166,13 @@ def test_the_csv_and_the_json_carry_the_same_counts(client: FlaskClient, path: s
 def test_the_page_shows_the_counts_it_downloads(client: FlaskClient) -> None:
     for path in ("/dashboard/", "/dashboard/?provisional=exclude"):
         html = client.get(path).get_data(as_text=True)
+        # what each row says under its overall mean (its parts may wrap apart: spans inside)
+        said = {re.sub(r"<[^>]+>", "", m) for m in re.findall(r'data-measure="overall">(.*?)</span></span>', html)}
         for r in _csv(client, path, "groups"):
             n, v = int(r["overallRestsOn"]), int(r["overallProvisional"])
             text = (f"{n} PRs, {v} provisional left out" if "exclude" in path and v
                     else f"{n} PRs" if "exclude" in path else f"{n} PRs, {v} provisional")
-            assert f'data-measure="overall">{text}<' in html, (path, r["agent"])
+            assert text in said, (path, r["agent"], said)
 
 
 def test_the_switch_is_kept_in_links_and_downloads(client: FlaskClient) -> None:
@@ -198,3 +201,19 @@ def test_comparison_counts_and_leaves_out_provisional_agent_performance(engine: 
             kept = [r["agent_performance"] for r in mine if not (exclude and provisional(r, "agentPerformance"))]
             assert (n, v) == (len(kept), len(unsure))
             assert mean == pytest.approx(statistics.fmean(kept), abs=1e-9)
+
+
+def test_pr_lists_mark_a_provisional_overall(client: FlaskClient, stored: Stored) -> None:
+    """Every PR list (an agent's page, here) carries ``overallProvisional`` by the contract's rule on
+    the overall's coverage, and the page marks those rows' bands "provisional"."""
+    rows = {f"{r['repo']}#{r['number']}": r for r in stored.latest()}
+    listed = list(csv.DictReader(io.StringIO(
+        client.get("/dashboard/agent/copilot?format=csv&table=prs").get_data(as_text=True))))
+    assert listed
+    marked = [r for r in listed if r["overallProvisional"] == "true"]
+    assert marked and len(marked) < len(listed)
+    for r in listed:
+        assert (r["overallProvisional"] == "true") is provisional(rows[r["pr"]], "overall")
+    page = client.get("/dashboard/agent/copilot").get_data(as_text=True)
+    assert page.count('class="tag provisional"') == sum(
+        provisional(rows[r["pr"]], "overall") for r in listed[:50])

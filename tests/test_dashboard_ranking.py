@@ -58,3 +58,11 @@ def test_the_interval_of_a_few_spread_scores_stays_on_the_scale() -> None:
 def test_which_prs_count_as_no_agent_found(agent_id: str | None, row: str) -> None:
     assert queries.group_key(agent_id, "agent") == row
     assert queries.group_key("human", "author") == "human"  # authors are people: all ranked
+
+
+def test_a_group_alone_gets_no_rank() -> None:
+    """"Rank 1" of one says nothing: a lone rankable group (an agent's own page, a filter down to
+    one agent) is not ranked; beside a small sample it is still alone."""
+    assert [g.rank for g in queries.rank([group("a", 80, 78, 82)])] == [None]
+    assert [g.rank for g in queries.rank([group("a", 80, 78, 82), group("tiny", 99, 90, 100, n=4)])] == [None, None]
+    assert [g.rank for g in queries.rank([group("a", 80, 78, 82), group("b", 70, 68, 72)])] == [1, 2]

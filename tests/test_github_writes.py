@@ -148,8 +148,8 @@ def test_upsert_with_an_installation_token_outside_actions_needs_own_login(
     fake.add_token(token, "taskeval[bot]", integration=True)
     fake.add_pr(REPO, 482)
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
-    with fake.mock(), pytest.raises(AuthError, match="--comment-as LOGIN"):
-        upsert_comment(client(fake, token), REPO, 482, "score")
+    with fake.mock(), pytest.raises(AuthError, match=r"installation tokens; name it here$"):
+        upsert_comment(client(fake, token), REPO, 482, "score", login_hint="name it here")  # the adapter's words
 
     assert fake.comments(REPO, 482) == fake.comments(REPO, 482)[:2]  # nothing was posted
     assert fake.count(method="POST") == 0

@@ -154,3 +154,57 @@ def test_comment_header_for_human_and_stored_results_without_agent() -> None:
     assert "by `Copilot`" in render_comment(base.model_copy(update={"agent": None}))
     text = _with_agent(id="human", name="Human", operator="alice")
     assert "by `Copilot`" in text  # no agent: the author, as before
+
+
+# --- the headline: provisional overall, why a closed PR ended -----------------------------------
+
+def _with_coverage(result, shares):  # type: ignore[no-untyped-def]
+    cats = [c.model_copy(update={"coverage": share}) for c, share in zip(result.category_scores, shares, strict=True)]
+    return result.model_copy(update={"category_scores": cats})
+
+
+@pytest.mark.parametrize(("shares", "provisional"), [
+    ((1.0, 1.0, 1.0), False),
+    ((0.2, 0.2, 0.2), True),
+    ((0.55, 0.45, 0.5), True),  # 49 % of the overall's weight: only taskOutcomeQuality is provisional itself
+    ((0.4, 0.6, 0.5), False),  # 51.5 %: agentPerformance is provisional, the overall is not
+    ((0.5, 0.5, 0.5), False),  # at the threshold: not under it
+    ((None, None, None), False),  # a result stored before coverage: nothing to say
+])
+def test_the_headline_is_provisional_when_the_overall_rests_on_too_little(
+        shares: tuple[float | None, ...], provisional: bool) -> None:
+    result = _with_coverage(result_for(builders.merged_agent_pr()), shares)
+    lines = render_comment(result).splitlines()
+    band = f"{result.overall_score}/100 — "
+    assert lines[1].startswith(f"## taskeval: {band}")
+    assert lines[1].endswith(" (provisional)") is provisional
+    note = [line for line in lines if line.startswith("*Provisional overall:")]
+    assert bool(note) is provisional
+    if provisional:
+        weighted = round(sum(w * s for w, s in zip((0.30, 0.45, 0.25), shares, strict=True)) * 100)  # type: ignore[operator]
+        assert note[0].startswith(f"*Provisional overall: only {weighted} % of the overall's signal weight had data")
+
+
+@pytest.mark.parametrize(("closure_class", "against", "words"), [
+    ("superseded", False, "superseded by other work (the project's reason, not counted against the agent)"),
+    ("duplicate", False, "a duplicate (the project's reason, not counted against the agent)"),
+    ("stale", False, "left to go stale (the project's reason, not counted against the agent)"),
+    ("declined", False, "declined by the project (the project's reason, not counted against the agent)"),
+    ("agent_failure", True, "the agent's failure (counted against the agent)"),
+    ("withdrawn", False, "withdrawn by its author (not counted against the agent)"),
+    ("unknown", False, "why is not known (not counted against the agent)"),
+])
+def test_a_closed_pr_says_why_it_ended_before_its_score(closure_class: str, against: bool, words: str) -> None:
+    from taskeval.models import Closure
+
+    merged = result_for(builders.merged_agent_pr())
+    closed = merged.model_copy(update={
+        "pull_request": merged.pull_request.model_copy(update={"merged": False}), "rescue": None,
+        "closure": Closure.model_validate({"class": closure_class, "countsAgainstAgent": against,
+                                           "reason": "closed for a reason"})})
+    first = render_comment(closed).splitlines()[1]
+    score = f"{closed.overall_score}/100 — "
+    assert first.startswith(f"## taskeval: closed unmerged: {words} — scored {score}")
+    assert first.index(words) < first.index(score)
+    # a merged PR's headline is its score alone
+    assert render_comment(merged).splitlines()[1].startswith(f"## taskeval: {merged.overall_score}/100 — ")

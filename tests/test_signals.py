@@ -262,11 +262,15 @@ def _churn(in_pr_revert: bool) -> Callable[[], RawCollection]:
     return lambda: b.merged_agent_pr(commits=commits)
 
 
-def _feedback(*, later_commit: bool, approve_after: bool = False) -> Callable[[], RawCollection]:
+def _feedback(*, later_commit: bool, approve_after: bool = False,
+              undated: bool = False) -> Callable[[], RawCollection]:
     minutes = 50 if later_commit else 65
     reviews = [b.review(7001, b.ALICE, "APPROVED", 90 if approve_after else 30)]
     comments = [b.review_comment(601, b.ALICE, "Should this cap at 5 tries?", minutes)]
-    return lambda: b.merged_agent_pr(reviews=reviews, review_comments=comments)
+    # As the AIDev data has them: commits without dates, so no order against the feedback.
+    commits = [c.model_copy(update={"authored_at": None, "committed_at": None}) for c in b.default_commits()]
+    return lambda: b.merged_agent_pr(reviews=reviews, review_comments=comments,
+                                     **({"commits": commits} if undated else {}))
 
 
 def _late_approval() -> RawCollection:
@@ -332,6 +336,11 @@ CASES = [
     Case("agent.feedback_addressed", _feedback(later_commit=False, approve_after=True), "ok", 100,
          "later commit, reply or approval"),
     Case("agent.feedback_addressed", b.merged_agent_pr, "inconclusive", None, "No human review"),
+    # commits without dates: whether one followed the feedback is unknown, not "none"
+    Case("agent.feedback_addressed", _feedback(later_commit=True, undated=True), "inconclusive", None,
+         "cannot be told: 3 commits carry no date"),
+    Case("agent.feedback_addressed", _feedback(later_commit=False, approve_after=True, undated=True), "ok", 100,
+         "later commit, reply or approval"),  # the approval settles it whatever the commits' dates
     Case("agent.text_hygiene", b.merged_agent_pr, "ok", 100, "No prompt leakage"),
     Case("agent.text_hygiene", b.leakage_in_body, "ok", 1, "chat-template-token"),
     Case("agent.text_hygiene", _leak_in("commit"), "ok", 25, "instruction-override"),

@@ -95,9 +95,11 @@ RULE_CASES = [
              "check:test", "agent"),
     RuleCase("bot", lambda: scenario(issue_comments=[
         b.issue_comment(8001, b.RENOVATE, "Please update the lock file?", 70)]), "comment:8001", None),
-    RuleCase("people-push", lambda: scenario(reviews=[CR], commits=[
+    RuleCase("take-over", lambda: scenario(reviews=[CR], commits=[
         *b.default_commits(), b.commit("c4", "fix: handle empty input", 80, author=BOB)]),
-        f"commit:{b.sha('c4')[:7]}", None),
+        f"commit:{b.sha('c4')[:7]}", "people"),
+    RuleCase("people-push", lambda: scenario([ev("head_ref_force_pushed", 80, "bob")], reviews=[CR]),
+             "event:head_ref_force_pushed-80", None),
     RuleCase("reopened", lambda: scenario([ev("reopened", 80)], reviews=[CR]), "event:reopened-80", "people"),
 ]
 
@@ -119,6 +121,18 @@ def test_rule(case: RuleCase) -> None:
         assert begun, [(s.rule, s.evidence) for s in turns.spans]
         assert begun[0].whose == case.whose
         assert begun[0].rule == case.rule
+
+
+def test_the_agents_turn_ends_when_a_person_takes_over() -> None:
+    """Changes requested at minute 70 hand the work to the agent; Bob pushes the fix himself at 80
+    and the PR merges at 120: the 40 minutes after his commit are the people's, not the agent's,
+    and his push is no round of sending the work back."""
+    turns = turns_of(ctx_of(scenario(reviews=[CR], commits=[
+        *b.default_commits(), b.commit("c4", "fix: handle empty input", 80, author=BOB)])))
+    agent = [(s.rule, s.hours) for s in turns.spans if s.whose == "agent"]
+    assert agent == [("change-request", round(10 / 60, 2))]
+    assert turns.at_end == "people" and turns.rounds == 1  # the change request, not the take-over
+    assert turns.agent_hours == round(10 / 60, 2)
 
 
 def test_time_on_each_side_adds_up_and_events_after_the_end_are_left_out() -> None:

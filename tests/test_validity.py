@@ -266,6 +266,12 @@ def test_validate_outcomes_and_calibrate_commands_on_a_results_directory(
                                                "auc-rejected.png", "bands-agentPerformance.png"}
     md = (out / "validity.md").read_text()
     assert "## Signals that separate nothing on this data" in md and "Before and after" in md
+    # "coverage" is a result's weight coverage (one PR's category): validate's share of PRs on
+    # which a signal is conclusive is named apart, in the report and in the JSON
+    assert "| signal | conclusive share (of PRs) |" in md and "coverage" not in md
+    report = json.loads((out / "validity.json").read_text())
+    assert all("conclusiveShare" in e and "coverage" not in e for e in report["signals"].values())
+    assert all("conclusiveShare" in e for e in report["categories"].values())
     assert (out / "auc-rejected.png").read_bytes()[:4] == b"\x89PNG"
     jsonl = tmp_path / "o.jsonl"
     assert cli.main(["outcomes", "--results", str(results_dir), "--output", str(jsonl)]) == 0

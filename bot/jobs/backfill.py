@@ -52,6 +52,8 @@ State = Literal["merged", "closed", "all"]
 DEFAULT_PARALLEL = 4
 MAX_TRIES = 3  # per PR, for secondary rate limits
 TRIGGER = "backfill"
+# What backfill reads to name the account its token posts as, when GitHub will not say.
+LOGIN_HINT = "set TASKEVAL_COMMENT_AS to the login the token posts as, for a GitHub App '<app-slug>[bot]'"
 
 
 @dataclass(frozen=True)
@@ -366,7 +368,7 @@ class Backfill:
                 if evaluation.comment_seed or login:
                     url, _ = publish_comment(self.gh, self.opts.repository, pr.number,
                                              evaluation.markdown, seed=evaluation.comment_seed,
-                                             meter=meter, own_login=login)
+                                             meter=meter, own_login=login, login_hint=LOGIN_HINT)
         finally:
             meter.close()
             with self._count:
@@ -500,7 +502,7 @@ class Backfill:
             if self._own_login is None:
                 try:
                     self._own_login = (os.environ.get("TASKEVAL_COMMENT_AS")
-                                       or comment_login(self.gh))
+                                       or comment_login(self.gh, LOGIN_HINT))
                 except Exception as exc:
                     self._login_error = exc
                     raise

@@ -24,6 +24,9 @@ from taskeval import command
 from taskeval.store.results import DbJudgeCache, comment_signature, previous_comment, record_from_result
 
 log = logging.getLogger("bot.handlers")
+# What the bot reads to name the account a token posts as (token mode; an App posts as its slug's
+# bot), when GitHub will not say.
+LOGIN_HINT = "set TASKEVAL_BOT_LOGIN to the login the token posts as, for a GitHub App '<app-slug>[bot]'"
 
 
 class InvalidInput(ValueError):
@@ -187,7 +190,7 @@ class PipelineCore:
         with self._meter(ctx) as meter:
             url, _created = publish_comment(ctx.gh, repo, number, evaluated.markdown,
                                             own_login=ctx.own_login, seed=evaluated.comment_seed,
-                                            meter=meter)
+                                            meter=meter, login_hint=LOGIN_HINT)
         return url
 
     @contextmanager

@@ -80,6 +80,7 @@ class Table:
     rows: Sequence[Any]
     note: str = ""
     row_class: Callable[[Any], str] = field(default=lambda _r: "")
+    empty: str = "Nothing matches these filters."  # what the page says when it has no rows
 
     def cells(self, row: Any) -> list[tuple[Any, bool]]:
         out = []
@@ -154,7 +155,7 @@ def _sign_in_required() -> Any:
     if bearer is False:
         return Response("wrong bearer token\n", 401, {"WWW-Authenticate": 'Bearer realm="taskeval"'},
                         mimetype="text/plain")
-    g.viewer = session_viewer(cfg.api_token)
+    g.viewer = session_viewer(cfg.api_token, cfg.engine)
     if g.viewer is not None or request.endpoint in OPEN_ENDPOINTS:
         return None
     if request.args.get("format") in ("csv", "json") or request.method != "GET":
@@ -328,8 +329,10 @@ def provisional_floor() -> int:
 
 
 def _rests_on_cell(gr: queries.Group, measure: str, cell: Markup) -> Markup:
-    return cell + Markup('<br><span class="rests" data-measure="{}">{}</span>').format(
-        measure, rests_on_text(gr, measure))
+    """The mean's cell and under it what it rests on, free to break only between its parts."""
+    parts = Markup(", ").join(Markup('<span class="part">{}</span>').format(p)
+                              for p in rests_on_text(gr, measure).split(", "))
+    return cell + Markup('<br><span class="rests" data-measure="{}">{}</span>').format(measure, parts)
 
 
 def _rank_cell(gr: queries.Group) -> Markup | str:
@@ -391,10 +394,48 @@ def _round(x: float | None, digits: int = 2) -> float | None:
 
 RANK_HELP = ("Ranked by mean overall score only where the 95 % intervals separate: one plus the "
              "number of rows whose whole interval lies above this row's. Rows the data cannot "
-             "tell apart share a rank (=2).")
+             "tell apart share a rank (=2); a row with no other to be ranked against gets none.")
+
+
+def nothing_stored(conn: Any, v: Viewer) -> str | None:
+    """What an empty page says when the store holds nothing this viewer may read (rather than
+    blaming the filters); None when it holds something."""
+    if queries.count(conn, queries.Filters(repos=v.repos)):
+        return None
+    if v.repos is not None:
+        return "None of the repositories you can read has a stored evaluation yet."
+    return ("Nothing is stored yet: taskeval backfill OWNER/REPO (or the bot, once a PR is merged) "
+            "stores evaluations here.")
 NO_AGENT_HELP = ("PRs where no agent's mark was found (attributed to a person or to an unknown "
                  "bot, or stored before attribution). Many are agent PRs whose marks the evidence "
                  "lacks, so they are not ranked among the agents.")
+
+
+def _trend_cell(gr: queries.Group) -> Markup:
+    """The weekly line; a group with fewer than two weeks has no line to draw, and says so
+    rather than leaving an empty chart."""
+    if len(gr.trend) >= 2:
+        return charts.trend(gr.trend)
+    if not gr.trend:
+        return Markup('<span class="muted trend-none">no dated PRs</span>')
+    week, mean, n = gr.trend[0]
+    return Markup('<span class="muted trend-none" title="week of {}: {} over {} PRs">one week only</span>').format(
+        week, f"{mean:.1f}", n)
+
+
+MERGE_RATE_HELP = ("Merge rate: merged of the PRs that reached a decision (merged, or closed after being "
+                   "marked ready); open PRs and drafts closed without being marked ready are left out. "
+                   "The agent page and the comparison show this same figure; Rejected is its complement.")
+
+
+def _merge_rate_cell(gr: queries.Group) -> Markup | str:
+    """The merge rate, and under it what it rests on: "46 of 59 decided"."""
+    m = gr.merge_rate
+    if m.mean is None:
+        return Markup('—<br><span class="rests">none decided</span>')
+    return Markup('<span title="95 % interval {}–{}">{}</span><br><span class="rests"><span class="part">{} of {}'
+                  '</span> <span class="part">decided</span></span>').format(
+        _pct(m.low), _pct(m.high), _pct(m.mean), gr.merged, gr.decided)
 
 
 def group_table(groups: list[queries.Group], by: str, outcome_cols: list[str], view: View,
@@ -448,14 +489,21 @@ def group_table(groups: list[queries.Group], by: str, outcome_cols: list[str], v
                           help="PRs per overall band, failing (left) to excellent (right)."))
     for band in BANDS:
         columns.append(Column(band, _band_count(band), numeric=True, key=band, csv_only=True))
-    columns.append(Column("Merged", lambda gr: _round(gr.merged_share, 4), lambda gr: _pct(gr.merged_share),
-                          numeric=True, key="mergedShare",
-                          help="Merged: share of all PRs in view that were merged (open ones count)."))
+    columns += [
+        Column("Merge rate", lambda gr: _round(gr.merge_rate.mean, 4), _merge_rate_cell, numeric=True,
+               key="mergeRate", help=MERGE_RATE_HELP),
+        Column("Merge rate 95% low", lambda gr: _round(gr.merge_rate.low, 4), key="mergeRateLow", csv_only=True),
+        Column("Merge rate 95% high", lambda gr: _round(gr.merge_rate.high, 4), key="mergeRateHigh", csv_only=True),
+        Column("Merged", lambda gr: gr.merged, key="merged", csv_only=True),
+        Column("Reached a decision", lambda gr: gr.decided, key="decided", csv_only=True),
+        Column("Merged of all PRs", lambda gr: _round(gr.merged_share, 4), key="mergedShare", csv_only=True,
+               help="Merged of every PR in view, open PRs and closed drafts included (not the merge rate)."),
+    ]
     for col in outcome_cols:  # on the page: Rejected here, the others in the outcomes table
         columns.append(Column(_outcome_title(col), _outcome(col), _outcome_cell(col),
                               numeric=True, key=f"outcome.{col}", help=queries.outcome_definition(col),
                               csv_only=col != "rejected"))
-    columns.append(Column("Weekly trend", lambda gr: None, lambda gr: charts.trend(gr.trend), key="_trend",
+    columns.append(Column("Weekly trend", lambda gr: None, _trend_cell, key="_trend",
                           help="Weekly mean overall score, last 26 weeks with PRs (dashed line at 60)."))
     left = ("left out of every mean and rank" if view.exclude_provisional
             else "counted in every mean; the switch above leaves them out")

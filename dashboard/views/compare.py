@@ -7,6 +7,8 @@ from dataclasses import replace
 from typing import Any
 
 from flask import (
+    Response,
+    render_template,
     request,
 )
 from markupsafe import Markup
@@ -122,6 +124,13 @@ def compare() -> Any:
         fa, label_a = _side(view, "a", names)
         fb, label_b = _side(view, "b", names)
         exclude = view.exclude_provisional
+        if fa == fb:  # "all agents" against "all agents": every difference would be a zero
+            same = (f"A and B are the same PRs ({label_a}): choose two agents, or one agent in two "
+                    "periods, to compare.")
+            if request.args.get("format") in ("csv", "json"):
+                return Response(same + "\n", 400, mimetype="text/plain")
+            return render_template("dashboard/compare.html", view=view, choices=choices, tables={},
+                                   same=same, title="Compare")
         strata = queries.cached(conn, "compare", (fa, fb, exclude),
                                 lambda: teamwork.compare(conn, fa, fb, exclude_provisional=exclude))
     table = Table("compare", f"A: {label_a} − B: {label_b}", [

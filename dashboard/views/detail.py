@@ -39,6 +39,7 @@ from dashboard.views.common import (
     page_number,
 )
 from taskeval.agent_table import agent_name
+from taskeval.contract import PROVISIONAL_BELOW, is_provisional
 
 
 @dashboard.get("/agent/<key>")
@@ -157,9 +158,14 @@ def _detail(by: str, key: str) -> Any:
             return _csv_response(next(t for t in built if t.name == wanted), stem)
         tables = [table for section in sections for table in section.build()]
         buckets = [(label, n, charts.BAND_COLOURS[_bucket_band(i)]) for i, (label, n) in enumerate(reads.histogram)]
-        title = (group.name if group and by == "agent" else key)
+        no_agent = by == "agent" and key == queries.NO_AGENT
+        title = NO_AGENT_TITLE if no_agent else (group.name if group and by == "agent" else key)
+        subject = ("PRs where no agent was found" if no_agent else
+                   f"PRs by {key}" if by == "author" else None)
         context: dict[str, Any] = {
-            "summary_sentence": teamwork.sentence(title, reads.costs),
+            "summary_sentence": teamwork.sentence(title, reads.costs, subject=subject, agent=by == "agent"
+                                                  and not no_agent),
+            "no_agent": no_agent,
             "costs": reads.costs,
             "merge_trend_svg": charts.line(reads.cycle.trend, unit="h", label="weekly median time to merge"),
             "choices": queries.choices(conn, view.filters),
@@ -167,10 +173,13 @@ def _detail(by: str, key: str) -> Any:
     pages = max(1, -(-total // PAGE_SIZE))
     return _tables_or_page(tables, stem, "dashboard/detail.html", **context, view=view, by=by,
                            key=key,
-                           group=group, histogram_svg=charts.histogram(buckets),
+                           group=group, histogram_svg=charts.histogram(buckets, ticks=_band_ticks(), width=560),
                            trend_svg=charts.trend(group.trend if group else [], width=560, height=180,
                                                   axes=True),
                            page=page, pages=pages, title=title)
+
+
+NO_AGENT_TITLE = "PRs where no agent was found"
 
 
 def _hours(x: float | None) -> str:
@@ -318,9 +327,18 @@ def after_merge_table(counts: dict[str, tuple[int, int]]) -> Table:
 
 
 def _bucket_band(index: int) -> str:
+    """The band of a histogram bucket: its lowest score's, which is every score's in it."""
     from taskeval.contract import band
 
-    return band(index * 10)
+    return band(queries.histogram_buckets()[index][0])
+
+
+def _band_ticks() -> dict[int, str]:
+    """The histogram's axis: a tick where each band begins (0, 40, 60, 75, 90)."""
+    from taskeval.contract import BANDS
+
+    floors = {floor for floor, _name in BANDS}
+    return {i: str(low) for i, (low, _high) in enumerate(queries.histogram_buckets()) if low in floors}
 
 
 def _pr_link(r: dict[str, Any]) -> Markup:
@@ -329,12 +347,24 @@ def _pr_link(r: dict[str, Any]) -> Markup:
         url_for("dashboard.pr", owner=owner, repo=name, number=r["number"]), r["repo"], r["number"])
 
 
+def _band_cell(r: dict[str, Any]) -> Markup:
+    """The overall band, marked provisional when the overall rests on less than the contract's
+    threshold of its signal weight (taskeval.contract.overall_coverage), as the comment marks it."""
+    cell = Markup('<span class="band {0}">{0}</span>').format(r["overall_band"])
+    if is_provisional(r.get("overall_coverage")):
+        cell += Markup(' <span class="tag provisional" title="the overall rests on {} % of its signal '
+                       'weight, under {} %: its band may move">provisional</span>').format(
+            round(float(r["overall_coverage"]) * 100), round(PROVISIONAL_BELOW * 100))
+    return cell
+
+
 def _score_columns() -> list[Column]:
     """Overall, band and the three categories of one stored evaluation row (PR lists, history)."""
     return [
         Column("Overall", lambda r: r["overall_score"], numeric=True, key="overall"),
-        Column("Band", lambda r: r["overall_band"],
-               lambda r: Markup('<span class="band {0}">{0}</span>').format(r["overall_band"]), key="band"),
+        Column("Band", lambda r: r["overall_band"], _band_cell, key="band"),
+        Column("Overall provisional", lambda r: is_provisional(r.get("overall_coverage")), key="overallProvisional",
+               csv_only=True),
         Column("AP", lambda r: r["agent_performance"], numeric=True, key="agentPerformance"),
         Column("TOQ", lambda r: r["task_outcome_quality"], numeric=True, key="taskOutcomeQuality"),
         Column("PC", lambda r: r["process_compliance"], numeric=True, key="processCompliance"),

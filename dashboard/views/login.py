@@ -17,6 +17,7 @@ from dashboard import queries
 from dashboard.auth import (
     GitHubSignInError,
     authorize_url,
+    end_session,
     exchange_code,
     readable_repositories,
     safe_next,
@@ -35,13 +36,13 @@ def login() -> Any:
     if cfg.open_access or viewer() is not None:
         return redirect(safe_next(request.args.get("next"), _prefix()) or url_for("dashboard.overview"))
     nxt = safe_next(request.args.get("next"), _prefix())
-    if cfg.oauth and request.args.get("method") != "token":
+    if cfg.oauth and cfg.sessions and request.args.get("method") != "token":
         state = secrets.token_urlsafe(32)
         session["oauth_state"] = state
         session["next"] = nxt
         assert cfg.client_id is not None
         return redirect(authorize_url(cfg.web_url, cfg.client_id, _callback_url(), state))
-    return _login_page(next=nxt), 200 if cfg.api_token else 503
+    return _login_page(next=nxt), 200 if cfg.api_token and cfg.sessions else 503
 
 
 def _prefix() -> str:
@@ -49,7 +50,21 @@ def _prefix() -> str:
 
 
 def _callback_url() -> str:
+    """Where GitHub sends the browser back: under TASKEVAL_PUBLIC_URL when it is set (the request's
+    Host header is not trusted to say where the dashboard lives), else from the request."""
+    public = config().public_url
+    if public:
+        return public + url_for("dashboard.callback")
     return url_for("dashboard.callback", _external=True)
+
+
+def _writer() -> Any:
+    cfg = config()
+    return cfg.write_engine or cfg.engine
+
+
+NO_SESSIONS = ("Signing in with the token in a browser needs TASKEVAL_SESSION_SECRET (a long random value "
+               "shared by every process); scripts can send Authorization: Bearer meanwhile.")
 
 
 @dashboard.post("/login")
@@ -59,7 +74,10 @@ def login_token() -> Any:
     nxt = safe_next(request.form.get("next"), _prefix())
     if not cfg.api_token or not token_matches(given, cfg.api_token):
         return _login_page(error="That is not the dashboard's token.", next=nxt), 401
-    start_session("token", login=None, repos=None, ttl=cfg.session_ttl, token_fp=token_fingerprint(cfg.api_token))
+    if not cfg.sessions:
+        return _login_page(error=NO_SESSIONS, next=nxt), 503
+    start_session("token", login=None, repos=None, ttl=cfg.session_ttl, engine=_writer(),
+                  token_fp=token_fingerprint(cfg.api_token))
     return redirect(nxt or url_for("dashboard.overview"))
 
 
@@ -87,7 +105,7 @@ def callback() -> Any:
         return _login_error(str(exc), 502)
     with cfg.engine.connect() as conn:
         repos = queries.stored_repositories(conn, readable)
-    start_session("github", login=login_name, repos=repos, ttl=cfg.session_ttl)
+    start_session("github", login=login_name, repos=repos, ttl=cfg.session_ttl, engine=_writer())
     log.info("dashboard sign-in: %s can read %d stored repositories", login_name, len(repos))
     return redirect(safe_next(nxt, _prefix()) or url_for("dashboard.overview"))
 
@@ -96,8 +114,11 @@ def _login_page(*, error: str | None = None, next: str | None = None, title: str
                 **context: Any) -> str:
     """The sign-in page: the token form when a token is configured, GitHub when OAuth is."""
     cfg = config()
-    return render_template("dashboard/login.html", title=title, next=next, token_form=bool(cfg.api_token),
-                           oauth=cfg.oauth, error=error, **context)
+    if cfg.api_token and not cfg.sessions and error is None:
+        error = NO_SESSIONS
+    return render_template("dashboard/login.html", title=title, next=next,
+                           token_form=bool(cfg.api_token) and cfg.sessions, oauth=cfg.oauth and cfg.sessions,
+                           token_configured=bool(cfg.api_token), error=error, **context)
 
 
 def _login_error(message: str, status: int) -> Any:
@@ -106,7 +127,7 @@ def _login_error(message: str, status: int) -> Any:
 
 @dashboard.post("/logout")
 def logout() -> Any:
-    session.clear()
+    end_session(_writer())
     return redirect(url_for("dashboard.signed_out"))
 
 

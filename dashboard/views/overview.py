@@ -7,7 +7,15 @@ from typing import Any
 
 from dashboard import queries
 from dashboard.settings import config
-from dashboard.views.common import _tables_or_page, _view, dashboard, group_table, outcome_table
+from dashboard.views.common import (
+    _tables_or_page,
+    _view,
+    dashboard,
+    group_table,
+    nothing_stored,
+    outcome_table,
+    viewer,
+)
 
 
 @dashboard.get("/")
@@ -23,7 +31,10 @@ def overview() -> Any:
         for gr in groups:
             gr.outcomes = rates.get(gr.key, {})
         choices = queries.choices(conn, view.filters)
+        empty = nothing_stored(conn, viewer()) if not groups else None
     tables = [group_table(groups, view.by, outcome_cols, view)]
+    if empty:
+        tables[0].empty = empty
     if any(col != "rejected" for col in outcome_cols):
         tables.append(outcome_table(groups, view.by, outcome_cols, view))
     total = sum(gr.count for gr in groups)

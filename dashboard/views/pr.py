@@ -20,7 +20,7 @@ from dashboard.settings import config
 from dashboard.views.common import _REPO_RE, Column, Table, _tables_or_page, dashboard, viewer
 from dashboard.views.detail import _score_columns
 from taskeval.agent_table import agent_name
-from taskeval.contract import PROVISIONAL_BELOW
+from taskeval.contract import PROVISIONAL_BELOW, is_provisional
 from taskeval.store.results import readable
 
 
@@ -74,6 +74,8 @@ def pr(owner: str, repo: str, number: int) -> Any:
                            comment_problem=problem, evidence=evidence, title=f"{full}#{number}",
                            pr_url=_safe_url(pull.get("url")), ending=_ending(result),
                            provisional_below=PROVISIONAL_BELOW,
+                           overall_coverage=latest.get("overall_coverage"),
+                           overall_provisional=is_provisional(latest.get("overall_coverage")),
                            coverage=[(c.get("category"), c.get("coverage"), c.get("signalsConclusive"),
                                       c.get("signalsTotal")) for c in result.get("categoryScores") or []
                                      if c.get("coverage") is not None])

@@ -12,7 +12,17 @@ from markupsafe import Markup
 
 from dashboard import queries, teamwork
 from dashboard.settings import config
-from dashboard.views.common import Column, Table, _pct, _round, _tables_or_page, _view, dashboard
+from dashboard.views.common import (
+    Column,
+    Table,
+    _pct,
+    _round,
+    _tables_or_page,
+    _view,
+    dashboard,
+    nothing_stored,
+    viewer,
+)
 from dashboard.views.compare import _points
 from dashboard.views.detail import _interval
 
@@ -65,6 +75,7 @@ def tasks() -> Any:
         matrix = queries.cached(conn, "tasks", (view.filters, view.exclude_provisional),
                                 lambda: teamwork.task_matrix(conn, view.filters,
                                                              exclude_provisional=view.exclude_provisional))
+        empty = nothing_stored(conn, viewer()) if not matrix else None
     names = dict(choices["agents"])
     by_agent: dict[str, dict[str, teamwork.TaskCell]] = {}
     for (agent_key, kind), cell in matrix.items():
@@ -82,6 +93,8 @@ def tasks() -> Any:
                    "interval; the mean agentPerformance with its t interval"
                    + (", provisional grades left out" if view.exclude_provisional else "")
                    + f". Under {queries.SMALL_SAMPLE} PRs a cell says so instead of a number."))
+    if empty:
+        table.empty = empty
     return _tables_or_page([table], "taskeval-tasks", "dashboard/tasks.html", view=view, choices=choices,
                            title="Task types")
 

@@ -43,9 +43,11 @@ REACTIONS: Final = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray"
 PERMISSIONS: Final = ("admin", "maintain", "write", "triage", "read", "none")
 
 
-def authenticated_login(requester: Requester) -> str:
+def authenticated_login(requester: Requester, hint: str | None = None) -> str:
     """The login the credentials post as: ``GET /user``, or ``github-actions[bot]`` inside
-    Actions, whose installation token cannot read ``/user``."""
+    Actions, whose installation token cannot read ``/user``. When GitHub will not say, an
+    ``AuthError`` ending in ``hint``: how the calling adapter lets its user name the account
+    (each reads its own setting; the core names none)."""
     try:
         _, data = requester.requestJsonAndCheck("GET", "/user")
         return str(data["login"])
@@ -55,19 +57,18 @@ def authenticated_login(requester: Requester) -> str:
                 return "github-actions[bot]"
             raise AuthError(
                 "cannot tell which account posts the comment: GET /user is refused for App and "
-                "installation tokens; name the account with --comment-as LOGIN (or "
-                "TASKEVAL_COMMENT_AS), for a GitHub App '<app-slug>[bot]'",
+                "installation tokens" + (f"; {hint}" if hint else ""),
                 status=403, resource="user",
             ) from exc
         raise translate(exc, "the authenticated user", "user") from exc
 
 
-def comment_login(gh: Github) -> str:
+def comment_login(gh: Github, hint: str | None = None) -> str:
     """The login ``gh``'s credentials post comments as (see :func:`authenticated_login`); an
-    ``AuthError`` naming ``--comment-as`` when GitHub will not say."""
+    ``AuthError`` ending in ``hint`` when GitHub will not say."""
     requester = clone(gh)
     try:
-        return authenticated_login(requester)
+        return authenticated_login(requester, hint)
     except Exception as exc:
         raise translate(exc, "the authenticated user", "user") from exc
     finally:
@@ -76,9 +77,11 @@ def comment_login(gh: Github) -> str:
 
 def upsert_comment(
     gh: Github, repository: str, number: int, body: str, *, own_login: str | None = None,
-    seed: CommentSeed | None = None, meter: Meter | None = None,
+    seed: CommentSeed | None = None, meter: Meter | None = None, login_hint: str | None = None,
 ) -> tuple[str, bool]:
     """Create or update the one taskeval comment on a PR; returns (comment URL, created?).
+    ``login_hint``: how the adapter names its account, for when GitHub will not say
+    (:func:`authenticated_login`).
 
     The comment is ours when it starts with ``MARKER`` and is written by our own account, so a
     marker pasted by someone else is never overwritten. The marker is prepended when ``body`` lacks
@@ -100,7 +103,7 @@ def upsert_comment(
     try:
         if seed is not None:
             return _rest_from_seed(requester, base, number, text, seed)
-        login = own_login or authenticated_login(requester)
+        login = own_login or authenticated_login(requester, login_hint)
         ours = _own_comments(requester, base, number, login)
         if ours:
             _, data = requester.requestJsonAndCheck(

@@ -283,6 +283,14 @@ def feedback_addressed(ctx: Ctx) -> Measure:
         and not last_approval.get(who, "") > when
     ]
     done = len(feedback) - len(open_items)
+    undated = [c for c in ctx.own_commits if not (c.committed_at or c.authored_at)]
+    if open_items and undated:
+        # A commit without a date may have come after the feedback: "got none" would be a guess.
+        return inconclusive(
+            f"{share(done, len(feedback), 'piece')} of review feedback got a later reply or approval; "
+            f"whether a commit followed the other {len(open_items)} cannot be told: "
+            f"{plural(len(undated), 'commit')} {agree(len(undated), 'carries', 'carry')} no date.",
+            open_items)
     value = done / len(feedback)
     if open_items:
         reason = (f"{share(done, len(feedback), 'piece')} of review feedback got a later "

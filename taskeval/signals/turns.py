@@ -58,7 +58,11 @@ RULES: Final[dict[str, tuple[Whose | None, str]]] = {
     "to-draft": ("agent", "The PR is converted to a draft: back to work."),
     "ci-red": ("agent", "CI fails on a commit of the owner's side."),
     "bot": (None, "A bot's comment or review changes nothing (CI failures are ci-red)."),
-    "people-push": (None, "A person other than the owner pushes: they are doing the work."),
+    "take-over": ("people", "A person other than the owner pushes a commit doing the PR's work (one "
+                            "agent.human_intervention counts): they took over, so the time after is "
+                            "theirs, not the agent's."),
+    "people-push": (None, "A person other than the owner pushes something that is not the PR's work (a "
+                          "version bump, their own base, a force-push): nothing changes hands."),
     "reopened": ("people", "The PR is reopened."),
 }
 
@@ -187,6 +191,7 @@ def events(ctx: Ctx, people: People) -> tuple[list[Event], int]:
     undated = 0
     owner_shas: set[str] = set()
     authors = authors_of(ctx)
+    work = {c.sha for c in intervention_of(ctx).counted}  # people's commits doing the PR's work
     for c in facts.commits:
         when = c.committed_at or c.authored_at
         who = authors[c.sha]
@@ -201,8 +206,8 @@ def events(ctx: Ctx, people: People) -> tuple[list[Event], int]:
             undated += 1
             continue
         role = people.author_role(who) or "person"
-        kind = "push" if owner else ("bot" if role == "bot" else "people-push")
-        out.append(Event(when, kind, role, who.login, ctx.commit_id(c.sha), kind == "people-push"))
+        kind = "push" if owner else ("bot" if role == "bot" else "take-over" if c.sha in work else "people-push")
+        out.append(Event(when, kind, role, who.login, ctx.commit_id(c.sha), kind in ("take-over", "people-push")))
     for m in ctx.remarks:
         if m.state == "PENDING" or (not m.at and m.state is not None):
             continue  # a pending review, or an undated one: no one has seen it
@@ -321,7 +326,7 @@ def account(ctx: Ctx) -> Turns:
             continue
         if after == "agent" and e.by_person and handed_over:
             rounds += 1
-        if after == "people":
+        if after == "people" and rule != "take-over":  # a take-over is no hand-over by the owner
             handed_over = True
         spans.append(_span(whose, start, e.at))
         whose, start = after, e

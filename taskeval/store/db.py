@@ -374,6 +374,20 @@ rate_budgets = Table(
     Column("updated_at", Float, nullable=False),
 )
 
+# Revision 0012: the dashboard's signed-in sessions, one row each, so signing out ends a session
+# on the server for every process and node (a copied cookie no longer opens anything). The key is
+# the SHA-256 of the session id the cookie carries; rows past ``expires_at`` are deleted at sign-in.
+dashboard_sessions = Table(
+    "dashboard_sessions",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("kind", String(16), nullable=False),  # github | token
+    Column("login", String(100)),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+)
+Index("ix_dashboard_sessions_expires", dashboard_sessions.c.expires_at)
+
 # Serialises concurrent migrations from many processes on PostgreSQL.
 _SCHEMA_LOCK = 0x7461736B  # "task"
 

@@ -26,6 +26,7 @@ from sqlalchemy import Engine, select
 
 from taskeval import csvcells
 from taskeval.agent_table import agent_name
+from taskeval.contract import overall_coverage as weighted_coverage
 from taskeval.outcomes import OUTCOMES
 from taskeval.store.db import evaluations, outcomes
 
@@ -149,20 +150,16 @@ def comments_by_people(result: dict[str, Any]) -> int | None:
 
 
 def overall_coverage(result: dict[str, Any]) -> float | None:
-    """The share of the overall score's weight that was conclusive: each category's coverage
-    weighted by its contract weight (0.30 / 0.45 / 0.25). Below ``PROVISIONAL_BELOW`` the dashboard
-    counts the PR's overall as provisional. None when a category has no coverage (results stored
-    before coverage)."""
-    total = weights = 0.0
+    """The share of the overall score's weight that was conclusive
+    (:func:`taskeval.contract.overall_coverage` on the stored categories). Below
+    ``PROVISIONAL_BELOW`` the overall is provisional. None when a category has no coverage
+    (results stored before coverage)."""
+    found: dict[str, float | None] = {}
     for c in result.get("categoryScores") or ():
-        if not isinstance(c, dict):
-            continue
-        coverage, weight = c.get("coverage"), c.get("weight")
-        if not isinstance(coverage, int | float) or not isinstance(weight, int | float):
-            return None
-        total += float(weight) * float(coverage)
-        weights += float(weight)
-    return round(total / weights, 4) if weights else None
+        if isinstance(c, dict) and isinstance(c.get("category"), str):
+            coverage = c.get("coverage")
+            found[c["category"]] = float(coverage) if isinstance(coverage, int | float) else None
+    return weighted_coverage(found)
 
 
 # The evaluations columns (revisions 0008, 0010) the dashboard aggregates on, by export column: written

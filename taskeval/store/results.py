@@ -16,7 +16,7 @@ from sqlalchemy import Connection, Engine, case, delete, func, insert, literal, 
 from sqlalchemy.exc import IntegrityError
 
 from taskeval.agent_table import agent_name
-from taskeval.contract import PROVISIONAL_BELOW
+from taskeval.contract import PROVISIONAL_BELOW, is_provisional
 from taskeval.store.db import (
     PULLS_DOWN,
     ROLLUP_SUMS,
@@ -205,9 +205,9 @@ def _rollup_add(conn: Connection, row: dict[str, Any], sign: int) -> None:
 
 
 def provisional_coverage(coverage: Any) -> bool:
-    """Whether a grade with this coverage is provisional (taskeval.report.provisional's rule on a
+    """Whether a grade with this coverage is provisional (taskeval.contract.is_provisional on a
     stored column): under PROVISIONAL_BELOW; a result from before coverage (None) is not."""
-    return coverage is not None and float(coverage) < PROVISIONAL_BELOW
+    return is_provisional(None if coverage is None else float(coverage))
 
 
 def provisional_sql(column: Any) -> Any:
@@ -342,47 +342,57 @@ UNATTRIBUTED = "unattributed"  # agent_id NULL: stored before results named thei
 
 def leaderboard(engine: Engine, repo: str | None = None, limit: int = 100,
                 by: LeaderboardBy = "agent", *, exclude_provisional: bool = False) -> list[dict[str, Any]]:
-    """Agents (``by="agent"``, each agent id) or PR authors (``by="author"``) ranked by mean
-    overall score over their evaluated PRs, aggregated in SQL.
+    """Agents (``by="agent"``, each agent id) or PR authors (``by="author"``) ranked by the one rule
+    the dashboard's overview also follows (:mod:`taskeval.store.ranking`): by mean overall score,
+    only where the 95 % intervals separate (shared ranks flagged ``rankShared``), never for a
+    group whose mean rests on fewer than 10 PRs nor for the PRs where no agent was found
+    (``human``, ``unknown-bot``, unattributed). Aggregated in SQL.
 
     Each PR counts once, with its latest evaluation (``is_latest``), so re-running ``/evaluate``
-    does not weigh a PR more. Ties go to the entry with more PRs, then alphabetically, so the order
-    is stable. Each entry also counts the PRs merged, closed unmerged and still open, and per mean
-    how many PRs had a provisional grade in it (coverage under ``PROVISIONAL_BELOW``) and how many
-    the mean rests on; ``exclude_provisional`` leaves those out of each mean (as the dashboard's
-    switch does), and the ranking follows.
+    does not weigh a PR more. Each entry also counts the PRs merged, closed unmerged and still open,
+    and per mean how many PRs had a provisional grade in it (coverage under ``PROVISIONAL_BELOW``)
+    and how many the mean rests on; ``exclude_provisional`` leaves those out of each mean (as the
+    dashboard's switch does), and the ranking follows.
     """
+    from taskeval.config import HUMAN_ID, UNKNOWN_BOT_ID
+    from taskeval.store.ranking import Standing, mean_ci, rank
+
     e = evaluations
     key = e.c.agent_id if by == "agent" else e.c.author
     count = func.count().label("count")
     measures = {"overall": (e.c.overall_score, e.c.overall_coverage),
                 **{name: (e.c[column], e.c[f"{column}_coverage"]) for name, column in _CATEGORY_COLUMNS.items()}}
 
-    def mean(score: Any, coverage: Any) -> Any:
-        return func.avg(case((provisional_sql(coverage), None), else_=score) if exclude_provisional else score)
+    def counted(score: Any, coverage: Any) -> Any:
+        return case((provisional_sql(coverage), None), else_=score) if exclude_provisional else score
 
     def state(name: str) -> Any:
         return func.sum(case((e.c.pr_state == name, 1), else_=0)).label(name)
 
-    means = {name: mean(score, coverage).label(f"m_{name}") for name, (score, coverage) in measures.items()}
+    means = {name: func.avg(counted(score, coverage)).label(f"m_{name}")
+             for name, (score, coverage) in measures.items()}
     unsure = {name: func.sum(case((provisional_sql(coverage), 1), else_=0)).label(f"v_{name}")
               for name, (_score, coverage) in measures.items()}
-    order = means["overall"]
+    overall = counted(*measures["overall"])
+    spread = (func.count(overall).label("n_overall"), func.sum(overall).label("s_overall"),
+              func.sum(overall * overall).label("q_overall"))
     query = (
         select(key.label("key"), func.max(e.c.agent_name).label("name"), count, *means.values(),
-               *unsure.values(), state("merged"), state("closed"), state("open"))
+               *unsure.values(), *spread, state("merged"), state("closed"), state("open"))
         .where(e.c.is_latest.is_(True))
         .group_by(key)
-        .order_by(order.desc().nulls_last(), count.desc(), key)
-        .limit(limit)
     )
     if repo is not None:
         query = query.where(e.c.repo == repo)
     with engine.connect() as conn:
         rows = conn.execute(query).mappings().all()
-    entries = []
-    for rank, row in enumerate(rows, start=1):
-        entry: dict[str, Any] = {"rank": rank}
+
+    def rounded(value: Any) -> float | None:
+        return None if value is None else round(float(value), 1)
+
+    standings = []
+    for row in rows:
+        entry: dict[str, Any] = {"rank": None, "rankShared": False}
         if by == "agent":
             entry["agent"] = row["key"]
             # Where PRs of several repositories meet, a repository's own agent goes by its id.
@@ -392,13 +402,11 @@ def leaderboard(engine: Engine, repo: str | None = None, limit: int = 100,
             entry["author"] = row["key"]
         n = int(row["count"])
         provisional = {name: int(row[f"v_{name}"] or 0) for name in measures}
-
-        def rounded(value: Any) -> float | None:
-            return None if value is None else round(float(value), 1)
-
+        spread_of = mean_ci(int(row["n_overall"] or 0), row["s_overall"], row["q_overall"])
         entry.update({
             "count": n,
             "meanOverall": rounded(row["m_overall"]),
+            "overallInterval": {"low": rounded(spread_of.low), "high": rounded(spread_of.high)},
             "meanCategories": {name: rounded(row[f"m_{name}"]) for name in _CATEGORY_COLUMNS},
             "prStates": {"merged": int(row["merged"] or 0), "closed": int(row["closed"] or 0),
                          "open": int(row["open"] or 0)},
@@ -406,6 +414,15 @@ def leaderboard(engine: Engine, repo: str | None = None, limit: int = 100,
             "restsOn": {name: n - v if exclude_provisional else n for name, v in provisional.items()},
             "provisionalLeftOut": exclude_provisional,
         })
+        no_agent = by == "agent" and (row["key"] is None or row["key"] in (HUMAN_ID, UNKNOWN_BOT_ID))
+        standings.append(Standing(key=str(row["key"] or ""), overall=spread_of,
+                                  rests_on=int(row["n_overall"] or 0), count=n, no_agent=no_agent, item=entry))
+    entries = []
+    for standing in rank(standings)[:limit]:
+        entry = standing.item
+        entry.update(rank=standing.rank, rankShared=standing.tied, smallSample=standing.small)
+        if by == "agent":
+            entry["noAgentFound"] = standing.no_agent
         entries.append(entry)
     return entries
 

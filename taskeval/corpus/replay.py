@@ -56,6 +56,7 @@ as GitHub reports them and never spent.
 from __future__ import annotations
 
 import argparse
+import base64
 import importlib.machinery
 import importlib.util
 import json
@@ -234,14 +235,23 @@ def comment_payload(html_url: str, comment: Comment) -> dict[str, Any]:
     }
 
 
+def event_node_id(ident: int) -> str:
+    """A synthetic event's global node id (the data keeps none): opaque, stable across runs, and
+    the same through REST (``node_id``) and GraphQL (``id``), as GitHub's are."""
+    return "TE_" + base64.urlsafe_b64encode(f"replay:{ident}".encode()).decode().rstrip("=")
+
+
 def event_payload(owner_id: int, index: int, event: TimelineEvent) -> dict[str, Any]:
     """One timeline event shaped as GitHub's: ``committed`` events carry ``sha`` and ``message``
     and no actor; the others ``actor``, ``created_at``, and ``commit_id``/``assignee``/``label``
-    where the event has them."""
+    where the event has them, and a synthetic ``id`` and ``node_id`` (none on a cross-reference,
+    which GitHub's REST timeline gives no node id)."""
     if event.event == "committed":
         return {"event": "committed", "sha": event.commit_id, "message": event.message or ""}
+    ident = owner_id * 1000 + index
     data: dict[str, Any] = {
-        "id": owner_id * 1000 + index,
+        "id": ident,
+        **({} if event.event == "cross-referenced" else {"node_id": event_node_id(ident)}),
         "event": event.event,
         "actor": user(event.actor),
         "created_at": event.created_at,
@@ -567,6 +577,12 @@ class ReplayFacts:
             return pr_as_issue(pr)
         issue = self.replay.corpus.issue(repo, number)
         return issue_payload(repo, issue) if issue is not None else None
+
+    def timeline(self, repo: str, number: int) -> Sequence[Mapping[str, Any]]:
+        pr = self._pr(repo, number)
+        if pr.timeline is None:
+            raise self._refuse(f"timelines for {pr.agent} PRs")
+        return [event_payload(pr.id, i, e) for i, e in enumerate(pr.timeline)]
 
     def commit(self, repo: str, sha: str) -> Mapping[str, Any] | None:
         for pr in self.replay.corpus.prs:

@@ -37,6 +37,7 @@ from taskeval.github.errors import (
     translate,
 )
 from taskeval.github.graphql.read import GraphQLUnavailable, IssuesRead, PullRead, read_issues, read_pull
+from taskeval.github.graphql.timeline import rest_timeline_needed, timeline_logins
 from taskeval.raw import (
     CollectionIssue,
     RawCollection,
@@ -201,10 +202,6 @@ def _collect_graphql(reader: _Reader, max_workers: int, *, read: PullRead | None
         issue = shared.issue(number) if shared is not None else None
         issue_f = (_done(reader.issue_side_of(issue)) if issue is not None
                    else pool.submit(reader.issue_side))
-        timeline_f = pool.submit(
-            reader.listing, "timeline", f"{base}/issues/{number}/timeline",
-            convert.timeline_event, limit=MAX_TIMELINE_EVENTS, kept="first",
-        )
         try:
             read = read_f.result()
         except (GitHubError, GraphQLUnavailable):
@@ -212,7 +209,11 @@ def _collect_graphql(reader: _Reader, max_workers: int, *, read: PullRead | None
         except Exception as exc:
             raise translate(exc, f"PR #{number} in {reader.repository}", "pull_request") from exc
         pull = read.pull
-        futures: dict[str, Future[Listed]] = {"issue": issue_f, "timeline": timeline_f}
+        futures: dict[str, Future[Listed]] = {"issue": issue_f}
+        if _rest_timeline(read, issue_f):
+            futures["timeline"] = pool.submit(
+                reader.listing, "timeline", f"{base}/issues/{number}/timeline",
+                convert.timeline_event, limit=MAX_TIMELINE_EVENTS, kept="first")
         runs = shared.workflow_runs(pull) if shared is not None else None
         futures["workflow_runs"] = _done(runs) if runs is not None else pool.submit(
             reader.listing, "workflow_runs", f"{base}/actions/runs", convert.workflow_run,
@@ -264,6 +265,24 @@ def _collect_graphql(reader: _Reader, max_workers: int, *, read: PullRead | None
             "rest_cost": reader.meter.requests - raw.graphql_queries,
             "graphql_cost": raw.graphql_points})
     return raw
+
+
+def _rest_timeline(read: PullRead, issue_f: Future[Listed]) -> bool:
+    """Whether the PR's timeline is read over REST (``graphql.timeline``): an agent account
+    whose session events GraphQL lacks is its author, an assignee (the issue object's, which
+    lists Bots, beside GraphQL's Users) or acts on its timeline; or GraphQL could not give an
+    item of it. Waits for the issue object, read beside the query."""
+    if read.timeline_unread:
+        return True
+    try:
+        (_, assignees, author), _ = issue_f.result()
+    except Exception:  # reported when the listings are gathered
+        assignees, author = None, None
+    events = read.listed["timeline"][0] or []
+    return rest_timeline_needed([
+        read.pull.user.login, author.login if author else None,
+        *(a.login for a in (assignees or [])), *(a.login for a in read.pull.assignees),
+        *timeline_logins(events)])
 
 
 def _issue_numbers(pull: RawPullRequest, repo: Mapping[str, Any], repository: str) -> list[int]:

@@ -215,7 +215,7 @@ def test_rate_budgets_gain_a_resource_and_keep_their_rows(empty: Engine) -> None
         command.upgrade(migrations.config(conn), "0008")
         conn.execute(text('INSERT INTO rate_budgets (key, "limit", remaining, reset_at, "window", '
                           "updated_at) VALUES ('h|token:1', 5000, 1234, 99.0, 3, 1.0)"))
-    assert init_schema(empty) == ["0009", "0010", "0011"]
+    assert init_schema(empty) == ["0009", "0010", "0011", "0012"]
     with write(empty) as conn:
         conn.execute(rate_budgets.insert().values(key="h|token:1", resource="graphql", limit=5000,
                                                   remaining=4999, reset_at=99.0, window=1,
@@ -316,7 +316,7 @@ def test_upgrade_to_0011_leaves_the_hours_of_a_pr_without_its_timeline_empty(emp
             row = {**record_from_result(data), "agent_hours": hours[0], "people_hours": hours[1],
                    "draft_hours": hours[2]}
             conn.execute(evaluations.insert().values(**row, stored_at=0.0, is_latest=True))
-    assert init_schema(empty) == ["0011"]
+    assert init_schema(empty) == ["0011", "0012"]
 
     def stored() -> dict[int, tuple[Any, ...]]:
         with empty.connect() as conn:

@@ -97,6 +97,7 @@ class Job:
     commenter: str | None
     attempts: int
     max_attempts: int
+    payload: str | None = None  # what the enqueuer read for it already (JSON), if anything
 
 
 # The receiver's statements, built and compiled once (taskeval.store.db.Prepared): building, cache-keying and
@@ -110,6 +111,7 @@ _INSERT_DELIVERY = Prepared(insert(deliveries), _DELIVERY_KEYS)
 _JOB_DEFAULTS: dict[str, Any] = {
     "status": "queued", "attempts": 0, "triggers": 1, "head_sha": None, "installation_id": None,
     "comment_id": None, "commenter": None, "delivery_id": None, "parent_id": None,
+    "payload": None,
 }
 _JOB_KEYS = (*_JOB_DEFAULTS, "kind", "repo", "number", "trigger", "max_attempts", "run_after",
              "created_at", "updated_at")
@@ -162,6 +164,7 @@ def _job(row: Any) -> Job:
         id=row.id, kind=row.kind, repo=row.repo, number=row.number, head_sha=row.head_sha,
         installation_id=row.installation_id, trigger=row.trigger, comment_id=row.comment_id,
         commenter=row.commenter, attempts=row.attempts, max_attempts=row.max_attempts,
+        payload=row.payload,
     )
 
 
@@ -351,14 +354,14 @@ class Queue:
         })
         return Ack(status, job_id, message)
 
-    def enqueue(self, ev: events.Evaluate) -> tuple[int, bool]:
+    def enqueue(self, ev: events.Evaluate, payload: str | None = None) -> tuple[int, bool]:
         """Queue an evaluation that no delivery asked for (``taskeval backfill --enqueue``);
         (job id, created): an evaluation of the same PR and head already queued or running is
-        joined instead."""
+        joined instead. ``payload``: what the enqueuer read for it already (JSON)."""
         for _ in range(_RETRIES):
             try:
                 with write(self.engine) as conn:
-                    return self._enqueue_evaluation(conn, ev, None, self.clock())
+                    return self._enqueue_evaluation(conn, ev, None, self.clock(), payload=payload)
             except IntegrityError:
                 continue
         raise RuntimeError(f"{ev.repo}#{ev.number}: could not settle a concurrent insert")
@@ -391,7 +394,8 @@ class Queue:
 
     def _enqueue_evaluation(self, conn: Connection, ev: events.Evaluate, delivery_id: str | None,
                             now: float, parent_id: int | None = None,
-                            known: tuple[Any, Any] | None = None) -> tuple[int, bool]:
+                            known: tuple[Any, Any] | None = None,
+                            payload: str | None = None) -> tuple[int, bool]:
         """(job id, created): join a queued or running evaluation of the same PR and head SHA,
         or, for a merged-PR event, the job that already evaluated it. ``known``: those two job
         ids (or None), already read in this transaction."""
@@ -416,7 +420,7 @@ class Queue:
         job_id = self._insert_job(
             conn, now, kind="evaluate", repo=ev.repo, number=ev.number, head_sha=ev.head_sha,
             installation_id=ev.installation_id, trigger=ev.trigger, delivery_id=delivery_id,
-            parent_id=parent_id,
+            parent_id=parent_id, payload=payload,
         )
         return job_id, True
 
@@ -461,6 +465,47 @@ class Queue:
                 # on running jobs per PR refused ours. Look again.
                 continue
         return None
+
+    def claim_batch(self, worker_id: str, first: Job, most: int) -> list[Job]:
+        """Lease up to ``most`` more ready jobs that ``first``'s worker can read with it in one
+        batch: evaluations of the same repository, installation and trigger whose enqueuer
+        handed them a payload (``taskeval backfill --enqueue``), oldest first (the order they
+        were listed in), each PR with no running job. Each is leased on its own, as
+        :meth:`claim` leases one."""
+        if most <= 0 or first.payload is None:
+            return []
+        for _ in range(_RETRIES):
+            try:
+                with write(self.engine) as conn:
+                    now = self.clock()
+                    other = jobs.alias("other")
+                    busy = (select(other.c.id)
+                            .where(other.c.repo == jobs.c.repo, other.c.number == jobs.c.number,
+                                   other.c.status == "running").exists())
+                    same = (jobs.c.installation_id.is_(None) if first.installation_id is None
+                            else jobs.c.installation_id == first.installation_id)
+                    rows = conn.execute(
+                        select(jobs)
+                        .where(jobs.c.status == "queued", jobs.c.run_after <= now, ~busy,
+                               jobs.c.kind == first.kind, jobs.c.repo == first.repo,
+                               jobs.c.trigger == first.trigger, same,
+                               jobs.c.payload.is_not(None), jobs.c.id != first.id)
+                        .order_by(jobs.c.id).limit(most).with_for_update(skip_locked=True)
+                    ).all()
+                    taken = []
+                    for row in rows:
+                        done = conn.execute(
+                            update(jobs).where(jobs.c.id == row.id, jobs.c.status == "queued")
+                            .values(status="running", attempts=jobs.c.attempts + 1,
+                                    lease_until=now + self.lease_seconds, leased_by=worker_id,
+                                    updated_at=now))
+                        if done.rowcount == 1:
+                            job = _job(row)
+                            taken.append(Job(**{**job.__dict__, "attempts": job.attempts + 1}))
+                    return taken
+            except IntegrityError:  # another worker started one of them meanwhile: look again
+                continue
+        return []
 
     def _reap(self, conn: Connection, now: float) -> None:
         """Requeue the running jobs whose worker is gone, or dead-letter them when they have used

@@ -37,7 +37,8 @@ tables an agent's folder lacks (conversation comments for Devin and Codex, timel
 A PR that lists no commits answers its commit listing the same way (its head SHA is then forty
 zeros). ``.github/taskeval.yml`` answers 404, as for a repository without one: defaults apply.
 Every write is refused (403): the replay is read-only. Timeline events carry a synthetic ``id``
-(the data keeps none), stable across runs.
+and global ``node_id`` (the data keeps none), stable across runs, the same through both
+transports; a cross-reference none, as GitHub's REST timeline gives it none.
 
 GraphQL (``POST /graphql``) is answered over the same facts: ``ReplayFacts`` hands the REST
 payloads above to the schema-executing resolver of ``tests/fakegraphql.py``, and each 403 of the
@@ -50,7 +51,9 @@ schema (1.2 MB) and graphql-core, neither of which a user of the package needs; 
 checkout with the test extra has both. Without them ``/graphql`` answers 404, as a GitHub
 Enterprise Server without GraphQL does, and a GraphQL evaluation falls back to REST and says
 so; the start-up line says which (``--no-graphql`` forces the 404). GraphQL points are reported
-as GitHub reports them and never spent.
+as GitHub reports them and never spent. The timeline is served as ``timelineItems`` from the same
+events; a cross-reference whose source the data does not hold (GraphQL's schema requires one) is
+answered as an error on that item, and the collector then reads that PR's timeline over REST.
 """
 
 from __future__ import annotations

@@ -292,3 +292,31 @@ def test_any_generated_timeline_gives_the_same_bundle_through_both_transports(
     with fake.mock():
         rest, graphql = _both(fake, 482)
     _assert_same(rest, graphql)
+
+
+def test_a_batch_read_reads_rest_timelines_where_a_single_read_does() -> None:
+    """Several PRs a query (backfill): each PR's timeline as its own collection has it, REST's
+    for the same PRs (an agent's, an item GitHub answered with an error), GraphQL's for the rest."""
+    from taskeval.github.client import clone
+    from taskeval.github.collection import collect_read
+    from taskeval.github.graphql.read import PullRead, read_pulls
+
+    fake = FakeGitHub()
+    numbers = [build(fake) for build in (_copilot_author, _copilot_assigned, _copilot_acted,
+                                         _unknown_source, lambda f: _every_event(f, 54))]
+    with fake.mock():
+        gh = client(fake)
+        single = {n: collect(gh, REPO, n, api="graphql") for n in numbers}
+        own = {r.path for r in fake.log if r.route == "issues.timeline"}
+        fake.reset_log()
+        batch = read_pulls(clone(gh, None), REPO, numbers)
+        batched = {}
+        for n in numbers:
+            read = batch.reads[n]
+            assert isinstance(read, PullRead), read
+            batched[n] = collect_read(gh, REPO, read)
+    assert batch.sizes == [len(numbers)]
+    assert {r.path for r in fake.log if r.route == "issues.timeline"} == own == {
+        f"/repos/{REPO}/issues/{n}/timeline" for n in numbers[:4]}
+    for n in numbers:
+        assert build_bundle(batched[n]).model_dump_json() == build_bundle(single[n]).model_dump_json()

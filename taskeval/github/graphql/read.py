@@ -185,10 +185,6 @@ class _Session:
         kind = str(error.get("type") or "")
         message = _message(error)
         path = [str(p) for p in error.get("path") or []]
-        if "timelineItems" in path and "nodes" in path[path.index("timelineItems"):] \
-                and kind != "RATE_LIMITED":
-            self.timeline_unread = True  # one item, not the timeline: REST reads it whole
-            return
         if kind == "RATE_LIMITED":
             reset = _reset_at(headers)
             when = f"; it resets at {reset:%Y-%m-%d %H:%M:%S} UTC" if reset else ""
@@ -198,6 +194,9 @@ class _Session:
                 status=403, resource="pull_request", reset_at=reset)
         if "timeout" in message.lower() or "timed out" in message.lower():
             raise _TimedOut()  # GitHub: "... This may be the result of a timeout ..."
+        if "timelineItems" in path and "nodes" in path[path.index("timelineItems"):]:
+            self.timeline_unread = True  # one item, not the timeline: REST reads it whole
+            return
         resource = _resource_of(path, where)
         if kind == "NOT_FOUND" and resource in ("repository", "pull_request"):
             what = (f"repository {self.repository} or PR #{self.number}" if resource == "repository"
@@ -331,7 +330,7 @@ def _finish(session: _Session, repo: Mapping[str, Any], pr: dict[str, Any], *,
                         f"PR #{number} in {repository} (GraphQL)", "pull_request") from exc
     pull, listed, renamed, without_id = converted
     listed["timeline"] = (events(nodes["timelineItems"], nodes["reviews"], nodes["reviewThreads"]),
-                          _cut("timeline") if "timeline" in session.cut else None)
+                          _cut("timeline", TIMELINE_LIMIT) if "timeline" in session.cut else None)
     for resource, gap in session.gaps.items():
         if resource in listed:
             listed[resource] = ([] if resource != "config" else None, gap)
@@ -348,10 +347,10 @@ def _finish(session: _Session, repo: Mapping[str, Any], pr: dict[str, Any], *,
     )
 
 
-def _cut(resource: str) -> CollectionIssue:
+def _cut(resource: str, limit: int) -> CollectionIssue:
     """The gap of a connection read to its ``limit``, worded as REST's cut listing is."""
-    return CollectionIssue(resource=resource, message=f"more than {TIMELINE_LIMIT} {LABELS[resource]} "
-                                                      f"matched; the first {TIMELINE_LIMIT} were kept")
+    return CollectionIssue(resource=resource, message=f"more than {limit} {LABELS[resource]} "
+                                                      f"matched; the first {limit} were kept")
 
 
 def comment_seed(pull_node_id: str, comments: list[Any]) -> CommentSeed:

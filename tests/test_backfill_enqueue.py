@@ -153,3 +153,57 @@ def test_handed_answers_are_what_the_repository_wide_reads_answered() -> None:
     found, missing = handed.linked_issue(12), handed.linked_issue(13)
     assert getattr(found, "labels", None) == ["bug"] and getattr(missing, "status", None) == 404
     assert handed.linked_issue(14) is None
+
+
+def _claimed_batch(queue: Queue, worker: Worker) -> list[Any]:
+    first = queue.claim(worker.id)
+    assert first is not None
+    batch = worker._batch(first, None)
+    assert len(batch) > 1
+    return batch
+
+
+@pytest.mark.one_transport
+def test_a_spent_budget_puts_the_whole_batch_back_until_the_reset(sqlite_url: str) -> None:
+    fake = FakeGitHub(token=None)
+    fake.add_token(PAT, "mona")
+    typical_prs(fake, 5)
+    engine = backfill.open_store(sqlite_url)
+    with fake.serve():
+        _enqueue(fake, sqlite_url, engine)
+        settings = replace(_settings(sqlite_url, fake), graphql_reserve=10_000)  # nothing to spend
+        queue = Queue.for_settings(engine, settings)
+        worker = Worker(settings, engine, worker_id="w")
+        batch = _claimed_batch(queue, worker)
+        worker._run_batch(batch, threading.Event(), threading.Event())
+    with engine.connect() as conn:
+        rows = conn.execute(select(jobs.c.status, jobs.c.attempts, jobs.c.run_after,
+                                   jobs.c.last_error)).all()
+    assert {(r.status, r.attempts) for r in rows} == {("queued", 0)}, "no attempt spent"
+    assert all("rate-limit reset" in r.last_error and r.run_after > time.time() for r in rows
+               if r.last_error is not None)
+    assert sum(1 for r in rows if r.last_error) == len(batch)
+    assert not [q for q, _ in fake.graphql_queries if q.startswith("query TaskevalPullRequests")]
+    engine.dispose()
+
+
+@pytest.mark.one_transport
+def test_a_worker_told_to_stop_gives_back_the_jobs_of_its_batch_it_has_not_run(sqlite_url: str) -> None:
+    fake = FakeGitHub(token=None)
+    fake.add_token(PAT, "mona")
+    typical_prs(fake, 5)
+    engine = backfill.open_store(sqlite_url)
+    with fake.serve():
+        _enqueue(fake, sqlite_url, engine)
+        settings = _settings(sqlite_url, fake)
+        queue = Queue.for_settings(engine, settings)
+        worker = Worker(settings, engine, worker_id="w")
+        batch = _claimed_batch(queue, worker)
+        stop = threading.Event()
+        stop.set()  # a SIGTERM while the batch was read
+        worker._run_batch(batch, stop, threading.Event())
+    with engine.connect() as conn:
+        rows = conn.execute(select(jobs.c.status, jobs.c.attempts, jobs.c.leased_by)).all()
+    assert {(r.status, r.attempts, r.leased_by) for r in rows} == {("queued", 0, None)}
+    assert worker.core._prepared == {}  # type: ignore[attr-defined]
+    engine.dispose()

@@ -1,7 +1,8 @@
 """Reads shared by many pull requests of one repository, for backfill over GraphQL.
 
-A single evaluation over GraphQL costs one query and three REST reads: the PR's issue object,
-its timeline and its branch's workflow runs (docs/collection.md says why those are REST). A
+A single evaluation over GraphQL costs one query and two REST reads: the PR's issue object and
+its branch's workflow runs, and a Copilot PR its timeline (docs/collection.md says why those are
+REST). A
 backfill reads hundreds of PRs of one repository, so it amortises what GitHub lets it:
 
 * **The PRs themselves**: several per GraphQL query (``graphql.read_pulls``), sized by the cost
@@ -17,8 +18,12 @@ backfill reads hundreds of PRs of one repository, so it amortises what GitHub le
 
 Each answers for a PR exactly what the PR's own request would have, or nothing: the PR's own
 request is then sent. So the bundle is byte for byte the bundle of a single-PR collection
-(``tests/test_backfill_batch.py`` checks it on the fixture PRs). The timeline stays one REST
-request per PR: GitHub has no repository-wide timeline listing with the event ids.
+(``tests/test_backfill_batch.py`` checks it on the fixture PRs). A Copilot PR's REST timeline
+stays one request of its own: GitHub has no repository-wide timeline listing.
+
+``taskeval backfill --enqueue`` makes these reads in the enqueuing run and hands each job its
+PR's part (:func:`handed`); the worker that claims a batch of such jobs answers from them
+(:class:`Handed`).
 """
 
 from __future__ import annotations

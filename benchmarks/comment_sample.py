@@ -42,6 +42,7 @@ from typing import Final, TypeVar
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import label_tool
+from taskeval import csvcells
 from taskeval.corpus import aidev
 
 ROOT: Final = Path(__file__).resolve().parents[1]
@@ -371,7 +372,7 @@ def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[object]
     path.parent.mkdir(parents=True, exist_ok=True)
     n = 0
     with path.open("w", newline="", encoding="utf-8") as handle:
-        out = csv.writer(handle, lineterminator="\n")
+        out = csvcells.writer(handle, lineterminator="\n")
         out.writerow(header)
         for row in rows:
             out.writerow(row)

@@ -18,10 +18,16 @@ does the fake); GraphQL points are what the fake charged by GitHub's formula (it
 cost }``), a budget of its own. Prompt tokens are counted exactly with tiktoken when it is
 installed (see benchmarks/judge_tokens.py), else estimated at 4 characters per token.
 
+Over GraphQL what a PR costs depends on who made it: GraphQL's timeline lacks the session events
+of GitHub's Copilot agent, so a PR Copilot authored or was assigned reads REST's timeline (one
+request more). Each size is therefore measured for a person's PR and for a Copilot PR
+(``--authors``), and the hourly figures are given for a mix of agents (``--copilot-shares``: the
+share of Copilot PRs), from the two measured costs weighted by that share.
+
 The backfill part runs ``taskeval backfill`` (``bot.jobs.backfill``, no AI, no comment) over typical
-PRs (1 to 10 commits with a CI run on each, 2 reviews, 4 review comments, 3 conversation
-comments: 9 review items) with each transport, and divides the hour's budgets by what a PR cost.
-Run from the repository root:
+PRs (1 to 10 commits with a CI run on each, up to 30 review items: reviews, review comments and
+conversation comments, 0 to 30 of them across the PRs) with each transport and each share of
+Copilot PRs, and divides the hour's budgets by what a PR cost. Run from the repository root:
 
     python -m benchmarks.cost_model            # markdown tables
     python -m benchmarks.cost_model --json
@@ -62,6 +68,9 @@ REPO = "octo-org/widgets"
 SIZES = (5, 150, 1000)
 APIS = ("rest", "graphql")
 BACKFILL_PRS = 60
+# A person's PR, and one by GitHub's Copilot agent (its REST login; its GraphQL one differs).
+AUTHORS = {"person": "alice", "copilot": "Copilot"}
+COPILOT_SHARES = (0.0, 0.3, 1.0)
 PAT = "ghp_CostModelPersonalToken000000000000000"
 ACTIONS_TOKEN = "ghs_CostModelActionsToken00000000000000"
 APP_TOKEN = "ghs_CostModelInstallationToken000000000"
@@ -86,6 +95,7 @@ TODAY_ACTIONS = 62  # evaluations an hour on GITHUB_TOKEN over REST before Graph
 class Cost:
     adapter: str
     api: str
+    author: str  # a key of AUTHORS
     commits: int
     requests: int  # every REST request the server saw for the evaluation, comment included
     collection: int  # the part RawCollection counted (collection only)
@@ -105,13 +115,14 @@ class Cost:
     judge_status: str
 
 
-def build(size: int, token: str, login: str, integration: bool, number: int) -> FakeGitHub:
+def build(size: int, token: str, login: str, integration: bool, number: int,
+          author: str = AUTHORS["person"]) -> FakeGitHub:
     fake = FakeGitHub(token=None)
     fake.add_token(token, login, integration=integration,
                    permissions=ACTIONS_PERMISSIONS if integration else None)
     files = [{"filename": f"src/widgets/module_{n:04d}.py" if n % 3 else f"tests/test_{n:04d}.py",
               "additions": 12, "deletions": 3} for n in range(max(size, 1))]
-    fake.add_pr(REPO, number, commits=size, ci="fail-then-fix", files=files)
+    fake.add_pr(REPO, number, commits=size, ci="fail-then-fix", files=files, author=author)
     return fake
 
 
@@ -209,11 +220,12 @@ def _fresh_process() -> None:
         cache.clear()
 
 
-def measure(adapter: str, api: str, size: int, count: Callable[[str], int]) -> Cost:
+def measure(adapter: str, api: str, size: int, count: Callable[[str], int],
+            author: str = "person") -> Cost:
     _fresh_process()
     token, login, integration, evaluate = ADAPTERS[adapter]
     number = 42  # the PR the documented merged-PR event names
-    fake = build(size, token, login, integration, number)
+    fake = build(size, token, login, integration, number, AUTHORS[author])
     with tempfile.TemporaryDirectory() as folder, fake.serve(), FakeOpenAI() as model:
         before = used(fake, token)
         points = fake.graphql_points
@@ -238,7 +250,7 @@ def measure(adapter: str, api: str, size: int, count: Callable[[str], int]) -> C
     judge = result["judge"]
     queries = sum(1 for r in log if r.route == "graphql")
     not_modified = sum(1 for r in rest if r.status == 304)
-    return Cost(adapter, api, size, len(rest), len(rest) - comment, comment, rerun, rerun_charged,
+    return Cost(adapter, api, author, size, len(rest), len(rest) - comment, comment, rerun, rerun_charged,
                 after - before, not_modified, queries, points, len(comment_queries),
                 sum(comment_queries), count(prompt),
                 judge["promptTokens"], judge["completionTokens"], len(prompt), judge["status"])
@@ -247,6 +259,7 @@ def measure(adapter: str, api: str, size: int, count: Callable[[str], int]) -> C
 @dataclass
 class BackfillCost:
     api: str
+    copilot_share: float  # of the PRs, those GitHub's Copilot agent authored
     prs: int
     evaluated: int
     requests: int  # REST requests the server saw, the listing included
@@ -263,26 +276,45 @@ class BackfillCost:
         return math.floor(min(rates)) if rates else 0
 
 
-def typical_backfill(api: str, prs: int) -> BackfillCost:
-    """``taskeval backfill`` over ``prs`` typical merged PRs (see the module docstring)."""
-    _fresh_process()
+def is_copilot(n: int, share: float) -> bool:
+    """Whether typical PR ``n`` (from 1) is a Copilot PR, so that any first ``k`` PRs hold
+    ``share`` of them, rounded down: spread evenly, not bunched."""
+    return int(n * share + 1e-9) != int((n - 1) * share + 1e-9)
+
+
+def typical_prs(fake: FakeGitHub, prs: int, copilot_share: float = 0.0) -> None:
+    """``prs`` typical merged PRs (see the module docstring): PR ``n`` has 1 + n % 10 commits,
+    each with a CI run, and (7 n) % 31 review items: a fifth of them reviews, two fifths review
+    comments, the rest conversation comments."""
     from datetime import timedelta
 
+    from tests.fakegithub import BASE_TIME
+
+    for n in range(1, prs + 1):
+        items = (7 * n) % 31
+        reviews, notes = items // 5, 2 * items // 5
+        author = AUTHORS["copilot" if is_copilot(n, copilot_share) else "person"]
+        fake.add_pr(REPO, n, commits=1 + n % 10, ci="fail-then-fix", author=author,
+                    created_at=BASE_TIME + timedelta(hours=7 * n),
+                    reviews=[{"user": "octocat", "state": "APPROVED" if i == reviews - 1 else
+                              "COMMENTED", "body": f"review {i}"} for i in range(reviews)],
+                    review_comments=[{"user": "octocat", "body": f"note {i}", "path": "src/a.py"}
+                                     for i in range(notes)],
+                    issue_comments=[{"user": "octocat" if i % 2 else author, "body": f"comment {i}"}
+                                    for i in range(items - reviews - notes)])
+
+
+def typical_backfill(api: str, prs: int, copilot_share: float = 0.0) -> BackfillCost:
+    """``taskeval backfill`` over ``prs`` typical merged PRs (see the module docstring), a
+    ``copilot_share`` of them by GitHub's Copilot agent."""
+    _fresh_process()
     from bot.jobs.backfill import Backfill
     from bot.jobs.backfill import Options as BackfillOptions
     from taskeval.store.db import init_schema, make_engine
-    from tests.fakegithub import BASE_TIME
 
     fake = FakeGitHub(token=None)
     fake.add_token(PAT, "mona")
-    for n in range(1, prs + 1):
-        fake.add_pr(REPO, n, commits=1 + n % 10, ci="fail-then-fix",
-                    created_at=BASE_TIME + timedelta(hours=7 * n),
-                    reviews=[{"user": "octocat", "state": "COMMENTED", "body": "a question"},
-                             {"user": "octocat", "state": "APPROVED", "body": "thanks"}],
-                    review_comments=[{"user": "octocat", "body": f"note {i}", "path": "src/a.py"}
-                                     for i in range(4)],
-                    issue_comments=[{"user": "alice", "body": f"comment {i}"} for i in range(3)])
+    typical_prs(fake, prs, copilot_share)
     with tempfile.TemporaryDirectory() as folder, fake.serve(), \
             contextlib.redirect_stderr(io.StringIO()):
         url = f"sqlite:///{Path(folder) / 'store.db'}"
@@ -300,29 +332,38 @@ def typical_backfill(api: str, prs: int) -> BackfillCost:
         raise SystemExit(f"backfill over {api}: the server saw {len(fake.log)} requests, the "
                          f"run counted {summary.requests}")
     charged = sum(1 for r in _rest(fake.log) if r.status != 304)
-    return BackfillCost(api, prs, summary.evaluated, rest, charged,
+    return BackfillCost(api, copilot_share, prs, summary.evaluated, rest, charged,
                         sum(1 for r in fake.log if r.route == "graphql"), fake.graphql_points,
                         list(job.batches))
 
 
-def _per_hour(limit: int, points_limit: int, requests: int, points: int) -> float:
+def _per_hour(limit: int, points_limit: int, requests: float, points: float) -> float:
     rates = [limit / requests] if requests else []
     if points:
         rates.append(points_limit / points)
     return min(rates) if rates else math.inf
 
 
-def _rate(limit: int, points_limit: int, cost: Cost) -> int:
-    """Evaluations an hour of these budgets. An evaluation that wrote its comment with GraphQL
-    mutations would have written it over REST where that lasts longer
+def _rate(limit: int, points_limit: int, cost: Cost, copilot: Cost | None = None,
+          share: float = 0.0) -> int:
+    """Evaluations an hour of these budgets, for a mix of PRs a ``share`` of which cost what
+    ``copilot`` did (a Copilot PR) and the rest what ``cost`` did. An evaluation that wrote its
+    comment with GraphQL mutations would have written it over REST where that lasts longer
     (``writes.comment_over_graphql``: the POST and the listing after it, ``REST_CREATE_REQUESTS``,
     instead of the mutation's points), so the better of the two is what the adapter gets."""
-    rate = _per_hour(limit, points_limit, cost.budget_used, cost.points)
+    mix = [(cost, 1.0 - share), (copilot or cost, share)]
+    requests = sum(c.budget_used * w for c, w in mix)
+    points = sum(c.points * w for c, w in mix)
+    rate = _per_hour(limit, points_limit, requests, points)
     if cost.comment_queries:
         rate = max(rate, _per_hour(limit, points_limit,
-                                   cost.budget_used + REST_CREATE_REQUESTS,
-                                   cost.points - cost.comment_points))
+                                   requests + REST_CREATE_REQUESTS,
+                                   points - sum(c.comment_points * w for c, w in mix)))
     return math.floor(rate)
+
+
+def _share(value: float) -> str:
+    return f"{value * 100:.0f} %"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -332,10 +373,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--api", choices=APIS, nargs="*", default=list(APIS))
     parser.add_argument("--backfill-prs", type=int, default=BACKFILL_PRS, metavar="N",
                         help="typical PRs the backfill part evaluates (0: skip it)")
+    parser.add_argument("--copilot-shares", type=float, nargs="*", default=list(COPILOT_SHARES),
+                        metavar="SHARE", help="shares of Copilot PRs the hourly figures and the "
+                        "backfill are given for (0 to 1)")
     args = parser.parse_args(argv)
     tokenizer, count = token_counter()
-    costs = [measure(adapter, api, size, count) for api in args.api for adapter in ADAPTERS
-             for size in args.sizes]
+    # Over REST a PR costs the same whoever made it (the timeline is always read); over GraphQL
+    # a Copilot PR reads REST's timeline besides.
+    costs = [measure(adapter, api, size, count, author) for api in args.api for adapter in ADAPTERS
+             for size in args.sizes
+             for author in (AUTHORS if api == "graphql" else ("person",))]
     for cost in costs:
         if cost.requests - cost.not_modified != cost.budget_used:
             raise SystemExit(f"{cost}: the server saw {cost.requests} REST requests "
@@ -343,42 +390,50 @@ def main(argv: list[str] | None = None) -> int:
                              f"{cost.budget_used}")
         if cost.judge_status != "ok":
             raise SystemExit(f"{cost}: the judge did not answer")
-    fills = [typical_backfill(api, args.backfill_prs) for api in args.api] \
+    fills = [typical_backfill(api, args.backfill_prs, share) for api in args.api
+             for share in (args.copilot_shares if api == "graphql" else args.copilot_shares[:1])] \
         if args.backfill_prs > 0 else []
     if args.json:
         print(json.dumps({"tokenizer": tokenizer, "costs": [asdict(c) for c in costs],
                           "backfill": [asdict(f) for f in fills]}, indent=2))
         return 0
     print(f"Prompt tokens: {tokenizer}\n")
-    print("| adapter | api | commits | REST requests (collection + comment) | GraphQL queries "
+    print("| adapter | api | PR by | commits | REST requests (collection + comment) | GraphQL queries "
           "(comment) | points (comment) | REST budget used (304s) | re-run: REST requests, "
           "charged | prompt tokens | prompt chars | completion tokens (fake) |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for c in costs:
-        print(f"| {c.adapter} | {c.api} | {c.commits:,} | {c.requests} ({c.collection} + "
+        by = "anyone" if c.api == "rest" else c.author
+        print(f"| {c.adapter} | {c.api} | {by} | {c.commits:,} | {c.requests} ({c.collection} + "
               f"{c.comment}) | {c.graphql_queries} ({c.comment_queries}) | {c.points} "
               f"({c.comment_points}) | {c.budget_used} "
               f"({c.not_modified}) | {c.rerun}, {c.rerun_charged} | "
               f"{c.prompt_tokens:,} | {c.prompt_chars:,} | {c.completion_tokens_reported} |")
     sizes = " / ".join(f"{s:,}" for s in args.sizes)
-    print(f"\n| adapter | documented limits per hour (REST / GraphQL points) | api | "
+    print(f"\n| adapter | documented limits per hour (REST / GraphQL points) | api | Copilot PRs | "
           f"evaluations/hour at {sizes} commits |")
-    print("|---|---|---|---|")
+    print("|---|---|---|---:|---|")
     for adapter, limits in LIMITS.items():
         for name, limit, points_limit in limits:
             for api in args.api:
-                per_size = {c.commits: c for c in costs if c.adapter == adapter and c.api == api}
-                rates = " / ".join(f"{_rate(limit, points_limit, per_size[s]):,}"
-                                   for s in args.sizes if s in per_size)
-                print(f"| {adapter} | {name}: {limit:,} / {points_limit:,} | {api} | {rates} |")
+                mine = [c for c in costs if c.adapter == adapter and c.api == api]
+                person = {c.commits: c for c in mine if c.author == "person"}
+                copilot = {c.commits: c for c in mine if c.author == "copilot"}
+                for share in (args.copilot_shares if api == "graphql" else [None]):
+                    rates = " / ".join(
+                        f"{_rate(limit, points_limit, person[s], copilot.get(s), share or 0.0):,}"
+                        for s in args.sizes if s in person)
+                    print(f"| {adapter} | {name}: {limit:,} / {points_limit:,} | {api} | "
+                          f"{'any' if share is None else _share(share)} | {rates} |")
     if fills:
         print(f"\nBackfill of {args.backfill_prs} typical PRs (no AI, no comment):\n")
-        print("| api | REST requests (charged) | charged per PR | GraphQL queries | points | "
-              "per PR | batch sizes | PRs/hour, installation (5,000 + 5,000) | "
+        print("| api | Copilot PRs | REST requests (charged) | charged per PR | GraphQL queries | "
+              "points | per PR | batch sizes | PRs/hour, installation (5,000 + 5,000) | "
               "PRs/hour, GITHUB_TOKEN (1,000 + 1,000) |")
-        print("|---|---:|---:|---:|---:|---:|---|---:|---:|")
+        print("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|")
         for f in fills:
-            print(f"| {f.api} | {f.requests} ({f.charged}) | {f.charged / f.prs:.2f} | "
+            print(f"| {f.api} | {_share(f.copilot_share)} | {f.requests} ({f.charged}) | "
+                  f"{f.charged / f.prs:.2f} | "
                   f"{f.graphql_queries} | "
                   f"{f.points} | {f.points / f.prs:.2f} | {', '.join(map(str, f.batches)) or '-'} "
                   f"| {f.per_hour(5_000, 5_000):,} | {f.per_hour(1_000, 1_000):,} |")

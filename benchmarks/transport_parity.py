@@ -43,8 +43,9 @@ from taskeval.transports import Api
 API: tuple[Api, Api] = ("rest", "graphql")
 
 
-def one(gh: Any, pr: PullRecord, api: Api) -> tuple[dict[str, Any], int, float]:
-    """(result JSON without ``evaluatedAt``, HTTP requests sent, seconds) for one transport."""
+def one(gh: Any, pr: PullRecord, api: Api) -> tuple[dict[str, Any], int, float, int]:
+    """(result JSON without ``evaluatedAt``, HTTP requests sent, seconds, GraphQL queries among
+    the requests) for one transport."""
     from dataclasses import replace
 
     meter = Meter()
@@ -54,7 +55,7 @@ def one(gh: Any, pr: PullRecord, api: Api) -> tuple[dict[str, Any], int, float]:
     seconds = time.perf_counter() - t0
     data = as_json(result)
     data.pop("evaluatedAt", None)
-    return data, meter.requests, seconds
+    return data, meter.requests, seconds, meter.graphql_queries
 
 
 def why(rest: dict[str, Any], graphql: dict[str, Any]) -> str | None:
@@ -100,6 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     sources: Counter[str] = Counter()
     issue_labels: Counter[str] = Counter()
     seconds: dict[str, float] = dict.fromkeys(API, 0.0)
+    # Over GraphQL, per agent: (REST requests, GraphQL queries) of each PR. A Copilot PR reads
+    # its timeline over REST (the agent's session events), any other PR GraphQL's.
+    by_agent: dict[str, list[tuple[int, int]]] = defaultdict(list)
     lock = threading.Lock()
     local = threading.local()
 
@@ -120,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
                 for api in API:
                     requests[api].append(got[api][1])
                     seconds[api] += got[api][2]
+                by_agent[pr.agent].append((got["graphql"][1] - got["graphql"][3], got["graphql"][3]))
                 if reason:
                     differ[reason].append(f"{pr.agent} {pr.ref}")
                 task = got["graphql"][0].get("taskType") or {}
@@ -163,6 +168,13 @@ def main(argv: list[str] | None = None) -> int:
         for api in API:
             lines.append(f"| {api} | {statistics.fmean(requests[api]):.2f} | {min(requests[api])} "
                          f"| {max(requests[api])} | {seconds[api] / compared:.3f} |")
+        lines += ["", "Over GraphQL, by agent (a Copilot PR reads its timeline over REST):", "",
+                  "| agent | PRs | REST requests per PR (mean) | min | max | GraphQL queries per PR |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        for agent, seen in sorted(by_agent.items()):
+            rest = [r for r, _ in seen]
+            lines.append(f"| {agent} | {len(seen)} | {statistics.fmean(rest):.2f} | {min(rest)} | "
+                         f"{max(rest)} | {statistics.fmean(q for _, q in seen):.2f} |")
         lines.append("")
         ratio = statistics.fmean(requests["graphql"]) / statistics.fmean(requests["rest"])
         lines.append(f"GraphQL / REST: requests {ratio:.2f}x, time "
@@ -175,6 +187,9 @@ def main(argv: list[str] | None = None) -> int:
             "reasons": {k: v for k, v in differ.items()}, "crashes": crashes,
             "requests": {api: statistics.fmean(v) if v else None for api, v in requests.items()},
             "seconds": seconds, "wall": wall, "task_type_sources": dict(sources),
+            "graphql_by_agent": {a: {"prs": len(v), "rest": statistics.fmean(r for r, _ in v),
+                                     "queries": statistics.fmean(q for _, q in v)}
+                                 for a, v in by_agent.items()},
             "issue_labels": dict(issue_labels),
         }, indent=2) + "\n")
     return 1 if n_differ or crashes else 0

@@ -109,7 +109,7 @@ class BotSettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     lease_seconds: float = 120.0
     # A worker silent this long is gone and its running jobs are requeued (None: derived from
-    # the lease, 16 s at the default; see bot.jobs.queue.alive_window).
+    # the lease, 16 s at the default; see bot.jobs.presence.alive_window).
     worker_stale_seconds: float | None = None
     max_attempts: int = 5
     backoff_seconds: float = 30.0

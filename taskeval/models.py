@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from types import UnionType
-from typing import Annotated, Any, Literal, NamedTuple, Union, get_args, get_origin
+from typing import Annotated, Any, Final, Literal, NamedTuple, Union, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -23,7 +23,20 @@ from pydantic.alias_generators import to_camel
 from taskeval.canonical import dumps_canonical, plain_float
 from taskeval.contract import CATEGORIES, Band, Category
 
-SCHEMA_VERSION = "1"
+# The bundle's schema version, which a result carries as its own (``EvaluationResult``): what
+# changed in each is in ``SCHEMA_VERSIONS`` and docs/collection.md. A stored bundle keeps the
+# version it was made with (and its evidence IDs); only a new evaluation makes the newest.
+SCHEMA_VERSION = "2"
+SCHEMA_VERSIONS: Final[dict[str, str]] = {
+    "1": "timeline events are keyed by REST's numeric event id: event:<id>",
+    "2": "timeline events are keyed by GitHub's global node id (REST's node_id, GraphQL's id), "
+         "the same through either API: event:<node id>; a commit's by its SHA "
+         "(event:committed-<sha7>), and events REST gives no node id by kind, source and time "
+         "(event:cross-referenced-<owner/repo#n>-<time>)",
+}
+_SCHEMA_DOC: Final = ("The evidence bundle's schema version (a result carries its bundle's). "
+                      + "; ".join(f"{v}: {what}" for v, what in SCHEMA_VERSIONS.items())
+                      + ". A bundle that names none is version 1.")
 
 GroupName = Literal[
     "taskMetadata",
@@ -183,7 +196,10 @@ _Flag = Field(default=False, exclude_if=_unset)
 class TimelineEntry(Model):
     """One issue-timeline event, compact (no bodies): what the timeline signals read."""
 
-    id: str  # the citable evidence ID this event would have ("event:<id>")
+    # The citable evidence ID of the event: "event:<node id>" (schema version 2; see
+    # ``SCHEMA_VERSIONS``), "event:<REST event id>" in bundles of version 1.
+    id: str = Field(description="The event's evidence ID: event:<GitHub node id> (schema "
+                    "version 2), event:<REST event id> (version 1); see schemaVersion.")
     event: str  # GitHub's event name, e.g. head_ref_force_pushed, copilot_work_finished_failure
     actor: str | None = _Detail
     actor_is_bot: bool = _Flag
@@ -270,13 +286,23 @@ class BundleFacts(Model):
 
 
 class EvidenceBundle(Model):
-    schema_version: str = SCHEMA_VERSION
+    schema_version: str = Field(default=SCHEMA_VERSION, description=_SCHEMA_DOC)
     repository: str
     pull_request: int
     head_sha: str
     html_base: str = "https://github.com"
     groups: list[EvidenceGroup]
     facts: BundleFacts
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unversioned_is_1(cls, data: Any) -> Any:
+        """A bundle that names no schema version predates version 2 (taskeval always writes it;
+        a hand-made file may not): read as version 1, as it was read when it was made. Code
+        that builds a bundle names the version (``evidence.build_bundle``)."""
+        if isinstance(data, dict) and "schemaVersion" not in data and "schema_version" not in data:
+            return {**data, "schemaVersion": "1"}
+        return data
 
     @model_validator(mode="after")
     def _order(self) -> EvidenceBundle:
@@ -577,7 +603,7 @@ class TaskType(Model):
 
 
 class EvaluationResult(Model):
-    schema_version: str = SCHEMA_VERSION
+    schema_version: str = Field(default=SCHEMA_VERSION, description=_SCHEMA_DOC)
     scorer_version: str
     repository: str
     pull_request: PullRequestRef

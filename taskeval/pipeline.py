@@ -339,18 +339,21 @@ def _result(
     again would find nothing new. ``bundle_hash`` is taken as given: the bundle's own hash, or a
     stored result's that was checked against its evidence as read (:func:`_unchanged`)."""
     digest = bundle_hash or bundle.hash()
-    fields = _fields(bundle.repository, bundle.head_sha, bundle.facts.pull, loaded, options, scored, digest)
+    fields = _fields(bundle.repository, bundle.head_sha, bundle.facts.pull, loaded, options, scored, digest,
+                     bundle.schema_version)
     return EvaluationResult.model_construct(**fields, evidence=bundle)
 
 
 def _fields(
     repository: str, head_sha: str, pull: PullFacts, loaded: LoadedConfig, options: Options, scored: _Scored,
-    digest: str,
+    digest: str, schema_version: str,
 ) -> dict[str, Any]:
-    """Every field of the result but its evidence."""
+    """Every field of the result but its evidence. ``schema_version``: the bundle's, which the
+    result carries (a stored bundle keeps its version, so its re-scored result does too)."""
     categories = scored.categories
     overall_score = contract.overall({c.category: c.final_score for c in categories})
     return dict(
+        schema_version=schema_version,
         scorer_version=SCORER_VERSION,
         repository=repository,
         pull_request=PullRequestRef(
@@ -589,12 +592,13 @@ def _from_stored(
         linked = _LINKED.validate_python(evidence["facts"].get("linkedIssues") or [])
         audit = EvidenceGroup.model_validate(next(g for g in evidence["groups"] if g["source"] == "runAudit"))
         repository, head_sha = (_TEXT.validate_python(evidence[key]) for key in ("repository", "headSha"))
+        version = _TEXT.validate_python(evidence.get("schemaVersion", "1"))
     except (ValidationError, KeyError, TypeError, StopIteration):
         return None
     scored = _scored(signals, deterministic_scores(signals, loaded.settings), judged, kept.agent, audit, pull,
                      loaded, [], kept.account, linked)
     opts = replace(options, trigger="rescore", evaluated_at=_stamp(data, pull, options))
-    fields = _fields(repository, head_sha, pull, loaded, opts, scored, data["bundleHash"])
+    fields = _fields(repository, head_sha, pull, loaded, opts, scored, data["bundleHash"], version)
     # Every field is validated already; constructing skips only the evidence it lacks.
     rest = _json_but_evidence(EvaluationResult.model_construct(**fields))
     return Rescored(True, evidence, rest=rest,

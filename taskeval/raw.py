@@ -156,16 +156,21 @@ class RawWorkflowRun(_Raw):
 
 
 class RawTimelineEvent(_Raw):
-    """One entry of ``GET /repos/{o}/{r}/issues/{n}/timeline``, in GitHub's documented shape.
+    """One entry of ``GET /repos/{o}/{r}/issues/{n}/timeline``, in GitHub's documented shape, or
+    the same event read from GraphQL's ``timelineItems`` (``taskeval.github.graphql.timeline``).
 
-    Most events carry ``id``, ``actor``, ``created_at`` and sometimes ``commit_id``; ``committed``
-    entries carry ``sha`` and their own author/committer dates instead; ``reviewed`` entries carry
-    ``user``, ``state`` and ``submitted_at``; ``cross-referenced`` entries carry ``source.issue``
-    (the issue or PR that mentioned this one), flattened here into ``source_*``.
+    Most events carry ``node_id`` (GitHub's global node id, which GraphQL calls ``id``: the key
+    of the event's evidence ID), ``actor``, ``created_at`` and sometimes ``commit_id``;
+    ``committed`` entries carry ``sha`` and their own author/committer dates instead (keyed by the
+    SHA); ``reviewed`` entries carry ``user``, ``state`` and ``submitted_at``;
+    ``cross-referenced`` entries carry ``source.issue`` (the issue or PR that mentioned this one),
+    flattened here into ``source_*``, and no node id over REST (keyed by kind, source and time).
+    REST's numeric event ``id`` is not kept: GraphQL has no such id, and both transports fill
+    this model alike.
     """
 
     event: str
-    id: int | None = None
+    node_id: str | None = None  # None where REST gives none (``vocabulary.EVENTS_WITHOUT_NODE_ID``)
     actor: RawUser | None = None
     created_at: datetime | None = None
     commit_id: str | None = None

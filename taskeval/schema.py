@@ -35,13 +35,15 @@ def config_schema() -> dict[str, Any]:
 
 def schema_of(what: SchemaName) -> dict[str, Any]:
     """The named schema, with ``$schema`` and ``$id`` set."""
+    version = "1"  # the config file's
     if what == "config":
         schema = config_schema()
     else:
-        from taskeval.models import EvaluationResult, EvidenceBundle
+        from taskeval.models import SCHEMA_VERSION, EvaluationResult, EvidenceBundle
 
         model = EvidenceBundle if what == "bundle" else EvaluationResult
         schema = model.model_json_schema(by_alias=True)
+        version = SCHEMA_VERSION  # the bundle's, which the result carries
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = f"{SCHEMA_BASE}/{what}-v1.json"
+    schema["$id"] = f"{SCHEMA_BASE}/{what}-v{version}.json"
     return schema

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from tests.fakegithub_parts import _api, _iso, _num, _sha
+from tests.fakegraphql_resolver import comment_node_id
 
 if TYPE_CHECKING:
     from tests.fakegithub_parts import _Pull
@@ -176,7 +177,8 @@ class Payloads:
                        association: str, *, type: str | None = None) -> dict[str, Any]:
         cid = next(self._ids)
         return {
-            "id": cid, "node_id": f"IC_{cid}",
+            # The id GraphQL gives the same comment (its mutations take it), as GitHub does.
+            "id": cid, "node_id": comment_node_id(repo, cid),
             "url": _api(f"/repos/{repo}/issues/comments/{cid}"),
             "html_url": f"{self.html_base}/{repo}/pull/{number}#issuecomment-{cid}",
             "body": body, "user": self.user(login, type),

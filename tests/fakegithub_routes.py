@@ -451,8 +451,9 @@ class Router:
         for r in pull.reviews:
             if "submitted_at" in r:
                 entries.append((r["submitted_at"], 0, {**r, "event": "reviewed"}))
-        for e in pull.events:
-            entries.append((e["created_at"], 1, dict(e)))
+        for e in pull.events:  # grouped line or commit comments are dated by their first
+            first = (e.get("comments") or [{}])[0] or {}
+            entries.append((e.get("created_at") or first.get("created_at") or "", 1, dict(e)))
         data = pull.data
         if data.get("closed_at"):
             eid = _num("closed-event", data["id"])

@@ -291,6 +291,9 @@ class _FakeFacts:
         self._need(repo, "issues", "pull_requests")
         return self.fake.issue_object(repo, number)
 
+    def timeline(self, repo: str, number: int) -> Sequence[Mapping[str, Any]]:
+        return self.fake._timeline(self._need(repo, "issues", "pull_requests"), number)
+
     def viewer_login(self) -> str | None:
         return self.identity.login if self.identity is not None else None
 

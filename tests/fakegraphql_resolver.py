@@ -10,11 +10,13 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Protocol
 
 from graphql import GraphQLError, GraphQLResolveInfo
+
+from .fakegraphql_ids import node_id, parse_node_id
+from .fakegraphql_timeline import items as timeline_items
 
 # ------------------------------------------------------------------------------ resolving
 
@@ -23,8 +25,6 @@ def _error(message: str, kind: str) -> GraphQLError:
     return GraphQLError(message, extensions={"type": kind})
 
 
-def node_id(*parts: object) -> str:
-    return base64.b64encode(json.dumps([str(p) for p in parts]).encode()).decode()
 
 
 def comment_node_id(repo: str, comment_id: int) -> str:
@@ -157,6 +157,9 @@ class Facts(Protocol):
         """``GET /repos/{o}/{r}/issues/{n}``: an issue, or a PR's issue object (with
         ``pull_request``)."""
 
+    def timeline(self, repo: str, number: int) -> Sequence[Mapping[str, Any]]:
+        """``GET /repos/{o}/{r}/issues/{n}/timeline``, every page."""
+
 
 class Resolver:
     """One request's view of a ``Facts`` source, shaped as GitHub's GraphQL objects."""
@@ -184,7 +187,7 @@ class Resolver:
 
     def node(self, info: GraphQLResolveInfo, id: str) -> dict[str, Any] | None:
         try:
-            kind, repo_name, *rest = json.loads(base64.b64decode(id))
+            kind, repo_name, *rest = parse_node_id(id)
         except ValueError as exc:
             raise _error(f"Could not resolve to a node with the global id of '{id}'",
                          "NOT_FOUND") from exc
@@ -311,6 +314,10 @@ class Resolver:
             "comments": connection(lambda **_: [
                 self._issue_comment(name, c) for c in facts.issue_comments(name, number)]),
             "files": connection(lambda **_: [self._file(f) for f in facts.files(name, number)]),
+            "timelineItems": lambda info, **args: connection(
+                lambda itemTypes=None, **_: timeline_items(
+                    info.schema, facts.timeline(name, number), name, number, actor, itemTypes))(
+                info, **args),
         }
 
     def _commit_by_sha(self, name: str, sha: str) -> dict[str, Any] | None:
@@ -392,7 +399,8 @@ class Resolver:
 
     @staticmethod
     def _review(r: Mapping[str, Any]) -> dict[str, Any]:
-        return {"fullDatabaseId": str(r["id"]), "author": actor(r.get("user")), "state": r["state"],
+        return {"id": r.get("node_id") or node_id("PullRequestReview", r["id"]),
+                "fullDatabaseId": str(r["id"]), "author": actor(r.get("user")), "state": r["state"],
                 "body": r.get("body") or "", "submittedAt": r.get("submitted_at"),
                 "commit": {"oid": r["commit_id"]} if r.get("commit_id") else None,
                 "authorAssociation": r.get("author_association") or "NONE", "url": r.get("html_url")}
@@ -437,7 +445,7 @@ class Resolver:
 
     def _comment_target(self, id: str, kind: str) -> tuple[str, int]:
         try:
-            found, repo_name, *rest = json.loads(base64.b64decode(id))
+            found, repo_name, *rest = parse_node_id(id)
             if found != kind:
                 raise ValueError(found)
             return str(repo_name), int(rest[0])

@@ -529,7 +529,7 @@ def test_copilot_operator_from_the_timeline_when_no_one_is_assigned() -> None:
         head_sha=_sha(1), head_ref="copilot/fix-7", base_ref="main",
         html_url="https://github.com/acme/widgets/pull/7",
     )
-    timeline = [RawTimelineEvent(event="copilot_work_started", id=5, actor=RawUser(login="dana"),
+    timeline = [RawTimelineEvent(event="copilot_work_started", node_id="CWSE_5", actor=RawUser(login="dana"),
                                  created_at=T0)]
     bundle = build_bundle(RawCollection(repository="acme/widgets", pull=pull, commits=[raw_commit],
                                         timeline=timeline))

@@ -260,7 +260,10 @@ def test_enqueue_puts_jobs_on_the_queue_once(served: FakeGitHub, store: str) -> 
         queued = conn.execute(select(jobs.c.number, jobs.c.trigger, jobs.c.status)).all()
     assert sorted(n for n, _, _ in queued) == [1, 2, 4, 5, 7, 8]
     assert {(t, s) for _, t, s in queued} == {("backfill", "queued")}
-    assert served.count(route="pulls.get") == served.count(route="graphql") == 0
+    # No PR is read: over GraphQL only the labels of the issues they link, for the jobs'
+    # payloads (tests/test_backfill_enqueue.py), and no PR's own query.
+    assert served.count(route="pulls.get") == 0
+    assert not [q for q, _ in served.graphql_queries if "TaskevalPullRequest" in q]
 
 
 def _env(fake: FakeGitHub, tmp: Path) -> dict[str, str]:

@@ -163,7 +163,7 @@ def test_supervisor_restarts_a_crashed_worker_and_stops_with_the_web_server(
 def test_a_silent_workers_jobs_are_requeued_after_the_stale_window(
     env: dict[str, str], stale: float, beat: float
 ) -> None:
-    from bot.jobs.queue import presence_interval
+    from bot.jobs.presence import presence_interval
 
     settings = BotSettings.from_env({**BASE, **env})
     queue = Queue.for_settings(create_engine("sqlite://"), settings)

@@ -14,7 +14,8 @@ from flask.testing import FlaskClient
 from sqlalchemy import Engine, select
 
 from bot.app import create_app
-from bot.jobs.queue import Queue, alive_window
+from bot.jobs.presence import alive_window
+from bot.jobs.queue import Queue
 from bot.jobs.worker import Worker
 from taskeval.store.db import deliveries, workers
 from tests.bot.helpers import deliver, payload, settings_for

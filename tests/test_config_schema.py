@@ -69,4 +69,4 @@ def test_plain_schema_still_prints_the_result_schema() -> None:
     proc = run_cli("schema")
     assert proc.returncode == 0, proc.stderr
     schema = json.loads(proc.stdout)
-    assert schema["$id"].endswith("/result-v1.json") and "overallScore" in schema["properties"]
+    assert schema["$id"].endswith("/result-v2.json") and "overallScore" in schema["properties"]

@@ -34,20 +34,25 @@ def test_every_request_is_billed_and_the_comment_costs_what_the_docs_say() -> No
     # The bot knows its login; the CLI and the Action ask for theirs (GET /user).
     assert (costs["cli"]["comment"], costs["action"]["comment"], costs["app"]["comment"]) == (4, 4, 3)
     assert costs["cli"]["collection"] == costs["action"]["collection"] == costs["app"]["collection"]
-    # Over GraphQL: one query of one point, one more for the labels of the issue the PR's body
-    # fixes (#12), and the REST reads GraphQL lacks (issue object, timeline, workflow runs).
+    # Over GraphQL: one query of one point (the timeline in it), one more for the labels of the
+    # issue the PR's body fixes (#12), and the REST reads GraphQL lacks: the issue object and
+    # the workflow runs, and for a Copilot PR its timeline (the agent's session events).
     # Every adapter writes the comment with one mutation (addComment,
     # whose answer lists the comments the race check reads), found from what the query read:
     # no REST listing, no write over REST, no GET /user.
-    graphql = {c["adapter"]: c for c in measured if c["api"] == "graphql"}
+    graphql = {c["adapter"]: c for c in measured if c["api"] == "graphql" and c["author"] == "person"}
+    copilot = {c["adapter"]: c for c in measured if c["api"] == "graphql" and c["author"] == "copilot"}
     for adapter, cost in graphql.items():
-        assert cost["collection"] == 3, adapter
+        assert (cost["collection"], copilot[adapter]["collection"]) == (2, 3), adapter
         assert cost["budget_used"] == cost["requests"] - cost["not_modified"], adapter
+        assert copilot[adapter]["points"] == cost["points"], adapter
     assert {a: (c["graphql_queries"], c["points"], c["comment_queries"], c["comment_points"],
                 c["comment"]) for a, c in graphql.items()} == {
         "action": (3, 3, 1, 1, 0), "cli": (3, 3, 1, 1, 0), "app": (3, 3, 1, 1, 0)}
-    # 1,000 REST requests and 1,000 points an hour: the Action's first evaluation of a PR
-    # costs 3 of each, its re-runs (updateIssueComment) 3 requests (2 charged) and 3 points.
+    # 1,000 REST requests and 1,000 points an hour: the Action's first evaluation of a person's
+    # PR costs 2 requests and 3 points; on a re-run REST is the budget that lasts longer, so the
+    # comment's update is a PATCH: 3 requests (2 charged: the issue object changed with the
+    # comment, the runs answer 304) and 2 points.
     action = graphql["action"]
     assert 1000 // max(action["budget_used"], action["points"]) >= 310
     assert action["rerun"] == 3 and action["rerun_charged"] <= 2

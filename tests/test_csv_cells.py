@@ -80,6 +80,7 @@ def test_the_export_writes_titles_and_names_as_text(app: Flask, client: FlaskCli
         data = _result(n, payload, [])
         data["pullRequest"]["title"] = payload
         data["pullRequest"]["author"] = data["agent"]["name"] = payload
+        data["agent"]["id"] = "house-agent"  # a repository's own agent: its name is the config's text
         stored.append(data)
     with write(app.extensions["taskeval"].engine) as conn:
         for data in stored:

@@ -29,7 +29,9 @@ from tests.fakegithub import FAKE_TOKEN, FakeGitHub, Fault
 from tests.fakeopenai import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
+# The examples taskeval writes now, and results and bundles stored by earlier versions (bundle
+# schema version 1: timeline events keyed by REST's event ids), which must re-score as they did.
+EXAMPLES = sorted((ROOT / "examples").glob("*.json")) + sorted((ROOT / "tests" / "stored").glob("*/*.json"))
 REPO = "octo-org/widgets"
 DETERMINISTIC = ("repository", "pullRequest", "headSha", "evaluatedAt", "evidence", "bundleHash",
                  "signals", "config")

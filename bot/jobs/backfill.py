@@ -41,6 +41,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.exc import IntegrityError
 
 from bot.settings import DEFAULT_RESERVE
+from taskeval.evidence.vocabulary import issues_to_read
 from taskeval.github.batch import BatchSizer
 from taskeval.github.errors import GitHubError, RateLimitError, translate
 from taskeval.store.budget import Budget, BudgetExhausted, GateMeter, budget_key, rate_limit_now
@@ -54,6 +55,7 @@ MAX_TRIES = 3  # per PR, for secondary rate limits
 TRIGGER = "backfill"
 # What backfill reads to name the account its token posts as, when GitHub will not say.
 LOGIN_HINT = "set TASKEVAL_COMMENT_AS to the login the token posts as, for a GitHub App '<app-slug>[bot]'"
+ENQUEUE_CHUNK = 100  # PRs whose repository-wide reads --enqueue makes before queueing them
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,8 @@ class Candidate:
     created_at: str | None = None  # as listed (GitHub's ISO 8601): what batching plans by
     updated_at: str | None = None
     ended_at: str | None = None  # merged, else closed; None while open
+    head_ref: str = ""
+    links: tuple[int, ...] = ()  # the linked issues its text names (``issues_to_read``)
 
 
 @dataclass
@@ -162,9 +166,14 @@ def select_pulls(items: Iterator[dict[str, Any]], opts: Options) -> Iterator[Can
         head = (item.get("head") or {}).get("sha")
         if not isinstance(head, str) or not isinstance(item.get("number"), int):
             continue
-        yield Candidate(int(item["number"]), head, when.isoformat(),
+        number = int(item["number"])
+        yield Candidate(number, head, when.isoformat(),
                         created_at=item.get("created_at"), updated_at=item.get("updated_at"),
-                        ended_at=item.get("merged_at") or item.get("closed_at"))
+                        ended_at=item.get("merged_at") or item.get("closed_at"),
+                        head_ref=str((item.get("head") or {}).get("ref") or ""),
+                        links=tuple(issues_to_read(str(item.get("title") or ""),
+                                                   str(item.get("body") or ""), number,
+                                                   opts.repository)))
         taken += 1
         if opts.limit is not None and taken >= opts.limit:
             return
@@ -475,7 +484,10 @@ class Backfill:
             todo = [pr for pr in listed if (pr.number, pr.head_sha) not in done]
             self.summary.skipped = len(listed) - len(todo)
             if self.opts.enqueue:
-                self._enqueue(todo)
+                try:
+                    self._enqueue(todo)
+                except (BudgetExhausted, RateLimitError) as exc:  # its reads: go on next run
+                    self.summary.stopped = str(exc)
                 return self.summary
             self.progress = Progress(len(listed), self.stream, self.tty)
             self.progress.done = self.progress.counts["skipped"] = self.summary.skipped
@@ -629,19 +641,66 @@ class Backfill:
         self.progress.step(pr.number, "failed", reason)
 
     def _enqueue(self, todo: list[Candidate]) -> None:
+        """Queue the PRs for ``taskeval worker``. Over GraphQL each job carries what this run
+        read for it (``taskeval.github.batch.handed``): the repository-wide reads a single
+        process shares among its PRs (the issue listing, the workflow runs by day) are made
+        here, once, a chunk of PRs at a time, and workers claim the jobs in batches that one
+        GraphQL query reads (``Queue.claim_batch``), so spread over workers the backfill
+        spends per PR what one process does."""
         from bot.jobs import events
         from bot.jobs.queue import Queue
 
         queue = Queue(self.engine)
         trigger = "backfill-comment" if self.opts.comment else TRIGGER
-        for pr in todo:
-            _, created = queue.enqueue(events.Evaluate(self.opts.repository, pr.number,
-                                                       pr.head_sha, None, trigger))
-            if created:
-                self.summary.enqueued += 1
-            else:
-                self.summary.skipped += 1
+        try:
+            for start in range(0, len(todo), ENQUEUE_CHUNK):
+                chunk = todo[start:start + ENQUEUE_CHUNK]
+                payloads = self._handed(chunk) if self.batching else {}
+                for pr in chunk:
+                    payload = payloads.get(pr.number)
+                    _, created = queue.enqueue(
+                        events.Evaluate(self.opts.repository, pr.number, pr.head_sha, None, trigger),
+                        payload=json.dumps(payload, separators=(",", ":")) if payload else None)
+                    if created:
+                        self.summary.enqueued += 1
+                    else:
+                        self.summary.skipped += 1
+        finally:
+            self._close_shared()
         self.stream.write(f"backfill: {self.summary.enqueued} jobs queued for taskeval worker\n")
+
+    def _handed(self, prs: list[Candidate]) -> dict[int, dict[str, Any]]:
+        """What the repository-wide reads answer for each of ``prs`` (a job's payload), read as
+        far as these PRs need, as :meth:`_prefetch` reads them for a batch."""
+        from taskeval.github.batch import IssueFeed, RunIndex, Shared, handed, run_window
+        from taskeval.github.client import clone
+
+        if self._shared is None:
+            self._shared_meter = self.meter()
+            self._shared_requester = clone(self.gh, self._shared_meter)
+            self._shared = Shared(IssueFeed(self._shared_requester, self.opts.repository,
+                                            self.opts.since),
+                                  RunIndex(self._shared_requester, self.opts.repository))
+        updated = [pr.updated_at for pr in prs if pr.updated_at]
+        if updated:
+            self._shared.issues.read_until(min(updated))
+        windows = [w for pr in prs if pr.created_at and (w := run_window(
+            _iso(pr.created_at) or datetime.now(UTC), _iso(pr.ended_at))) is not None]
+        if windows:
+            self._shared.runs.ensure(min(w[0] for w in windows), max(w[1] for w in windows))
+        from taskeval.github.graphql.read import GraphQLUnavailable
+
+        with self._metered() as requester:  # the linked issues the listing has not reached
+            try:
+                self._shared.read_numbers(requester, self.opts.repository,
+                                          [n for pr in prs for n in pr.links])
+            except (GitHubError, GraphQLUnavailable) as exc:  # each worker reads its own
+                if isinstance(exc, RateLimitError):
+                    raise
+        return {pr.number: handed(self._shared, self.opts.repository, pr.number,
+                                  _iso(pr.created_at) or datetime.now(UTC), _iso(pr.ended_at),
+                                  pr.head_ref, pr.links)
+                for pr in prs}
 
 
 def installation_of(app_id: str, private_key: str, api_url: str, repository: str) -> int:

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from sqlalchemy import Engine
 
@@ -76,6 +76,15 @@ class Core(Protocol):
     def is_permanent_publish_error(self, exc: Exception) -> bool: ...
 
     def previous_comment(self, repo: str, number: int, head_sha: str) -> tuple[str, str] | None: ...
+
+
+@runtime_checkable
+class BatchCore(Protocol):
+    """A core that can read a batch of jobs' PRs at once (``PipelineCore.prefetch``)."""
+
+    def prefetch(self, ctx: GitHubContext, jobs: list[Job], sizer: Any) -> list[int]: ...
+
+    def forget(self, jobs: list[Job]) -> None: ...
 
 
 def _react(core: Core, ctx: GitHubContext, job: Job, content: str) -> str | None:
@@ -154,6 +163,9 @@ class PipelineCore:
         self.settings = settings
         self.engine = engine
         self.cache = DbJudgeCache(engine)
+        # PRs a batch read already (``prefetch``): (repo, number) -> (its read or the error
+        # reading it, what the batch's enqueuer handed it)
+        self._prepared: dict[tuple[str, int], tuple[Any, Any]] = {}
 
     def previous_comment(self, repo: str, number: int, head_sha: str) -> tuple[str, str] | None:
         return previous_comment(self.engine, repo, number, head_sha)
@@ -175,14 +187,62 @@ class PipelineCore:
         return str(ctx.gh.get_repo(repo).get_pull(number).head.sha)
 
     def evaluate(self, ctx: GitHubContext, repo: str, number: int, trigger: str) -> Evaluated:
-        from taskeval.pipeline import Options, evaluate_pull_request
+        from taskeval.github.collection import collect_read
+        from taskeval.pipeline import Options, evaluate_collection, evaluate_pull_request
 
         options = Options(ai=self.settings.ai, trigger=trigger, env=dict(self.settings.env),
                           github_token=ctx.token, cache=self.cache, api=self.settings.api)
+        prepared = self._prepared.pop((repo, number), None)
         with self._meter(ctx) as meter:
-            evaluation = evaluate_pull_request(ctx.gh, repo, number, options, meter=meter)
+            if prepared is None:
+                evaluation = evaluate_pull_request(ctx.gh, repo, number, options, meter=meter)
+            else:  # read by its batch: the REST reads GraphQL lacks, then the same pipeline
+                read, shared = prepared
+                if isinstance(read, Exception):
+                    raise read
+                raw = collect_read(ctx.gh, repo, read, meter=meter, shared=shared)
+                evaluation = evaluate_collection(raw, options)
         return Evaluated(json.loads(evaluation.result.to_json()), evaluation.markdown,
                          evaluation.comment_seed)
+
+    def prefetch(self, ctx: GitHubContext, jobs: list[Job], sizer: Any) -> list[int]:
+        """Read the PRs of a batch of jobs ``backfill --enqueue`` queued with one GraphQL query
+        (halved while GitHub times out on it), and their linked issues the payloads do not hold
+        with one more, so that :meth:`evaluate` of each needs only what GraphQL lacks and its
+        payload does not hold. ``sizer`` (``taskeval.github.batch.BatchSizer``) says what the
+        query is expected to cost and learns what it did. Returns the batch query's sizes.
+        Raises what reading the batch raised (a spent budget, GraphQL unavailable...): each job
+        then reads its own PR."""
+        from taskeval.github import GitHubError, RateLimitError
+        from taskeval.github.batch import Handed
+        from taskeval.github.client import clone
+        from taskeval.github.graphql.read import GraphQLUnavailable, read_pulls
+
+        repo = jobs[0].repo
+        numbers = [job.number for job in jobs]
+        shared = Handed({job.number: json.loads(job.payload) for job in jobs if job.payload})
+        with self._meter(ctx) as meter:
+            requester = clone(ctx.gh, meter)
+            try:
+                batch = read_pulls(requester, repo, numbers, points=sizer.expected(len(numbers)))
+                if batch.sizes == [len(numbers)]:
+                    sizer.reported(len(numbers), batch.cost)
+                try:
+                    shared.read_linked(requester, repo, [read.pull for read in batch.reads.values()
+                                                         if not isinstance(read, Exception)])
+                except (GitHubError, GraphQLUnavailable) as exc:  # each PR reads its own
+                    if isinstance(exc, RateLimitError):
+                        raise
+            finally:
+                requester.close()
+        for number, read in batch.reads.items():
+            self._prepared[(repo, number)] = (read, shared)
+        return batch.sizes
+
+    def forget(self, jobs: list[Job]) -> None:
+        """Drop what a batch read for jobs that did not use it (released, lost)."""
+        for job in jobs:
+            self._prepared.pop((job.repo, job.number), None)
 
     def publish(self, ctx: GitHubContext, repo: str, number: int, evaluated: Evaluated) -> str:
         from taskeval.pipeline import publish_comment

@@ -37,6 +37,7 @@ from sqlalchemy.exc import IntegrityError
 
 from bot import logs
 from bot.jobs import events
+from bot.jobs.presence import Presence, alive_window
 from taskeval.store.db import (
     PENDING,
     Prepared,
@@ -65,22 +66,6 @@ JOB_TIMEOUT_SECONDS = 900.0
 _RETRIES = 5  # unique-constraint races are resolved by re-reading; a few rounds always suffice
 
 
-def presence_interval(lease_seconds: float, stale_seconds: float | None = None) -> float:
-    """Seconds between a worker's presence heartbeats: a third of the lease, at most 5 s, and at
-    most a quarter of the stale window, so a live worker always beats several times within it."""
-    interval = min(5.0, max(0.05, lease_seconds / 3))
-    return interval if stale_seconds is None else max(0.05, min(interval, stale_seconds / 4))
-
-
-def alive_window(lease_seconds: float, stale_seconds: float | None = None) -> float:
-    """A worker whose last heartbeat is older than this is not alive: ``stale_seconds``
-    (``TASKEVAL_WORKER_STALE_SECONDS``) when set, else three missed beats plus a second (16 s at
-    the default 120 s lease). The running jobs of a worker that is not alive are requeued."""
-    if stale_seconds is not None:
-        return stale_seconds
-    return round(3 * presence_interval(lease_seconds) + 1.0, 2)
-
-
 @dataclass(frozen=True)
 class Ack:
     """What the receiver answers: the delivery is stored, and this is what became of it."""
@@ -106,6 +91,7 @@ class Job:
     # When the job must be over (epoch seconds, the claim plus the queue's per-job timeout): its
     # lease is never renewed past it, and the worker gives the job up there (bot.jobs.worker).
     deadline: float | None = None
+    payload: str | None = None  # what the enqueuer read for it already (JSON), if anything
 
 
 # The receiver's statements, built and compiled once (taskeval.store.db.Prepared): building, cache-keying and
@@ -119,6 +105,7 @@ _INSERT_DELIVERY = Prepared(insert(deliveries), _DELIVERY_KEYS)
 _JOB_DEFAULTS: dict[str, Any] = {
     "status": "queued", "attempts": 0, "triggers": 1, "head_sha": None, "installation_id": None,
     "comment_id": None, "commenter": None, "delivery_id": None, "parent_id": None,
+    "payload": None,
 }
 _JOB_KEYS = (*_JOB_DEFAULTS, "kind", "repo", "number", "trigger", "max_attempts", "run_after",
              "created_at", "updated_at")
@@ -189,6 +176,7 @@ def _job(row: Any) -> Job:
         id=row.id, kind=row.kind, repo=row.repo, number=row.number, head_sha=row.head_sha,
         installation_id=row.installation_id, trigger=row.trigger, comment_id=row.comment_id,
         commenter=row.commenter, attempts=row.attempts, max_attempts=row.max_attempts,
+        payload=row.payload,
     )
 
 
@@ -208,7 +196,7 @@ def clean_error(message: str) -> str:
     return message
 
 
-class Queue:
+class Queue(Presence):
     @classmethod
     def for_settings(cls, engine: Engine, settings: BotSettings) -> Queue:
         """The job queue on ``engine`` with the bot's settings (lease, attempts, backoff, stale
@@ -413,14 +401,14 @@ class Queue:
         })
         return Ack(status, job_id, message)
 
-    def enqueue(self, ev: events.Evaluate) -> tuple[int, bool]:
+    def enqueue(self, ev: events.Evaluate, payload: str | None = None) -> tuple[int, bool]:
         """Queue an evaluation that no delivery asked for (``taskeval backfill --enqueue``);
         (job id, created): an evaluation of the same PR and head already queued or running is
-        joined instead."""
+        joined instead. ``payload``: what the enqueuer read for it already (JSON)."""
         for _ in range(_RETRIES):
             try:
                 with write(self.engine) as conn:
-                    return self._enqueue_evaluation(conn, ev, None, self.clock())
+                    return self._enqueue_evaluation(conn, ev, None, self.clock(), payload=payload)
             except IntegrityError:
                 continue
         raise RuntimeError(f"{ev.repo}#{ev.number}: could not settle a concurrent insert")
@@ -453,7 +441,8 @@ class Queue:
 
     def _enqueue_evaluation(self, conn: Connection, ev: events.Evaluate, delivery_id: str | None,
                             now: float, parent_id: int | None = None,
-                            known: tuple[Any, Any] | None = None) -> tuple[int, bool]:
+                            known: tuple[Any, Any] | None = None,
+                            payload: str | None = None) -> tuple[int, bool]:
         """(job id, created): join a queued or running evaluation of the same PR and head SHA,
         or, for a merged-PR event, the job that already evaluated it. ``known``: those two job
         ids (or None), already read in this transaction."""
@@ -478,7 +467,7 @@ class Queue:
         job_id = self._insert_job(
             conn, now, kind="evaluate", repo=ev.repo, number=ev.number, head_sha=ev.head_sha,
             installation_id=ev.installation_id, trigger=ev.trigger, delivery_id=delivery_id,
-            parent_id=parent_id,
+            parent_id=parent_id, payload=payload,
         )
         return job_id, True
 
@@ -524,6 +513,47 @@ class Queue:
                 # on running jobs per PR refused ours. Look again.
                 continue
         return None
+
+    def claim_batch(self, worker_id: str, first: Job, most: int) -> list[Job]:
+        """Lease up to ``most`` more ready jobs that ``first``'s worker can read with it in one
+        batch: evaluations of the same repository, installation and trigger whose enqueuer
+        handed them a payload (``taskeval backfill --enqueue``), oldest first (the order they
+        were listed in), each PR with no running job. Each is leased on its own, as
+        :meth:`claim` leases one."""
+        if most <= 0 or first.payload is None:
+            return []
+        for _ in range(_RETRIES):
+            try:
+                with write(self.engine) as conn:
+                    now = self.clock()
+                    other = jobs.alias("other")
+                    busy = (select(other.c.id)
+                            .where(other.c.repo == jobs.c.repo, other.c.number == jobs.c.number,
+                                   other.c.status == "running").exists())
+                    same = (jobs.c.installation_id.is_(None) if first.installation_id is None
+                            else jobs.c.installation_id == first.installation_id)
+                    rows = conn.execute(
+                        select(jobs)
+                        .where(jobs.c.status == "queued", jobs.c.run_after <= now, ~busy,
+                               jobs.c.kind == first.kind, jobs.c.repo == first.repo,
+                               jobs.c.trigger == first.trigger, same,
+                               jobs.c.payload.is_not(None), jobs.c.id != first.id)
+                        .order_by(jobs.c.id).limit(most).with_for_update(skip_locked=True)
+                    ).all()
+                    taken = []
+                    for row in rows:
+                        done = conn.execute(
+                            update(jobs).where(jobs.c.id == row.id, jobs.c.status == "queued")
+                            .values(status="running", attempts=jobs.c.attempts + 1,
+                                    lease_until=now + self.lease_seconds, leased_by=worker_id,
+                                    updated_at=now))
+                        if done.rowcount == 1:
+                            job = _job(row)
+                            taken.append(Job(**{**job.__dict__, "attempts": job.attempts + 1}))
+                    return taken
+            except IntegrityError:  # another worker started one of them meanwhile: look again
+                continue
+        return []
 
     def _reap(self, conn: Connection, now: float) -> None:
         """Requeue the running jobs whose worker is gone, or dead-letter them when they have used
@@ -709,49 +739,6 @@ class Queue:
         with write(self.engine) as conn:
             result = conn.execute(delete(deliveries).where(deliveries.c.received_at < cutoff))
         return int(result.rowcount or 0)
-
-    # ------------------------------------------------------------------ worker presence
-
-    def beat(self, worker_id: str, *, host: str, pid: int, started_at: float,
-             job_id: int | None = None) -> None:
-        """Record that ``worker_id`` is alive (and which job it runs): update its row, or add it."""
-        now = self.clock()
-        with write(self.engine) as conn:
-            done = conn.execute(update(workers).where(workers.c.id == worker_id)
-                                .values(heartbeat_at=now, job_id=job_id)).rowcount
-            if not done:
-                conn.execute(insert(workers).values(id=worker_id, host=host[:200], pid=pid,
-                                                    started_at=started_at, heartbeat_at=now,
-                                                    job_id=job_id))
-
-    def leave(self, worker_id: str) -> None:
-        """A worker that stops cleanly removes its row; a killed one's row goes stale."""
-        with write(self.engine) as conn:
-            conn.execute(delete(workers).where(workers.c.id == worker_id))
-
-    def prune_workers(self, older_than_seconds: float = 86400.0) -> int:
-        """Forget workers silent for a day (killed ones never say goodbye)."""
-        with write(self.engine) as conn:
-            result = conn.execute(delete(workers).where(
-                workers.c.heartbeat_at < self.clock() - older_than_seconds))
-        return int(result.rowcount or 0)
-
-    def presence(self, alive_within: float) -> dict[str, Any]:
-        """Whether any queue worker is alive (a heartbeat within ``alive_within`` seconds), when
-        the last heartbeat came, and how long the longest-waiting ready job has waited."""
-        now = self.clock()
-        with self.engine.connect() as conn:
-            alive = conn.execute(select(func.count()).select_from(workers).where(
-                workers.c.heartbeat_at >= now - alive_within)).scalar_one()
-            last = conn.execute(select(func.max(workers.c.heartbeat_at))).scalar_one()
-            waiting = conn.execute(select(func.min(jobs.c.run_after)).where(
-                jobs.c.status == "queued", jobs.c.run_after <= now)).scalar_one()
-        return {
-            "alive": int(alive),
-            "aliveWithinSeconds": alive_within,
-            "lastHeartbeatAgeSeconds": None if last is None else round(max(0.0, now - last), 1),
-            "oldestQueuedAgeSeconds": None if waiting is None else round(max(0.0, now - waiting), 1),
-        }
 
     # ------------------------------------------------------------------ observing
 

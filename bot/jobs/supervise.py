@@ -92,7 +92,7 @@ class HeartbeatWatch:
     (``TASKEVAL_WORKER_STALE_SECONDS``, 16 s by default)."""
 
     def __init__(self, settings: BotSettings) -> None:
-        from bot.jobs.queue import alive_window
+        from bot.jobs.presence import alive_window
 
         self.settings = settings
         window = alive_window(settings.lease_seconds, settings.worker_stale_seconds)

@@ -24,8 +24,9 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from bot import logs
-from bot.jobs.handlers import HANDLERS, Core, GitHubContext, InvalidInput, PipelineCore
-from bot.jobs.queue import Job, LeaseLost, Queue, presence_interval
+from bot.jobs.handlers import HANDLERS, BatchCore, Core, GitHubContext, InvalidInput, PipelineCore
+from bot.jobs.presence import presence_interval
+from bot.jobs.queue import Job, LeaseLost, Queue
 from bot.settings import BotSettings, SettingsError
 from taskeval.store.budget import BudgetExhausted, budget_key
 
@@ -188,6 +189,11 @@ class Worker:
         self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
         self.current_job: int | None = None
         self.overran: int | None = None  # the job that ran past its deadline: the worker stops
+        from taskeval.github.batch import BatchSizer
+
+        # How many PRs a batch of backfill jobs holds: as many as one GraphQL query of about
+        # ten points reads, from what GitHub reported the last batches cost.
+        self.sizer = BatchSizer()
 
     # ------------------------------------------------------------------ one job
 
@@ -360,13 +366,87 @@ class Worker:
             if job is None:
                 stop.wait(self.settings.poll_seconds)
                 continue
-            self._run_until_stopped(job, stop, hurry)
-            count += 1
+            batch = self._batch(job, None if max_jobs is None else max_jobs - count)
+            if batch:
+                self._run_batch(batch, stop, hurry)
+            else:
+                self._run_until_stopped(job, stop, hurry)
+            count += len(batch) or 1
             if self.overran is not None:
                 break  # its thread cannot be stopped: the process ends, and is replaced
             if max_jobs is not None and count >= max_jobs:
                 break
         return count
+
+    # ------------------------------------------------------------------ batches
+
+    def _batch(self, job: Job, most: int | None) -> list[Job]:
+        """``job`` and the ready jobs its batch query can read with it: ``taskeval backfill
+        --enqueue`` jobs (they carry what the enqueuer read for them) of the same repository,
+        when collection is over GraphQL and the core can read batches; [] for a job that is
+        run on its own."""
+        if job.payload is None or job.kind != "evaluate" or self.settings.api != "graphql" \
+                or not isinstance(self.core, BatchCore):
+            return []
+        room = self.sizer.size - 1 if most is None else min(self.sizer.size, most) - 1
+        try:
+            return [job, *self.queue.claim_batch(self.id, job, room)]
+        except Exception as exc:  # the database may be restarting: a batch of one
+            log.warning("could not claim a batch: %s", describe(exc))
+            return [job]
+
+    def _run_batch(self, batch: list[Job], stop: threading.Event, hurry: threading.Event) -> None:
+        """Read the batch's PRs with one GraphQL query (``PipelineCore.prefetch``), then run its
+        jobs one by one as any job runs, each completed, failed or deferred on its own. The
+        leases of the jobs not started yet are kept alive meanwhile. A spent budget or a rate
+        limit defers the whole batch to the reset; any other failure of the batch read leaves
+        each job to read its own PR."""
+        from taskeval.github import RateLimitError
+
+        core = self.core
+        assert isinstance(core, BatchCore)
+        waiting = {job.id: job for job in batch}
+        lost: set[int] = set()
+        done = threading.Event()
+        keeper = threading.Thread(target=self._keep_leases, args=(waiting, lost, done),
+                                  name="batch-leases", daemon=True)
+        keeper.start()
+        try:
+            try:
+                ctx = self.clients.for_job(batch[0])
+                sizes = core.prefetch(ctx, batch, self.sizer)
+                log.info("batch read", extra={"fields": {"jobs": len(batch), "queries": sizes}})
+            except (BudgetExhausted, RateLimitError) as exc:
+                reset = exc.reset_at.timestamp() if exc.reset_at else self.queue.clock() + 60
+                for job in batch:
+                    self.queue.defer(job.id, self.id, reset, f"deferred to the rate-limit reset: {exc}")
+                waiting.clear()
+                log.info("batch of %d jobs deferred: %s", len(batch), exc)
+                return
+            except Exception as exc:  # each job reads its own PR and reports what fails
+                log.warning("batch read failed; each job reads its own PR: %s", describe(exc))
+            for job in batch:
+                waiting.pop(job.id, None)
+                if job.id in lost:
+                    continue
+                if stop.is_set():
+                    self.queue.release(job.id, self.id)
+                    continue
+                self._run_until_stopped(job, stop, hurry)
+        finally:
+            done.set()
+            keeper.join(timeout=5)
+            core.forget(batch)
+
+    def _keep_leases(self, waiting: dict[int, Job], lost: set[int], done: threading.Event) -> None:
+        interval = max(0.05, self.settings.lease_seconds / 3)
+        while not done.wait(interval):
+            for job_id in list(waiting):
+                try:
+                    if not self.queue.heartbeat(job_id, self.id):
+                        lost.add(job_id)
+                except Exception as exc:  # a missed beat is retried next interval
+                    log.warning("lease heartbeat failed: %s", describe(exc))
 
     def _prune(self) -> None:
         try:

@@ -37,7 +37,8 @@ tables an agent's folder lacks (conversation comments for Devin and Codex, timel
 A PR that lists no commits answers its commit listing the same way (its head SHA is then forty
 zeros). ``.github/taskeval.yml`` answers 404, as for a repository without one: defaults apply.
 Every write is refused (403): the replay is read-only. Timeline events carry a synthetic ``id``
-(the data keeps none), stable across runs.
+and global ``node_id`` (the data keeps none), stable across runs, the same through both
+transports; a cross-reference none, as GitHub's REST timeline gives it none.
 
 GraphQL (``POST /graphql``) is answered over the same facts: ``ReplayFacts`` hands the REST
 payloads above to the schema-executing resolver of ``tests/fakegraphql.py``, and each 403 of the
@@ -50,12 +51,15 @@ schema (1.2 MB) and graphql-core, neither of which a user of the package needs; 
 checkout with the test extra has both. Without them ``/graphql`` answers 404, as a GitHub
 Enterprise Server without GraphQL does, and a GraphQL evaluation falls back to REST and says
 so; the start-up line says which (``--no-graphql`` forces the 404). GraphQL points are reported
-as GitHub reports them and never spent.
+as GitHub reports them and never spent. The timeline is served as ``timelineItems`` from the same
+events; a cross-reference whose source the data does not hold (GraphQL's schema requires one) is
+answered as an error on that item, and the collector then reads that PR's timeline over REST.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import importlib.machinery
 import importlib.util
 import json
@@ -234,14 +238,23 @@ def comment_payload(html_url: str, comment: Comment) -> dict[str, Any]:
     }
 
 
+def event_node_id(ident: int) -> str:
+    """A synthetic event's global node id (the data keeps none): opaque, stable across runs, and
+    the same through REST (``node_id``) and GraphQL (``id``), as GitHub's are."""
+    return "TE_" + base64.urlsafe_b64encode(f"replay:{ident}".encode()).decode().rstrip("=")
+
+
 def event_payload(owner_id: int, index: int, event: TimelineEvent) -> dict[str, Any]:
     """One timeline event shaped as GitHub's: ``committed`` events carry ``sha`` and ``message``
     and no actor; the others ``actor``, ``created_at``, and ``commit_id``/``assignee``/``label``
-    where the event has them."""
+    where the event has them, and a synthetic ``id`` and ``node_id`` (none on a cross-reference,
+    which GitHub's REST timeline gives no node id)."""
     if event.event == "committed":
         return {"event": "committed", "sha": event.commit_id, "message": event.message or ""}
+    ident = owner_id * 1000 + index
     data: dict[str, Any] = {
-        "id": owner_id * 1000 + index,
+        "id": ident,
+        **({} if event.event == "cross-referenced" else {"node_id": event_node_id(ident)}),
         "event": event.event,
         "actor": user(event.actor),
         "created_at": event.created_at,
@@ -567,6 +580,12 @@ class ReplayFacts:
             return pr_as_issue(pr)
         issue = self.replay.corpus.issue(repo, number)
         return issue_payload(repo, issue) if issue is not None else None
+
+    def timeline(self, repo: str, number: int) -> Sequence[Mapping[str, Any]]:
+        pr = self._pr(repo, number)
+        if pr.timeline is None:
+            raise self._refuse(f"timelines for {pr.agent} PRs")
+        return [event_payload(pr.id, i, e) for i, e in enumerate(pr.timeline)]
 
     def commit(self, repo: str, sha: str) -> Mapping[str, Any] | None:
         for pr in self.replay.corpus.prs:

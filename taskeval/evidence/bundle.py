@@ -39,6 +39,7 @@ from taskeval.evidence.vocabulary import (
     subject_of,
 )
 from taskeval.models import (
+    SCHEMA_VERSION,
     BundleFacts,
     CheckEntry,
     CommentEntry,
@@ -230,6 +231,7 @@ def build_bundle(raw: RawCollection) -> EvidenceBundle:
     """The evidence bundle for one PR: pure, config-independent and deterministic."""
     raw = normalise(raw)
     return EvidenceBundle(
+        schema_version=SCHEMA_VERSION,
         repository=raw.repository,
         pull_request=raw.pull.number,
         head_sha=raw.pull.head_sha,

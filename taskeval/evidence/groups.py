@@ -53,6 +53,7 @@ from typing import Any, Final, TypeVar
 from taskeval.contract import COMMENT_MARKER
 from taskeval.evidence.vocabulary import (
     DEFAULT_PATTERNS,
+    EVENTS_WITHOUT_NODE_ID,
     SUBJECT_LIMIT,
     IssueLink,
     Outcome,
@@ -472,7 +473,9 @@ def timeline_ref(e: RawTimelineEvent) -> tuple[str, str | None]:
     so each item cites an event of the timeline."""
     source = (f"{e.source_repository}#{e.source_number}"
               if e.source_repository and e.source_number is not None else None)
-    eid = event_id(e.event, e.id, e.commit_id if e.event == "committed" else None, iso(e.created_at))
+    node = None if e.event in EVENTS_WITHOUT_NODE_ID else e.node_id
+    eid = event_id(e.event, node, e.commit_id if e.event == "committed" else None,
+                   iso(e.created_at), source)
     return eid, source
 
 

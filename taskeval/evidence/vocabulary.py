@@ -513,15 +513,29 @@ def agent_run_event(event: str) -> str | None:
     return None
 
 
-def event_id(event: str, ident: int | None, commit: str | None, when: str | None) -> str:
-    """``event:<id>`` for a timeline event GitHub numbered; else ``event:<name>-<sha7>`` (commits)
-    or ``event:<name>-<time>`` (cross-references and the like carry no id)."""
-    if ident is not None:
-        return f"event:{ident}"
+# Timeline events keyed by what both transports share rather than by a node id: REST's
+# ``/issues/{n}/timeline`` gives a cross-reference and its grouped line and commit comments no
+# node id at all (GraphQL does), and a ``committed`` entry's node id is its commit's, which the
+# SHA already names (GraphQL's ``PullRequestCommit`` has an id of its own).
+EVENTS_WITHOUT_NODE_ID: Final = frozenset({"committed", "cross-referenced", "line-commented",
+                                           "commit-commented"})
+
+
+def event_id(event: str, node_id: str | None, commit: str | None, when: str | None,
+             source: str | None = None) -> str:
+    """A timeline event's evidence ID (bundle schema version 2): ``event:<node id>`` for an
+    event GitHub gives a global node id (the same through REST and GraphQL); else
+    ``event:committed-<sha7>`` for a commit, and ``event:<name>-<source>-<time>`` (a
+    cross-reference: ``owner/repo#n``) or ``event:<name>-<time>`` for the rest.
+
+    Bundles of schema version 1 keyed events by REST's numeric event id (``event:<id>``), which
+    GraphQL does not give; they keep those IDs (a stored bundle is never rebuilt)."""
+    if node_id:
+        return f"event:{node_id}"
     if commit:
         return f"event:{event}-{commit[:7]}"
     stamp = re.sub(r"[^0-9]", "", when or "") or "undated"
-    return f"event:{event}-{stamp}"
+    return f"event:{event}-{source}-{stamp}" if source else f"event:{event}-{stamp}"
 
 
 # Under IGNORECASE, ``re`` matches an ASCII letter with exactly these non-ASCII characters besides

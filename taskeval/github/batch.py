@@ -1,7 +1,8 @@
 """Reads shared by many pull requests of one repository, for backfill over GraphQL.
 
-A single evaluation over GraphQL costs one query and three REST reads: the PR's issue object,
-its timeline and its branch's workflow runs (docs/collection.md says why those are REST). A
+A single evaluation over GraphQL costs one query and two REST reads: the PR's issue object and
+its branch's workflow runs, and a Copilot PR its timeline (docs/collection.md says why those are
+REST). A
 backfill reads hundreds of PRs of one repository, so it amortises what GitHub lets it:
 
 * **The PRs themselves**: several per GraphQL query (``graphql.read_pulls``), sized by the cost
@@ -17,8 +18,12 @@ backfill reads hundreds of PRs of one repository, so it amortises what GitHub le
 
 Each answers for a PR exactly what the PR's own request would have, or nothing: the PR's own
 request is then sent. So the bundle is byte for byte the bundle of a single-PR collection
-(``tests/test_backfill_batch.py`` checks it on the fixture PRs). The timeline stays one REST
-request per PR: GitHub has no repository-wide timeline listing with the event ids.
+(``tests/test_backfill_batch.py`` checks it on the fixture PRs). A Copilot PR's REST timeline
+stays one request of its own: GitHub has no repository-wide timeline listing.
+
+``taskeval backfill --enqueue`` makes these reads in the enqueuing run and hands each job its
+PR's part (:func:`handed`); the worker that claims a batch of such jobs answers from them
+(:class:`Handed`).
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from taskeval.evidence.vocabulary import issues_to_read
 from taskeval.github import convert
 from taskeval.github.client import PER_PAGE, pages, repo_path
 from taskeval.github.collection import MAX_WORKFLOW_RUNS, RUN_LOOKBACK, Listed
-from taskeval.github.errors import LinkFailure
+from taskeval.github.errors import LinkFailure, link_failure
 from taskeval.github.graphql.read import IssuesRead, read_issues
 from taskeval.raw import RawLinkedIssue, RawPullRequest, RawWorkflowRun
 
@@ -201,17 +206,20 @@ class RunIndex:
         """The runs the PR's own listing (``collection._run_query``) would give, or None when
         the index cannot say (an open PR, a day not listed or listed only in part, or so many
         runs that the PR's listing would be cut)."""
-        end_at = pull.merged_at or pull.closed_at
+        return self.runs_of(pull.created_at, pull.merged_at or pull.closed_at, pull.head_ref)
+
+    def runs_of(self, created_at: datetime, end_at: datetime | None, head_ref: str) -> Listed | None:
+        """:meth:`workflow_runs` of a PR created at ``created_at``, ended (merged, else closed)
+        at ``end_at``, from branch ``head_ref``: what a listing of PRs says of each."""
         if end_at is None:
             return None
-        first = (pull.created_at - RUN_LOOKBACK).date()
+        first = (created_at - RUN_LOOKBACK).date()
         last = (end_at + timedelta(days=1)).date()
         days = [last - timedelta(days=d) for d in range((last - first).days + 1)]  # newest first
         with self._lock:
             if self._failed or any(d not in self._days or d in self._uncertain for d in days):
                 return None
-            found = [run for d in days for branch, run in self._days[d]
-                     if branch == pull.head_ref]
+            found = [run for d in days for branch, run in self._days[d] if branch == head_ref]
         if len(found) >= MAX_WORKFLOW_RUNS:
             return None
         return found, None
@@ -260,9 +268,13 @@ class Shared:
                     pulls: Iterable[RawPullRequest]) -> IssuesRead | None:
         """Read the linked issues of a batch's PRs (``evidence.vocabulary.issues_to_read``) that
         the feed does not hold, with one query for them all; None when there were none."""
-        wanted = [n for pull in pulls
-                  for n in issues_to_read(pull.title, pull.body, pull.number, repository)
-                  if self.linked_issue(n) is None]
+        return self.read_numbers(requester, repository, [
+            n for pull in pulls for n in issues_to_read(pull.title, pull.body, pull.number, repository)])
+
+    def read_numbers(self, requester: Requester, repository: str,
+                     numbers: Iterable[int]) -> IssuesRead | None:
+        """:meth:`read_linked` of the linked issues ``numbers``."""
+        wanted = [n for n in numbers if self.linked_issue(n) is None]
         if not wanted:
             return None
         got = read_issues(requester, repository, list(dict.fromkeys(wanted)))
@@ -279,3 +291,69 @@ def run_window(created: datetime, ended: datetime | None) -> tuple[date, date] |
     if ended is None:
         return None
     return (created - RUN_LOOKBACK).date(), (ended + timedelta(days=1)).date()
+
+
+# ------------------------------------------------------------------------- handed to workers
+
+# The parts of an issue object collection reads (``collection._Reader.issue_side_of``).
+_ISSUE_KEYS: Final = ("number", "user", "assignees", "performed_via_github_app", "pull_request")
+_USER_KEYS: Final = ("login", "type")
+_APP_KEYS: Final = ("slug", "name")
+
+
+def _trimmed(issue: Mapping[str, Any]) -> dict[str, Any]:
+    def user(value: Any) -> Any:
+        return {k: value.get(k) for k in _USER_KEYS} if isinstance(value, Mapping) else value
+
+    out = {k: issue[k] for k in _ISSUE_KEYS if k in issue}
+    out["user"] = user(out.get("user"))
+    if isinstance(out.get("assignees"), list):
+        out["assignees"] = [user(a) for a in out["assignees"]]
+    app = out.get("performed_via_github_app")
+    if isinstance(app, Mapping):
+        out["performed_via_github_app"] = {k: app.get(k) for k in _APP_KEYS}
+    if isinstance(out.get("pull_request"), Mapping):
+        out["pull_request"] = {}  # that it is one is what is read
+    return out
+
+
+def handed(shared: Shared, repository: str, number: int, created_at: datetime,
+           end_at: datetime | None, head_ref: str, links: Iterable[int]) -> dict[str, Any]:
+    """What ``shared`` (a backfill's repository-wide reads) answers for one PR, as JSON data a
+    queued job carries to its worker (:class:`Handed`): the PR's issue object (the parts
+    collection reads), its workflow runs, the labels of the linked issues ``links`` the issue
+    listing or a query for them read (or why one could not be read); each absent where the
+    reads cannot answer for it (the worker then reads it)."""
+    issue = shared.issue(number)
+    runs = shared.runs.runs_of(created_at, end_at, head_ref) if shared.runs is not None else None
+    linked = {str(n): got.model_dump(mode="json") if isinstance(got, RawLinkedIssue)
+              else {"failed": got.status}
+              for n in links if (got := shared.linked_issue(n)) is not None}
+    return {"issue": _trimmed(issue) if issue is not None else None,
+            "runs": [r.model_dump(mode="json") for r in runs[0]] if runs is not None else None,
+            "linked": linked}
+
+
+class Handed(Shared):
+    """The answers ``taskeval backfill --enqueue`` handed a batch of jobs (:func:`handed`, one
+    per PR by number), as the repository-wide reads of a backfill: a worker reading the batch's
+    PRs with one query sends none of the reads the enqueuer made for them."""
+
+    def __init__(self, payloads: Mapping[int, Mapping[str, Any]]) -> None:
+        super().__init__(None, None)
+        self.payloads = dict(payloads)
+        for payload in self.payloads.values():
+            for number, found in (payload.get("linked") or {}).items():
+                self._linked[int(number)] = (
+                    link_failure(int(number), found["failed"]) if "failed" in found
+                    else RawLinkedIssue.model_validate(found))
+
+    def issue(self, number: int) -> Mapping[str, Any] | None:
+        found = (self.payloads.get(number) or {}).get("issue")
+        return found if isinstance(found, Mapping) else None
+
+    def workflow_runs(self, pull: RawPullRequest) -> Listed | None:
+        runs = (self.payloads.get(pull.number) or {}).get("runs")
+        if not isinstance(runs, list):
+            return None
+        return [RawWorkflowRun.model_validate(r) for r in runs], None

@@ -37,6 +37,7 @@ from taskeval.github.errors import (
     translate,
 )
 from taskeval.github.graphql.read import GraphQLUnavailable, IssuesRead, PullRead, read_issues, read_pull
+from taskeval.github.graphql.timeline import rest_timeline_needed, timeline_logins
 from taskeval.raw import (
     CollectionIssue,
     RawCollection,
@@ -218,9 +219,10 @@ def _done(value: T) -> Future[T]:
 def _collect_graphql(reader: _Reader, max_workers: int, *, read: PullRead | None = None,
                      shared: Amortised | None = None) -> RawCollection:
     """One GraphQL query (and its further pages) for the PR and most of its evidence; REST, in
-    parallel, for the PR's issue object (its App and assignees) and timeline, then for the branch's workflow runs, and
-    for changed files or check runs only when GraphQL lacks what REST has (a renamed file's
-    previous path, a check run without ``databaseId``). ``read``: the GraphQL part, already
+    parallel, for the PR's issue object (its App and assignees), then for the timeline where GraphQL
+    lacks its facts (``_rest_timeline``), the branch's workflow runs, and for changed files or
+    check runs only when GraphQL lacks what REST has (a renamed file's previous path, a check run
+    without ``databaseId``). ``read``: the GraphQL part, already
     read; ``shared``: repository-wide answers for the issue object and the workflow runs."""
     pool = ThreadPoolExecutor(max_workers=max(1, max_workers), thread_name_prefix="taskeval-gh")
     base, number = reader.base, reader.number
@@ -230,14 +232,10 @@ def _collect_graphql(reader: _Reader, max_workers: int, *, read: PullRead | None
         issue = shared.issue(number) if shared is not None else None
         issue_f = (_done(reader.issue_side_of(issue)) if issue is not None
                    else pool.submit(reader.issue_side))
-        timeline_f = pool.submit(
-            reader.listing, "timeline", f"{base}/issues/{number}/timeline",
-            convert.timeline_event, limit=MAX_TIMELINE_EVENTS, kept="first",
-        )
         try:
             read = read_f.result()
         except GraphQLUnavailable as exc:
-            answered = _answered({"issue": issue_f, "timeline": timeline_f})
+            answered = _answered({"issue": issue_f})
             if "issue" in answered:  # REST's read of the issue object keeps only the App
                 (app, _assignees, _author), gap = answered["issue"]
                 answered["issue"] = (app, gap)
@@ -247,7 +245,11 @@ def _collect_graphql(reader: _Reader, max_workers: int, *, read: PullRead | None
         except Exception as exc:
             raise translate(exc, f"PR #{number} in {reader.repository}", "pull_request") from exc
         pull = read.pull
-        futures: dict[str, Future[Listed]] = {"issue": issue_f, "timeline": timeline_f}
+        futures: dict[str, Future[Listed]] = {"issue": issue_f}
+        if _rest_timeline(read, issue_f):
+            futures["timeline"] = pool.submit(
+                reader.listing, "timeline", f"{base}/issues/{number}/timeline",
+                convert.timeline_event, limit=MAX_TIMELINE_EVENTS, kept="first")
         runs = shared.workflow_runs(pull) if shared is not None else None
         futures["workflow_runs"] = _done(runs) if runs is not None else pool.submit(
             reader.listing, "workflow_runs", f"{base}/actions/runs", convert.workflow_run,
@@ -299,6 +301,24 @@ def _collect_graphql(reader: _Reader, max_workers: int, *, read: PullRead | None
             "rest_cost": reader.meter.requests - raw.graphql_queries,
             "graphql_cost": raw.graphql_points})
     return raw
+
+
+def _rest_timeline(read: PullRead, issue_f: Future[Listed]) -> bool:
+    """Whether the PR's timeline is read over REST (``graphql.timeline``): an agent account
+    whose session events GraphQL lacks is its author, an assignee (the issue object's, which
+    lists Bots, beside GraphQL's Users) or acts on its timeline; or GraphQL could not give an
+    item of it. Waits for the issue object, read beside the query."""
+    if read.timeline_unread:
+        return True
+    try:
+        (_, assignees, author), _ = issue_f.result()
+    except Exception:  # reported when the listings are gathered
+        assignees, author = None, None
+    events = read.listed["timeline"][0] or []
+    return rest_timeline_needed([
+        read.pull.user.login, author.login if author else None,
+        *(a.login for a in (assignees or [])), *(a.login for a in read.pull.assignees),
+        *timeline_logins(events)])
 
 
 def _issue_numbers(pull: RawPullRequest, repo: Mapping[str, Any], repository: str) -> list[int]:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from taskeval.config import CONFIG_PATH
+from taskeval.evidence.vocabulary import EVENTS_WITHOUT_NODE_ID
 from taskeval.raw import (
     RawCheckRun,
     RawCommit,
@@ -266,9 +267,12 @@ def timeline_event(data: Mapping[str, Any]) -> RawTimelineEvent:
             "source_created_at": issue.get("created_at"),
             "source_title": issue.get("title"),
         }
+    node = data.get("node_id")
     return RawTimelineEvent(
         event=name,
-        id=data.get("id") if isinstance(data.get("id"), int) else None,
+        # GitHub's global node id keys the event (GraphQL's ``id``); REST's numeric id is not
+        # kept. The events both transports key otherwise carry none (a commit: its SHA).
+        node_id=str(node) if node and name not in EVENTS_WITHOUT_NODE_ID else None,
         actor=actor,
         created_at=when,
         commit_id=data.get("commit_id") or data.get("sha"),

@@ -103,6 +103,9 @@ jobs = Table(
     Column("note", Text),
     Column("delivery_id", String(100)),
     Column("parent_id", Integer),  # the /evaluate command that spawned this evaluation
+    # What the enqueuer read for the job already (JSON; ``taskeval backfill --enqueue``: the PR's
+    # issue object, workflow runs and linked issues' labels), so its worker need not read it.
+    Column("payload", Text),
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
     Column("finished_at", Float),

@@ -44,6 +44,7 @@ class Conn:
     args: str = ""
     first: str = "$inner"  # the variable sizing it when nested in another connection's nodes
     children: tuple[tuple[str, Conn], ...] = ()
+    limit: int | None = None  # read at most this many nodes (the rest is a recorded cut)
 
     def selection(self, first: str, after: str | None = None) -> str:
         args = [f"first: {first}"]
@@ -65,8 +66,10 @@ def _child_sel(child: Conn) -> str:
 
 
 # Page sizes of one query, by variable; all halved while GitHub times out on the query.
+# The timeline's first page is 100: no connection nests in its items, so its size costs nothing.
 FIRST_SIZES: Final[Mapping[str, int]] = {"page": FIRST_PAGE, "inner": FIRST_PAGE,
-                                         "parents": PARENTS_PAGE, "suites": SUITES_PAGE}
+                                         "parents": PARENTS_PAGE, "suites": SUITES_PAGE,
+                                         "timeline": NEXT_PAGE}
 NEXT_SIZES: Final[Mapping[str, int]] = {"page": NEXT_PAGE, "inner": FIRST_PAGE,
                                         "parents": PARENTS_PAGE, "suites": SUITES_PAGE}
 
@@ -91,6 +94,87 @@ _SUITES: Final = Conn("checkSuites", "Commit", "id commit { oid } app { slug }",
                       first="$suites", children=(("", _CHECK_RUNS),))
 _GIT_ACTOR: Final = "name email date user { login }"
 
+# ------------------------------------------------------------------------------ the timeline
+
+# The PR's timeline (REST's ``/issues/{n}/timeline``): every type of GraphQL's
+# ``PullRequestTimelineItems`` union but ``PullRequestRevisionMarker`` (the viewer's "last
+# seen" marker, which REST has no event for). Each is one REST event
+# (``graphql.timeline.rest_event``); the list is checked against GitHub's schema by a test.
+TIMELINE_TYPES: Final[tuple[str, ...]] = (
+    "AddedToMergeQueueEvent", "AddedToProjectEvent", "AssignedEvent", "AutoMergeDisabledEvent",
+    "AutoMergeEnabledEvent", "AutoRebaseEnabledEvent", "AutoSquashEnabledEvent",
+    "AutomaticBaseChangeFailedEvent", "AutomaticBaseChangeSucceededEvent", "BaseRefChangedEvent",
+    "BaseRefDeletedEvent", "BaseRefForcePushedEvent", "ClosedEvent", "CommentDeletedEvent",
+    "ConnectedEvent", "ConvertToDraftEvent", "ConvertedNoteToIssueEvent",
+    "ConvertedToDiscussionEvent", "CrossReferencedEvent", "DemilestonedEvent", "DeployedEvent",
+    "DeploymentEnvironmentChangedEvent", "DisconnectedEvent", "HeadRefDeletedEvent",
+    "HeadRefForcePushedEvent", "HeadRefRestoredEvent", "IssueComment", "LabeledEvent",
+    "LockedEvent", "MarkedAsDuplicateEvent", "MentionedEvent", "MergedEvent", "MilestonedEvent",
+    "MovedColumnsInProjectEvent", "ParentIssueAddedEvent", "ParentIssueRemovedEvent",
+    "PinnedEvent", "PullRequestCommit", "PullRequestCommitCommentThread", "PullRequestReview",
+    "PullRequestReviewThread", "ReadyForReviewEvent", "ReferencedEvent",
+    "RemovedFromMergeQueueEvent", "RemovedFromProjectEvent", "RenamedTitleEvent",
+    "ReopenedEvent", "ReviewDismissedEvent", "ReviewRequestRemovedEvent", "ReviewRequestedEvent",
+    "SubIssueAddedEvent", "SubIssueRemovedEvent", "SubscribedEvent", "TransferredEvent",
+    "UnassignedEvent", "UnlabeledEvent", "UnlockedEvent", "UnmarkedAsDuplicateEvent",
+    "UnpinnedEvent", "UnsubscribedEvent", "UserBlockedEvent",
+)
+# GitHub keeps at most this many events of a timeline, as REST's listing is cut
+# (``collection.MAX_TIMELINE_EVENTS``; a test keeps the two equal).
+TIMELINE_LIMIT: Final = 1000
+_EVENT: Final = f"id createdAt actor {{ {_ACTOR} }}"
+# ``state`` aliased: an issue's and a PR's are of two types, which one name cannot hold.
+_SUBJECT: Final = (f"number title createdAt author {{ {_ACTOR} }} repository {{ nameWithOwner }}")
+# What each type adds to an event's id, time and actor: what REST's event carries beside them.
+# A review's state is taken from the PR's reviews (``graphql.timeline``), a review thread's
+# author and time from its first comment as read with the PR's threads: matched by node id.
+_ITEM_FIELDS: Final[Mapping[str, str]] = {
+    "AssignedEvent": "assignee { __typename ... on Actor { login } }",
+    "UnassignedEvent": "assignee { __typename ... on Actor { login } }",
+    "LabeledEvent": "label { name }", "UnlabeledEvent": "label { name }",
+    "MergedEvent": "commit { oid }", "ReferencedEvent": "commit { oid }",
+    "ClosedEvent": "closer { __typename ... on Commit { oid } }",
+    "HeadRefForcePushedEvent": "afterCommit { oid }",
+    "CrossReferencedEvent": (f"source {{ __typename ... on Issue {{ {_SUBJECT} issueState: state }} "
+                             f"... on PullRequest {{ {_SUBJECT} pullState: state }} }}"),
+}
+_ITEM_OWN: Final[Mapping[str, str]] = {
+    "IssueComment": f"id createdAt author {{ {_ACTOR} }}",
+    "PullRequestReview": f"id submittedAt author {{ {_ACTOR} }} commit {{ oid }}",
+    # Aliased: their ``commit`` is non-null, the events' nullable, and one query cannot ask both
+    # under one name.
+    "PullRequestCommit": "pullCommit: commit { oid committer { date } author { date } }",
+    "PullRequestReviewThread": "id",
+    "PullRequestCommitCommentThread": "threadCommit: commit { oid }",
+}
+TIMELINE_FRAGMENT: Final = "TaskevalTimelineItem"
+
+
+def _screaming(name: str) -> str:
+    return "".join(f"_{c}" if c.isupper() and i else c for i, c in enumerate(name)).upper()
+
+
+def _item_fields(kind: str) -> str:
+    own = _ITEM_OWN.get(kind)
+    return own if own is not None else f"{_EVENT} {_ITEM_FIELDS.get(kind, '')}".strip()
+
+
+def timeline_fragment() -> str:
+    """The selection of one timeline item, a named fragment (each batched PR spreads it)."""
+    parts = " ".join(f"... on {kind} {{ {_item_fields(kind)} }}" for kind in TIMELINE_TYPES)
+    return f"fragment {TIMELINE_FRAGMENT} on PullRequestTimelineItems {{ __typename {parts} }}"
+
+
+_TIMELINE: Final = Conn(
+    "timelineItems", "PullRequest", f"...{TIMELINE_FRAGMENT}", "timeline",
+    args=f"itemTypes: [{', '.join(_screaming(k) for k in TIMELINE_TYPES)}]",
+    limit=TIMELINE_LIMIT,
+)
+
+
+def _with_fragment(query: str) -> str:
+    return f"{query} {timeline_fragment()}" if f"...{TIMELINE_FRAGMENT}" in query else query
+
 # The PR's own connections, in the order the first query asks for them.
 PULL_CONNECTIONS: Final[tuple[Conn, ...]] = (
     Conn("labels", "PullRequest", "name", "pull_request"),
@@ -102,7 +186,7 @@ PULL_CONNECTIONS: Final[tuple[Conn, ...]] = (
          f"committer {{ {_GIT_ACTOR} }} signature {{ state }} }}",
          "commits", children=(("commit", _PARENTS),)),
     Conn("reviews", "PullRequest",
-         f"fullDatabaseId author {{ {_ACTOR} }} state body submittedAt commit {{ oid }} "
+         f"id fullDatabaseId author {{ {_ACTOR} }} state body submittedAt commit {{ oid }} "
          "authorAssociation url", "reviews"),
     Conn("reviewThreads", "PullRequest", "id", "review_comments",
          children=(("", _THREAD_COMMENTS),)),
@@ -110,6 +194,7 @@ PULL_CONNECTIONS: Final[tuple[Conn, ...]] = (
          f"id fullDatabaseId author {{ {_ACTOR} }} body createdAt authorAssociation url "
          "viewerDidAuthor", "issue_comments"),
     Conn("files", "PullRequest", "path additions deletions changeType", "files"),
+    _TIMELINE,
 )
 
 _PULL_FIELDS: Final = (
@@ -118,6 +203,10 @@ _PULL_FIELDS: Final = (
     "potentialMergeCommit { oid } headRefOid headRefName headRepository { nameWithOwner } "
     "baseRefName additions deletions changedFiles url"
 )
+
+
+# The first query's page variable of a connection, where it is not ``$page``.
+_FIRST_VARS: Final[Mapping[str, str]] = {"timelineItems": "$timeline"}
 
 
 def flag(conn_field: str) -> str:
@@ -133,13 +222,15 @@ def _included(selection: str, variable: str) -> str:
 
 def pull_query() -> str:
     """The first query: repository, PR, every connection's first page, head checks, config."""
-    conns = " ".join(_included(c.selection("$page"), flag(c.field)) for c in PULL_CONNECTIONS)
+    conns = " ".join(_included(c.selection(_FIRST_VARS.get(c.field, "$page")), flag(c.field))
+                     for c in PULL_CONNECTIONS)
     flags = "".join(f", ${flag(c.field)}: Boolean = true" for c in PULL_CONNECTIONS)
     head = _included(f"headCommit: commits(last: 1) {{ nodes {{ commit {{ id oid "
                      f"{_child_sel(_SUITES)} }} }} }}", flag("commits"))
-    return (
+    return _with_fragment(
         "query TaskevalPullRequest($owner: String!, $name: String!, $number: Int!, "
-        f"$page: Int!, $inner: Int!, $parents: Int!, $suites: Int!, $config: String!{flags}) {{ "
+        f"$page: Int!, $inner: Int!, $parents: Int!, $suites: Int!, $timeline: Int!, "
+        f"$config: String!{flags}) {{ "
         f"{_RATE} repository(owner: $owner, name: $name) {{ nameWithOwner url "
         "defaultBranchRef { name } "
         "config: object(expression: $config) { __typename ... on Blob { text isBinary "
@@ -152,7 +243,7 @@ def pull_query() -> str:
 def page_query(conn: Conn) -> str:
     """The query for the next page of ``conn`` on the object ``$id``."""
     body = conn.selection("$page", "$after")
-    return (
+    return _with_fragment(
         f"query TaskevalPage($id: ID!, $page: Int!{_declare(body)}, $after: String!) {{ {_RATE} "
         f"node(id: $id) {{ ... on {conn.owner} {{ {body} }} }} }}"
     )
@@ -181,7 +272,7 @@ def pulls_query(numbers: list[int]) -> str:
         f"{alias(n)}: pullRequest(number: {int(n)}) {{ {_PULL_FIELDS} {conns} "
         f"headCommit: commits(last: 1) {{ nodes {{ commit {{ id oid {_child_sel(_SUITES)} }} }} }} }}"
         for n in numbers)
-    return (
+    return _with_fragment(
         "query TaskevalPullRequests($owner: String!, $name: String!, $page: Int!, "
         "$commits: Int!, $threads: Int!, $inner: Int!, $parents: Int!, $suites: Int!, "
         f"$config: String!) {{ {_RATE} repository(owner: $owner, name: $name) {{ nameWithOwner url "

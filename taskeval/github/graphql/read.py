@@ -35,6 +35,7 @@ from taskeval.github.graphql.queries import (
     NEXT_PAGE,
     NEXT_SIZES,
     PULL_CONNECTIONS,
+    TIMELINE_LIMIT,
     TIMEOUT_RETRIES,
     Conn,
     alias,
@@ -45,6 +46,7 @@ from taskeval.github.graphql.queries import (
     pull_query,
     pulls_query,
 )
+from taskeval.github.graphql.timeline import agent_pull, events
 from taskeval.raw import (
     CollectionIssue,
     CommentSeed,
@@ -83,6 +85,8 @@ class PullRead:
     # For the comment: the PR's node id and our marker comments; None when the conversation
     # comments could not all be read (then the comment is written over REST).
     comment_seed: CommentSeed | None = None
+    # GitHub answered an item of the timeline with an error: REST reads the timeline instead.
+    timeline_unread: bool = False
 
 
 @dataclass
@@ -97,6 +101,10 @@ class _Session:
     gaps: dict[str, CollectionIssue] = field(default_factory=dict)
     # The PR's connections a FORBIDDEN refused (by field); see ``read_pull``.
     refused: set[str] = field(default_factory=set)
+    # Connections cut at their ``limit`` (by resource), and whether GitHub answered an item of
+    # the timeline with an error (its facts unknown: the PR's timeline is then read over REST).
+    cut: set[str] = field(default_factory=set)
+    timeline_unread: bool = False
 
     def send(self, query: str, variables: dict[str, Any], where: list[str]) -> dict[str, Any]:
         """``data`` of one query, its page size halved while GitHub times out on it. Errors
@@ -186,6 +194,9 @@ class _Session:
                 status=403, resource="pull_request", reset_at=reset)
         if "timeout" in message.lower() or "timed out" in message.lower():
             raise _TimedOut()  # GitHub: "... This may be the result of a timeout ..."
+        if "timelineItems" in path and "nodes" in path[path.index("timelineItems"):]:
+            self.timeline_unread = True  # one item, not the timeline: REST reads it whole
+            return
         resource = _resource_of(path, where)
         if kind == "NOT_FOUND" and resource in ("repository", "pull_request"):
             what = (f"repository {self.repository} or PR #{self.number}" if resource == "repository"
@@ -217,7 +228,9 @@ class _Session:
             return []
         nodes = [n for n in page.get("nodes") or [] if n is not None]
         info = page.get("pageInfo") or {}
-        while info.get("hasNextPage") and owner_id and conn.resource not in self.gaps:
+        limit = conn.limit
+        while info.get("hasNextPage") and owner_id and conn.resource not in self.gaps \
+                and (limit is None or len(nodes) < limit):
             data = self.send(page_query(conn), {"id": owner_id, **NEXT_SIZES,
                                                 "after": info.get("endCursor")}, [conn.resource])
             nxt = (data.get("node") or {}).get(conn.field)
@@ -225,6 +238,10 @@ class _Session:
                 break
             nodes.extend(n for n in nxt.get("nodes") or [] if n is not None)
             info = nxt.get("pageInfo") or {}
+        if limit is not None and (len(nodes) > limit or (len(nodes) == limit
+                                                          and info.get("hasNextPage"))):
+            nodes = nodes[:limit]
+            self.cut.add(conn.resource)
         for node in nodes:
             for holder, child in conn.children:
                 owner = node.get(holder) if holder else node
@@ -243,7 +260,7 @@ _PATH_RESOURCES: Final[Mapping[str, str]] = {
     "config": "config", "headCommit": "check_runs", "checkSuites": "check_runs",
     "checkRuns": "check_runs", "commits": "commits", "parents": "commits", "reviews": "reviews",
     "reviewThreads": "review_comments", "comments": "issue_comments", "files": "files",
-    "pullRequest": "pull_request", "repository": "repository",
+    "pullRequest": "pull_request", "repository": "repository", "timelineItems": "timeline",
 }
 
 
@@ -299,8 +316,12 @@ def _finish(session: _Session, repo: Mapping[str, Any], pr: dict[str, Any], *,
     repository, number = session.repository, session.number
     pr_id = pr.get("id")
     nodes: dict[str, list[Any]] = {}
+    agent = agent_pull(pr)
     for conn in PULL_CONNECTIONS:
-        nodes[conn.field] = session.complete(conn, pr.get(conn.field), pr_id)
+        page = pr.get(conn.field)
+        if conn.field == "timelineItems" and agent and isinstance(page, Mapping):
+            page = {**page, "pageInfo": {}}  # REST reads this timeline: no further pages
+        nodes[conn.field] = session.complete(conn, page, pr_id)
     suites, head_oid = _head_suites(session, pr)
     try:
         converted = _convert(repo, pr, nodes, suites, head_oid)
@@ -308,6 +329,8 @@ def _finish(session: _Session, repo: Mapping[str, Any], pr: dict[str, Any], *,
         raise translate(exc if not isinstance(exc, ValueError) else TypeError(str(exc)),
                         f"PR #{number} in {repository} (GraphQL)", "pull_request") from exc
     pull, listed, renamed, without_id = converted
+    listed["timeline"] = (events(nodes["timelineItems"], nodes["reviews"], nodes["reviewThreads"]),
+                          _cut("timeline", TIMELINE_LIMIT) if "timeline" in session.cut else None)
     for resource, gap in session.gaps.items():
         if resource in listed:
             listed[resource] = ([] if resource != "config" else None, gap)
@@ -320,8 +343,14 @@ def _finish(session: _Session, repo: Mapping[str, Any], pr: dict[str, Any], *,
         pull=pull, listed=listed, renamed=renamed, checks_without_id=without_id,
         head_unread=head_unread,
         cost=session.cost, remaining=session.remaining, limit=session.limit,
-        queries=session.queries, comment_seed=seed,
+        queries=session.queries, comment_seed=seed, timeline_unread=session.timeline_unread,
     )
+
+
+def _cut(resource: str, limit: int) -> CollectionIssue:
+    """The gap of a connection read to its ``limit``, worded as REST's cut listing is."""
+    return CollectionIssue(resource=resource, message=f"more than {limit} {LABELS[resource]} "
+                                                      f"matched; the first {limit} were kept")
 
 
 def comment_seed(pull_node_id: str, comments: list[Any]) -> CommentSeed:

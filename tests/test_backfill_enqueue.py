@@ -207,3 +207,38 @@ def test_a_worker_told_to_stop_gives_back_the_jobs_of_its_batch_it_has_not_run(s
     assert {(r.status, r.attempts, r.leased_by) for r in rows} == {("queued", 0, None)}
     assert worker.core._prepared == {}  # type: ignore[attr-defined]
     engine.dispose()
+
+
+@pytest.mark.one_transport
+def test_each_job_of_a_batch_has_its_own_deadline_and_an_overrun_gives_the_rest_back(
+        sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch's jobs run one after another: each gets the per-job deadline from its own start
+    (not from the batch's claim), and once one runs past it, its worker gives the jobs it has not
+    run back to the queue and stops to be replaced."""
+    fake = FakeGitHub(token=None)
+    fake.add_token(PAT, "mona")
+    typical_prs(fake, 5)
+    engine = backfill.open_store(sqlite_url)
+    with fake.serve():
+        _enqueue(fake, sqlite_url, engine)
+        settings = _settings(sqlite_url, fake)
+        queue = Queue.for_settings(engine, settings)
+        worker = Worker(settings, engine, worker_id="w")
+        batch = _claimed_batch(queue, worker)
+        ran: list[tuple[int, float | None, float]] = []
+
+        def run_one(job: Any, stop: threading.Event, hurry: threading.Event) -> None:
+            ran.append((job.id, job.deadline, worker.queue.clock()))
+            worker.overran = job.id  # this job ran past its deadline
+
+        monkeypatch.setattr(worker, "_run_until_stopped", run_one)
+        worker._run_batch(batch, threading.Event(), threading.Event())
+    assert len(ran) == 1, "the jobs after an overrun are not started"
+    job_id, deadline, started = ran[0]
+    assert deadline is not None
+    assert deadline == pytest.approx(started + worker.queue.job_timeout_seconds, abs=1.0)
+    with engine.connect() as conn:
+        rows = conn.execute(select(jobs.c.id, jobs.c.status, jobs.c.leased_by)).all()
+    given_back = {r.id for r in rows if r.status == "queued" and r.leased_by is None}
+    assert {j.id for j in batch} - {job_id} <= given_back
+    engine.dispose()

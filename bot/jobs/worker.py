@@ -10,6 +10,7 @@ worker takes the job.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import signal
@@ -429,9 +430,11 @@ class Worker:
                 waiting.pop(job.id, None)
                 if job.id in lost:
                     continue
-                if stop.is_set():
+                if stop.is_set() or self.overran is not None:
                     self.queue.release(job.id, self.id)
                     continue
+                # Each job's deadline runs from its own start, not from the batch's claim.
+                job = dataclasses.replace(job, deadline=self.queue.clock() + self.queue.job_timeout_seconds)
                 self._run_until_stopped(job, stop, hurry)
         finally:
             done.set()

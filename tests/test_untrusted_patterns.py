@@ -75,11 +75,15 @@ def test_taskevals_own_patterns_keep_their_lookarounds(field: str) -> None:
 
 @pytest.mark.parametrize("pattern", CATASTROPHIC)
 def test_a_catastrophic_pattern_is_matched_in_linear_time(pattern: str) -> None:
+    """Matched by RE2, whose automaton has no backtracking to blow up: the engine is asserted,
+    not a duration (the process test below bounds a whole evaluation with a timeout)."""
+    import re2
+
     compiled = LinearPattern(pattern)
-    started = time.perf_counter()
+    assert isinstance(compiled._compiled, type(re2.compile("a")))
     for size in (30, 3_000, 300_000):
-        compiled.search("a" * size + "!")
-    assert time.perf_counter() - started < 5
+        found = compiled.search("a" * size + "!")
+        assert found is None or found.group(0) != ""
 
 
 def _attack_bundle(tmp_path: Path) -> Path:

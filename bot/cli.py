@@ -159,6 +159,7 @@ def cmd_backfill(args: argparse.Namespace) -> int:
     from taskeval.github import AuthError, GitHubError, NotFoundError, api_url, env_token, make_client
     from taskeval.github.client import repo_path
     from taskeval.redact import redact
+    from taskeval.store.access import store_problem
     from taskeval.store.db import default_store
 
     try:
@@ -187,7 +188,7 @@ def cmd_backfill(args: argparse.Namespace) -> int:
               "holds no day", file=sys.stderr)
         return 2
     _quiet(args.verbose)  # after the input checks: library logs only matter once work starts
-    problem = backfill.store_problem(opts.store_url)  # before GitHub is asked anything
+    problem = store_problem(opts.store_url)  # before GitHub is asked anything
     if problem:
         print(f"taskeval backfill: {redact(problem)}", file=sys.stderr)
         return 2

@@ -109,24 +109,11 @@ def store_url_of(url: str, flag: str) -> Any:
 def _writable_store(url: str) -> None:
     """``--write-store URL``: a store, a new SQLite file or an empty database (never another
     application's), that can be written; checked before GitHub is read or anything derived."""
-    from taskeval.store.access import StoreError, check_store, unwritable
-    from taskeval.store.db import describe_url, make_engine
+    from taskeval.store.access import store_problem
 
-    parsed = store_url_of(url, "--write-store").render_as_string(hide_password=False)
-    shown = describe_url(parsed)
-    try:
-        check_store(parsed, create=True)
-        engine = make_engine(parsed)
-        try:
-            problem = unwritable(engine)
-        finally:
-            engine.dispose()
-    except StoreError as exc:
-        raise SourceError(f"--write-store: {exc}") from None
-    except Exception as exc:  # unreachable, not a database
-        raise SourceError(f"--write-store: cannot open {shown}: {_first_line(exc)}") from None
+    problem = store_problem(store_url_of(url, "--write-store").render_as_string(hide_password=False))
     if problem:
-        raise SourceError(f"--write-store: cannot write {shown}: {problem}")
+        raise SourceError(f"--write-store: {problem}")
 
 
 def open_store(url: str, flag: str) -> Any:

@@ -162,3 +162,25 @@ def _postgres_unwritable(engine: Engine) -> str | None:
         return (f"role {role} may not write the table(s) "
                 f"{', '.join(refused[:3])}{', ...' if len(refused) > 3 else ''}")
     return None
+
+
+def store_problem(url: str) -> str | None:
+    """Why the run must not start on the store at ``url`` (one line), or None: another
+    application's database, or a store it could read but not write (every result would fail to
+    be stored after GitHub was read for it). Nothing is created or written."""
+    from taskeval.store.db import describe_url, make_engine, normalise_database_url
+
+    url = normalise_database_url(url)
+    try:
+        check_store(url, create=True)
+        engine = make_engine(url)
+        try:
+            problem = unwritable(engine)
+        finally:
+            engine.dispose()
+    except StoreError as exc:
+        return str(exc)
+    except Exception as exc:  # unreachable, not a database: the store's own words, one line
+        reason = str(exc).strip().splitlines()
+        return f"cannot open the store {describe_url(url)}: {reason[0] if reason else type(exc).__name__}"
+    return f"cannot write the store {describe_url(url)}: {problem}" if problem else None

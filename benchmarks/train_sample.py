@@ -1,0 +1,183 @@
+"""A second round of labels, on ``train`` repositories only, for fitting the reader and the closure.
+
+Why: the first round (benchmarks/comment_sample.py) has 80 ``work_wrong`` units and 75 written
+faults on the train side: too few to fit a reader or a closure that holds on repositories it has
+never seen. This round labels every remaining train unit a person or the operator wrote, the
+agent's own comments on closed PRs and a capped share of bots, and every remaining train PR that
+was closed without merging and has anything said on it. Nothing here touches a ``heldout``
+repository, so the held-out figures stay out-of-sample; no score, closure class or signal is
+imported or printed, so labels are made before anyone looks at an output.
+
+    python benchmarks/train_sample.py sample            # IDs into docs/labels/*.train2.csv
+    python benchmarks/train_sample.py batch --out DIR   # the labellers' files, outside the repo
+    python benchmarks/train_sample.py check
+
+The labellers read the same guide (docs/labelling.md) and the same batch format as round one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks import comment_sample as cs
+from benchmarks import label_tool
+from taskeval.corpus import aidev
+
+COMMENT_SAMPLE: Final = cs.LABELS_DIR / "comments-sample.train2.csv"
+FAULT_SAMPLE: Final = cs.LABELS_DIR / "fault-sample.train2.csv"
+COMMENT_LABELS: Final = cs.LABELS_DIR / "comments.train2.csv"
+FAULT_LABELS: Final = cs.LABELS_DIR / "faults.train2.csv"
+SEED: Final = 2027
+PEOPLE_PER_REPO: Final = 60  # units by a person or the operator, per repository
+BOTS_TOTAL: Final = 250  # bots' units (AI reviewers, CI), drawn at random, 15 per repository at most
+BOTS_PER_REPO: Final = 15
+FAULTS_PER_REPO: Final = 12
+COMMENT_BATCHES: Final = 5
+FAULT_BATCHES: Final = 2
+
+
+def sample_units(units: Sequence[cs.Unit], taken: set[str], seed: int = SEED) -> list[cs.Unit]:
+    """Train units not labelled before: people's and the operator's (at most
+    :data:`PEOPLE_PER_REPO` per repository, at random), the agent's comments and reviews on closed
+    PRs, and :data:`BOTS_TOTAL` bots' units."""
+    rng = random.Random(seed)
+    pool = [u for u in units if u.side == "train" and u.id not in taken and u.kind != "body"]
+    people: dict[str, list[cs.Unit]] = defaultdict(list)
+    for u in pool:
+        if u.role in ("person", "operator"):
+            people[u.repository].append(u)
+    picked = [u for repo in sorted(people) for u in rng.sample(people[repo], min(len(people[repo]),
+                                                                                 PEOPLE_PER_REPO))]
+    picked += [u for u in pool if u.role == "agent" and u.end == "closed"]
+    bots = rng.sample([u for u in pool if u.role == "bot"], len([u for u in pool if u.role == "bot"]))
+    per_repo: Counter[str] = Counter()
+    for u in bots:
+        if sum(per_repo.values()) >= BOTS_TOTAL:
+            break
+        if per_repo[u.repository] < BOTS_PER_REPO:
+            picked.append(u)
+            per_repo[u.repository] += 1
+    return sorted(picked, key=lambda u: (u.pr_id, u.when, cs.KIND_ORDER[u.kind], u.id))
+
+
+def sample_faults(corpus: aidev.Corpus, taken: set[int], seed: int = SEED) -> list[aidev.PullRecord]:
+    """Train PRs closed without merging, not labelled before, with at least one comment or review
+    (a PR nobody said anything on is ``unclear`` by definition), at most :data:`FAULTS_PER_REPO`
+    per repository."""
+    rng = random.Random(seed)
+    pool = [p for p in sorted(corpus.prs, key=lambda p: p.id)
+            if cs.end_state(p) == "closed" and cs.side(p.repository) == "train" and p.id not in taken
+            and any(u.kind != "body" for u in cs.units_of(p))]
+    per_repo: Counter[str] = Counter()
+    out = []
+    for p in rng.sample(pool, len(pool)):
+        if per_repo[p.repository] < FAULTS_PER_REPO:
+            out.append(p)
+            per_repo[p.repository] += 1
+    return sorted(out, key=lambda p: p.id)
+
+
+def write_batches(corpus: aidev.Corpus, out: Path, seed: int = SEED) -> dict[str, int]:
+    sample = cs.read_csv(COMMENT_SAMPLE)
+    by_pr = {p.id: p for p in corpus.prs}
+    units: dict[str, tuple[cs.Unit, list[cs.Unit]]] = {}
+    for pid in sorted({int(r["pr_id"]) for r in sample}):
+        seq = cs.units_of(by_pr[pid])
+        for i, u in enumerate(seq):
+            units[u.id] = (u, seq[max(0, i - 2):i])
+    order = random.Random(seed + 1).sample([r["id"] for r in sample], len(sample))
+    out.mkdir(parents=True, exist_ok=True)
+    written: dict[str, int] = {}
+    size = math.ceil(len(order) / COMMENT_BATCHES)
+    for b in range(COMMENT_BATCHES):
+        chunk = order[b * size:(b + 1) * size]
+        name = f"train2-comments-{b + 1}"
+        parts = [cs.COMMENT_HEADER.format(name=f"{name}.txt", count=len(chunk),
+                                          classes=" | ".join(cs.VERDICTS), csv_name=f"{name}.csv")]
+        parts += [cs.render_unit(n, len(chunk), units[uid][0], by_pr[units[uid][0].pr_id], units[uid][1])
+                  for n, uid in enumerate(chunk, start=1)]
+        (out / f"{name}.txt").write_text("\n".join(parts), encoding="utf-8")
+        written[f"{name}.txt"] = len(chunk)
+    faults = [int(r["pr_id"]) for r in cs.read_csv(FAULT_SAMPLE)]
+    fault_order = random.Random(seed + 3).sample(faults, len(faults))
+    size = math.ceil(len(fault_order) / FAULT_BATCHES)
+    for b in range(FAULT_BATCHES):
+        chunk = fault_order[b * size:(b + 1) * size]
+        name = f"train2-faults-{b + 1}"
+        parts = [cs.FAULT_HEADER.format(name=f"{name}.txt", count=len(chunk), csv_name=f"{name}.csv")]
+        parts += [f"##### PR {n}/{len(chunk)}  pr_id={pid}\n" + label_tool.show(by_pr[pid], corpus)
+                  for n, pid in enumerate(chunk, start=1)]
+        (out / f"{name}.txt").write_text("\n".join(parts), encoding="utf-8")
+        written[f"{name}.txt"] = len(chunk)
+    return written
+
+
+def check() -> list[str]:
+    """Problems with the round-two label files: unknown IDs or classes, held-out repositories."""
+    problems = []
+    pairs = ((COMMENT_SAMPLE, COMMENT_LABELS, "id", "verdict", cs.VERDICTS),
+             (FAULT_SAMPLE, FAULT_LABELS, "pr_id", "fault", cs.FAULTS))
+    for sample_path, labels_path, key, field, allowed in pairs:
+        if not labels_path.is_file():
+            continue
+        sample = {r[key]: r for r in cs.read_csv(sample_path)}
+        seen: set[str] = set()
+        for row in cs.read_csv(labels_path):
+            if row[key] not in sample:
+                problems.append(f"{labels_path.name}: {row[key]} is not in {sample_path.name}")
+            elif sample[row[key]]["side"] != "train":
+                problems.append(f"{labels_path.name}: {row[key]} is held out")
+            if row[field] not in allowed:
+                problems.append(f"{labels_path.name}: {row[key]} has unknown {field} {row[field]!r}")
+            if row[key] in seen:
+                problems.append(f"{labels_path.name}: {row[key]} labelled twice")
+            seen.add(row[key])
+    return problems
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("sample", help="draw the round-two IDs into docs/labels/")
+    ba = sub.add_parser("batch", help="write the labellers' files outside the repository")
+    ba.add_argument("--out", type=Path, required=True)
+    sub.add_parser("check", help="validate the round-two label files")
+    args = parser.parse_args(argv)
+    if args.command == "check":
+        problems = check()
+        print("\n".join(problems + [f"{len(problems)} problem(s)"]))
+        return 1 if problems else 0
+    corpus = cs._load(None)
+    if corpus is None:
+        return 2
+    if args.command == "sample":
+        taken = {r["id"] for r in cs.read_csv(cs.COMMENT_SAMPLE)}
+        units = sample_units(cs.all_units(corpus), taken)
+        cs.write_csv(COMMENT_SAMPLE, ("id", "pr_id", "agent", "repository", "side", "kind", "role", "position"),
+                     ((u.id, u.pr_id, u.agent, u.repository, u.side, u.kind, u.role, u.position)
+                      for u in units))
+        faults = sample_faults(corpus, {int(r["pr_id"]) for r in cs.read_csv(cs.FAULT_SAMPLE)})
+        cs.write_csv(FAULT_SAMPLE, ("pr_id", "agent", "repository", "side"),
+                     ((p.id, p.agent, p.repository, "train") for p in faults))
+        print(f"{len(units)} units ({dict(Counter(u.role for u in units))}), {len(faults)} closed PRs")
+        return 0
+    out = args.out.resolve()
+    if out == cs.ROOT or cs.ROOT in out.parents:
+        print("train_sample: batches hold the data's text; write them outside the repository", file=sys.stderr)
+        return 2
+    for name, count in write_batches(corpus, out).items():
+        print(f"{out / name}: {count}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -108,19 +108,34 @@ def read_units(units: Sequence[LabelledUnit]) -> list[tuple[str, str]]:
 # --------------------------------------------------------------------------- closures
 
 
+def fault_sample() -> dict[int, tuple[str, str]]:
+    """pr_id -> (side, agent folder) of every PR drawn for a fault label, both rounds (the second,
+    benchmarks/train_sample.py, is train repositories only)."""
+    from benchmarks import train_sample
+
+    rows = cs.read_csv(cs.FAULT_SAMPLE)
+    if train_sample.FAULT_SAMPLE.is_file():
+        rows += cs.read_csv(train_sample.FAULT_SAMPLE)
+    return {int(r["pr_id"]): (r["side"], r["agent"]) for r in rows}
+
+
 def fault_labels() -> dict[int, tuple[str, str, str]]:
-    """pr_id -> (side, agent folder, fault)."""
-    sample = {int(r["pr_id"]): r for r in cs.read_csv(cs.FAULT_SAMPLE)}
-    return {int(r["pr_id"]): (sample[int(r["pr_id"])]["side"], sample[int(r["pr_id"])]["agent"], r["fault"])
-            for r in cs.read_csv(cs.FAULT_LABELS)}
+    """pr_id -> (side, agent folder, fault), both rounds."""
+    from benchmarks import train_sample
+
+    sample = fault_sample()
+    rows = cs.read_csv(cs.FAULT_LABELS)
+    if train_sample.FAULT_LABELS.is_file():
+        rows += cs.read_csv(train_sample.FAULT_LABELS)
+    return {int(r["pr_id"]): (*sample[int(r["pr_id"])], r["fault"]) for r in rows}
 
 
 def collect(out: Path, workers: int = 2) -> int:
-    """Evaluate the fault-labelled PRs through the replay (AI off), one result file per PR."""
+    """Evaluate the PRs drawn for fault labels through the replay (AI off), one result file per PR."""
     from taskeval.corpus.labels import Label
     from taskeval.corpus.labels import collect as collect_labels
 
-    labels = [Label(agent, pr_id, "", 0, "closed", "", "") for pr_id, (_, agent, _) in fault_labels().items()]
+    labels = [Label(agent, pr_id, "", 0, "closed", "", "") for pr_id, (_, agent) in fault_sample().items()]
     return collect_labels(labels, out, workers)
 
 

@@ -36,8 +36,15 @@ class LabelledUnit:
 
 def load_units(data: Path | None = None, sides: tuple[str, ...] = cs.SIDES) -> list[LabelledUnit]:
     """Every labelled unit of ``sides`` with its text, in the sample's order."""
-    sample = {r["id"]: r for r in cs.read_csv(cs.COMMENT_SAMPLE)}
-    labels = {r["id"]: r["verdict"] for r in cs.read_csv(cs.COMMENT_LABELS)}
+    from benchmarks import train_sample
+
+    rows = cs.read_csv(cs.COMMENT_SAMPLE)
+    label_rows = cs.read_csv(cs.COMMENT_LABELS)
+    if train_sample.COMMENT_LABELS.is_file():  # the second round: train repositories only
+        rows += cs.read_csv(train_sample.COMMENT_SAMPLE)
+        label_rows += cs.read_csv(train_sample.COMMENT_LABELS)
+    sample = {r["id"]: r for r in rows}
+    labels = {r["id"]: r["verdict"] for r in label_rows}
     wanted = {i for i, r in sample.items() if r["side"] in sides}
     corpus = aidev.load(data or aidev.default_data_dir(),
                         ids={int(sample[i]["pr_id"]) for i in wanted})

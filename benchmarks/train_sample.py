@@ -36,6 +36,10 @@ COMMENT_SAMPLE: Final = cs.LABELS_DIR / "comments-sample.train2.csv"
 FAULT_SAMPLE: Final = cs.LABELS_DIR / "fault-sample.train2.csv"
 COMMENT_LABELS: Final = cs.LABELS_DIR / "comments.train2.csv"
 FAULT_LABELS: Final = cs.LABELS_DIR / "faults.train2.csv"
+COMMENT_SECOND: Final = cs.LABELS_DIR / "comments.train2.second.csv"
+FAULT_SECOND: Final = cs.LABELS_DIR / "faults.train2.second.csv"
+DOUBLE_UNITS: Final = 300  # labelled a second time, independently, for this round's kappa
+DOUBLE_FAULTS: Final = 60
 SEED: Final = 2027
 PEOPLE_PER_REPO: Final = 60  # units by a person or the operator, per repository
 BOTS_TOTAL: Final = 250  # bots' units (AI reviewers, CI), drawn at random, 15 per repository at most
@@ -121,11 +125,56 @@ def write_batches(corpus: aidev.Corpus, out: Path, seed: int = SEED) -> dict[str
     return written
 
 
+def write_double(corpus: aidev.Corpus, out: Path, seed: int = SEED) -> dict[str, int]:
+    """The second labeller's files: :data:`DOUBLE_UNITS` units and :data:`DOUBLE_FAULTS` PRs of
+    this round, drawn at random with a fixed seed, in an order of their own."""
+    by_pr = {p.id: p for p in corpus.prs}
+    sample = cs.read_csv(COMMENT_SAMPLE)
+    rng = random.Random(seed + 7)
+    picked = rng.sample([r["id"] for r in sample], DOUBLE_UNITS)
+    units: dict[str, tuple[cs.Unit, list[cs.Unit]]] = {}
+    for pid in sorted({int(r["pr_id"]) for r in sample if r["id"] in set(picked)}):
+        seq = cs.units_of(by_pr[pid])
+        for i, u in enumerate(seq):
+            units[u.id] = (u, seq[max(0, i - 2):i])
+    name = "train2-double"
+    parts = [cs.COMMENT_HEADER.format(name=f"{name}.txt", count=len(picked), classes=" | ".join(cs.VERDICTS),
+                                      csv_name=f"{name}.csv")]
+    parts += [cs.render_unit(n, len(picked), units[uid][0], by_pr[units[uid][0].pr_id], units[uid][1])
+              for n, uid in enumerate(picked, start=1)]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.txt").write_text("\n".join(parts), encoding="utf-8")
+    faults = rng.sample([int(r["pr_id"]) for r in cs.read_csv(FAULT_SAMPLE)], DOUBLE_FAULTS)
+    name = "train2-faults-double"
+    parts = [cs.FAULT_HEADER.format(name=f"{name}.txt", count=len(faults), csv_name=f"{name}.csv")]
+    parts += [f"##### PR {n}/{len(faults)}  pr_id={pid}\n" + label_tool.show(by_pr[pid], corpus)
+              for n, pid in enumerate(faults, start=1)]
+    (out / f"{name}.txt").write_text("\n".join(parts), encoding="utf-8")
+    return {"train2-double.txt": len(picked), "train2-faults-double.txt": len(faults)}
+
+
+def kappas() -> list[str]:
+    """Cohen's kappa of this round's double labels (comments, then faults)."""
+    lines = []
+    for first, second, key, field in ((COMMENT_LABELS, COMMENT_SECOND, "id", "verdict"),
+                                      (FAULT_LABELS, FAULT_SECOND, "pr_id", "fault")):
+        if not (first.is_file() and second.is_file()):
+            continue
+        one = {r[key]: r[field] for r in cs.read_csv(first)}
+        pairs = [(one[r[key]], r[field]) for r in cs.read_csv(second) if r[key] in one]
+        kappa = cs.cohen_kappa(pairs)
+        lines.append(f"{second.name}: {len(pairs)} common, {sum(a == b for a, b in pairs)} agree, kappa "
+                     + ("n/a" if kappa is None else f"{kappa:.3f}"))
+    return lines
+
+
 def check() -> list[str]:
     """Problems with the round-two label files: unknown IDs or classes, held-out repositories."""
     problems = []
     pairs = ((COMMENT_SAMPLE, COMMENT_LABELS, "id", "verdict", cs.VERDICTS),
-             (FAULT_SAMPLE, FAULT_LABELS, "pr_id", "fault", cs.FAULTS))
+             (FAULT_SAMPLE, FAULT_LABELS, "pr_id", "fault", cs.FAULTS),
+             (COMMENT_SAMPLE, COMMENT_SECOND, "id", "verdict", cs.VERDICTS),
+             (FAULT_SAMPLE, FAULT_SECOND, "pr_id", "fault", cs.FAULTS))
     for sample_path, labels_path, key, field, allowed in pairs:
         if not labels_path.is_file():
             continue
@@ -150,12 +199,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("sample", help="draw the round-two IDs into docs/labels/")
     ba = sub.add_parser("batch", help="write the labellers' files outside the repository")
     ba.add_argument("--out", type=Path, required=True)
+    do = sub.add_parser("double", help="write the second labeller's files outside the repository")
+    do.add_argument("--out", type=Path, required=True)
     sub.add_parser("check", help="validate the round-two label files")
+    sub.add_parser("kappa", help="Cohen's kappa of this round's double labels")
     args = parser.parse_args(argv)
     if args.command == "check":
         problems = check()
         print("\n".join(problems + [f"{len(problems)} problem(s)"]))
         return 1 if problems else 0
+    if args.command == "kappa":
+        print("\n".join(kappas() or ["no double labels yet"]))
+        return 0
     corpus = cs._load(None)
     if corpus is None:
         return 2
@@ -174,7 +229,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if out == cs.ROOT or cs.ROOT in out.parents:
         print("train_sample: batches hold the data's text; write them outside the repository", file=sys.stderr)
         return 2
-    for name, count in write_batches(corpus, out).items():
+    write = write_double if args.command == "double" else write_batches
+    for name, count in write(corpus, out).items():
         print(f"{out / name}: {count}")
     return 0
 

@@ -24,7 +24,7 @@ import sys
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -38,6 +38,9 @@ COMMENT_LABELS: Final = cs.LABELS_DIR / "comments.train2.csv"
 FAULT_LABELS: Final = cs.LABELS_DIR / "faults.train2.csv"
 COMMENT_SECOND: Final = cs.LABELS_DIR / "comments.train2.second.csv"
 FAULT_SECOND: Final = cs.LABELS_DIR / "faults.train2.second.csv"
+# 300 train units of the FIRST round labelled again by a labeller of this round: whether the two
+# rounds label alike (a model fitted on both is measured against the first round's held-out labels).
+CROSS: Final = cs.LABELS_DIR / "comments.cross.csv"
 DOUBLE_UNITS: Final = 300  # labelled a second time, independently, for this round's kappa
 DOUBLE_FAULTS: Final = 60
 SEED: Final = 2027
@@ -47,6 +50,7 @@ BOTS_PER_REPO: Final = 15
 FAULTS_PER_REPO: Final = 12
 COMMENT_BATCHES: Final = 5
 FAULT_BATCHES: Final = 2
+K = TypeVar("K")
 
 
 def sample_units(units: Sequence[cs.Unit], taken: set[str], seed: int = SEED) -> list[cs.Unit]:
@@ -90,74 +94,72 @@ def sample_faults(corpus: aidev.Corpus, taken: set[int], seed: int = SEED) -> li
     return sorted(out, key=lambda p: p.id)
 
 
-def write_batches(corpus: aidev.Corpus, out: Path, seed: int = SEED) -> dict[str, int]:
-    sample = cs.read_csv(COMMENT_SAMPLE)
+def _comments_file(corpus: aidev.Corpus, ids: Sequence[str], name: str, out: Path) -> int:
+    """One labeller's file of units ``ids`` (in that order), each with the two units before it."""
     by_pr = {p.id: p for p in corpus.prs}
+    wanted = set(ids)
     units: dict[str, tuple[cs.Unit, list[cs.Unit]]] = {}
-    for pid in sorted({int(r["pr_id"]) for r in sample}):
-        seq = cs.units_of(by_pr[pid])
+    for p in corpus.prs:
+        seq = cs.units_of(p)
         for i, u in enumerate(seq):
-            units[u.id] = (u, seq[max(0, i - 2):i])
-    order = random.Random(seed + 1).sample([r["id"] for r in sample], len(sample))
+            if u.id in wanted:
+                units[u.id] = (u, seq[max(0, i - 2):i])
+    parts = [cs.COMMENT_HEADER.format(name=f"{name}.txt", count=len(ids), classes=" | ".join(cs.VERDICTS),
+                                      csv_name=f"{name}.csv")]
+    parts += [cs.render_unit(n, len(ids), units[uid][0], by_pr[units[uid][0].pr_id], units[uid][1])
+              for n, uid in enumerate(ids, start=1)]
     out.mkdir(parents=True, exist_ok=True)
-    written: dict[str, int] = {}
-    size = math.ceil(len(order) / COMMENT_BATCHES)
-    for b in range(COMMENT_BATCHES):
-        chunk = order[b * size:(b + 1) * size]
-        name = f"train2-comments-{b + 1}"
-        parts = [cs.COMMENT_HEADER.format(name=f"{name}.txt", count=len(chunk),
-                                          classes=" | ".join(cs.VERDICTS), csv_name=f"{name}.csv")]
-        parts += [cs.render_unit(n, len(chunk), units[uid][0], by_pr[units[uid][0].pr_id], units[uid][1])
-                  for n, uid in enumerate(chunk, start=1)]
-        (out / f"{name}.txt").write_text("\n".join(parts), encoding="utf-8")
-        written[f"{name}.txt"] = len(chunk)
+    (out / f"{name}.txt").write_text("\n".join(parts), encoding="utf-8")
+    return len(ids)
+
+
+def _faults_file(corpus: aidev.Corpus, ids: Sequence[int], name: str, out: Path) -> int:
+    """One labeller's file of closed PRs ``ids``, each shown whole."""
+    by_pr = {p.id: p for p in corpus.prs}
+    parts = [cs.FAULT_HEADER.format(name=f"{name}.txt", count=len(ids), csv_name=f"{name}.csv")]
+    parts += [f"##### PR {n}/{len(ids)}  pr_id={pid}\n" + label_tool.show(by_pr[pid], corpus)
+              for n, pid in enumerate(ids, start=1)]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.txt").write_text("\n".join(parts), encoding="utf-8")
+    return len(ids)
+
+
+def _chunks(items: Sequence[K], parts: int) -> list[Sequence[K]]:
+    size = math.ceil(len(items) / parts)
+    return [items[b * size:(b + 1) * size] for b in range(parts)]
+
+
+def write_batches(corpus: aidev.Corpus, out: Path, seed: int = SEED) -> dict[str, int]:
+    """The labellers' files of this round: five of units, two of closed PRs."""
+    sample = [r["id"] for r in cs.read_csv(COMMENT_SAMPLE)]
     faults = [int(r["pr_id"]) for r in cs.read_csv(FAULT_SAMPLE)]
-    fault_order = random.Random(seed + 3).sample(faults, len(faults))
-    size = math.ceil(len(fault_order) / FAULT_BATCHES)
-    for b in range(FAULT_BATCHES):
-        chunk = fault_order[b * size:(b + 1) * size]
-        name = f"train2-faults-{b + 1}"
-        parts = [cs.FAULT_HEADER.format(name=f"{name}.txt", count=len(chunk), csv_name=f"{name}.csv")]
-        parts += [f"##### PR {n}/{len(chunk)}  pr_id={pid}\n" + label_tool.show(by_pr[pid], corpus)
-                  for n, pid in enumerate(chunk, start=1)]
-        (out / f"{name}.txt").write_text("\n".join(parts), encoding="utf-8")
-        written[f"{name}.txt"] = len(chunk)
+    written = {}
+    for b, chunk in enumerate(_chunks(random.Random(seed + 1).sample(sample, len(sample)), COMMENT_BATCHES)):
+        written[f"train2-comments-{b + 1}.txt"] = _comments_file(corpus, chunk, f"train2-comments-{b + 1}", out)
+    for b, pids in enumerate(_chunks(random.Random(seed + 3).sample(faults, len(faults)), FAULT_BATCHES)):
+        written[f"train2-faults-{b + 1}.txt"] = _faults_file(corpus, pids, f"train2-faults-{b + 1}", out)
     return written
 
 
 def write_double(corpus: aidev.Corpus, out: Path, seed: int = SEED) -> dict[str, int]:
-    """The second labeller's files: :data:`DOUBLE_UNITS` units and :data:`DOUBLE_FAULTS` PRs of
-    this round, drawn at random with a fixed seed, in an order of their own."""
-    by_pr = {p.id: p for p in corpus.prs}
-    sample = cs.read_csv(COMMENT_SAMPLE)
+    """The second labellers' files: :data:`DOUBLE_UNITS` units and :data:`DOUBLE_FAULTS` PRs of this
+    round, and (the cross-check) 300 train units of the first round, each drawn with a fixed seed."""
     rng = random.Random(seed + 7)
-    picked = rng.sample([r["id"] for r in sample], DOUBLE_UNITS)
-    units: dict[str, tuple[cs.Unit, list[cs.Unit]]] = {}
-    for pid in sorted({int(r["pr_id"]) for r in sample if r["id"] in set(picked)}):
-        seq = cs.units_of(by_pr[pid])
-        for i, u in enumerate(seq):
-            units[u.id] = (u, seq[max(0, i - 2):i])
-    name = "train2-double"
-    parts = [cs.COMMENT_HEADER.format(name=f"{name}.txt", count=len(picked), classes=" | ".join(cs.VERDICTS),
-                                      csv_name=f"{name}.csv")]
-    parts += [cs.render_unit(n, len(picked), units[uid][0], by_pr[units[uid][0].pr_id], units[uid][1])
-              for n, uid in enumerate(picked, start=1)]
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{name}.txt").write_text("\n".join(parts), encoding="utf-8")
+    units = rng.sample([r["id"] for r in cs.read_csv(COMMENT_SAMPLE)], DOUBLE_UNITS)
     faults = rng.sample([int(r["pr_id"]) for r in cs.read_csv(FAULT_SAMPLE)], DOUBLE_FAULTS)
-    name = "train2-faults-double"
-    parts = [cs.FAULT_HEADER.format(name=f"{name}.txt", count=len(faults), csv_name=f"{name}.csv")]
-    parts += [f"##### PR {n}/{len(faults)}  pr_id={pid}\n" + label_tool.show(by_pr[pid], corpus)
-              for n, pid in enumerate(faults, start=1)]
-    (out / f"{name}.txt").write_text("\n".join(parts), encoding="utf-8")
-    return {"train2-double.txt": len(picked), "train2-faults-double.txt": len(faults)}
+    first = [r["id"] for r in cs.read_csv(cs.COMMENT_SAMPLE) if r["side"] == "train"]
+    cross = random.Random(2031).sample(first, DOUBLE_UNITS)
+    return {"train2-double.txt": _comments_file(corpus, units, "train2-double", out),
+            "train2-faults-double.txt": _faults_file(corpus, faults, "train2-faults-double", out),
+            "cross-check.txt": _comments_file(corpus, cross, "cross-check", out)}
 
 
 def kappas() -> list[str]:
     """Cohen's kappa of this round's double labels (comments, then faults)."""
     lines = []
     for first, second, key, field in ((COMMENT_LABELS, COMMENT_SECOND, "id", "verdict"),
-                                      (FAULT_LABELS, FAULT_SECOND, "pr_id", "fault")):
+                                      (FAULT_LABELS, FAULT_SECOND, "pr_id", "fault"),
+                                      (cs.COMMENT_LABELS, CROSS, "id", "verdict")):
         if not (first.is_file() and second.is_file()):
             continue
         one = {r[key]: r[field] for r in cs.read_csv(first)}
@@ -206,7 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "check":
         problems = check()
-        print("\n".join(problems + [f"{len(problems)} problem(s)"]))
+        print("\n".join([*problems, f"{len(problems)} problem(s)"]))
         return 1 if problems else 0
     if args.command == "kappa":
         print("\n".join(kappas() or ["no double labels yet"]))

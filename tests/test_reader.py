@@ -106,8 +106,35 @@ def test_what_hands_the_turn_back(text: str, handles: tuple[str, ...], asks: boo
 def test_the_model_is_packaged_and_read_without_numerical_libraries() -> None:
     fitted = reader.model()
     assert fitted is not None and fitted.version.startswith("reader-")
-    assert "work_wrong" not in fitted.decides  # work_wrong is the rules' alone
     assert set(fitted.decides) <= set(VERDICTS)
+    assert fitted.thresholds["work_wrong"] >= 0.8  # a verdict on the work only when the model is sure
+
+
+# A toy model: one word pushes towards work_wrong, one towards approval.
+TOY = reader.model_from({
+    "version": "toy", "classes": ["work_wrong", "change_request", "approval", "neutral"],
+    "bias": [0, 0, 0, 0],
+    "weights": {"w:awful": [4, 0, 0, 0], "w:meh": [1.6, 0, 0.9, 0], "w:good": [0, 0, 3, 0]},
+    "decides": ["work_wrong", "change_request", "approval", "neutral"],
+    "thresholds": {"work_wrong": 0.85}, "confirms": {"work_wrong": 0.5}})
+
+
+@pytest.mark.parametrize(("text", "verdict", "why"), [
+    ("awful", "work_wrong", "the model is sure enough (p 0.95)"),
+    ("meh", "neutral", "likeliest but unsure: no verdict, not the runner-up approval"),
+    ("good", "approval", "another class is given as the likeliest"),
+    ("this doesn't work, meh", "work_wrong", "a phrase proposes it and the model confirms (p >= 0.5)"),
+    ("this doesn't work, good", "approval", "a phrase proposes it but the model does not confirm it"),
+])
+def test_a_verdict_on_the_work_needs_the_model_sure_or_a_phrase_it_confirms(text: str, verdict: str,
+                                                                            why: str) -> None:
+    found = read(text, "comment", "person", "last3", reader=TOY)
+    assert found.verdict == verdict, why
+    assert 0.0 < found.wrong < 1.0
+
+
+def test_without_a_model_the_phrases_decide_alone() -> None:
+    assert read("this doesn't work", "comment", "person", "last3", reader=None).verdict == "work_wrong"
 
 
 @pytest.mark.parametrize(("title", "verdict"), [

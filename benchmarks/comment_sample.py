@@ -106,6 +106,25 @@ def side(repository: str) -> str:
     return SIDES[digest[0] & 1]
 
 
+# The held-out side split again, by another salted hash fixed before any of its outputs was read
+# unit by unit (docs/labelling.md, "The held-out side, split again"): ``heldout-dev`` repositories
+# join the fitting side (their mistakes may be read and their labels fitted on); ``heldout-test``
+# repositories are the ones the reported figures come from, and nobody reads their mistakes.
+PARTS_SALT: Final = "taskeval-heldout-dev-v1"
+PARTS: Final = ("train", "heldout-dev", "heldout-test")
+FIT_PARTS: Final = ("train", "heldout-dev")
+
+
+def part(repository: str) -> str:
+    """``train``, ``heldout-dev`` or ``heldout-test`` for a repository: its :func:`side`, and for a
+    held-out one the first byte of ``sha256(PARTS_SALT + ":" + owner/name lowercased)``, even ->
+    dev, odd -> test."""
+    if side(repository) == "train":
+        return "train"
+    digest = hashlib.sha256(f"{PARTS_SALT}:{repository.strip().lower()}".encode()).digest()
+    return ("heldout-dev", "heldout-test")[digest[0] & 1]
+
+
 def end_state(pr: aidev.PullRecord) -> str:
     return "merged" if pr.merged else ("closed" if pr.state == "closed" else "open")
 

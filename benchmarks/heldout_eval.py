@@ -114,8 +114,9 @@ def fault_sample() -> dict[int, tuple[str, str]]:
     from benchmarks import train_sample
 
     rows = cs.read_csv(cs.FAULT_SAMPLE)
-    if train_sample.FAULT_SAMPLE.is_file():
-        rows += cs.read_csv(train_sample.FAULT_SAMPLE)
+    for later in train_sample.ROUNDS.values():
+        if later.fault_sample.is_file():
+            rows += cs.read_csv(later.fault_sample)
     return {int(r["pr_id"]): (r["side"], r["agent"]) for r in rows}
 
 
@@ -125,8 +126,9 @@ def fault_labels() -> dict[int, tuple[str, str, str]]:
 
     sample = fault_sample()
     rows = cs.read_csv(cs.FAULT_LABELS)
-    if train_sample.FAULT_LABELS.is_file():
-        rows += cs.read_csv(train_sample.FAULT_LABELS)
+    for later in train_sample.ROUNDS.values():
+        if later.fault_labels.is_file():
+            rows += cs.read_csv(later.fault_labels)
     return {int(r["pr_id"]): (*sample[int(r["pr_id"])], r["fault"]) for r in rows}
 
 
@@ -145,15 +147,19 @@ def scored_closures(results: Path) -> list[dict[str, Any]]:
 
     corpus = aidev.load(aidev.default_data_dir(), ids=set(fault_labels()))
     stems = {pr.id: pr.file_stem for pr in corpus.prs}
+    parts = {pr.id: cs.part(pr.repository) for pr in corpus.prs}
     rows = []
     for pr_id, (side, agent, fault) in sorted(fault_labels().items()):
         path = results / f"{stems.get(pr_id, '')}.json"
+        where = parts.get(pr_id, side)
         if pr_id not in stems or not path.is_file():
-            rows.append({"pr_id": pr_id, "side": side, "agent": agent, "fault": fault, "missing": True})
+            rows.append({"pr_id": pr_id, "side": side, "part": where, "agent": agent, "fault": fault,
+                         "missing": True})
             continue
         result = _score(path)
         closure = result.get("closure") or {}
-        rows.append({"pr_id": pr_id, "side": side, "agent": agent, "fault": fault, "missing": False,
+        rows.append({"pr_id": pr_id, "side": side, "part": where, "agent": agent, "fault": fault,
+                     "missing": False,
                      "class": closure.get("class"), "decidedBy": closure.get("decidedBy"),
                      "counts": bool(closure.get("countsAgainstAgent")),
                      "score": float(_category(result, "agentPerformance"))})
@@ -188,25 +194,37 @@ def closure_figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def report(results: Path | None, sides: Sequence[str]) -> dict[str, Any]:
-    units = load_units(sides=tuple(sides))
+# What is reported, in this order: the held-out test repositories (nobody reads their mistakes),
+# the held-out dev repositories (split off the held-out side to be read and fitted on), the whole
+# held-out side as every earlier report gave it, and train.
+GROUPS: dict[str, tuple[str, ...]] = {"heldout-test": ("heldout-test",), "heldout-dev": ("heldout-dev",),
+                                      "heldout": ("heldout-dev", "heldout-test"), "train": ("train",)}
+MARKS = {"heldout-test": " (held out: never read, never fitted on)",
+         "heldout-dev": " (READ AND FITTED ON since the held-out side was split again)",
+         "heldout": " (all held-out repositories: test and dev together, as reported before the split)",
+         "train": " (IN-SAMPLE: rules and model were fitted here)"}
+
+
+def report(results: Path | None, groups: Sequence[str]) -> dict[str, Any]:
+    units = load_units()
     out: dict[str, Any] = {"targets": TARGETS, "readerModel": (reader.model() or reader.Model(
         "none", (), {}, {}, frozenset())).version}
     closures = scored_closures(results) if results is not None else []
     with rules_only():
-        rule_pairs = {s: read_units([u for u in units if u.side == s]) for s in sides}
+        rule_pairs = {g: read_units([u for u in units if u.part in GROUPS[g]]) for g in groups}
         rule_closures = scored_closures(results) if results is not None else []
-    for side in sides:
-        mine = [u for u in units if u.side == side]
+    for group in groups:
+        mine = [u for u in units if u.part in GROUPS[group]]
         entry: dict[str, Any] = {
-            "inSample": side == "train",
+            "inSample": group in ("train", "heldout-dev"), "parts": list(GROUPS[group]),
             "comments": verdict_figures(read_units(mine)),
-            "commentsRulesOnly": verdict_figures(rule_pairs[side]),
+            "commentsRulesOnly": verdict_figures(rule_pairs[group]),
         }
         if results is not None:
-            entry["closure"] = closure_figures([r for r in closures if r["side"] == side])
-            entry["closureRulesOnly"] = closure_figures([r for r in rule_closures if r["side"] == side])
-        out[side] = entry
+            entry["closure"] = closure_figures([r for r in closures if r["part"] in GROUPS[group]])
+            entry["closureRulesOnly"] = closure_figures([r for r in rule_closures
+                                                         if r["part"] in GROUPS[group]])
+        out[group] = entry
     return out
 
 
@@ -216,12 +234,11 @@ def _fmt(p: dict[str, Any]) -> str:
     return f"{p['value']:.3f} [{p['low']:.2f}, {p['high']:.2f}] ({p.get('hits', '')}/{p.get('n', '')})"
 
 
-def summary(figures: dict[str, Any], sides: Sequence[str]) -> str:
+def summary(figures: dict[str, Any], groups: Sequence[str]) -> str:
     lines = []
-    for side in sides:
-        f = figures[side]
-        mark = " (IN-SAMPLE: rules and model were fitted here)" if f["inSample"] else " (held out)"
-        lines.append(f"== {side}{mark}")
+    for group in groups:
+        f = figures[group]
+        lines.append(f"== {group}{MARKS[group]}")
         for name in ("comments", "commentsRulesOnly"):
             c = f[name]
             ww = c["classes"]["work_wrong"]
@@ -246,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     c.add_argument("--workers", type=int, default=2)
     r = sub.add_parser("report", help="the figures, held-out first")
     r.add_argument("--results", type=Path, default=None, help="collect's folder (no closures without it)")
-    r.add_argument("--side", choices=("heldout", "train", "both"), default="both")
+    r.add_argument("--group", choices=(*GROUPS, "all"), default="all")
     r.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     if not aidev.is_corpus_dir(aidev.default_data_dir()):
@@ -254,9 +271,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.command == "collect":
         return collect(args.output_dir, args.workers)
-    sides = ("heldout", "train") if args.side == "both" else (args.side,)
-    figures = report(args.results, sides)
-    print(summary(figures, sides))
+    groups = tuple(GROUPS) if args.group == "all" else (args.group,)
+    figures = report(args.results, groups)
+    print(summary(figures, groups))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
     return 0

@@ -26,6 +26,7 @@ class LabelledUnit:
     agent: str
     repository: str
     side: str
+    part: str  # train | heldout-dev | heldout-test (comment_sample.part)
     kind: str  # comment | review | body
     role: str  # agent | operator | bot | person
     position: str  # last3 | earlier | after | open
@@ -40,9 +41,10 @@ def load_units(data: Path | None = None, sides: tuple[str, ...] = cs.SIDES) -> l
 
     rows = cs.read_csv(cs.COMMENT_SAMPLE)
     label_rows = cs.read_csv(cs.COMMENT_LABELS)
-    if train_sample.COMMENT_LABELS.is_file():  # the second round: train repositories only
-        rows += cs.read_csv(train_sample.COMMENT_SAMPLE)
-        label_rows += cs.read_csv(train_sample.COMMENT_LABELS)
+    for later in train_sample.ROUNDS.values():  # rounds two (train) and three (held out)
+        if later.comment_labels.is_file():
+            rows += cs.read_csv(later.comment_sample)
+            label_rows += cs.read_csv(later.comment_labels)
     sample = {r["id"]: r for r in rows}
     labels = {r["id"]: r["verdict"] for r in label_rows}
     wanted = {i for i, r in sample.items() if r["side"] in sides}
@@ -53,7 +55,8 @@ def load_units(data: Path | None = None, sides: tuple[str, ...] = cs.SIDES) -> l
     for pr in corpus.prs:
         for u in cs.units_of(pr):
             if u.id in wanted and u.id in labels:
-                found[u.id] = LabelledUnit(u.id, u.pr_id, u.agent, u.repository, u.side, u.kind, u.role,
+                found[u.id] = LabelledUnit(u.id, u.pr_id, u.agent, u.repository, u.side,
+                                           cs.part(u.repository), u.kind, u.role,
                                            u.position, states.get(u.id), u.text, labels[u.id])
     return [found[i] for i in sample if i in found]
 

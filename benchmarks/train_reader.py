@@ -3,12 +3,13 @@
     python benchmarks/train_reader.py cv        # cross-validation on train repositories only
     python benchmarks/train_reader.py fit       # fit on all train units, write the model file
 
-Only units whose repository is on the ``train`` side (benchmarks/comment_sample.py ``side``) are
-read: no held-out unit, label or figure enters the model or its settings. ``cv`` splits the train
-repositories into five groups (each repository wholly in one) and reports, for the rules alone
-and for the rules with the model, per-class precision and recall and macro-F1 over the folds'
-predictions; ``fit`` writes
-``taskeval/signals/reader_model.json`` (weights rounded to 4 decimals, small ones dropped).
+Only units of the fitting side are read: ``train`` repositories and, since the held-out side was
+split again, ``heldout-dev`` ones (benchmarks/comment_sample.py ``part``); no ``heldout-test``
+unit, label or figure enters the model or its settings. ``cv`` splits the fitting repositories
+into five groups (each repository wholly in one) and reports, for the rules alone and for the
+rules with the model, per-class precision and recall and macro-F1 over the folds' predictions;
+``fit`` writes ``taskeval/signals/reader_model.json`` (weights rounded to 4 decimals, small ones
+dropped).
 Needs scikit-learn (the ``validate`` extra); scoring with the model does not.
 """
 
@@ -22,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks import comment_sample as cs
 from benchmarks.reader_units import LabelledUnit, load_units
 from taskeval.signals import reader
 
@@ -130,8 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--c", type=float, default=C)
     parser.add_argument("--grid", action="store_true", help="cv: try several C")
     args = parser.parse_args(argv)
-    units = load_units(sides=("train",))
-    assert all(u.side == "train" for u in units)
+    units = [u for u in load_units() if u.part in cs.FIT_PARTS]
+    assert not any(u.part == "heldout-test" for u in units)
     if args.command == "cv":
         rules = per_class([(u.verdict, p) for u, p in zip(units, predict(units, None), strict=True)])
         print(brief("rules only", rules))

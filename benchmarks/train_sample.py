@@ -13,6 +13,11 @@ imported or printed, so labels are made before anyone looks at an output.
     python benchmarks/train_sample.py check
 
 The labellers read the same guide (docs/labelling.md) and the same batch format as round one.
+
+A third round (``--round heldout3``) draws the same way from the ``heldout`` repositories, to
+make the held-out measurement larger; it is labelled as blindly, and its labels are never fitted
+on except where docs/labelling.md ("The held-out side, split again") says a repository was moved
+to the fitting side before any of its outputs was read.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import random
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, TypeVar
 
@@ -32,7 +38,7 @@ from benchmarks import comment_sample as cs
 from benchmarks import label_tool
 from taskeval.corpus import aidev
 
-COMMENT_SAMPLE: Final = cs.LABELS_DIR / "comments-sample.train2.csv"
+COMMENT_SAMPLE: Final = cs.LABELS_DIR / "comments-sample.train2.csv"  # round two's files
 FAULT_SAMPLE: Final = cs.LABELS_DIR / "fault-sample.train2.csv"
 COMMENT_LABELS: Final = cs.LABELS_DIR / "comments.train2.csv"
 FAULT_LABELS: Final = cs.LABELS_DIR / "faults.train2.csv"
@@ -53,12 +59,44 @@ FAULT_BATCHES: Final = 2
 K = TypeVar("K")
 
 
-def sample_units(units: Sequence[cs.Unit], taken: set[str], seed: int = SEED) -> list[cs.Unit]:
-    """Train units not labelled before: people's and the operator's (at most
+@dataclass(frozen=True)
+class Round:
+    """One round of labels drawn by this module: its side, seed and files."""
+
+    name: str
+    side: str
+    seed: int
+
+    def path(self, stem: str) -> Path:
+        return cs.LABELS_DIR / f"{stem}.{self.name}.csv"
+
+    @property
+    def comment_sample(self) -> Path:
+        return self.path("comments-sample")
+
+    @property
+    def fault_sample(self) -> Path:
+        return self.path("fault-sample")
+
+    @property
+    def comment_labels(self) -> Path:
+        return self.path("comments")
+
+    @property
+    def fault_labels(self) -> Path:
+        return self.path("faults")
+
+
+ROUNDS: Final = {"train2": Round("train2", "train", SEED), "heldout3": Round("heldout3", "heldout", 2028)}
+
+
+def sample_units(units: Sequence[cs.Unit], taken: set[str], seed: int = SEED,
+                 where: str = "train") -> list[cs.Unit]:
+    """Units of side ``where`` not labelled before: people's and the operator's (at most
     :data:`PEOPLE_PER_REPO` per repository, at random), the agent's comments and reviews on closed
     PRs, and :data:`BOTS_TOTAL` bots' units."""
     rng = random.Random(seed)
-    pool = [u for u in units if u.side == "train" and u.id not in taken and u.kind != "body"]
+    pool = [u for u in units if u.side == where and u.id not in taken and u.kind != "body"]
     people: dict[str, list[cs.Unit]] = defaultdict(list)
     for u in pool:
         if u.role in ("person", "operator"):
@@ -77,13 +115,14 @@ def sample_units(units: Sequence[cs.Unit], taken: set[str], seed: int = SEED) ->
     return sorted(picked, key=lambda u: (u.pr_id, u.when, cs.KIND_ORDER[u.kind], u.id))
 
 
-def sample_faults(corpus: aidev.Corpus, taken: set[int], seed: int = SEED) -> list[aidev.PullRecord]:
-    """Train PRs closed without merging, not labelled before, with at least one comment or review
-    (a PR nobody said anything on is ``unclear`` by definition), at most :data:`FAULTS_PER_REPO`
-    per repository."""
+def sample_faults(corpus: aidev.Corpus, taken: set[int], seed: int = SEED,
+                  where: str = "train") -> list[aidev.PullRecord]:
+    """PRs of side ``where`` closed without merging, not labelled before, with at least one comment
+    or review (a PR nobody said anything on is ``unclear`` by definition), at most
+    :data:`FAULTS_PER_REPO` per repository."""
     rng = random.Random(seed)
     pool = [p for p in sorted(corpus.prs, key=lambda p: p.id)
-            if cs.end_state(p) == "closed" and cs.side(p.repository) == "train" and p.id not in taken
+            if cs.end_state(p) == "closed" and cs.side(p.repository) == where and p.id not in taken
             and any(u.kind != "body" for u in cs.units_of(p))]
     per_repo: Counter[str] = Counter()
     out = []
@@ -129,15 +168,17 @@ def _chunks(items: Sequence[K], parts: int) -> list[Sequence[K]]:
     return [items[b * size:(b + 1) * size] for b in range(parts)]
 
 
-def write_batches(corpus: aidev.Corpus, out: Path, seed: int = SEED) -> dict[str, int]:
-    """The labellers' files of this round: five of units, two of closed PRs."""
-    sample = [r["id"] for r in cs.read_csv(COMMENT_SAMPLE)]
-    faults = [int(r["pr_id"]) for r in cs.read_csv(FAULT_SAMPLE)]
+def write_batches(corpus: aidev.Corpus, out: Path, rnd: Round = ROUNDS["train2"]) -> dict[str, int]:
+    """The labellers' files of a round: five of units, two of closed PRs."""
+    sample = [r["id"] for r in cs.read_csv(rnd.comment_sample)]
+    faults = [int(r["pr_id"]) for r in cs.read_csv(rnd.fault_sample)]
     written = {}
-    for b, chunk in enumerate(_chunks(random.Random(seed + 1).sample(sample, len(sample)), COMMENT_BATCHES)):
-        written[f"train2-comments-{b + 1}.txt"] = _comments_file(corpus, chunk, f"train2-comments-{b + 1}", out)
-    for b, pids in enumerate(_chunks(random.Random(seed + 3).sample(faults, len(faults)), FAULT_BATCHES)):
-        written[f"train2-faults-{b + 1}.txt"] = _faults_file(corpus, pids, f"train2-faults-{b + 1}", out)
+    for b, chunk in enumerate(_chunks(random.Random(rnd.seed + 1).sample(sample, len(sample)), COMMENT_BATCHES)):
+        name = f"{rnd.name}-comments-{b + 1}"
+        written[f"{name}.txt"] = _comments_file(corpus, chunk, name, out)
+    for b, pids in enumerate(_chunks(random.Random(rnd.seed + 3).sample(faults, len(faults)), FAULT_BATCHES)):
+        name = f"{rnd.name}-faults-{b + 1}"
+        written[f"{name}.txt"] = _faults_file(corpus, pids, name, out)
     return written
 
 
@@ -171,13 +212,17 @@ def kappas() -> list[str]:
 
 
 def check() -> list[str]:
-    """Problems with the round-two label files: unknown IDs or classes, held-out repositories."""
+    """Problems with the label files of rounds two and three: unknown IDs or classes, a unit of
+    the wrong side, a unit labelled twice in one file."""
     problems = []
-    pairs = ((COMMENT_SAMPLE, COMMENT_LABELS, "id", "verdict", cs.VERDICTS),
-             (FAULT_SAMPLE, FAULT_LABELS, "pr_id", "fault", cs.FAULTS),
-             (COMMENT_SAMPLE, COMMENT_SECOND, "id", "verdict", cs.VERDICTS),
-             (FAULT_SAMPLE, FAULT_SECOND, "pr_id", "fault", cs.FAULTS))
-    for sample_path, labels_path, key, field, allowed in pairs:
+    train2, heldout3 = ROUNDS["train2"], ROUNDS["heldout3"]
+    files = ((train2, COMMENT_SAMPLE, COMMENT_LABELS, "id", "verdict", cs.VERDICTS),
+             (train2, FAULT_SAMPLE, FAULT_LABELS, "pr_id", "fault", cs.FAULTS),
+             (train2, COMMENT_SAMPLE, COMMENT_SECOND, "id", "verdict", cs.VERDICTS),
+             (train2, FAULT_SAMPLE, FAULT_SECOND, "pr_id", "fault", cs.FAULTS),
+             (heldout3, heldout3.comment_sample, heldout3.comment_labels, "id", "verdict", cs.VERDICTS),
+             (heldout3, heldout3.fault_sample, heldout3.fault_labels, "pr_id", "fault", cs.FAULTS))
+    for rnd, sample_path, labels_path, key, field, allowed in files:
         if not labels_path.is_file():
             continue
         sample = {r[key]: r for r in cs.read_csv(sample_path)}
@@ -185,8 +230,8 @@ def check() -> list[str]:
         for row in cs.read_csv(labels_path):
             if row[key] not in sample:
                 problems.append(f"{labels_path.name}: {row[key]} is not in {sample_path.name}")
-            elif sample[row[key]]["side"] != "train":
-                problems.append(f"{labels_path.name}: {row[key]} is held out")
+            elif sample[row[key]]["side"] != rnd.side:
+                problems.append(f"{labels_path.name}: {row[key]} is not on the {rnd.side} side")
             if row[field] not in allowed:
                 problems.append(f"{labels_path.name}: {row[key]} has unknown {field} {row[field]!r}")
             if row[key] in seen:
@@ -195,16 +240,35 @@ def check() -> list[str]:
     return problems
 
 
+def draw(corpus: aidev.Corpus, rnd: Round) -> str:
+    """Draw a round's IDs into docs/labels/, leaving out everything an earlier round drew."""
+    taken = {r["id"] for r in cs.read_csv(cs.COMMENT_SAMPLE)}
+    taken_prs = {int(r["pr_id"]) for r in cs.read_csv(cs.FAULT_SAMPLE)}
+    for earlier in ROUNDS.values():
+        if earlier is not rnd and earlier.comment_sample.is_file():
+            taken |= {r["id"] for r in cs.read_csv(earlier.comment_sample)}
+            taken_prs |= {int(r["pr_id"]) for r in cs.read_csv(earlier.fault_sample)}
+    units = sample_units(cs.all_units(corpus), taken, rnd.seed, rnd.side)
+    cs.write_csv(rnd.comment_sample, ("id", "pr_id", "agent", "repository", "side", "kind", "role", "position"),
+                 ((u.id, u.pr_id, u.agent, u.repository, u.side, u.kind, u.role, u.position) for u in units))
+    faults = sample_faults(corpus, taken_prs, rnd.seed, rnd.side)
+    cs.write_csv(rnd.fault_sample, ("pr_id", "agent", "repository", "side"),
+                 ((p.id, p.agent, p.repository, rnd.side) for p in faults))
+    return f"{len(units)} units ({dict(Counter(u.role for u in units))}), {len(faults)} closed PRs"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("sample", help="draw the round-two IDs into docs/labels/")
-    ba = sub.add_parser("batch", help="write the labellers' files outside the repository")
+    sa = sub.add_parser("sample", help="draw a round's IDs into docs/labels/")
+    ba = sub.add_parser("batch", help="write a round's labellers' files outside the repository")
     ba.add_argument("--out", type=Path, required=True)
+    for p in (sa, ba):
+        p.add_argument("--round", choices=sorted(ROUNDS), default="train2")
     do = sub.add_parser("double", help="write the second labeller's files outside the repository")
     do.add_argument("--out", type=Path, required=True)
-    sub.add_parser("check", help="validate the round-two label files")
-    sub.add_parser("kappa", help="Cohen's kappa of this round's double labels")
+    sub.add_parser("check", help="validate the label files of rounds two and three")
+    sub.add_parser("kappa", help="Cohen's kappa of round two's double labels and the cross-check")
     args = parser.parse_args(argv)
     if args.command == "check":
         problems = check()
@@ -217,22 +281,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if corpus is None:
         return 2
     if args.command == "sample":
-        taken = {r["id"] for r in cs.read_csv(cs.COMMENT_SAMPLE)}
-        units = sample_units(cs.all_units(corpus), taken)
-        cs.write_csv(COMMENT_SAMPLE, ("id", "pr_id", "agent", "repository", "side", "kind", "role", "position"),
-                     ((u.id, u.pr_id, u.agent, u.repository, u.side, u.kind, u.role, u.position)
-                      for u in units))
-        faults = sample_faults(corpus, {int(r["pr_id"]) for r in cs.read_csv(cs.FAULT_SAMPLE)})
-        cs.write_csv(FAULT_SAMPLE, ("pr_id", "agent", "repository", "side"),
-                     ((p.id, p.agent, p.repository, "train") for p in faults))
-        print(f"{len(units)} units ({dict(Counter(u.role for u in units))}), {len(faults)} closed PRs")
+        print(draw(corpus, ROUNDS[args.round]))
         return 0
     out = args.out.resolve()
     if out == cs.ROOT or cs.ROOT in out.parents:
         print("train_sample: batches hold the data's text; write them outside the repository", file=sys.stderr)
         return 2
-    write = write_double if args.command == "double" else write_batches
-    for name, count in write(corpus, out).items():
+    written = write_double(corpus, out) if args.command == "double" else \
+        write_batches(corpus, out, ROUNDS[args.round])
+    for name, count in written.items():
         print(f"{out / name}: {count}")
     return 0
 

@@ -1,7 +1,7 @@
-"""Train the reader's model (taskeval/signals/reader.py) on the TRAIN side of the held-out split.
+"""Train the reader's model (taskeval/signals/reader.py) on the fitting side of the held-out split.
 
-    python benchmarks/train_reader.py cv        # cross-validation on train repositories only
-    python benchmarks/train_reader.py fit       # fit on all train units, write the model file
+    python benchmarks/train_reader.py cv        # cross-validation by repository on the fitting side
+    python benchmarks/train_reader.py fit       # fit on every fitting-side unit, write the model file
 
 Only units of the fitting side are read: ``train`` repositories and, since the held-out side was
 split again, ``heldout-dev`` ones (benchmarks/comment_sample.py ``part``); no ``heldout-test``
@@ -29,19 +29,21 @@ from taskeval.signals import reader
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_PATH = ROOT / "taskeval" / "signals" / reader.MODEL_FILE
-VERSION = "reader-2"
+VERSION = "reader-3"
 C = 0.3  # inverse regularisation (chosen by cross-validation on the train repositories)
 CLASSES = ("work_wrong", "change_request", "approval", "neutral")  # what the model is fitted on
 DECIDES = ("work_wrong", "change_request", "approval", "neutral")  # what it may answer
-# work_wrong only when the model is this sure: cross-validated by repository on the train side
-# (2,597 units, both rounds), 0.85 kept its precision near 0.9 (0.895, recall 0.33) where 0.5
-# gave 0.65; docs/validity.md#held-out-by-repository.
-THRESHOLDS = {"work_wrong": 0.85}
+# work_wrong only when the model is this sure: cross-validated by repository on the fitting side
+# (4,099 units of train and heldout-dev repositories), 0.85 kept precision near 0.87 where 0.5
+# gave 0.65. A person's words (not the operator's) need 0.9, and a bot's never get it from the
+# model (its own failure reports decide by rule): that raised precision from 0.864 to 0.875 at
+# the same recall (docs/validity.md#held-out-by-repository).
+THRESHOLDS = {"work_wrong": 0.85, "work_wrong@person": 0.9, "work_wrong@bot": 1.01}
 # ...or when a phrase rule for it hit ("doesn't work", "wrong approach") and the model holds it at
-# least this likely: cross-validated, phrase-and-model found 0.42 of the verdicts at precision 0.88,
-# the model alone 0.36 at 0.90, the phrases deciding alone 0.43 at 0.86.
+# least this likely: cross-validated, 0.5 found 0.41 of the verdicts at precision 0.875, 0.7 found
+# 0.38 at 0.874.
 CONFIRMS = {"work_wrong": 0.5}
-PRUNE = 0.05  # features whose weights are all smaller than this are dropped from the file
+PRUNE = 0.1  # features whose weights are all smaller than this are dropped from the file
 MIN_UNITS = 3  # features seen in fewer train units are not learned (a name, a path, a hash)
 
 
@@ -74,7 +76,7 @@ def fit(units: Sequence[LabelledUnit], c: float = C) -> tuple[reader.Model, dict
     data = {"version": VERSION, "classes": classes, "bias": [round(float(b), 4) for b in lr.intercept_],
             "weights": dict(sorted(weights.items())), "decides": list(DECIDES), "thresholds": THRESHOLDS,
             "confirms": CONFIRMS,
-            "trainedOn": {"units": len(units), "side": "train", "C": c, "minUnits": MIN_UNITS}}
+            "trainedOn": {"units": len(units), "parts": list(cs.FIT_PARTS), "C": c, "minUnits": MIN_UNITS}}
     return reader.model_from(data), data
 
 

@@ -133,6 +133,19 @@ def test_a_verdict_on_the_work_needs_the_model_sure_or_a_phrase_it_confirms(text
     assert 0.0 < found.wrong < 1.0
 
 
+@pytest.mark.parametrize(("role", "verdict"), [
+    ("operator", "work_wrong"),  # p 0.95 reaches the operator's 0.85
+    ("person", "neutral"),  # a person's words need 0.97 here
+    ("reviewer", "neutral"),  # a reviewer reads as a person
+    ("bot", "neutral"),  # a bot's words never get the verdict from the model
+])
+def test_how_sure_the_model_must_be_depends_on_whose_words(role: str, verdict: str) -> None:
+    per_role = reader.Model(TOY.version, TOY.classes, TOY.bias, TOY.weights, TOY.decides,
+                            {"work_wrong": 0.85, "work_wrong@person": 0.97, "work_wrong@bot": 1.01},
+                            TOY.confirms)
+    assert read("awful", "comment", role, "last3", reader=per_role).verdict == verdict
+
+
 def test_without_a_model_the_phrases_decide_alone() -> None:
     assert read("this doesn't work", "comment", "person", "last3", reader=None).verdict == "work_wrong"
 

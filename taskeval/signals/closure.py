@@ -57,12 +57,12 @@ _DUPLICATE_RULES: Final = frozenset({"says it is a duplicate or already done", "
 
 # How likely the reader must hold it that a person's last words call the work wrong for them to
 # decide a close nothing else explains (a verdict needs 0.85, or a phrase the model confirms).
-# Chosen on the train repositories, cross-validated by repository over both rounds of labels, as
-# the setting that found the most of the agent's failures while precision and project reasons left
-# uncounted both stayed at or above 0.9: 0.70 to 0.67 of them at 0.65 to 0.8, where 0.6 and below,
-# or weighing earlier units too, let both fall under 0.9 (docs/validity.md#whose-fault-a-rejection-was).
-# 0.7 keeps a margin above the edge.
-LEANS_WRONG: Final = 0.7
+# Chosen on the fitting side (train and heldout-dev repositories, 259 written faults),
+# cross-validated by repository, as the setting that found the most of the agent's failures while
+# precision and project reasons left uncounted both stayed at or above 0.9: 0.8 (0.66 of them);
+# at 0.7 and below precision fell under 0.9, and weighing earlier units too lowered it further
+# (docs/validity.md#whose-fault-a-rejection-was).
+LEANS_WRONG: Final = 0.8
 
 
 def _judges(ctx: Ctx, role: Role) -> bool:

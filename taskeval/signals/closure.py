@@ -18,7 +18,7 @@ says which decided (``decidedBy``) and cites it:
 
 Only ``agent_failure`` counts a rejection against the agent (:data:`AGAINST_AGENT`); how a silent
 close by the operator counts was decided from the train side of the held-out labels
-(docs/validity.md#whose-fault-a-rejection-was).
+(docs/validity.md#held-out-by-repository).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ _DUPLICATE_RULES: Final = frozenset({"says it is a duplicate or already done", "
 # cross-validated by repository, as the setting that found the most of the agent's failures while
 # precision and project reasons left uncounted both stayed at or above 0.9: 0.8 (0.66 of them);
 # at 0.7 and below precision fell under 0.9, and weighing earlier units too lowered it further
-# (docs/validity.md#whose-fault-a-rejection-was).
+# (docs/validity.md#held-out-by-repository).
 LEANS_WRONG: Final = 0.8
 
 

@@ -30,6 +30,7 @@ it is absent.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
@@ -89,16 +90,21 @@ def verdict_figures(pairs: Sequence[tuple[str, str]]) -> dict[str, Any]:
 
 
 @contextmanager
-def rules_only() -> Iterator[None]:
-    """The reader without its model, for the comparison (the rules alone)."""
+def reading_with(fitted: reader.Model | None) -> Iterator[None]:
+    """The reader with ``fitted`` in place of its packaged model (None: the rules alone)."""
     saved = reader.model
     reader._read_packaged.cache_clear()
-    reader.model = lambda: None  # type: ignore[assignment]
+    reader.model = lambda: fitted  # type: ignore[assignment]
     try:
         yield
     finally:
-        reader.model = saved  # type: ignore[assignment]
+        reader.model = saved
         reader._read_packaged.cache_clear()
+
+
+def rules_only() -> contextlib.AbstractContextManager[None]:
+    """The reader without its model, for the comparison (the rules alone)."""
+    return reading_with(None)
 
 
 def read_units(units: Sequence[LabelledUnit]) -> list[tuple[str, str]]:

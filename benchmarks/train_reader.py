@@ -73,11 +73,18 @@ def fit(units: Sequence[LabelledUnit], c: float = C) -> tuple[reader.Model, dict
         row = [round(float(lr.coef_[i][j]), 4) for i in range(len(classes))]
         if max(abs(w) for w in row) >= PRUNE:
             weights[str(name)] = row
-    data = {"version": VERSION, "classes": classes, "bias": [round(float(b), 4) for b in lr.intercept_],
+    data: dict[str, object] = {
+            "version": VERSION, "classes": classes, "bias": [round(float(b), 4) for b in lr.intercept_],
             "weights": dict(sorted(weights.items())), "decides": list(DECIDES), "thresholds": THRESHOLDS,
             "confirms": CONFIRMS,
             "trainedOn": {"units": len(units), "parts": list(cs.FIT_PARTS), "C": c, "minUnits": MIN_UNITS}}
     return reader.model_from(data), data
+
+
+def weights_of(data: dict[str, object]) -> dict[str, object]:
+    weights = data["weights"]
+    assert isinstance(weights, dict)
+    return weights
 
 
 def predict(units: Sequence[LabelledUnit], model: reader.Model | None) -> list[str]:
@@ -147,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     _, data = fit(units, args.c)
     MODEL_PATH.write_text(json.dumps(data, separators=(",", ":"), sort_keys=False) + "\n", encoding="utf-8")
-    print(f"wrote {MODEL_PATH} ({len(data['weights'])} features, {MODEL_PATH.stat().st_size} bytes)")
+    print(f"wrote {MODEL_PATH} ({len(weights_of(data))} features, {MODEL_PATH.stat().st_size} bytes)")
     return 0
 
 

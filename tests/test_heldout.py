@@ -11,6 +11,7 @@ targets are asserted to stay written down, and the gap is in docs/validity.md).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -65,11 +66,34 @@ def test_the_held_out_side_is_split_again_and_its_test_part_is_never_fitted_on()
 
 
 @pytest.fixture(scope="module")
-def figures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def collected(tmp_path_factory: pytest.TempPathFactory) -> Path:
     corpus_dir("the held-out measurement")
     out = tmp_path_factory.mktemp("faults")
     assert heldout_eval.collect(out, workers=2) == 0
-    return heldout_eval.report(out, ("heldout-test", "heldout-dev", "train"))
+    return out
+
+
+@pytest.fixture(scope="module")
+def figures(collected: Path) -> dict[str, Any]:
+    return heldout_eval.report(collected, ("heldout-test", "heldout-dev", "train"))
+
+
+def test_the_closures_setting_is_the_one_cross_validation_chose(collected: Path) -> None:
+    """LEANS_WRONG is the setting that, cross-validated by repository on the fitting side, found the
+    most of the agent's failures with precision and uncounted project reasons both at 0.9 or more."""
+    from benchmarks import closure_cv
+    from taskeval.signals.closure import LEANS_WRONG
+
+    def fits(rows: list[tuple[str, bool]]) -> tuple[bool, float]:
+        counted = [f for f, c in rows if c and f in ("agent", "project")]
+        project = [c for f, c in rows if f == "project"]
+        agent = [c for f, c in rows if f == "agent"]
+        ok = counted.count("agent") >= 0.9 * len(counted) and sum(project) <= 0.1 * len(project)
+        return ok, sum(agent) / len(agent)
+
+    weighed = {lean: fits(rows) for lean, rows in closure_cv.weigh(collected, [0.6, 0.7, 0.8]).items()}
+    assert weighed[LEANS_WRONG][0], weighed
+    assert all(not ok or recall <= weighed[LEANS_WRONG][1] for ok, recall in weighed.values()), weighed
 
 
 def test_the_heldout_measurement_runs_on_every_labelled_unit_and_pr(figures: dict[str, Any]) -> None:

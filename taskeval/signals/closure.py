@@ -61,7 +61,7 @@ _DUPLICATE_RULES: Final = frozenset({"says it is a duplicate or already done", "
 # cross-validated by repository, as the setting that found the most of the agent's failures while
 # precision and project reasons left uncounted both stayed at or above 0.9: 0.8 (0.66 of them);
 # at 0.7 and below precision fell under 0.9, and weighing earlier units too lowered it further
-# (docs/validity.md#held-out-by-repository).
+# (benchmarks/closure_cv.py; docs/validity.md#held-out-by-repository).
 LEANS_WRONG: Final = 0.8
 
 

@@ -1,0 +1,95 @@
+"""The closure cross-validated by repository on the fitting side: how :data:`LEANS_WRONG` was chosen.
+
+    python benchmarks/heldout_eval.py collect --output-dir /tmp/faults      # once
+    python benchmarks/closure_cv.py --results /tmp/faults [--leans 0.6 0.7 0.8 0.9 1.1]
+
+Only fault-labelled PRs of fitting-side repositories (``train`` and ``heldout-dev``,
+benchmarks/comment_sample.py ``part``) are read. They are split into five groups by repository; for
+each group the reader's model is fitted (benchmarks/train_reader.py ``fit``) on the fitting-side
+units of the *other* groups' repositories, and the group's closures are weighed with it, once per
+setting of ``taskeval.signals.closure.LEANS_WRONG`` (above 1: the step is off). Printed per
+setting: precision and recall of ``countsAgainstAgent`` for the agent's own failures, the share
+of project-reason closures not counted, and unclear closures counted. The phrase rules and the
+closure's steps are not refitted per group (they were written by reading the fitting side), so
+these figures are optimistic for them; docs/validity.md#held-out-by-repository gives the held-out
+test figures beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks import comment_sample as cs
+from benchmarks import heldout_eval, train_reader
+from benchmarks.reader_units import load_units
+from taskeval.corpus import aidev
+from taskeval.pipeline import Options, _checked, _read, _rescore_configs
+from taskeval.signals import closure
+from taskeval.signals.context import Ctx
+
+GROUPS = 5
+
+
+def group(repository: str) -> int:
+    return hashlib.sha256(repository.lower().encode()).digest()[0] % GROUPS
+
+
+def weigh(results: Path, leans: Sequence[float]) -> dict[float, list[tuple[str, bool]]]:
+    """(fault, counted) of every fitting-side fault-labelled PR, per setting of LEANS_WRONG."""
+    labels = heldout_eval.fault_labels()
+    corpus = aidev.load(aidev.default_data_dir(), ids=set(labels))
+    prs = [p for p in corpus.prs if cs.part(p.repository) in cs.FIT_PARTS]
+    units = [u for u in load_units() if u.part in cs.FIT_PARTS]
+    out: dict[float, list[tuple[str, bool]]] = {lean: [] for lean in leans}
+    saved = closure.LEANS_WRONG
+    try:
+        for g in range(GROUPS):
+            fitted, _ = train_reader.fit([u for u in units if group(u.repository) != g])
+            with heldout_eval.reading_with(fitted):
+                for pr in (p for p in prs if group(p.repository) == g):
+                    path = results / f"{pr.file_stem}.json"
+                    data = _read(path)
+                    stored = _checked(path, data)
+                    loaded, _ = _rescore_configs(path, data, Options(ai="off", env={}))
+                    for lean in leans:
+                        closure.LEANS_WRONG = lean  # type: ignore[misc]
+                        found = closure.closure(Ctx(stored.bundle, loaded.settings))
+                        out[lean].append((labels[pr.id][2], bool(found and found.counts_against_agent)))
+    finally:
+        closure.LEANS_WRONG = saved  # type: ignore[misc]
+    return out
+
+
+def figures(rows: Sequence[tuple[str, bool]]) -> str:
+    counted = [f for f, c in rows if c and f in ("agent", "project")]
+    agent = [c for f, c in rows if f == "agent"]
+    project = [c for f, c in rows if f == "project"]
+    unclear = [c for f, c in rows if f == "unclear"]
+    right, spared = counted.count("agent"), len(project) - sum(project)
+    return (f"precision {right / max(1, len(counted)):.3f} ({right}/{len(counted)})"
+            f"  recall {sum(agent) / len(agent):.3f} ({sum(agent)}/{len(agent)})"
+            f"  project not counted {spared / len(project):.3f} ({spared}/{len(project)})"
+            f"  unclear counted {sum(unclear)}/{len(unclear)}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--results", type=Path, required=True, help="heldout_eval.py collect's folder")
+    parser.add_argument("--leans", type=float, nargs="+", default=[0.6, 0.7, 0.8, 0.9, 1.1])
+    args = parser.parse_args(argv)
+    if not aidev.is_corpus_dir(aidev.default_data_dir()):
+        print(f"closure_cv: no AIDev-pop data at {aidev.default_data_dir()}; nothing to do", file=sys.stderr)
+        return 2
+    for lean, rows in weigh(args.results, args.leans).items():
+        print(f"LEANS_WRONG {lean:.2f}: {figures(rows)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -35,7 +35,7 @@ def _prepare(args: argparse.Namespace, name: str, *, needs_github: bool, bind: s
     tables), and only when it can be written (else every delivery would get 503)."""
     from bot import logs
     from bot.settings import BotSettings, SettingsError
-    from taskeval.store.access import StoreError, check_store, unwritable
+    from taskeval.store.access import store_problem
     from taskeval.store.db import describe_url, init_schema, make_engine
 
     os.environ["TASKEVAL_LOG_LEVEL"] = args.log_level
@@ -53,27 +53,19 @@ def _prepare(args: argparse.Namespace, name: str, *, needs_github: bool, bind: s
         print(f"taskeval {name}: {problem}", file=sys.stderr)
         return None
     logs.register_secrets(settings.secrets())
-    shown = describe_url(settings.database_url)
+    problem = store_problem(settings.database_url, "database")
+    if problem is not None:
+        print(f"taskeval {name}: {logs.redact(problem)}", file=sys.stderr)
+        return None
     engine = make_engine(settings.database_url)
     try:
-        check_store(settings.database_url, create=True)
-        problem = unwritable(engine)
-        if problem is None:
-            init_schema(engine)
-    except StoreError as exc:
-        print(f"taskeval {name}: {logs.redact(str(exc))}", file=sys.stderr)
-        return None
+        init_schema(engine)
     except Exception as exc:  # one clear line instead of a traceback
-        print(f"taskeval {name}: cannot open the database "
-              f"{shown}: {logs.redact(str(exc).splitlines()[0])}",
-              file=sys.stderr)
+        print(f"taskeval {name}: cannot open the database {describe_url(settings.database_url)}: "
+              f"{logs.redact(str(exc).splitlines()[0])}", file=sys.stderr)
         return None
     finally:
         engine.dispose()
-    if problem is not None:
-        print(f"taskeval {name}: cannot write the database {shown}: {logs.redact(problem)}",
-              file=sys.stderr)
-        return None
     return settings
 
 
@@ -337,7 +329,7 @@ def cmd_load(args: argparse.Namespace) -> int:
     from dashboard.cli import store_url
     from taskeval.redact import redact
     from taskeval.store import load
-    from taskeval.store.access import StoreError, check_store, unwritable
+    from taskeval.store.access import store_problem
     from taskeval.store.db import describe_url, init_schema, make_engine
 
     paths = [Path(p) for p in args.results]
@@ -347,21 +339,12 @@ def cmd_load(args: argparse.Namespace) -> int:
         return 2
     url = store_url(args.store)
     shown = describe_url(url)
-    try:
-        check_store(url, create=True)
-        engine = make_engine(url)
-    except StoreError as exc:
-        print(f"taskeval load: {exc}", file=sys.stderr)
+    problem = store_problem(url)
+    if problem is not None:
+        print(f"taskeval load: {redact(problem)}", file=sys.stderr)
         return 2
-    except Exception as exc:  # unreachable, not a database: one line
-        print(f"taskeval load: cannot open the store {shown}: "
-              f"{redact(str(exc).splitlines()[0]) if str(exc) else type(exc).__name__}", file=sys.stderr)
-        return 2
+    engine = make_engine(url)
     try:
-        problem = unwritable(engine)
-        if problem:
-            print(f"taskeval load: cannot write the store {shown}: {problem}", file=sys.stderr)
-            return 2
         init_schema(engine)
         done = load.load(engine, load.result_files(paths), batch=args.batch)
     except Exception as exc:

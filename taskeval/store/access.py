@@ -164,10 +164,11 @@ def _postgres_unwritable(engine: Engine) -> str | None:
     return None
 
 
-def store_problem(url: str) -> str | None:
-    """Why the run must not start on the store at ``url`` (one line), or None: another
-    application's database, or a store it could read but not write (every result would fail to
-    be stored after GitHub was read for it). Nothing is created or written."""
+def store_problem(url: str, what: str = "store") -> str | None:
+    """Why the run must not start on the store at ``url`` (one line, naming it ``what``), or None:
+    another application's database, one it cannot open, or a store it could read but not write
+    (every result would fail to be stored after GitHub was read for it). Nothing is created or
+    written."""
     from taskeval.store.db import describe_url, make_engine, normalise_database_url
 
     url = normalise_database_url(url)
@@ -182,5 +183,5 @@ def store_problem(url: str) -> str | None:
         return str(exc)
     except Exception as exc:  # unreachable, not a database: the store's own words, one line
         reason = str(exc).strip().splitlines()
-        return f"cannot open the store {describe_url(url)}: {reason[0] if reason else type(exc).__name__}"
-    return f"cannot write the store {describe_url(url)}: {problem}" if problem else None
+        return f"cannot open the {what} {describe_url(url)}: {reason[0] if reason else type(exc).__name__}"
+    return f"cannot write the {what} {describe_url(url)}: {problem}" if problem else None

@@ -22,6 +22,7 @@ import hashlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -66,16 +67,17 @@ def weigh(results: Path, leans: Sequence[float]) -> dict[float, list[tuple[str, 
     return out
 
 
-def figures(rows: Sequence[tuple[str, bool]]) -> str:
+def measure(rows: Sequence[tuple[str, bool]]) -> dict[str, dict[str, Any]]:
+    """Precision and recall of the count for the agent's own failures, project reasons left
+    uncounted, unclear closures counted (each :func:`heldout_eval.proportion`)."""
     counted = [f for f, c in rows if c and f in ("agent", "project")]
     agent = [c for f, c in rows if f == "agent"]
     project = [c for f, c in rows if f == "project"]
     unclear = [c for f, c in rows if f == "unclear"]
-    right, spared = counted.count("agent"), len(project) - sum(project)
-    return (f"precision {right / max(1, len(counted)):.3f} ({right}/{len(counted)})"
-            f"  recall {sum(agent) / len(agent):.3f} ({sum(agent)}/{len(agent)})"
-            f"  project not counted {spared / len(project):.3f} ({spared}/{len(project)})"
-            f"  unclear counted {sum(unclear)}/{len(unclear)}")
+    return {"precision": heldout_eval.proportion(counted.count("agent"), len(counted)),
+            "recall": heldout_eval.proportion(sum(agent), len(agent)),
+            "projectNotCounted": heldout_eval.proportion(len(project) - sum(project), len(project)),
+            "unclearCounted": heldout_eval.proportion(sum(unclear), len(unclear))}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -87,7 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"closure_cv: no AIDev-pop data at {aidev.default_data_dir()}; nothing to do", file=sys.stderr)
         return 2
     for lean, rows in weigh(args.results, args.leans).items():
-        print(f"LEANS_WRONG {lean:.2f}: {figures(rows)}")
+        print(f"LEANS_WRONG {lean:.2f}: " + "  ".join(f"{name} {heldout_eval.fmt(p)}"
+                                                      for name, p in measure(rows).items()))
     return 0
 
 

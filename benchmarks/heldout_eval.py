@@ -234,7 +234,7 @@ def report(results: Path | None, groups: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-def _fmt(p: dict[str, Any]) -> str:
+def fmt(p: dict[str, Any]) -> str:
     if p.get("value") is None:
         return "n/a"
     return f"{p['value']:.3f} [{p['low']:.2f}, {p['high']:.2f}] ({p.get('hits', '')}/{p.get('n', '')})"
@@ -249,14 +249,14 @@ def summary(figures: dict[str, Any], groups: Sequence[str]) -> str:
             c = f[name]
             ww = c["classes"]["work_wrong"]
             lines.append(f"  {name:18s} macro-F1 {c['macroF1']:.3f}  accuracy {c['accuracy']:.3f}  "
-                         f"work_wrong P {_fmt(ww['precision'])} R {_fmt(ww['recall'])}")
+                         f"work_wrong P {fmt(ww['precision'])} R {fmt(ww['recall'])}")
         for name in ("closure", "closureRulesOnly"):
             if name not in f:
                 continue
             c = f[name]
-            lines.append(f"  {name:18s} counts-against P {_fmt(c['countsAgainstPrecision'])} "
-                         f"R {_fmt(c['countsAgainstRecall'])}; project not counted "
-                         f"{_fmt(c['projectNotCounted'])}; AUC {c['auc']['value'] or float('nan'):.3f} "
+            lines.append(f"  {name:18s} counts-against P {fmt(c['countsAgainstPrecision'])} "
+                         f"R {fmt(c['countsAgainstRecall'])}; project not counted "
+                         f"{fmt(c['projectNotCounted'])}; AUC {c['auc']['value'] or float('nan'):.3f} "
                          f"[{c['auc']['low'] or float('nan'):.2f}, {c['auc']['high'] or float('nan'):.2f}]")
     return "\n".join(lines)
 

@@ -20,10 +20,12 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import comment_sample as cs
+from benchmarks.heldout_eval import verdict_figures
 from benchmarks.reader_units import LabelledUnit, load_units
 from taskeval.signals import reader
 
@@ -91,24 +93,6 @@ def predict(units: Sequence[LabelledUnit], model: reader.Model | None) -> list[s
     return [reader.read(u.text, u.kind, u.role, u.position, u.state, reader=model).verdict for u in units]
 
 
-def per_class(pairs: Sequence[tuple[str, str]]) -> dict[str, object]:
-    out: dict[str, object] = {}
-    f1s = []
-    for cls in reader.VERDICTS:
-        tp = sum(a == p == cls for a, p in pairs)
-        pp = sum(p == cls for _, p in pairs)
-        ap = sum(a == cls for a, _ in pairs)
-        prec = tp / pp if pp else None
-        rec = tp / ap if ap else None
-        f1 = 2 * prec * rec / (prec + rec) if prec and rec else 0.0
-        if ap:
-            f1s.append(f1)
-        out[cls] = {"labelled": ap, "predicted": pp, "precision": prec, "recall": rec, "f1": f1}
-    out["macroF1"] = sum(f1s) / len(f1s) if f1s else None
-    out["accuracy"] = sum(a == p for a, p in pairs) / len(pairs) if pairs else None
-    return out
-
-
 def folds(units: Sequence[LabelledUnit], k: int = 5) -> list[list[int]]:
     import hashlib
     groups: list[list[int]] = [[] for _ in range(k)]
@@ -127,10 +111,10 @@ def cv(units: Sequence[LabelledUnit], c: float) -> list[tuple[str, str]]:
     return pairs
 
 
-def brief(name: str, figures: dict[str, object]) -> str:
-    ww = figures["work_wrong"]
-    assert isinstance(ww, dict)
-    p, r = ww["precision"], ww["recall"]
+def brief(name: str, figures: dict[str, Any]) -> str:
+    """One line of :func:`benchmarks.heldout_eval.verdict_figures`' figures."""
+    ww = figures["classes"]["work_wrong"]
+    p, r = ww["precision"]["value"], ww["recall"]["value"]
     return (f"{name:28s} macroF1={figures['macroF1']:.3f} acc={figures['accuracy']:.3f} "
             f"work_wrong P={p if p is None else round(p, 3)} R={r if r is None else round(r, 3)}")
 
@@ -144,10 +128,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     units = [u for u in load_units() if u.part in cs.FIT_PARTS]
     assert not any(u.part == "heldout-test" for u in units)
     if args.command == "cv":
-        rules = per_class([(u.verdict, p) for u, p in zip(units, predict(units, None), strict=True)])
+        rules = verdict_figures([(u.verdict, p) for u, p in zip(units, predict(units, None), strict=True)])
         print(brief("rules only", rules))
         for c in (0.1, 0.3, 1.0) if args.grid else (args.c,):
-            figures = per_class(cv(units, c))
+            figures = verdict_figures(cv(units, c))
             print(brief(f"rules+model C={c}", figures))
         if not args.grid:
             print(json.dumps({"rules": rules, "model": figures}, indent=1))

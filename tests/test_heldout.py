@@ -85,11 +85,9 @@ def test_the_closures_setting_is_the_one_cross_validation_chose(collected: Path)
     from taskeval.signals.closure import LEANS_WRONG
 
     def fits(rows: list[tuple[str, bool]]) -> tuple[bool, float]:
-        counted = [f for f, c in rows if c and f in ("agent", "project")]
-        project = [c for f, c in rows if f == "project"]
-        agent = [c for f, c in rows if f == "agent"]
-        ok = counted.count("agent") >= 0.9 * len(counted) and sum(project) <= 0.1 * len(project)
-        return ok, sum(agent) / len(agent)
+        found = closure_cv.measure(rows)
+        ok = found["precision"]["value"] >= 0.9 and found["projectNotCounted"]["value"] >= 0.9
+        return ok, found["recall"]["value"]
 
     weighed = {lean: fits(rows) for lean, rows in closure_cv.weigh(collected, [0.6, 0.7, 0.8]).items()}
     assert weighed[LEANS_WRONG][0], weighed

@@ -44,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import label_tool
 from taskeval import csvcells
 from taskeval.corpus import aidev
+from taskeval.corpus.labels import cohen_kappa
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 LABELS_DIR: Final = ROOT / "docs" / "labels"
@@ -397,17 +398,6 @@ def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[object]
             out.writerow(row)
             n += 1
     return n
-
-
-def cohen_kappa(pairs: Sequence[tuple[str, str]]) -> float | None:
-    """Cohen's kappa of two labellers on the same units (None: no units, or chance agreement 1)."""
-    n = len(pairs)
-    if not n:
-        return None
-    observed = sum(a == b for a, b in pairs) / n
-    first, second = Counter(a for a, _ in pairs), Counter(b for _, b in pairs)
-    chance = sum(first[k] * second[k] for k in first.keys() | second.keys()) / (n * n)
-    return None if chance == 1 else (observed - chance) / (1 - chance)
 
 
 def class_agreement(pairs: Sequence[tuple[str, str]]) -> dict[str, dict[str, float | int | None]]:

@@ -399,28 +399,31 @@ class Model:
         total = sum(exp.values())
         return {cls: e / total for cls, e in exp.items()}
 
+    @functools.cached_property
+    def held(self) -> frozenset[str]:
+        """The classes with a threshold (for any role)."""
+        return frozenset(k.split("@")[0] for k in self.thresholds)
+
     def threshold(self, cls: str, role: str) -> float | None:
         """How likely ``cls`` must be for the model to give it for ``role``'s words (None: as
         likely as any other class)."""
         return self.thresholds.get(f"{cls}@{role}", self.thresholds.get(cls))
 
-    def sure(self, scores: dict[str, float], role: str) -> list[str]:
-        """The thresholded classes whose probability reaches their threshold for ``role``."""
-        chance = self.chances(scores)
-        return [cls for cls in sorted({k.split("@")[0] for k in self.thresholds})
+    def sure(self, chance: dict[str, float], role: str) -> list[str]:
+        """The thresholded classes whose probability (:meth:`chances`) reaches their threshold
+        for ``role``."""
+        return [cls for cls in sorted(self.held)
                 if cls in self.decides and chance[cls] >= (self.threshold(cls, role) or 0.0)]
 
-    def choose(self, scores: dict[str, float], role: str = "person") -> str:
-        """The class the model gives for ``scores``: a thresholded class whose probability
+    def choose(self, chance: dict[str, float], role: str = "person") -> str:
+        """The class the model gives for the probabilities ``chance``: a thresholded class that
         reaches its threshold, else the likeliest other class it decides."""
-        held = {k.split("@")[0] for k in self.thresholds}
-        sure = self.sure(scores, role)
+        sure = self.sure(chance, role)
         if sure:
             return sure[0]
-        chance = self.chances(scores)
-        if max(chance, key=lambda c: (chance[c], c)) in held and "neutral" in self.decides:
+        if max(chance, key=lambda c: (chance[c], c)) in self.held and "neutral" in self.decides:
             return "neutral"  # likeliest, but not sure enough: no verdict rather than the runner-up's
-        return min((-s, c) for c, s in scores.items() if c in self.decides and c not in held)[1]
+        return min((-p, c) for c, p in chance.items() if c in self.decides and c not in self.held)[1]
 
     def scores(self, feats: list[str]) -> dict[str, float]:
         total = dict(self.bias)
@@ -501,23 +504,23 @@ def _read(text: str, kind: str, role: str, position: str, state: str | None, han
     wrong, wrong_words = 0.0, tuple[str, ...]()
     if fitted is not None and kind not in ("title", "label"):
         feats = features(text, kind, role, position, state, hits)
-        scores = fitted.scores(feats)
-        if "work_wrong" in scores:
-            wrong = round(fitted.chances(scores)["work_wrong"], 6)
+        chance = fitted.chances(fitted.scores(feats))
+        if "work_wrong" in chance:
+            wrong = round(chance["work_wrong"], 6)
             wrong_words = tuple(dict.fromkeys(w for r, w in hits if r.verdict == "work_wrong"))[:3] or \
                 fitted.top_words(feats, "work_wrong")
         proposed = [(r, w) for r, w in hits if not r.decides and r.verdict in fitted.confirms]
         if proposed and (found is None or VERDICTS.index(proposed[0][0].verdict) < VERDICTS.index(found.verdict)):
             first = proposed[0][0]
-            if fitted.chances(scores)[first.verdict] >= fitted.confirms[first.verdict]:
+            if chance[first.verdict] >= fitted.confirms[first.verdict]:
                 said = tuple(dict.fromkeys(w for r, w in hits if r.verdict == first.verdict))[:3]
                 found = Reading(first.verdict, said, rule=first.name)
-        sure = fitted.sure(scores, _as_role(role))
+        sure = fitted.sure(chance, _as_role(role))
         if found is not None and found.rule == "review state" and sure and \
                 VERDICTS.index(sure[0]) < VERDICTS.index(found.verdict):
             found = None  # "changes requested" with words the model is sure call the work wrong
         if found is None:
-            cls = fitted.choose(scores, _as_role(role))
+            cls = fitted.choose(chance, _as_role(role))
             verdict: Verdict = _as_verdict(cls)
             rule = next((r for r, _ in hits if r.verdict == verdict), None)
             said = tuple(dict.fromkeys(w for r, w in hits if r.verdict == verdict))[:3]

@@ -9,6 +9,8 @@ import io
 import json
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -163,50 +165,48 @@ def _claimed_batch(queue: Queue, worker: Worker) -> list[Any]:
     return batch
 
 
-@pytest.mark.one_transport
-def test_a_spent_budget_puts_the_whole_batch_back_until_the_reset(sqlite_url: str) -> None:
+@contextmanager
+def _five_enqueued(url: str, **settings: Any) -> Iterator[tuple[FakeGitHub, Engine, Worker, list[Any]]]:
+    """Five typical PRs enqueued in the store at ``url`` and the batch a worker claimed of them,
+    with the fake GitHub serving while the caller runs it; the store is disposed after."""
     fake = FakeGitHub(token=None)
     fake.add_token(PAT, "mona")
     typical_prs(fake, 5)
-    engine = backfill.open_store(sqlite_url)
-    with fake.serve():
-        _enqueue(fake, sqlite_url, engine)
-        settings = replace(_settings(sqlite_url, fake), graphql_reserve=10_000)  # nothing to spend
-        queue = Queue.for_settings(engine, settings)
-        worker = Worker(settings, engine, worker_id="w")
-        batch = _claimed_batch(queue, worker)
+    engine = backfill.open_store(url)
+    try:
+        with fake.serve():
+            _enqueue(fake, url, engine)
+            bot = replace(_settings(url, fake), **settings)
+            worker = Worker(bot, engine, worker_id="w")
+            yield fake, engine, worker, _claimed_batch(Queue.for_settings(engine, bot), worker)
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.one_transport
+def test_a_spent_budget_puts_the_whole_batch_back_until_the_reset(sqlite_url: str) -> None:
+    with _five_enqueued(sqlite_url, graphql_reserve=10_000) as (fake, engine, worker, batch):  # nothing to spend
         worker._run_batch(batch, threading.Event(), threading.Event())
-    with engine.connect() as conn:
-        rows = conn.execute(select(jobs.c.status, jobs.c.attempts, jobs.c.run_after,
-                                   jobs.c.last_error)).all()
+        with engine.connect() as conn:
+            rows = conn.execute(select(jobs.c.status, jobs.c.attempts, jobs.c.run_after,
+                                       jobs.c.last_error)).all()
     assert {(r.status, r.attempts) for r in rows} == {("queued", 0)}, "no attempt spent"
     assert all("rate-limit reset" in r.last_error and r.run_after > time.time() for r in rows
                if r.last_error is not None)
     assert sum(1 for r in rows if r.last_error) == len(batch)
     assert not [q for q, _ in fake.graphql_queries if q.startswith("query TaskevalPullRequests")]
-    engine.dispose()
 
 
 @pytest.mark.one_transport
 def test_a_worker_told_to_stop_gives_back_the_jobs_of_its_batch_it_has_not_run(sqlite_url: str) -> None:
-    fake = FakeGitHub(token=None)
-    fake.add_token(PAT, "mona")
-    typical_prs(fake, 5)
-    engine = backfill.open_store(sqlite_url)
-    with fake.serve():
-        _enqueue(fake, sqlite_url, engine)
-        settings = _settings(sqlite_url, fake)
-        queue = Queue.for_settings(engine, settings)
-        worker = Worker(settings, engine, worker_id="w")
-        batch = _claimed_batch(queue, worker)
+    with _five_enqueued(sqlite_url) as (_, engine, worker, batch):
         stop = threading.Event()
         stop.set()  # a SIGTERM while the batch was read
         worker._run_batch(batch, stop, threading.Event())
-    with engine.connect() as conn:
-        rows = conn.execute(select(jobs.c.status, jobs.c.attempts, jobs.c.leased_by)).all()
+        with engine.connect() as conn:
+            rows = conn.execute(select(jobs.c.status, jobs.c.attempts, jobs.c.leased_by)).all()
     assert {(r.status, r.attempts, r.leased_by) for r in rows} == {("queued", 0, None)}
     assert worker.core._prepared == {}  # type: ignore[attr-defined]
-    engine.dispose()
 
 
 @pytest.mark.one_transport
@@ -215,16 +215,7 @@ def test_each_job_of_a_batch_has_its_own_deadline_and_an_overrun_gives_the_rest_
     """A batch's jobs run one after another: each gets the per-job deadline from its own start
     (not from the batch's claim), and once one runs past it, its worker gives the jobs it has not
     run back to the queue and stops to be replaced."""
-    fake = FakeGitHub(token=None)
-    fake.add_token(PAT, "mona")
-    typical_prs(fake, 5)
-    engine = backfill.open_store(sqlite_url)
-    with fake.serve():
-        _enqueue(fake, sqlite_url, engine)
-        settings = _settings(sqlite_url, fake)
-        queue = Queue.for_settings(engine, settings)
-        worker = Worker(settings, engine, worker_id="w")
-        batch = _claimed_batch(queue, worker)
+    with _five_enqueued(sqlite_url) as (_, engine, worker, batch):
         ran: list[tuple[int, float | None, float]] = []
 
         def run_one(job: Any, stop: threading.Event, hurry: threading.Event) -> None:
@@ -233,12 +224,11 @@ def test_each_job_of_a_batch_has_its_own_deadline_and_an_overrun_gives_the_rest_
 
         monkeypatch.setattr(worker, "_run_until_stopped", run_one)
         worker._run_batch(batch, threading.Event(), threading.Event())
+        with engine.connect() as conn:
+            rows = conn.execute(select(jobs.c.id, jobs.c.status, jobs.c.leased_by)).all()
     assert len(ran) == 1, "the jobs after an overrun are not started"
     job_id, deadline, started = ran[0]
     assert deadline is not None
     assert deadline == pytest.approx(started + worker.queue.job_timeout_seconds, abs=1.0)
-    with engine.connect() as conn:
-        rows = conn.execute(select(jobs.c.id, jobs.c.status, jobs.c.leased_by)).all()
     given_back = {r.id for r in rows if r.status == "queued" and r.leased_by is None}
     assert {j.id for j in batch} - {job_id} <= given_back
-    engine.dispose()

@@ -1,8 +1,11 @@
 """What the test_github_* modules share: the repository they use, the requests a default PR's
-REST collection makes, and a client of the fake GitHub."""
+REST collection makes, the fake GitHub served in process, and a client of it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
 from github import Github
 
 from taskeval.github import collect as collect_over
@@ -27,3 +30,12 @@ def client(fake: FakeGitHub, token: str | None = FAKE_TOKEN, **kwargs: object) -
     options: dict[str, object] = {"retries": 2, "backoff_factor": 0, "max_wait": 5}
     options.update(kwargs)
     return make_client(token, base_url=fake.url, **options)  # type: ignore[arg-type]
+
+
+@pytest.fixture(name="fake")
+def fake_in_process() -> Iterator[FakeGitHub]:
+    """The fake GitHub served in process through ``responses``; a module that imports this has it
+    as ``fake`` in place of the conftest's, which is served over HTTP."""
+    github = FakeGitHub()
+    with github.mock():
+        yield github

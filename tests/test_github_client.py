@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -22,15 +21,7 @@ from taskeval.github import (
     upsert_comment,
 )
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub, Fault, app_key_pair
-from tests.github_support import BASELINE_REQUESTS, REPO, client, collect
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    github = FakeGitHub()
-    with github.mock():
-        yield github
-
+from tests.github_support import BASELINE_REQUESTS, REPO, client, collect, fake_in_process  # noqa: F401 (the fixture)
 
 # ---------------------------------------------------------------------------- access and errors
 

@@ -4,7 +4,6 @@ collection reads, how it pages, what it records as a gap, and the requests and b
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -13,15 +12,7 @@ from taskeval.evidence import build_bundle
 from taskeval.github import GitHubError, NotFoundError
 from taskeval.github import collect as collect_over
 from tests.fakegithub import ACTIONS_PERMISSIONS, FakeGitHub, Fault
-from tests.github_support import BASELINE_REQUESTS, REPO, client, collect
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    github = FakeGitHub()
-    with github.mock():
-        yield github
-
+from tests.github_support import BASELINE_REQUESTS, REPO, client, collect, fake_in_process  # noqa: F401 (the fixture)
 
 # ------------------------------------------------------------------------------------ collection
 

@@ -4,7 +4,6 @@ GraphQL, reactions, and collaborators' permissions."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 
 import pytest
 from github import Github
@@ -22,15 +21,7 @@ from taskeval.github import collect as collect_over
 from taskeval.raw import CommentSeed
 from tests import fakegraphql
 from tests.fakegithub import ACTIONS_PERMISSIONS, FAKE_TOKEN, FakeGitHub, Fault
-from tests.github_support import REPO, client
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    github = FakeGitHub()
-    with github.mock():
-        yield github
-
+from tests.github_support import REPO, client, fake_in_process  # noqa: F401 (the fixture)
 
 # -------------------------------------------------------------------------------------- comments
 

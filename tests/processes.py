@@ -1,4 +1,6 @@
-"""What a process a test starts inherits: the machine's environment less anything that would point
+"""What a process a test starts inherits, how its refusal reads, and how it is stopped.
+
+What it inherits: the machine's environment less anything that would point
 it at a real GitHub, AI endpoint, runner or deployment, but with the transport under test.
 
 ``TASKEVAL_API`` is kept on purpose: the suites that run once per transport
@@ -9,7 +11,9 @@ collect the way the test says, as it would in a deployment that sets it.
 from __future__ import annotations
 
 import os
-from typing import Final
+import signal
+import subprocess
+from typing import Any, Final
 
 from taskeval.transports import API_ENV
 
@@ -29,3 +33,22 @@ def child_env(**values: str) -> dict[str, str]:
     base = {k: v for k, v in os.environ.items()
             if (k in KEPT or not k.startswith(SCRUBBED)) and k != "DATABASE_URL"}
     return {**base, **values}
+
+
+def one_line(proc: subprocess.CompletedProcess[str], code: int = 2, prefix: str = "taskeval") -> str:
+    """The one stderr line of a refused command (which exits with ``code``), with no traceback."""
+    assert proc.returncode == code, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(prefix), proc.stderr
+    return lines[0]
+
+
+def stop(proc: subprocess.Popen[Any], wait: float = 40) -> None:
+    """Stop a service as its supervisor would: SIGTERM, then a kill if it has not ended within
+    ``wait`` seconds."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(wait)
+    except subprocess.TimeoutExpired:
+        proc.kill()

@@ -26,7 +26,7 @@ from bot.jobs import events
 from bot.jobs.queue import Queue
 from taskeval.store.db import init_schema, jobs, make_engine, workers
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub, Fault
-from tests.processes import child_env
+from tests.processes import child_env, stop
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SIGSTOP and /proc are Linux")
@@ -63,11 +63,7 @@ class Service:
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(40)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+            stop(self.proc)
         self.engine.dispose()
 
     def enqueue(self, fake: FakeGitHub, number: int) -> int:

@@ -20,6 +20,7 @@ from sqlalchemy import select
 from taskeval.store.db import evaluations, jobs, make_engine, workers
 from tests.bot.helpers import SECRET
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub
+from tests.processes import stop
 from tests.test_bot_serve import REPO, base_env, free_port, merged_delivery, post, wait_for
 from tests.test_bot_supervisor_death import alive, children_of
 
@@ -112,9 +113,5 @@ def test_a_job_in_flight_at_a_kill_runs_again_long_before_its_lease_ends(
     finally:
         for proc in (first, second):
             if proc is not None and proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(40)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+                stop(proc)
         engine.dispose()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hmac
 import json
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ from taskeval.store.db import deliveries, jobs, make_engine
 from tests.bot.helpers import API_TOKEN, SECRET, count, deliver, delivery_headers, payload, settings_for, sign
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub, Fault, app_key_pair
 from tests.fakeopenai import Fail, FakeOpenAI
+from tests.processes import stop
 from tests.test_bot_serve import base_env, free_port, wait_for
 
 pytest_plugins = ["tests.bot.fixtures"]
@@ -370,11 +370,7 @@ def test_no_secret_reaches_logs_answers_stored_rows_or_comments(
             assert api("/api/leaderboard", None).status_code == 401
             history = api(f"/api/evaluations/{REPO}/42?all=1", API_SECRET).json()
         finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(40)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop(proc)
         prompts = [json.dumps(r.body) for r in ai.requests]
         assert ai.requests, "the AI endpoint was never called"
     credentials = sorted(fake.credentials_seen)  # the JWTs and the installation token

@@ -23,6 +23,7 @@ import requests
 
 from tests.bot.helpers import API_TOKEN, SECRET, delivery_headers, payload
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub
+from tests.processes import stop
 from tests.waiting import wait_for as poll
 
 REPO = "octo-org/widgets"
@@ -75,11 +76,7 @@ def service(tmp_path: Path,
         yield url, proc, log
     finally:
         if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(40)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop(proc)
 
 
 def post(url: str, event: str, data: dict[str, Any], delivery: str) -> requests.Response:

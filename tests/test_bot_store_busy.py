@@ -12,7 +12,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -24,6 +23,7 @@ import pytest
 import requests
 
 from tests.bot.helpers import SECRET, delivery_headers, payload
+from tests.processes import stop
 from tests.test_bot_serve import base_env, free_port, wait_for
 
 GITHUB_TIMEOUT = 10.0  # GitHub gives up on a delivery after 10 seconds
@@ -47,11 +47,7 @@ def receiver(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         wait_for(lambda: requests.get(f"{url}/healthz", timeout=2).ok, "the receiver to start")
         yield url, database
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc, 30)
 
 
 def sqlite_lock(database: Path) -> Callable[[], None]:

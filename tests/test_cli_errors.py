@@ -16,7 +16,7 @@ import pytest
 
 from taskeval import cli
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub, Fault
-from tests.processes import child_env
+from tests.processes import child_env, one_line
 from tests.test_cli import REPO, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,14 +30,6 @@ def env(fake: FakeGitHub, tmp_path: Path) -> dict[str, str]:
     return {"GITHUB_TOKEN": FAKE_TOKEN, "GITHUB_API_URL": fake.url,
             "TASKEVAL_CACHE_DIR": str(tmp_path / "cache")}
 
-
-def one_line(proc: subprocess.CompletedProcess[str], code: int = 2) -> str:
-    """The one stderr line of a refused command (which exits with ``code``)."""
-    assert proc.returncode == code, (proc.returncode, proc.stderr)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("taskeval"), proc.stderr
-    return lines[0]
 
 
 def run_without(modules: list[str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

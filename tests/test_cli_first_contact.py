@@ -13,6 +13,7 @@ import pytest
 from taskeval.models import SCHEMA_VERSION
 from taskeval.report import MARKER
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub
+from tests.processes import one_line
 from tests.test_cli import REPO, run_cli
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "agent-pr-482.result.json"
@@ -24,12 +25,6 @@ APP_TOKEN = "ghs_InstallationTokenForTheCli0000000000000"
 def env(fake: FakeGitHub, tmp_path: Path) -> dict[str, str]:
     return {"GITHUB_TOKEN": FAKE_TOKEN, "GITHUB_API_URL": fake.url, "TASKEVAL_CACHE_DIR": str(tmp_path / "cache")}
 
-
-def one_line_exit_2(proc) -> None:  # type: ignore[no-untyped-def]
-    assert proc.returncode == 2, (proc.returncode, proc.stderr)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("taskeval: "), proc.stderr
 
 
 # ------------------------------------------------------------------ --output (item 3)
@@ -49,7 +44,7 @@ def _unwritable_outputs(tmp_path: Path) -> list[tuple[str, str]]:
 def test_score_output_that_cannot_be_written_is_one_line(tmp_path: Path, case: int) -> None:
     path, says = _unwritable_outputs(tmp_path)[case]
     proc = run_cli("score", str(EXAMPLE), "--no-ai", "--output", path)
-    one_line_exit_2(proc)
+    one_line(proc, prefix="taskeval: ")
     assert says in proc.stderr and "--output" in proc.stderr
     assert proc.stdout == ""
 
@@ -59,7 +54,7 @@ def test_output_in_a_read_only_directory_is_refused(tmp_path: Path) -> None:
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o500)
     proc = run_cli("score", str(EXAMPLE), "--no-ai", "--output", str(locked / "r.json"))
-    one_line_exit_2(proc)
+    one_line(proc, prefix="taskeval: ")
     assert "permission denied" in proc.stderr
 
 
@@ -67,12 +62,12 @@ def test_evaluate_checks_output_before_any_github_call(fake: FakeGitHub, env: di
                                                       tmp_path: Path) -> None:
     fake.add_pr(REPO, 9)
     proc = run_cli("evaluate", f"{REPO}#9", "--no-ai", "--output", str(tmp_path), env=env)
-    one_line_exit_2(proc)
+    one_line(proc, prefix="taskeval: ")
     assert fake.log == []  # no request: nothing was evaluated for nothing
 
 
 def test_schema_output_to_a_directory_is_refused(tmp_path: Path) -> None:
-    one_line_exit_2(run_cli("schema", "config", "--output", str(tmp_path)))
+    one_line(run_cli("schema", "config", "--output", str(tmp_path)), prefix="taskeval: ")
 
 
 def test_output_into_a_new_directory_still_works(tmp_path: Path) -> None:
@@ -88,7 +83,7 @@ def test_output_into_a_new_directory_still_works(tmp_path: Path) -> None:
 def test_malformed_github_api_url_is_one_line(url: str, tmp_path: Path) -> None:
     proc = run_cli("evaluate", "octo-org/widgets#1", "--no-ai",
                    env={"GITHUB_TOKEN": "ghp_x", "GITHUB_API_URL": url})
-    one_line_exit_2(proc)
+    one_line(proc, prefix="taskeval: ")
     assert "GITHUB_API_URL" in proc.stderr and "https://ghes.example.com/api/v3" in proc.stderr
 
 
@@ -107,7 +102,7 @@ def test_a_result_from_a_newer_taskeval_is_refused_naming_both_versions(tmp_path
         path = tmp_path / "newer.bundle.json"
     path.write_text(json.dumps(data))
     proc = run_cli("score", str(path), "--no-ai")
-    one_line_exit_2(proc)
+    one_line(proc, prefix="taskeval: ")
     assert f"schemaVersion {newer}" in proc.stderr and f"schemaVersion {SCHEMA_VERSION}" in proc.stderr
     assert "newer taskeval" in proc.stderr and proc.stdout == ""
 
@@ -132,7 +127,7 @@ def test_comment_over_rest_with_an_app_token_outside_actions_names_the_flag_befo
     fake.add_pr(REPO, 11)
     proc = run_cli("evaluate", f"{REPO}#11", "--no-ai", "--comment", "--api", "rest",
                    env=_app_token_env(fake, env))
-    one_line_exit_2(proc)
+    one_line(proc, prefix="taskeval: ")
     assert "--comment-as LOGIN" in proc.stderr and "TASKEVAL_COMMENT_AS" in proc.stderr
     assert "own_login" not in proc.stderr
     assert proc.stdout == ""
@@ -207,7 +202,7 @@ def test_a_personal_token_still_finds_its_login_by_itself(
 
 def test_comment_as_must_be_a_login(fake: FakeGitHub, env: dict[str, str]) -> None:
     proc = run_cli("evaluate", f"{REPO}#1", "--comment", "--comment-as", "not a login!", env=env)
-    one_line_exit_2(proc)
+    one_line(proc, prefix="taskeval: ")
     assert "--comment-as must be a GitHub login" in proc.stderr and fake.log == []
 
 
@@ -215,7 +210,7 @@ def test_comment_without_a_token_fails_before_the_evaluation(fake: FakeGitHub, e
     fake.add_pr(REPO, 14)
     anonymous = {k: v for k, v in env.items() if k != "GITHUB_TOKEN"}
     proc = run_cli("evaluate", f"{REPO}#14", "--no-ai", "--comment", env=anonymous)
-    one_line_exit_2(proc)
+    one_line(proc, prefix="taskeval: ")
     assert "GITHUB_TOKEN" in proc.stderr and fake.log == [] and proc.stdout == ""
 
 

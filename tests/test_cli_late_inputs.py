@@ -6,25 +6,18 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub, Fault
+from tests.processes import one_line
 from tests.test_cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULT = ROOT / "examples" / "agent-pr-482.result.json"
 REPO = "octo-org/widgets"
 
-
-def one_line(proc: subprocess.CompletedProcess[str]) -> str:
-    assert proc.returncode == 2, (proc.returncode, proc.stderr)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("taskeval"), proc.stderr
-    return lines[0]
 
 
 def _cases(tmp: Path) -> dict[str, tuple[list[str], str]]:

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import re
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ import requests
 
 from bot.settings import BotSettings, SettingsError
 from tests.bot.helpers import API_TOKEN, SECRET
+from tests.processes import stop
 from tests.test_bot_serve import base_env, free_port, wait_for
 
 SESSION_SECRET = "sessions-test-session-secret-5b1e"
@@ -118,11 +118,7 @@ def serving(tmp_path: Path, **extra: str) -> Iterator[str]:
         wait_for(lambda: requests.get(f"{url}/healthz", timeout=2).ok, "the service to start")
         yield url
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(40)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
 
 
 def cookie_of(resp: requests.Response) -> str | None:

@@ -40,7 +40,7 @@ from tests.bot.helpers import (
     settings_for,
 )
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub
-from tests.processes import child_env
+from tests.processes import child_env, one_line
 from tests.readonly import read_only, read_only_transactions, select_only_role
 from tests.test_bot_serve import free_port, wait_for
 from tests.test_cli import run_cli
@@ -117,13 +117,6 @@ def database(dialect: str, tmp_path: Path, kind: str) -> str:
     engine.dispose()
     return url
 
-
-def one_line(proc: subprocess.CompletedProcess[str], code: int = 2) -> str:
-    assert proc.returncode == code, (proc.returncode, proc.stderr)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("taskeval"), proc.stderr
-    return lines[0]
 
 
 # ------------------------------------------------------------------ readers never create (15)

@@ -37,11 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import comment_sample as cs
 from benchmarks import label_tool
 from taskeval.corpus import aidev
+from taskeval.corpus.labels import cohen_kappa
 
-COMMENT_SAMPLE: Final = cs.LABELS_DIR / "comments-sample.train2.csv"  # round two's files
-FAULT_SAMPLE: Final = cs.LABELS_DIR / "fault-sample.train2.csv"
-COMMENT_LABELS: Final = cs.LABELS_DIR / "comments.train2.csv"
-FAULT_LABELS: Final = cs.LABELS_DIR / "faults.train2.csv"
 COMMENT_SECOND: Final = cs.LABELS_DIR / "comments.train2.second.csv"
 FAULT_SECOND: Final = cs.LABELS_DIR / "faults.train2.second.csv"
 # 300 train units of the FIRST round labelled again by a labeller of this round: whether the two
@@ -88,6 +85,7 @@ class Round:
 
 
 ROUNDS: Final = {"train2": Round("train2", "train", SEED), "heldout3": Round("heldout3", "heldout", 2028)}
+TRAIN2: Final = ROUNDS["train2"]  # the round labelled twice in part (COMMENT_SECOND, FAULT_SECOND)
 
 
 def sample_units(units: Sequence[cs.Unit], taken: set[str], seed: int = SEED,
@@ -186,8 +184,8 @@ def write_double(corpus: aidev.Corpus, out: Path, seed: int = SEED) -> dict[str,
     """The second labellers' files: :data:`DOUBLE_UNITS` units and :data:`DOUBLE_FAULTS` PRs of this
     round, and (the cross-check) 300 train units of the first round, each drawn with a fixed seed."""
     rng = random.Random(seed + 7)
-    units = rng.sample([r["id"] for r in cs.read_csv(COMMENT_SAMPLE)], DOUBLE_UNITS)
-    faults = rng.sample([int(r["pr_id"]) for r in cs.read_csv(FAULT_SAMPLE)], DOUBLE_FAULTS)
+    units = rng.sample([r["id"] for r in cs.read_csv(TRAIN2.comment_sample)], DOUBLE_UNITS)
+    faults = rng.sample([int(r["pr_id"]) for r in cs.read_csv(TRAIN2.fault_sample)], DOUBLE_FAULTS)
     first = [r["id"] for r in cs.read_csv(cs.COMMENT_SAMPLE) if r["side"] == "train"]
     cross = random.Random(2031).sample(first, DOUBLE_UNITS)
     return {"train2-double.txt": _comments_file(corpus, units, "train2-double", out),
@@ -198,14 +196,14 @@ def write_double(corpus: aidev.Corpus, out: Path, seed: int = SEED) -> dict[str,
 def kappas() -> list[str]:
     """Cohen's kappa of this round's double labels (comments, then faults)."""
     lines = []
-    for first, second, key, field in ((COMMENT_LABELS, COMMENT_SECOND, "id", "verdict"),
-                                      (FAULT_LABELS, FAULT_SECOND, "pr_id", "fault"),
+    for first, second, key, field in ((TRAIN2.comment_labels, COMMENT_SECOND, "id", "verdict"),
+                                      (TRAIN2.fault_labels, FAULT_SECOND, "pr_id", "fault"),
                                       (cs.COMMENT_LABELS, CROSS, "id", "verdict")):
         if not (first.is_file() and second.is_file()):
             continue
         one = {r[key]: r[field] for r in cs.read_csv(first)}
         pairs = [(one[r[key]], r[field]) for r in cs.read_csv(second) if r[key] in one]
-        kappa = cs.cohen_kappa(pairs)
+        kappa = cohen_kappa(pairs)
         lines.append(f"{second.name}: {len(pairs)} common, {sum(a == b for a, b in pairs)} agree, kappa "
                      + ("n/a" if kappa is None else f"{kappa:.3f}"))
     return lines
@@ -215,13 +213,11 @@ def check() -> list[str]:
     """Problems with the label files of rounds two and three: unknown IDs or classes, a unit of
     the wrong side, a unit labelled twice in one file."""
     problems = []
-    train2, heldout3 = ROUNDS["train2"], ROUNDS["heldout3"]
-    files = ((train2, COMMENT_SAMPLE, COMMENT_LABELS, "id", "verdict", cs.VERDICTS),
-             (train2, FAULT_SAMPLE, FAULT_LABELS, "pr_id", "fault", cs.FAULTS),
-             (train2, COMMENT_SAMPLE, COMMENT_SECOND, "id", "verdict", cs.VERDICTS),
-             (train2, FAULT_SAMPLE, FAULT_SECOND, "pr_id", "fault", cs.FAULTS),
-             (heldout3, heldout3.comment_sample, heldout3.comment_labels, "id", "verdict", cs.VERDICTS),
-             (heldout3, heldout3.fault_sample, heldout3.fault_labels, "pr_id", "fault", cs.FAULTS))
+    files: list[tuple[Round, Path, Path, str, str, tuple[str, ...]]] = [
+        (r, r.comment_sample, r.comment_labels, "id", "verdict", cs.VERDICTS) for r in ROUNDS.values()]
+    files += [(r, r.fault_sample, r.fault_labels, "pr_id", "fault", cs.FAULTS) for r in ROUNDS.values()]
+    files += [(TRAIN2, TRAIN2.comment_sample, COMMENT_SECOND, "id", "verdict", cs.VERDICTS),
+              (TRAIN2, TRAIN2.fault_sample, FAULT_SECOND, "pr_id", "fault", cs.FAULTS)]
     for rnd, sample_path, labels_path, key, field, allowed in files:
         if not labels_path.is_file():
             continue

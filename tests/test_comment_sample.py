@@ -16,6 +16,7 @@ import pytest
 
 from benchmarks import comment_sample as cs
 from taskeval.corpus import aidev
+from taskeval.corpus.labels import cohen_kappa
 from tests.waiting import corpus_dir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,12 +71,12 @@ def test_side_splits_about_evenly() -> None:
     ],
 )
 def test_cohen_kappa(pairs: list[tuple[str, str]], kappa: float) -> None:
-    assert cs.cohen_kappa(pairs) == pytest.approx(kappa)
+    assert cohen_kappa(pairs) == pytest.approx(kappa)
 
 
 @pytest.mark.parametrize("pairs", [[], [("a", "a"), ("a", "a")]])
 def test_cohen_kappa_undefined(pairs: list[tuple[str, str]]) -> None:
-    assert cs.cohen_kappa(pairs) is None
+    assert cohen_kappa(pairs) is None
 
 
 def test_class_agreement_and_common_ids() -> None:

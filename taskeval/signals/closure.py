@@ -130,13 +130,13 @@ def closure(ctx: Ctx) -> Closure | None:
             whose = unit.login or "someone"
             if unit.reading.verdict == "relayed" and unit.reading.person:
                 whose = f"{unit.reading.person} (relayed by {unit.login})"
-            stated.append((verdict, unit.evidence, whose, _words(unit.reading)))
+            stated.append((verdict, unit.evidence, whose, _words(unit.reading.words)))
     for unit in said.units:
         if unit.kind == "body" and unit.position != "last3" and unit.reading.verdict == "trial":
-            stated.append(("trial", unit.evidence, "its description", _words(unit.reading)))
+            stated.append(("trial", unit.evidence, "its description", _words(unit.reading.words)))
     title = read(pull.title, "title", people.role(pull.author, pull.author_is_bot))
     if title.verdict in ("trial", "work_wrong"):
-        stated.append((title.verdict, ctx.pr, "its title", _words(title)))
+        stated.append((title.verdict, ctx.pr, "its title", _words(title.words)))
     labels = [e.label for e in timeline or [] if e.event == "labeled" and e.label] + pull.labels
     for label in labels:
         reading = read(label, "label", "person")
@@ -191,7 +191,7 @@ def closure(ctx: Ctx) -> Closure | None:
     if earlier and closer_role != "bot":
         unit = earlier[-1]
         return made("agent_failure", "closer", f"Closed{who} after {unit.login} said the work was "
-                    f"wrong ({_words(unit.reading)}) in {unit.evidence}, with no other reason given.",
+                    f"wrong ({_words(unit.reading.words)}) in {unit.evidence}, with no other reason given.",
                     [unit.evidence])
     if closer_role == "bot" and closer is not None:
         return made("stale", "closer", f"Closed by the bot {closer} with no reason written: the PR "
@@ -215,7 +215,7 @@ def closure(ctx: Ctx) -> Closure | None:
     leaning = [u for u in said.near_end() if u.reading.wrong >= LEANS_WRONG and _judges(ctx, u.role)]
     if leaning and closer_role != "bot":
         unit = max(leaning, key=lambda u: u.reading.wrong)
-        words = ", ".join(f"“{w[:60]}”" for w in unit.reading.wrong_words[:2])
+        words = _words(unit.reading.wrong_words)
         return made("agent_failure", "words", f"Closed{who} with no other reason given, after {unit.login} "
                     f"wrote what reads as a verdict on the work{f' ({words})' if words else ''} in "
                     f"{unit.evidence}.", [unit.evidence])
@@ -227,8 +227,9 @@ def closure(ctx: Ctx) -> Closure | None:
                 "given).", [closed[-1].id] if closed else [])
 
 
-def _words(reading: Reading) -> str:
-    return ", ".join(f"“{w[:60]}”" for w in reading.words[:2])
+def _words(words: tuple[str, ...]) -> str:
+    """The first two of the words that weighed in a reading, quoted."""
+    return ", ".join(f"“{w[:60]}”" for w in words[:2])
 
 
 def _before(stamp: str | None, end: str, slack: int) -> bool:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,8 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import comment_sample as cs
 from benchmarks import heldout_eval, train_reader
 from benchmarks.reader_units import load_units
+from taskeval.config import Settings
 from taskeval.corpus import aidev
-from taskeval.pipeline import Options, _checked, _read, _rescore_configs
+from taskeval.models import EvidenceBundle
 from taskeval.signals import closure
 from taskeval.signals.context import Ctx
 
@@ -54,13 +56,12 @@ def weigh(results: Path, leans: Sequence[float]) -> dict[float, list[tuple[str, 
             fitted, _ = train_reader.fit([u for u in units if group(u.repository) != g])
             with heldout_eval.reading_with(fitted):
                 for pr in (p for p in prs if group(p.repository) == g):
-                    path = results / f"{pr.file_stem}.json"
-                    data = _read(path)
-                    stored = _checked(path, data)
-                    loaded, _ = _rescore_configs(path, data, Options(ai="off", env={}))
+                    # Collected over the replay, whose repositories hold no config: the defaults.
+                    data = json.loads((results / f"{pr.file_stem}.json").read_text(encoding="utf-8"))
+                    bundle = EvidenceBundle.model_validate(data["evidence"])
                     for lean in leans:
                         closure.LEANS_WRONG = lean  # type: ignore[misc]
-                        found = closure.closure(Ctx(stored.bundle, loaded.settings))
+                        found = closure.closure(Ctx(bundle, Settings()))
                         out[lean].append((labels[pr.id][2], bool(found and found.counts_against_agent)))
     finally:
         closure.LEANS_WRONG = saved  # type: ignore[misc]

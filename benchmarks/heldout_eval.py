@@ -38,7 +38,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -126,16 +126,56 @@ def fault_sample() -> dict[int, tuple[str, str]]:
     return {int(r["pr_id"]): (r["side"], r["agent"]) for r in rows}
 
 
-def fault_labels() -> dict[int, tuple[str, str, str]]:
-    """pr_id -> (side, agent folder, fault), both rounds."""
+def fault_labels(reference: str = "first") -> dict[int, tuple[str, str, str]]:
+    """pr_id -> (side, agent folder, fault), every round; with ``reference="settled"`` the held-out
+    test part's fault is its settled label (benchmarks/train_sample.py ``settled``)."""
     from benchmarks import train_sample
 
     sample = fault_sample()
-    rows = cs.read_csv(cs.FAULT_LABELS)
-    for later in train_sample.ROUNDS.values():
-        if later.fault_labels.is_file():
-            rows += cs.read_csv(later.fault_labels)
-    return {int(r["pr_id"]): (*sample[int(r["pr_id"])], r["fault"]) for r in rows}
+    labels = train_sample.first_labels("faults")
+    if reference == "settled":
+        labels |= train_sample.settled("faults")
+    return {int(pr_id): (*sample[int(pr_id)], fault) for pr_id, fault in labels.items()}
+
+
+def settle(units: Sequence[LabelledUnit]) -> list[LabelledUnit]:
+    """``units`` with the held-out test part's verdicts replaced by their settled labels."""
+    from dataclasses import replace
+
+    from benchmarks import train_sample
+
+    settled = train_sample.settled("comments")
+    return [replace(u, verdict=settled[u.id]) if u.id in settled else u for u in units]
+
+
+def has_second_labels() -> bool:
+    from benchmarks import train_sample
+
+    return all(path.is_file() for path in train_sample.TEST_SECOND.values())
+
+
+def second_labeller() -> dict[str, Any]:
+    """What a second blind labeller scores against the first on the held-out test part, read as if
+    it were the reader and the closure: how high the figures can go against one labeller's labels."""
+    from benchmarks import train_sample
+
+    out: dict[str, Any] = {}
+    first, second = train_sample.first_labels("comments"), train_sample._labels_of(
+        train_sample.TEST_SECOND["comments"], "comments")
+    pairs = [(first[i], second[i]) for i in train_sample.test_ids("comments") if i in second]
+    out["comments"] = verdict_figures(pairs)
+    from taskeval.corpus.labels import cohen_kappa
+
+    out["commentsKappa"] = cohen_kappa(pairs)
+    first_f, second_f = train_sample.first_labels("faults"), train_sample._labels_of(
+        train_sample.TEST_SECOND["faults"], "faults")
+    rows = [{"fault": first_f[i], "counts": second_f[i] == "agent", "missing": False, "class": second_f[i],
+             "decidedBy": "labeller", "score": 0.0 if second_f[i] == "agent" else 1.0}
+            for i in train_sample.test_ids("faults") if i in second_f]
+    out["closure"] = closure_figures(rows)
+    out["faultsKappa"] = cohen_kappa([(first_f[i], second_f[i]) for i in train_sample.test_ids("faults")
+                                      if i in second_f])
+    return out
 
 
 def collect(out: Path, workers: int = 2) -> int:
@@ -147,15 +187,16 @@ def collect(out: Path, workers: int = 2) -> int:
     return collect_labels(labels, out, workers)
 
 
-def scored_closures(results: Path) -> list[dict[str, Any]]:
+def scored_closures(results: Path, reference: str = "first") -> list[dict[str, Any]]:
     """Each fault-labelled PR's stored result re-scored with this tree's scorer."""
     from taskeval.corpus.labels import _category, _score
 
-    corpus = aidev.load(aidev.default_data_dir(), ids=set(fault_labels()))
+    labels = fault_labels(reference)
+    corpus = aidev.load(aidev.default_data_dir(), ids=set(labels))
     stems = {pr.id: pr.file_stem for pr in corpus.prs}
     parts = {pr.id: cs.part(pr.repository) for pr in corpus.prs}
     rows = []
-    for pr_id, (side, agent, fault) in sorted(fault_labels().items()):
+    for pr_id, (side, agent, fault) in sorted(labels.items()):
         path = results / f"{stems.get(pr_id, '')}.json"
         where = parts.get(pr_id, side)
         if pr_id not in stems or not path.is_file():
@@ -201,35 +242,47 @@ def closure_figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 # What is reported, in this order: the held-out test repositories (nobody reads their mistakes),
-# the held-out dev repositories (split off the held-out side to be read and fitted on), the whole
-# held-out side as every earlier report gave it, and train.
-GROUPS: dict[str, tuple[str, ...]] = {"heldout-test": ("heldout-test",), "heldout-dev": ("heldout-dev",),
+# against their first labels and against their settled labels (two blind labels, a third where
+# those differ), the held-out dev repositories (split off the held-out side to be read and fitted
+# on), the whole held-out side as every earlier report gave it, and train.
+GROUPS: dict[str, tuple[str, ...]] = {"heldout-test": ("heldout-test",), "heldout-test-settled": ("heldout-test",),
+                                      "heldout-dev": ("heldout-dev",),
                                       "heldout": ("heldout-dev", "heldout-test"), "train": ("train",)}
-MARKS = {"heldout-test": " (held out: never read, never fitted on)",
+SETTLED: Final = frozenset({"heldout-test-settled"})  # groups measured against the settled labels
+MARKS = {"heldout-test": " (held out: never read, never fitted on; first labels)",
+         "heldout-test-settled": " (the same repositories against their settled labels: two of three blind labellers)",
          "heldout-dev": " (READ AND FITTED ON since the held-out side was split again)",
          "heldout": " (all held-out repositories: test and dev together, as reported before the split)",
          "train": " (IN-SAMPLE: rules and model were fitted here)"}
 
 
 def report(results: Path | None, groups: Sequence[str]) -> dict[str, Any]:
-    units = load_units()
+    first = load_units()
+    if not has_second_labels():
+        groups = [g for g in groups if g not in SETTLED]
+    units = {"first": first, "settled": settle(first) if any(g in SETTLED for g in groups) else first}
     out: dict[str, Any] = {"targets": TARGETS, "readerModel": (reader.model() or reader.Model(
-        "none", (), {}, {}, frozenset())).version}
-    closures = scored_closures(results) if results is not None else []
+        "none", (), {}, {}, frozenset())).version, "groups": list(groups)}
+    refs = {"settled" if g in SETTLED else "first" for g in groups}
+    closures = {ref: scored_closures(results, ref) if results is not None else [] for ref in refs}
     with rules_only():
-        rule_pairs = {g: read_units([u for u in units if u.part in GROUPS[g]]) for g in groups}
-        rule_closures = scored_closures(results) if results is not None else []
+        rule_pairs = {g: read_units([u for u in units["settled" if g in SETTLED else "first"]
+                                     if u.part in GROUPS[g]]) for g in groups}
+        rule_closures = {ref: scored_closures(results, ref) if results is not None else [] for ref in refs}
     for group in groups:
-        mine = [u for u in units if u.part in GROUPS[group]]
+        ref = "settled" if group in SETTLED else "first"
+        mine = [u for u in units[ref] if u.part in GROUPS[group]]
         entry: dict[str, Any] = {
-            "inSample": group in ("train", "heldout-dev"), "parts": list(GROUPS[group]),
+            "inSample": group in ("train", "heldout-dev"), "parts": list(GROUPS[group]), "reference": ref,
             "comments": verdict_figures(read_units(mine)),
             "commentsRulesOnly": verdict_figures(rule_pairs[group]),
         }
         if results is not None:
-            entry["closure"] = closure_figures([r for r in closures if r["part"] in GROUPS[group]])
-            entry["closureRulesOnly"] = closure_figures([r for r in rule_closures
+            entry["closure"] = closure_figures([r for r in closures[ref] if r["part"] in GROUPS[group]])
+            entry["closureRulesOnly"] = closure_figures([r for r in rule_closures[ref]
                                                          if r["part"] in GROUPS[group]])
+        if group == "heldout-test" and has_second_labels():
+            entry["secondLabeller"] = second_labeller()
         out[group] = entry
     return out
 
@@ -250,10 +303,17 @@ def summary(figures: dict[str, Any], groups: Sequence[str]) -> str:
             ww = c["classes"]["work_wrong"]
             lines.append(f"  {name:18s} macro-F1 {c['macroF1']:.3f}  accuracy {c['accuracy']:.3f}  "
                          f"work_wrong P {fmt(ww['precision'])} R {fmt(ww['recall'])}")
-        for name in ("closure", "closureRulesOnly"):
+        second = f.get("secondLabeller")
+        if second:
+            ww = second["comments"]["classes"]["work_wrong"]
+            lines.append(f"  {'secondLabeller':18s} macro-F1 {second['comments']['macroF1']:.3f}  kappa "
+                         f"{second['commentsKappa']:.3f}  work_wrong P {fmt(ww['precision'])} R {fmt(ww['recall'])}"
+                         f"  (a second blind labeller read against the first; faults kappa "
+                         f"{second['faultsKappa']:.3f})")
+        for name in ("closure", "closureRulesOnly", "secondLabeller"):
             if name not in f:
                 continue
-            c = f[name]
+            c = f[name] if name != "secondLabeller" else f[name]["closure"]
             lines.append(f"  {name:18s} counts-against P {fmt(c['countsAgainstPrecision'])} "
                          f"R {fmt(c['countsAgainstRecall'])}; project not counted "
                          f"{fmt(c['projectNotCounted'])}; AUC {c['auc']['value'] or float('nan'):.3f} "
@@ -277,8 +337,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.command == "collect":
         return collect(args.output_dir, args.workers)
-    groups = tuple(GROUPS) if args.group == "all" else (args.group,)
-    figures = report(args.results, groups)
+    figures = report(args.results, tuple(GROUPS) if args.group == "all" else (args.group,))
+    groups = figures["groups"]
     print(summary(figures, groups))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")

@@ -193,6 +193,81 @@ def write_double(corpus: aidev.Corpus, out: Path, seed: int = SEED) -> dict[str,
             "cross-check.txt": _comments_file(corpus, cross, "cross-check", out)}
 
 
+# The held-out test part labelled a second time, independently, and a third time where the first
+# two disagree: the settled label (two of three) is the reference the test figures are also given
+# against, because one blind pass disagrees with another on ``work_wrong`` often enough (round one's
+# second labeller found 39 where the first found 28) to move a precision by more than its interval.
+TEST_PART: Final = "heldout-test"
+TEST_SECOND: Final = {"comments": cs.LABELS_DIR / "comments.heldout-test.second.csv",
+                      "faults": cs.LABELS_DIR / "faults.heldout-test.second.csv"}
+TEST_THIRD: Final = {"comments": cs.LABELS_DIR / "comments.heldout-test.third.csv",
+                     "faults": cs.LABELS_DIR / "faults.heldout-test.third.csv"}
+
+
+def first_labels(kind: str) -> dict[str, str]:
+    """The first label of every unit (``comments``) or closed PR (``faults``), all rounds, by ID."""
+    key, field = ("id", "verdict") if kind == "comments" else ("pr_id", "fault")
+    paths = [cs.COMMENT_LABELS if kind == "comments" else cs.FAULT_LABELS]
+    paths += [r.comment_labels if kind == "comments" else r.fault_labels for r in ROUNDS.values()]
+    return {r[key]: r[field] for path in paths if path.is_file() for r in cs.read_csv(path)}
+
+
+def test_ids(kind: str) -> list[str]:
+    """IDs of the held-out test part's labelled units or closed PRs, in the samples' order."""
+    key = "id" if kind == "comments" else "pr_id"
+    paths = [cs.COMMENT_SAMPLE if kind == "comments" else cs.FAULT_SAMPLE]
+    paths += [r.comment_sample if kind == "comments" else r.fault_sample for r in ROUNDS.values()]
+    labelled = first_labels(kind)
+    ids = [r[key] for path in paths if path.is_file() for r in cs.read_csv(path)
+           if cs.part(r["repository"]) == TEST_PART and r[key] in labelled]
+    return list(dict.fromkeys(ids))
+
+
+def _labels_of(path: Path, kind: str) -> dict[str, str]:
+    key, field = ("id", "verdict") if kind == "comments" else ("pr_id", "fault")
+    return {r[key]: r[field] for r in cs.read_csv(path)} if path.is_file() else {}
+
+
+def settled(kind: str) -> dict[str, str]:
+    """The held-out test part's settled labels: the first and second labels where they agree,
+    else the label two of the three give; where all three differ, the first (as before)."""
+    first, second = first_labels(kind), _labels_of(TEST_SECOND[kind], kind)
+    third = _labels_of(TEST_THIRD[kind], kind)
+    return {i: two_of_three(first[i], second.get(i), third.get(i)) for i in test_ids(kind)}
+
+
+def two_of_three(first: str, second: str | None, third: str | None) -> str:
+    """The label two of three labellers give; the first where there is no such label (a missing
+    second or third, or three different labels)."""
+    return second if second is not None and second == third else first
+
+
+def write_test_double(corpus: aidev.Corpus, out: Path) -> dict[str, int]:
+    """The second labellers' files over the whole held-out test part: five of units, two of PRs."""
+    units = test_ids("comments")
+    prs = [int(i) for i in test_ids("faults")]
+    written = {}
+    for b, chunk in enumerate(_chunks(random.Random(4041).sample(units, len(units)), COMMENT_BATCHES)):
+        written[f"test-second-comments-{b + 1}.txt"] = _comments_file(corpus, chunk, f"test-second-comments-{b + 1}",
+                                                                     out)
+    for b, pids in enumerate(_chunks(random.Random(4043).sample(prs, len(prs)), FAULT_BATCHES)):
+        written[f"test-second-faults-{b + 1}.txt"] = _faults_file(corpus, pids, f"test-second-faults-{b + 1}", out)
+    return written
+
+
+def write_test_third(corpus: aidev.Corpus, out: Path) -> dict[str, int]:
+    """The third labeller's files: the test units and PRs whose first two labels differ."""
+    written = {}
+    for kind in ("comments", "faults"):
+        first, second = first_labels(kind), _labels_of(TEST_SECOND[kind], kind)
+        split = [i for i in test_ids(kind) if i in second and second[i] != first[i]]
+        order = random.Random(4047).sample(split, len(split))
+        name = f"test-third-{kind}"
+        written[f"{name}.txt"] = (_comments_file(corpus, order, name, out) if kind == "comments"
+                                  else _faults_file(corpus, [int(i) for i in order], name, out))
+    return written
+
+
 def kappas() -> list[str]:
     """Cohen's kappa of this round's double labels (comments, then faults)."""
     lines = []
@@ -206,7 +281,41 @@ def kappas() -> list[str]:
         kappa = cohen_kappa(pairs)
         lines.append(f"{second.name}: {len(pairs)} common, {sum(a == b for a, b in pairs)} agree, kappa "
                      + ("n/a" if kappa is None else f"{kappa:.3f}"))
+    for kind in ("comments", "faults"):
+        first_of, second_of = first_labels(kind), _labels_of(TEST_SECOND[kind], kind)
+        third_of = _labels_of(TEST_THIRD[kind], kind)
+        if not second_of:
+            continue
+        pairs = [(first_of[i], second_of[i]) for i in test_ids(kind) if i in second_of]
+        kappa = cohen_kappa(pairs)
+        lines.append(f"{TEST_SECOND[kind].name}: {len(pairs)} common, {sum(a == b for a, b in pairs)} agree, "
+                     f"kappa {'n/a' if kappa is None else f'{kappa:.3f}'}; "
+                     f"{len(third_of)} labelled a third time")
     return lines
+
+
+def check_test_labels() -> list[str]:
+    """Problems with the held-out test part's second and third labels: an ID outside the test part
+    or (third) one whose first two labels agree, an unknown class, a unit labelled twice."""
+    problems = []
+    for kind, allowed in (("comments", cs.VERDICTS), ("faults", cs.FAULTS)):
+        key, field = ("id", "verdict") if kind == "comments" else ("pr_id", "fault")
+        ids, first, second = set(test_ids(kind)), first_labels(kind), _labels_of(TEST_SECOND[kind], kind)
+        for path in (TEST_SECOND[kind], TEST_THIRD[kind]):
+            if not path.is_file():
+                continue
+            seen: set[str] = set()
+            for row in cs.read_csv(path):
+                if row[key] not in ids:
+                    problems.append(f"{path.name}: {row[key]} is not a labelled unit of the held-out test part")
+                elif path == TEST_THIRD[kind] and second.get(row[key]) == first[row[key]]:
+                    problems.append(f"{path.name}: {row[key]} needs no third label (the first two agree)")
+                if row[field] not in allowed:
+                    problems.append(f"{path.name}: {row[key]} has unknown {field} {row[field]!r}")
+                if row[key] in seen:
+                    problems.append(f"{path.name}: {row[key]} labelled twice")
+                seen.add(row[key])
+    return problems
 
 
 def check() -> list[str]:
@@ -233,7 +342,7 @@ def check() -> list[str]:
             if row[key] in seen:
                 problems.append(f"{labels_path.name}: {row[key]} labelled twice")
             seen.add(row[key])
-    return problems
+    return problems + check_test_labels()
 
 
 def draw(corpus: aidev.Corpus, rnd: Round) -> str:
@@ -263,6 +372,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.add_argument("--round", choices=sorted(ROUNDS), default="train2")
     do = sub.add_parser("double", help="write the second labeller's files outside the repository")
     do.add_argument("--out", type=Path, required=True)
+    do.add_argument("--test", action="store_true", help="the held-out test part's second labels")
+    th = sub.add_parser("third", help="the held-out test units whose first two labels differ")
+    th.add_argument("--out", type=Path, required=True)
     sub.add_parser("check", help="validate the label files of rounds two and three")
     sub.add_parser("kappa", help="Cohen's kappa of round two's double labels and the cross-check")
     args = parser.parse_args(argv)
@@ -283,8 +395,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if out == cs.ROOT or cs.ROOT in out.parents:
         print("train_sample: batches hold the data's text; write them outside the repository", file=sys.stderr)
         return 2
-    written = write_double(corpus, out) if args.command == "double" else \
-        write_batches(corpus, out, ROUNDS[args.round])
+    if args.command == "third":
+        written = write_test_third(corpus, out)
+    elif args.command == "double":
+        written = write_test_double(corpus, out) if args.test else write_double(corpus, out)
+    else:
+        written = write_batches(corpus, out, ROUNDS[args.round])
     for name, count in written.items():
         print(f"{out / name}: {count}")
     return 0

@@ -124,3 +124,29 @@ def test_the_reader_with_its_model_reads_heldout_words_no_worse_than_the_rules_a
         figures: dict[str, Any]) -> None:
     held = figures["heldout-test"]
     assert held["comments"]["macroF1"] >= held["commentsRulesOnly"]["macroF1"]
+
+
+@pytest.mark.parametrize(("first", "second", "third", "settled"), [
+    ("neutral", "neutral", None, "neutral"),  # the first two agree: no third label
+    ("change_request", "work_wrong", "work_wrong", "work_wrong"),  # the third sides with the second
+    ("change_request", "work_wrong", "change_request", "change_request"),  # ... or with the first
+    ("neutral", "approval", "work_wrong", "neutral"),  # three different labels: the first stands
+    ("agent", "unclear", None, "agent"),  # no third label yet: the first stands
+    ("agent", None, None, "agent"),  # no second label
+])
+def test_a_settled_label_is_what_two_of_three_labellers_gave(first: str, second: str | None, third: str | None,
+                                                             settled: str) -> None:
+    assert train_sample.two_of_three(first, second, third) == settled
+
+
+def test_the_test_parts_second_and_third_labels_cover_it_and_are_well_formed() -> None:
+    assert train_sample.check_test_labels() == []
+    for kind in ("comments", "faults"):
+        ids = set(train_sample.test_ids(kind))
+        second = cs.read_csv(train_sample.TEST_SECOND[kind])
+        assert {r["id" if kind == "comments" else "pr_id"] for r in second} == ids
+        first_labellers = {r["labeller"] for r in cs.read_csv(cs.COMMENT_LABELS if kind == "comments"
+                                                                else cs.FAULT_LABELS)}
+        assert not first_labellers & {r["labeller"] for r in second}, "a second label must be another labeller's"
+    settled = train_sample.settled("comments")
+    assert len(settled) == len(train_sample.test_ids("comments")) > 1000

@@ -149,6 +149,12 @@ _CI_FAILED: Final = _p(
     r"(?:triggered\s+by\s+this\s+pr\s+)?failed\b|\bhas\s+\d+\s+failures?\b|\b\d+\s+failed\b|"
     r"\bstatus\W+failed\b|\bquality\s+gate\s+failed\b|\bdoes\s*n[o']?t\s+(?:pass|run)\s+(?:ci|lint|the\s+tests)")
 
+# What a verdict is passed on: the work itself, named with any determiner ("the fix", "this
+# approach", "your change", "these new tests"), as people name it.
+_WORK: Final = (r"(?:the|this|that|these|those|your|its)\s+(?:\w+\s+)?(?:changes?|code|fix(?:es)?|pr|"
+                r"pull\s+request|implementation|solution|approach|patch|result|output|refactor(?:ing)?|"
+                r"update|version|commits?|tests?)")
+
 # One table, in the guide's tie-break order. Kept narrow on purpose: the model weighs the rest.
 RULES: Final[tuple[Rule, ...]] = (
     # --- relayed: the agent passes on a person's request or verdict (the agent's words only).
@@ -166,9 +172,9 @@ RULES: Final[tuple[Rule, ...]] = (
         False, _AGENT, _ANY_TEXT),
     # --- work_wrong: anyone's verdict that the work is wrong, broken or useless.
     Rule("work_wrong", "calls the approach wrong", _p(
-        r"\b(?:wrong|bad|incorrect|flawed|misguided|hacky)\s+(?:approach|direction|fix|solution|way|"
-        r"place|layer|abstraction|implementation)\b|\bnot\s+(?:the\s+|a\s+)?(?:right|correct|proper|"
-        r"good)\s+(?:approach|way|fix|solution|place|direction|implementation)\b|\bthis\s+is\s+not\s+"
+        r"\b(?:wrong|bad|incorrect|flawed|misguided|hacky|terrible|awful|horrible|invalid|poor)\s+(?:approach|"
+        r"direction|fix|solution|way|place|layer|abstraction|implementation)\b|\bnot\s+(?:the\s+|a\s+)?"
+        r"(?:right|correct|proper|good|valid)\s+(?:approach|way|fix|solution|place|direction|implementation)\b|\bthis\s+is\s+not\s+"
         r"(?:how|what)\s+(?:we|i)\s+(?:want|asked|meant|need)|\bpatchwork\b|\b(?:on\s+the\s+wrong|off)\s+track\b|"
         r"\b(?:still\s+)?not\s+there\s+yet\b|\bstill\s+not\s+there\b|\bnot\s+what\s+(?:we|i)\s+(?:want|wanted)\b|"
         r"\b(?:way\s+)?overkill\b|\b(?:does\s*n[o']?t|don't|do\s+not)\s+look\s+right\b"), False, _NOT_AGENT,
@@ -186,11 +192,13 @@ RULES: Final[tuple[Rule, ...]] = (
         r"\bdid\s*n[o']?t\s+commit\s+the\s+changes\b"),
         True, _NOT_AGENT, decides=False),
     Rule("work_wrong", "calls it broken, wrong or useless", _p(
-        r"\b(?:this|that|it|the\s+(?:change|code|fix|pr|implementation|solution))\s+(?:is|was|looks|"
-        r"seems)\s+(?:completely\s+|totally\s+|still\s+|just\s+)?(?:broken|wrong|incorrect|buggy|"
-        r"invalid|useless|terrible|garbage|nonsense|not\s+(?:useful|valid|correct|ok(?:ay)?|right))\b|"
+        r"\b(?:this|that|it|" + _WORK + r")\s+(?:is|are|was|were|looks?|seems?)\s+(?:completely\s+|"
+        r"totally\s+|still\s+|just\s+|simply\s+|really\s+|pretty\s+|quite\s+)?(?:broken|wrong|incorrect|"
+        r"buggy|invalid|useless|terrible|awful|horrible|bad|garbage|nonsense|nonsensical|pointless|"
+        r"unacceptable|not\s+(?:useful|valid|correct|ok(?:ay)?|right|good|acceptable))\b|"
         r"^\s*not\s+useful\b|\b(?:rubbish|nonsense|hallucinat\w*)\b|\bmakes?\s+no\s+sense\b|"
         r"\bburn(?:ed|t)?\s+(?:it\s+)?with\s+fire\b|\btoo\s+complicated\b|\bno\s+benefit\b|"
+        r"\b(?:do\s*n[o']?t|can\s*n[o']?t|cannot|do\s+not)\s+see\s+(?:any|the|much)\s+(?:benefit|point|value)\b|"
         r"\bgam(?:ed|ing)\s+the\s+tests?\b|\bignor(?:ed|es|ing)\s+(?:the|my)\s+instructions?\b|"
         r"\b(?:i|we)\s+doubt\s+(?:this|it|that)\s+is\s+(?:a\s+)?(?:correct|right)|"
         r"\bnot\s+at\s+all\s+ok"), True, _NOT_AGENT, decides=False),

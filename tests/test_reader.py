@@ -19,6 +19,12 @@ CASES = [
     ("This doesn't work: the retry never fires.", "comment", "person", None, "work_wrong"),
     ("Wrong approach, the cache belongs in the client.", "review", "person", "COMMENTED", "work_wrong"),
     ("You just gamed the tests instead of fixing the parser.", "comment", "operator", None, "work_wrong"),
+    # The work named any way people name it, in the plain words of the issue's examples.
+    ("This fix is terrible.", "comment", "person", None, "work_wrong"),
+    ("This approach is wrong, the cache belongs in the client.", "comment", "operator", None, "work_wrong"),
+    ("Your fix is garbage.", "review", "person", "COMMENTED", "work_wrong"),
+    ("This is not a valid fix.", "comment", "person", None, "work_wrong"),
+    ("I don't see any benefit in this change.", "comment", "person", None, "work_wrong"),
     ("The error is still there after your change.", "comment", "operator", None, "work_wrong"),
     ("This introduces a breaking change for every caller.", "comment", "person", None, "work_wrong"),
     ("I was unable to get the integration tests to pass.", "comment", "agent", None, "work_wrong"),
@@ -61,6 +67,8 @@ def test_every_class_has_a_case() -> None:
 NOT_A_VERDICT = [
     # (text, role, why it is no verdict on the work)
     ("This is not a breaking change.", "person", "negated"),
+    ("This fix isn't bad at all.", "person", "negated praise"),
+    ("Is this approach right? I have not read the issue.", "person", "a question"),
     ('He wrote "this is broken" but it works now.', "person", "an inline quotation"),
     ("> this doesn't work\n\nIt does for me.", "person", "a quoted line"),
     ("```\nthe build is failing\n```", "person", "code"),

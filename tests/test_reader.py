@@ -172,3 +172,93 @@ def test_titles(title: str, verdict: str) -> None:
 ])
 def test_labels(label: str, verdict: str) -> None:
     assert read(label, "label", "person").verdict == verdict
+
+
+# How people plainly say why a PR should end, or what they think of the work, as a reader who has
+# never seen the repository would read them: the classes of the labelling guide, in plain English.
+PLAIN_WORDS: dict[str, list[str]] = {
+    "elsewhere": [
+        "Closing in favour of #812",
+        "This was fixed in #900, closing",
+        "Done in another PR",
+        "Superseded by the refactor in #77",
+        "Duplicate of #45",
+        "This has already been addressed on main",
+        "We merged a different fix for this in #33",
+        "Replaced by #1200",
+        "Closing, the upstream release already includes this",
+        "Another PR already handles this",
+    ],
+    "not_wanted": [
+        "We don't want this feature",
+        "This is out of scope for the project",
+        "Won't fix",
+        "Closing: not something we plan to support",
+        "The team decided against this change",
+        "This is obsolete now",
+        "No longer relevant",
+        "Not needed anymore",
+    ],
+    "trial": [
+        "Just testing the agent, closing",
+        "This was an experiment",
+        "Opened by mistake",
+        "Wrong repository, sorry",
+        "Demo PR, not meant to be merged",
+        "POC only",
+        "Testing copilot on this repo",
+        "This was only to see what the agent would do",
+    ],
+    "inactivity": [
+        "Closing due to inactivity",
+        "This PR is stale, closing",
+        "Closing since there has been no activity for 30 days",
+        "This pull request has been automatically marked as stale",
+        "No response in a month, closing",
+    ],
+    "work_wrong": [
+        "This breaks the build",
+        "The tests are failing now",
+        "This introduces a regression in the parser",
+        "It crashes on startup",
+        "The output is wrong",
+        "You removed the feature instead of fixing it",
+        "This doesn't address the issue at all",
+        "The agent misunderstood the task",
+        "Completely wrong.",
+        "This is a hack",
+        "Please stop, this is going nowhere",
+        "This makes things worse",
+        "This is not what the issue asked for",
+        "The change is incomplete, half the items are missing",
+        "You deleted the tests to make them pass",
+        "this is worse than before",
+        "It still fails the same way",
+        "Not correct.",
+        "I don't think this is right",
+        "These changes are unnecessary",
+        "This is way too complex for what it does",
+    ],
+    "change_request": [
+        "Please add tests",
+        "Can you rename this variable?",
+        "Could you also update the docs?",
+        "nit: trailing whitespace",
+        "Please rebase on main",
+        "@copilot please fix the lint errors",
+    ],
+    "approval": [
+        "LGTM",
+        "Looks good to me, thanks!",
+        "Great work",
+        "Approved",
+        "Ship it",
+    ],
+}
+PLAIN_CASES = [(text, verdict) for verdict, texts in PLAIN_WORDS.items() for text in texts]
+
+
+@pytest.mark.parametrize(("text", "verdict"), PLAIN_CASES, ids=[t[:40] for t, _ in PLAIN_CASES])
+def test_plain_words_are_read_as_people_mean_them(text: str, verdict: str) -> None:
+    role = "bot" if "automatically" in text else "person"
+    assert read(text, "comment", role, "last3").verdict == verdict

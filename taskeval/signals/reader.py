@@ -195,7 +195,16 @@ RULES: Final[tuple[Rule, ...]] = (
         r"\b(?:this|that|it|" + _WORK + r")\s+(?:is|are|was|were|looks?|seems?)\s+(?:completely\s+|"
         r"totally\s+|still\s+|just\s+|simply\s+|really\s+|pretty\s+|quite\s+)?(?:broken|wrong|incorrect|"
         r"buggy|invalid|useless|terrible|awful|horrible|bad|garbage|nonsense|nonsensical|pointless|"
-        r"unacceptable|not\s+(?:useful|valid|correct|ok(?:ay)?|right|good|acceptable))\b|"
+        r"unacceptable|incomplete|unnecessary|a\s+(?:hack|kludge|mess)|worse|not\s+(?:useful|valid|correct|"
+        r"ok(?:ay)?|right|good|acceptable))\b|"
+        r"^\W*(?:completely\s+|totally\s+|all\s+|just\s+)?(?:wrong|incorrect|not\s+correct|broken)\W*$|"
+        r"\b(?:i|we)\s+do\s*n[o']?t\s+think\s+(?:this|that|it)\s+is\s+(?:right|correct|the\s+right\s+\w+)\b|"
+        r"\b(?:too|overly|needlessly|unnecessarily)\s+(?:complex|convoluted)\b|\bover-?engineer\w*|"
+        r"\bmisunderst(?:ood|ands?)\s+(?:the|my|our|what)\b|\b(?:going|leading)\s+nowhere\b|"
+        r"\bnot\s+working\s+out\b|\bmakes?\s+(?:it|things|this|everything)\s+worse\b|\bworse\s+than\s+before\b|"
+        r"\b(?:removed|deleted|disabled|skipped|commented\s+out)\s+(?:the\s+)?(?:failing\s+)?(?:tests?|checks?|"
+        r"assertions?)\s+(?:instead|to\s+make)\b|\b(?:removed|deleted|dropped)\s+the\s+\w+\s+instead\s+of\s+"
+        r"fixing\b|"
         r"^\s*not\s+useful\b|\b(?:rubbish|nonsense|hallucinat\w*)\b|\bmakes?\s+no\s+sense\b|"
         r"\bburn(?:ed|t)?\s+(?:it\s+)?with\s+fire\b|\btoo\s+complicated\b|\bno\s+benefit\b|"
         r"\b(?:do\s*n[o']?t|can\s*n[o']?t|cannot|do\s+not)\s+see\s+(?:any|the|much)\s+(?:benefit|point|value)\b|"
@@ -211,6 +220,11 @@ RULES: Final[tuple[Rule, ...]] = (
         r"will\s+break)\b|"
         r"\bbreaking\s+(?:change|changes|api|behaviou?r)\b|\bbreaks\s+(?:backwards?\s+)?compat"),
         True, _NOT_AGENT, decides=False),
+    # A person's report that it regressed or crashes (an AI reviewer's bug report is a request).
+    Rule("work_wrong", "says it regresses or crashes", _p(
+        r"\b(?:introduces?|introduced|causes?|caused)\s+(?:a\s+|several\s+|new\s+)*regressions?\b|"
+        r"\b(?:it|this|that|the\s+(?:app|build|server|program|cli))\s+(?:now\s+|still\s+)?crash(?:es|ed)\b"),
+        True, _PEOPLE, decides=False),
     # A report that CI or tests fail: a bot's decides; a person's only proposes (people mostly
     # phrase it as a request to fix them, which the model weighs).
     Rule("work_wrong", "reports failing CI or tests", _CI_FAILED, True, frozenset({"bot", "ci"})),
@@ -226,7 +240,13 @@ RULES: Final[tuple[Rule, ...]] = (
         r"\s+(?:now\s+)?merged\b|\bsame\s+as\s+" + _PR_REF + r"|\b(?:this|it|that|already)\s+(?:was\s+|is\s+|"
         r"has\s+been\s+|got\s+)?(?:already\s+)?(?:fixed|done|addressed|resolved|implemented|solved|added|"
         r"handled|merged)\s+(?:in|by|via|with)\s+" + _PR_REF + r"|\bi\s+(?:added|fixed|did|implemented)\s+"
-        r"(?:this|it)\s+(?:\w+\s+)?in\s+(?:" + _PR_REF + r"|\S+-v?\d)"),
+        r"(?:this|it)\s+(?:\w+\s+)?in\s+(?:" + _PR_REF + r"|\S+-v?\d)|"
+        r"(?<!\bbe\s)(?<!\bget\s)\b(?:done|fixed|handled|addressed|implemented|solved|resolved)\s+(?:already\s+)?in\s+(?:another|a\s+"
+        r"(?:different|separate|new)|an\s+other|the\s+other)\s+(?:pr|pull\s+request|branch|commit)\b|"
+        r"\b(?:another|a\s+(?:different|separate))\s+(?:pr|pull\s+request)\s+(?:already\s+)?(?:handles|"
+        r"covers|fixes|does|addresses|solves|implements)\s+(?:this|it|that)\b|\bmerged\s+(?:a|another)\s+"
+        r"(?:different|separate|other)?\s*(?:fix|pr|pull\s+request|change)\s+for\s+(?:this|it)\b|"
+        r"^\W*(?:fixed|done|resolved|addressed)\s+(?:in|by|via|with)\s+(?:#\d+|https?://\S+/pull/\d+)"),
         False, _PEOPLE | _AGENT, _TEXTS),
     Rule("elsewhere", "says it is a duplicate or already done", _p(
         r"\b(?:a|is|as|closing\s+as|marked\s+as)\s+duplicate\b|\bduplicate\s+(?:of|pr|pull)\b|"
@@ -243,7 +263,10 @@ RULES: Final[tuple[Rule, ...]] = (
         r"test\b|\bthis\s+(?:was|is)\s+(?:a|just\s+a)\s+(?:test|demo|trial)\b|\b(?:a\s+)?test\s+pr\b|"
         r"\bproof\s+of\s+concept\b|\bpoc\b|\bnot\s+(?:meant\s+)?for\s+merg(?:e|ing)\b|"
         r"\b(?:for|as\s+a)\s+verification\s+purposes?\b|\bdo\s*n[o']?t\s+merge\b|\bdnm\b|"
-        r"\bexperiment(?:al|ing)?\s+(?:pr|with)\b"),
+        r"\bexperiment(?:al|ing)?\s+(?:pr|with)\b|\b(?:this|it)\s+(?:was|is)\s+(?:just\s+|only\s+)?an?\s+"
+        r"(?:experiment|demo|trial\s+run|test\s+run)\b|\bdemo\s+(?:pr|only)\b|\bnot\s+(?:meant|intended)\s+"
+        r"to\s+be\s+merged\b|\b(?:only|just)\s+to\s+(?:see|check|try)\s+(?:what|how|if|whether)\s+(?:the\s+)?"
+        r"(?:agent|copilot|devin|codex|cursor|claude|bot|tool|it)\b"),
         False, frozenset(), _ANY_TEXT),
     Rule("trial", "says it was opened by mistake", _p(
         r"\b(?:opened|created|pushed|made|pointed)\s+(?:\w+\s+){0,3}(?:by\s+mistake|in\s+error|"
@@ -277,7 +300,8 @@ RULES: Final[tuple[Rule, ...]] = (
         r"went|gone)\s+stale\b|\bdue\s+to\s+(?:lack\s+of\s+)?(?:recent\s+)?(?:inactivity|activity)\b|"
         r"\bhas\s*n[o']?t\s+had\s+(?:any\s+)?(?:recent\s+)?activity\b|\bno\s+(?:recent\s+)?activity\s+"
         r"(?:in|for|since)\b|\bclose\s+this\s+(?:pr|pull\s+"
-        r"request)\s+unless\s+you\s+respond\b|\bclosing\s+due\s+to\s+(?:lack\s+of\s+)?(?:response|activity)"),
+        r"request)\s+unless\s+you\s+respond\b|\bclosing\s+due\s+to\s+(?:lack\s+of\s+)?(?:response|activity)|"
+        r"\bno\s+(?:response|reply|answer|activity|update)s?\s+(?:in|for|since)\s+(?:a|an|over|more|\d+)\b"),
         False, _NOT_AGENT, _TEXTS),
     Rule("inactivity", "a label says stale", _p(r"\bstale\b|\binactive\b|\babandoned\b|\blifecycle/rotten\b"),
          False, frozenset(), _LABEL),
@@ -288,7 +312,7 @@ RULES: Final[tuple[Rule, ...]] = (
         r"revert|undo|redo|address|resolve|add|remove|rename|use|change|update|move|rebase|delete|"
         r"replace|keep|drop|split|extract|refactor|handle|document|include|make|create|implement|"
         r"check|run|ensure|reset|discard|copy|avoid|apply|restore|clean|simplify|put|write|try)\b|"
-        r"\bactionable\s+comments\s+posted:\s*[1-9]"), False, _NOT_AGENT),
+        r"\bactionable\s+comments\s+posted:\s*[1-9]|^\W*nit(?:pick)?\s*[:(]"), False, _NOT_AGENT),
     Rule("change_request", "instructs", re.compile(
         r"(?im)^[ \t]*(?:[-*\d.)]+[ \t]+)?(?:@\S+[ \t,]+)?(?:add|remove|rename|use|change|update|fix|"
         r"move|revert|rebase|delete|replace|avoid|keep|drop|split|extract|refactor|handle|document|"

@@ -151,7 +151,7 @@ def settle(units: Sequence[LabelledUnit]) -> list[LabelledUnit]:
 def has_second_labels() -> bool:
     from benchmarks import train_sample
 
-    return all(path.is_file() for path in train_sample.TEST_SECOND.values())
+    return all(train_sample.TEST.second(kind).is_file() for kind in train_sample.TEST.kinds)
 
 
 def second_labeller() -> dict[str, Any]:
@@ -160,20 +160,19 @@ def second_labeller() -> dict[str, Any]:
     from benchmarks import train_sample
 
     out: dict[str, Any] = {}
-    first, second = train_sample.first_labels("comments"), train_sample._labels_of(
-        train_sample.TEST_SECOND["comments"], "comments")
-    pairs = [(first[i], second[i]) for i in train_sample.test_ids("comments") if i in second]
+    test = train_sample.TEST
+    first, second = train_sample.first_labels("comments"), train_sample.second_labels(test, "comments")
+    pairs = [(first[i], second[i]) for i in train_sample.ids_of(test, "comments") if i in second]
     out["comments"] = verdict_figures(pairs)
     from taskeval.corpus.labels import cohen_kappa
 
     out["commentsKappa"] = cohen_kappa(pairs)
-    first_f, second_f = train_sample.first_labels("faults"), train_sample._labels_of(
-        train_sample.TEST_SECOND["faults"], "faults")
+    first_f, second_f = train_sample.first_labels("faults"), train_sample.second_labels(test, "faults")
     rows = [{"fault": first_f[i], "counts": second_f[i] == "agent", "missing": False, "class": second_f[i],
              "decidedBy": "labeller", "score": 0.0 if second_f[i] == "agent" else 1.0}
-            for i in train_sample.test_ids("faults") if i in second_f]
+            for i in train_sample.ids_of(test, "faults") if i in second_f]
     out["closure"] = closure_figures(rows)
-    out["faultsKappa"] = cohen_kappa([(first_f[i], second_f[i]) for i in train_sample.test_ids("faults")
+    out["faultsKappa"] = cohen_kappa([(first_f[i], second_f[i]) for i in train_sample.ids_of(test, "faults")
                                       if i in second_f])
     return out
 

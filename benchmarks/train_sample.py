@@ -193,47 +193,78 @@ def write_double(corpus: aidev.Corpus, out: Path, seed: int = SEED) -> dict[str,
             "cross-check.txt": _comments_file(corpus, cross, "cross-check", out)}
 
 
-# The held-out test part labelled a second time, independently, and a third time where the first
-# two disagree: the settled label (two of three) is the reference the test figures are also given
-# against, because one blind pass disagrees with another on ``work_wrong`` often enough (round one's
-# second labeller found 39 where the first found 28) to move a precision by more than its interval.
-TEST_PART: Final = "heldout-test"
-TEST_SECOND: Final = {"comments": cs.LABELS_DIR / "comments.heldout-test.second.csv",
-                      "faults": cs.LABELS_DIR / "faults.heldout-test.second.csv"}
-TEST_THIRD: Final = {"comments": cs.LABELS_DIR / "comments.heldout-test.third.csv",
-                     "faults": cs.LABELS_DIR / "faults.heldout-test.third.csv"}
+# Labelled a second time, independently, and a third time where the first two disagree: the
+# settled label (two of three) is the reference the held-out test figures are also given against,
+# and what the reader is fitted on, because one blind pass disagrees with another on ``work_wrong``
+# often enough (round one's second labeller found 39 where the first found 28) to move a precision
+# by more than its interval. Two groups are settled apart, so nothing of the test part's labelling
+# touches the fitting side: the held-out test part (units and closed PRs) and the fitting side
+# (units; its earlier double labels count as second labels).
+@dataclass(frozen=True)
+class Settling:
+    """One group of labelled units or closed PRs settled by two of three labellers."""
+
+    name: str
+    parts: tuple[str, ...]
+    seed: int
+    kinds: tuple[str, ...]
+    earlier: tuple[Path, ...] = ()  # second labels of units, made in earlier rounds
+
+    def second(self, kind: str) -> Path:
+        return cs.LABELS_DIR / f"{kind}.{self.name}.second.csv"
+
+    def third(self, kind: str) -> Path:
+        return cs.LABELS_DIR / f"{kind}.{self.name}.third.csv"
+
+
+SETTLINGS: Final = {
+    "heldout-test": Settling("heldout-test", ("heldout-test",), 4041, ("comments", "faults")),
+    "fit": Settling("fit", cs.FIT_PARTS, 4051, ("comments",), (cs.COMMENT_SECOND, COMMENT_SECOND, CROSS)),
+}
+TEST: Final = SETTLINGS["heldout-test"]
+
+
+def _key(kind: str) -> tuple[str, str]:
+    return ("id", "verdict") if kind == "comments" else ("pr_id", "fault")
 
 
 def first_labels(kind: str) -> dict[str, str]:
     """The first label of every unit (``comments``) or closed PR (``faults``), all rounds, by ID."""
-    key, field = ("id", "verdict") if kind == "comments" else ("pr_id", "fault")
     paths = [cs.COMMENT_LABELS if kind == "comments" else cs.FAULT_LABELS]
     paths += [r.comment_labels if kind == "comments" else r.fault_labels for r in ROUNDS.values()]
-    return {r[key]: r[field] for path in paths if path.is_file() for r in cs.read_csv(path)}
+    return {k: v for path in paths for k, v in _labels_of(path, kind).items()}
 
 
-def test_ids(kind: str) -> list[str]:
-    """IDs of the held-out test part's labelled units or closed PRs, in the samples' order."""
-    key = "id" if kind == "comments" else "pr_id"
+def ids_of(group: Settling, kind: str) -> list[str]:
+    """IDs of a group's labelled units or closed PRs, in the samples' order."""
+    key, _ = _key(kind)
     paths = [cs.COMMENT_SAMPLE if kind == "comments" else cs.FAULT_SAMPLE]
     paths += [r.comment_sample if kind == "comments" else r.fault_sample for r in ROUNDS.values()]
     labelled = first_labels(kind)
     ids = [r[key] for path in paths if path.is_file() for r in cs.read_csv(path)
-           if cs.part(r["repository"]) == TEST_PART and r[key] in labelled]
+           if cs.part(r["repository"]) in group.parts and r[key] in labelled]
     return list(dict.fromkeys(ids))
 
 
 def _labels_of(path: Path, kind: str) -> dict[str, str]:
-    key, field = ("id", "verdict") if kind == "comments" else ("pr_id", "fault")
+    key, field = _key(kind)
     return {r[key]: r[field] for r in cs.read_csv(path)} if path.is_file() else {}
 
 
-def settled(kind: str) -> dict[str, str]:
-    """The held-out test part's settled labels: the first and second labels where they agree,
-    else the label two of the three give; where all three differ, the first (as before)."""
-    first, second = first_labels(kind), _labels_of(TEST_SECOND[kind], kind)
-    third = _labels_of(TEST_THIRD[kind], kind)
-    return {i: two_of_three(first[i], second.get(i), third.get(i)) for i in test_ids(kind)}
+def second_labels(group: Settling, kind: str) -> dict[str, str]:
+    """A group's second labels: earlier rounds' double labels of its units, then its own file."""
+    mine = set(ids_of(group, kind))
+    out = {k: v for path in (group.earlier if kind == "comments" else ()) for k, v in
+           _labels_of(path, kind).items() if k in mine}
+    return out | _labels_of(group.second(kind), kind)
+
+
+def settled(kind: str, group: Settling = TEST) -> dict[str, str]:
+    """A group's settled labels: the first and second labels where they agree, else the label two
+    of the three give; where all three differ, or a label is missing, the first."""
+    first, second = first_labels(kind), second_labels(group, kind)
+    third = _labels_of(group.third(kind), kind)
+    return {i: two_of_three(first[i], second.get(i), third.get(i)) for i in ids_of(group, kind)}
 
 
 def two_of_three(first: str, second: str | None, third: str | None) -> str:
@@ -242,27 +273,29 @@ def two_of_three(first: str, second: str | None, third: str | None) -> str:
     return second if second is not None and second == third else first
 
 
-def write_test_double(corpus: aidev.Corpus, out: Path) -> dict[str, int]:
-    """The second labellers' files over the whole held-out test part: five of units, two of PRs."""
-    units = test_ids("comments")
-    prs = [int(i) for i in test_ids("faults")]
+def write_second(corpus: aidev.Corpus, group: Settling, out: Path, batches: int) -> dict[str, int]:
+    """The second labellers' files over a group's units (and PRs) that have no second label yet:
+    ``batches`` files of units, two of PRs."""
     written = {}
-    for b, chunk in enumerate(_chunks(random.Random(4041).sample(units, len(units)), COMMENT_BATCHES)):
-        written[f"test-second-comments-{b + 1}.txt"] = _comments_file(corpus, chunk, f"test-second-comments-{b + 1}",
-                                                                     out)
-    for b, pids in enumerate(_chunks(random.Random(4043).sample(prs, len(prs)), FAULT_BATCHES)):
-        written[f"test-second-faults-{b + 1}.txt"] = _faults_file(corpus, pids, f"test-second-faults-{b + 1}", out)
+    for kind in group.kinds:
+        second = second_labels(group, kind)
+        todo = [i for i in ids_of(group, kind) if i not in second]
+        order = random.Random(group.seed + (0 if kind == "comments" else 2)).sample(todo, len(todo))
+        for b, chunk in enumerate(_chunks(order, batches if kind == "comments" else FAULT_BATCHES)):
+            name = f"{group.name}-second-{kind}-{b + 1}"
+            written[f"{name}.txt"] = (_comments_file(corpus, chunk, name, out) if kind == "comments"
+                                      else _faults_file(corpus, [int(i) for i in chunk], name, out))
     return written
 
 
-def write_test_third(corpus: aidev.Corpus, out: Path) -> dict[str, int]:
-    """The third labeller's files: the test units and PRs whose first two labels differ."""
+def write_third(corpus: aidev.Corpus, group: Settling, out: Path) -> dict[str, int]:
+    """The third labeller's files: a group's units and PRs whose first two labels differ."""
     written = {}
-    for kind in ("comments", "faults"):
-        first, second = first_labels(kind), _labels_of(TEST_SECOND[kind], kind)
-        split = [i for i in test_ids(kind) if i in second and second[i] != first[i]]
-        order = random.Random(4047).sample(split, len(split))
-        name = f"test-third-{kind}"
+    for kind in group.kinds:
+        first, second = first_labels(kind), second_labels(group, kind)
+        split = [i for i in ids_of(group, kind) if i in second and second[i] != first[i]]
+        order = random.Random(group.seed + 6).sample(split, len(split))
+        name = f"{group.name}-third-{kind}"
         written[f"{name}.txt"] = (_comments_file(corpus, order, name, out) if kind == "comments"
                                   else _faults_file(corpus, [int(i) for i in order], name, out))
     return written
@@ -281,40 +314,43 @@ def kappas() -> list[str]:
         kappa = cohen_kappa(pairs)
         lines.append(f"{second.name}: {len(pairs)} common, {sum(a == b for a, b in pairs)} agree, kappa "
                      + ("n/a" if kappa is None else f"{kappa:.3f}"))
-    for kind in ("comments", "faults"):
-        first_of, second_of = first_labels(kind), _labels_of(TEST_SECOND[kind], kind)
-        third_of = _labels_of(TEST_THIRD[kind], kind)
-        if not second_of:
-            continue
-        pairs = [(first_of[i], second_of[i]) for i in test_ids(kind) if i in second_of]
-        kappa = cohen_kappa(pairs)
-        lines.append(f"{TEST_SECOND[kind].name}: {len(pairs)} common, {sum(a == b for a, b in pairs)} agree, "
-                     f"kappa {'n/a' if kappa is None else f'{kappa:.3f}'}; "
-                     f"{len(third_of)} labelled a third time")
+    for group in SETTLINGS.values():
+        for kind in group.kinds:
+            first_of, second_of = first_labels(kind), second_labels(group, kind)
+            third_of = _labels_of(group.third(kind), kind)
+            if not second_of:
+                continue
+            pairs = [(first_of[i], second_of[i]) for i in ids_of(group, kind) if i in second_of]
+            kappa = cohen_kappa(pairs)
+            lines.append(f"{group.name} {kind}: {len(pairs)} of {len(ids_of(group, kind))} labelled twice, "
+                         f"{sum(a == b for a, b in pairs)} agree, kappa {'n/a' if kappa is None else f'{kappa:.3f}'}; "
+                         f"{len(third_of)} labelled a third time")
     return lines
 
 
-def check_test_labels() -> list[str]:
-    """Problems with the held-out test part's second and third labels: an ID outside the test part
-    or (third) one whose first two labels agree, an unknown class, a unit labelled twice."""
+def check_settling() -> list[str]:
+    """Problems with the second and third labels of each settled group: an ID outside the group or
+    (third) one whose first two labels agree, an unknown class, a unit labelled twice in a file."""
     problems = []
-    for kind, allowed in (("comments", cs.VERDICTS), ("faults", cs.FAULTS)):
-        key, field = ("id", "verdict") if kind == "comments" else ("pr_id", "fault")
-        ids, first, second = set(test_ids(kind)), first_labels(kind), _labels_of(TEST_SECOND[kind], kind)
-        for path in (TEST_SECOND[kind], TEST_THIRD[kind]):
-            if not path.is_file():
-                continue
-            seen: set[str] = set()
-            for row in cs.read_csv(path):
-                if row[key] not in ids:
-                    problems.append(f"{path.name}: {row[key]} is not a labelled unit of the held-out test part")
-                elif path == TEST_THIRD[kind] and second.get(row[key]) == first[row[key]]:
-                    problems.append(f"{path.name}: {row[key]} needs no third label (the first two agree)")
-                if row[field] not in allowed:
-                    problems.append(f"{path.name}: {row[key]} has unknown {field} {row[field]!r}")
-                if row[key] in seen:
-                    problems.append(f"{path.name}: {row[key]} labelled twice")
-                seen.add(row[key])
+    for group in SETTLINGS.values():
+        for kind in group.kinds:
+            key, field = _key(kind)
+            allowed = cs.VERDICTS if kind == "comments" else cs.FAULTS
+            ids, first, second = set(ids_of(group, kind)), first_labels(kind), second_labels(group, kind)
+            for path in (group.second(kind), group.third(kind)):
+                if not path.is_file():
+                    continue
+                seen: set[str] = set()
+                for row in cs.read_csv(path):
+                    if row[key] not in ids:
+                        problems.append(f"{path.name}: {row[key]} is not a labelled unit of {group.name}")
+                    elif path == group.third(kind) and second.get(row[key]) == first[row[key]]:
+                        problems.append(f"{path.name}: {row[key]} needs no third label (the first two agree)")
+                    if row[field] not in allowed:
+                        problems.append(f"{path.name}: {row[key]} has unknown {field} {row[field]!r}")
+                    if row[key] in seen:
+                        problems.append(f"{path.name}: {row[key]} labelled twice")
+                    seen.add(row[key])
     return problems
 
 
@@ -342,7 +378,7 @@ def check() -> list[str]:
             if row[key] in seen:
                 problems.append(f"{labels_path.name}: {row[key]} labelled twice")
             seen.add(row[key])
-    return problems + check_test_labels()
+    return problems + check_settling()
 
 
 def draw(corpus: aidev.Corpus, rnd: Round) -> str:
@@ -372,9 +408,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.add_argument("--round", choices=sorted(ROUNDS), default="train2")
     do = sub.add_parser("double", help="write the second labeller's files outside the repository")
     do.add_argument("--out", type=Path, required=True)
-    do.add_argument("--test", action="store_true", help="the held-out test part's second labels")
-    th = sub.add_parser("third", help="the held-out test units whose first two labels differ")
+    th = sub.add_parser("third", help="a settled group's units whose first two labels differ")
     th.add_argument("--out", type=Path, required=True)
+    for p in (do, th):
+        p.add_argument("--settle", choices=sorted(SETTLINGS), default=None,
+                       help="a group labelled again to settle its labels (double: its second labels)")
+    do.add_argument("--batches", type=int, default=COMMENT_BATCHES)
     sub.add_parser("check", help="validate the label files of rounds two and three")
     sub.add_parser("kappa", help="Cohen's kappa of round two's double labels and the cross-check")
     args = parser.parse_args(argv)
@@ -396,9 +435,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("train_sample: batches hold the data's text; write them outside the repository", file=sys.stderr)
         return 2
     if args.command == "third":
-        written = write_test_third(corpus, out)
+        written = write_third(corpus, SETTLINGS[args.settle or "heldout-test"], out)
     elif args.command == "double":
-        written = write_test_double(corpus, out) if args.test else write_double(corpus, out)
+        written = (write_second(corpus, SETTLINGS[args.settle], out, args.batches) if args.settle
+                   else write_double(corpus, out))
     else:
         written = write_batches(corpus, out, ROUNDS[args.round])
     for name, count in written.items():

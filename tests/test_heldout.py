@@ -140,13 +140,17 @@ def test_a_settled_label_is_what_two_of_three_labellers_gave(first: str, second:
 
 
 def test_the_test_parts_second_and_third_labels_cover_it_and_are_well_formed() -> None:
-    assert train_sample.check_test_labels() == []
-    for kind in ("comments", "faults"):
-        ids = set(train_sample.test_ids(kind))
-        second = cs.read_csv(train_sample.TEST_SECOND[kind])
+    assert train_sample.check_settling() == []
+    test = train_sample.TEST
+    for kind in test.kinds:
+        ids = set(train_sample.ids_of(test, kind))
+        second = cs.read_csv(test.second(kind))
         assert {r["id" if kind == "comments" else "pr_id"] for r in second} == ids
         first_labellers = {r["labeller"] for r in cs.read_csv(cs.COMMENT_LABELS if kind == "comments"
                                                                 else cs.FAULT_LABELS)}
         assert not first_labellers & {r["labeller"] for r in second}, "a second label must be another labeller's"
     settled = train_sample.settled("comments")
-    assert len(settled) == len(train_sample.test_ids("comments")) > 1000
+    assert len(settled) == len(train_sample.ids_of(test, "comments")) > 1000
+    # The fitting side is settled apart: none of its units is in the test part's files.
+    fit = set(train_sample.ids_of(train_sample.SETTLINGS["fit"], "comments"))
+    assert not fit & set(settled)

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import comment_sample as cs
 from benchmarks import heldout_eval, train_reader
-from benchmarks.reader_units import load_units
+from benchmarks.reader_units import fitting_units
 from taskeval.config import Settings
 from taskeval.corpus import aidev
 from taskeval.models import EvidenceBundle
@@ -48,7 +48,7 @@ def weigh(results: Path, leans: Sequence[float]) -> dict[float, list[tuple[str, 
     labels = heldout_eval.fault_labels()
     corpus = aidev.load(aidev.default_data_dir(), ids=set(labels))
     prs = [p for p in corpus.prs if cs.part(p.repository) in cs.FIT_PARTS]
-    units = [u for u in load_units() if u.part in cs.FIT_PARTS]
+    units = fitting_units()
     out: dict[float, list[tuple[str, bool]]] = {lean: [] for lean in leans}
     saved = closure.LEANS_WRONG
     try:

@@ -43,7 +43,7 @@ from typing import Any, Final
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import comment_sample as cs
-from benchmarks.reader_units import LabelledUnit, load_units
+from benchmarks.reader_units import LabelledUnit, load_units, settle
 from taskeval.corpus import aidev
 from taskeval.signals import reader
 
@@ -136,16 +136,6 @@ def fault_labels(reference: str = "first") -> dict[int, tuple[str, str, str]]:
     if reference == "settled":
         labels |= train_sample.settled("faults")
     return {int(pr_id): (*sample[int(pr_id)], fault) for pr_id, fault in labels.items()}
-
-
-def settle(units: Sequence[LabelledUnit]) -> list[LabelledUnit]:
-    """``units`` with the held-out test part's verdicts replaced by their settled labels."""
-    from dataclasses import replace
-
-    from benchmarks import train_sample
-
-    settled = train_sample.settled("comments")
-    return [replace(u, verdict=settled[u.id]) if u.id in settled else u for u in units]
 
 
 def has_second_labels() -> bool:
@@ -259,7 +249,7 @@ def report(results: Path | None, groups: Sequence[str]) -> dict[str, Any]:
     first = load_units()
     if not has_second_labels():
         groups = [g for g in groups if g not in SETTLED]
-    units = {"first": first, "settled": settle(first) if any(g in SETTLED for g in groups) else first}
+    units = {"first": first, "settled": settle(first, "heldout-test") if any(g in SETTLED for g in groups) else first}
     out: dict[str, Any] = {"targets": TARGETS, "readerModel": (reader.model() or reader.Model(
         "none", (), {}, {}, frozenset())).version, "groups": list(groups)}
     refs = {"settled" if g in SETTLED else "first" for g in groups}

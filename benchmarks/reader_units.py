@@ -61,6 +61,25 @@ def load_units(data: Path | None = None, sides: tuple[str, ...] = cs.SIDES) -> l
     return [found[i] for i in sample if i in found]
 
 
+def settle(units: list[LabelledUnit], group: str = "heldout-test") -> list[LabelledUnit]:
+    """``units`` with the verdicts of ``group``'s units (benchmarks/train_sample.py ``SETTLINGS``)
+    replaced by their settled labels: the label two of three blind labellers gave."""
+    from dataclasses import replace
+
+    from benchmarks import train_sample
+
+    settled = train_sample.settled("comments", train_sample.SETTLINGS[group])
+    return [replace(u, verdict=settled[u.id]) if u.id in settled else u for u in units]
+
+
+def fitting_units() -> list[LabelledUnit]:
+    """The fitting side's units (``train`` and ``heldout-dev`` repositories) with their settled
+    labels, as the reader's model is fitted and cross-validated on: never a ``heldout-test`` unit."""
+    units = settle([u for u in load_units() if u.part in cs.FIT_PARTS], "fit")
+    assert not any(u.part == "heldout-test" for u in units)
+    return units
+
+
 def read_csv(path: Path) -> list[dict[str, str]]:
     with path.open(newline="", encoding="utf-8") as handle:
         return list(csv.DictReader(handle))

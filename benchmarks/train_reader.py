@@ -5,7 +5,9 @@
 
 Only units of the fitting side are read: ``train`` repositories and, since the held-out side was
 split again, ``heldout-dev`` ones (benchmarks/comment_sample.py ``part``); no ``heldout-test``
-unit, label or figure enters the model or its settings. ``cv`` splits the fitting repositories
+unit, label or figure enters the model or its settings. Each unit's label is its settled one
+(benchmarks/reader_units.py ``fitting_units``): where a second blind labeller disagreed with the
+first, the label a third gave with one of them. ``cv`` splits the fitting repositories
 into five groups (each repository wholly in one) and reports, for the rules alone and for the
 rules with the model, per-class precision and recall and macro-F1 over the folds' predictions;
 ``fit`` writes ``taskeval/signals/reader_model.json`` (weights rounded to 4 decimals, small ones
@@ -26,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import comment_sample as cs
 from benchmarks.heldout_eval import verdict_figures
-from benchmarks.reader_units import LabelledUnit, load_units
+from benchmarks.reader_units import LabelledUnit, fitting_units
 from taskeval.signals import reader
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,7 +81,8 @@ def fit(units: Sequence[LabelledUnit], c: float = C) -> tuple[reader.Model, dict
             "version": VERSION, "classes": classes, "bias": [round(float(b), 4) for b in lr.intercept_],
             "weights": dict(sorted(weights.items())), "decides": list(DECIDES), "thresholds": THRESHOLDS,
             "confirms": CONFIRMS,
-            "trainedOn": {"units": len(units), "parts": list(cs.FIT_PARTS), "C": c, "minUnits": MIN_UNITS}}
+            "trainedOn": {"units": len(units), "parts": list(cs.FIT_PARTS), "labels": "settled", "C": c,
+                          "minUnits": MIN_UNITS}}
     return reader.model_from(data), data
 
 
@@ -125,8 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--c", type=float, default=C)
     parser.add_argument("--grid", action="store_true", help="cv: try several C")
     args = parser.parse_args(argv)
-    units = [u for u in load_units() if u.part in cs.FIT_PARTS]
-    assert not any(u.part == "heldout-test" for u in units)
+    units = fitting_units()
     if args.command == "cv":
         rules = verdict_figures([(u.verdict, p) for u, p in zip(units, predict(units, None), strict=True)])
         print(brief("rules only", rules))

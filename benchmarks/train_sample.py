@@ -27,7 +27,7 @@ import math
 import random
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, TypeVar
@@ -328,6 +328,24 @@ def kappas() -> list[str]:
     return lines
 
 
+def _file_problems(path: Path, key: str, field: str, allowed: tuple[str, ...],
+                   placed: Callable[[str], str | None]) -> list[str]:
+    """Problems with one label file: an ID ``placed`` finds out of place (it says how), an unknown
+    class, an ID labelled twice."""
+    problems = []
+    seen: set[str] = set()
+    for row in cs.read_csv(path):
+        where = placed(row[key])
+        if where:
+            problems.append(f"{path.name}: {row[key]} {where}")
+        if row[field] not in allowed:
+            problems.append(f"{path.name}: {row[key]} has unknown {field} {row[field]!r}")
+        if row[key] in seen:
+            problems.append(f"{path.name}: {row[key]} labelled twice")
+        seen.add(row[key])
+    return problems
+
+
 def check_settling() -> list[str]:
     """Problems with the second and third labels of each settled group: an ID outside the group or
     (third) one whose first two labels agree, an unknown class, a unit labelled twice in a file."""
@@ -338,19 +356,17 @@ def check_settling() -> list[str]:
             allowed = cs.VERDICTS if kind == "comments" else cs.FAULTS
             ids, first, second = set(ids_of(group, kind)), first_labels(kind), second_labels(group, kind)
             for path in (group.second(kind), group.third(kind)):
-                if not path.is_file():
-                    continue
-                seen: set[str] = set()
-                for row in cs.read_csv(path):
-                    if row[key] not in ids:
-                        problems.append(f"{path.name}: {row[key]} is not a labelled unit of {group.name}")
-                    elif path == group.third(kind) and second.get(row[key]) == first[row[key]]:
-                        problems.append(f"{path.name}: {row[key]} needs no third label (the first two agree)")
-                    if row[field] not in allowed:
-                        problems.append(f"{path.name}: {row[key]} has unknown {field} {row[field]!r}")
-                    if row[key] in seen:
-                        problems.append(f"{path.name}: {row[key]} labelled twice")
-                    seen.add(row[key])
+                third = path == group.third(kind)
+
+                def placed(i: str, third: bool = third, name: str = group.name, ids: set[str] = ids,
+                           first: dict[str, str] = first, second: dict[str, str] = second) -> str | None:
+                    if i not in ids:
+                        return f"is not a labelled unit of {name}"
+                    agree = third and second.get(i) == first[i]
+                    return "needs no third label (the first two agree)" if agree else None
+
+                if path.is_file():
+                    problems += _file_problems(path, key, field, allowed, placed)
     return problems
 
 
@@ -367,17 +383,14 @@ def check() -> list[str]:
         if not labels_path.is_file():
             continue
         sample = {r[key]: r for r in cs.read_csv(sample_path)}
-        seen: set[str] = set()
-        for row in cs.read_csv(labels_path):
-            if row[key] not in sample:
-                problems.append(f"{labels_path.name}: {row[key]} is not in {sample_path.name}")
-            elif sample[row[key]]["side"] != rnd.side:
-                problems.append(f"{labels_path.name}: {row[key]} is not on the {rnd.side} side")
-            if row[field] not in allowed:
-                problems.append(f"{labels_path.name}: {row[key]} has unknown {field} {row[field]!r}")
-            if row[key] in seen:
-                problems.append(f"{labels_path.name}: {row[key]} labelled twice")
-            seen.add(row[key])
+
+        def placed(i: str, sample: dict[str, dict[str, str]] = sample, rnd: Round = rnd,
+                   name: str = sample_path.name) -> str | None:
+            if i not in sample:
+                return f"is not in {name}"
+            return f"is not on the {rnd.side} side" if sample[i]["side"] != rnd.side else None
+
+        problems += _file_problems(labels_path, key, field, allowed, placed)
     return problems + check_settling()
 
 

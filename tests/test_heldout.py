@@ -154,3 +154,24 @@ def test_the_test_parts_second_and_third_labels_cover_it_and_are_well_formed() -
     # The fitting side is settled apart: none of its units is in the test part's files.
     fit = set(train_sample.ids_of(train_sample.SETTLINGS["fit"], "comments"))
     assert not fit & set(settled)
+
+
+@pytest.mark.parametrize(("row", "problem"), [
+    ("comment:1,neutral,labeller-z", "comment:1 is not a labelled unit of heldout-test"),
+    ("{agreed},work_wrong,labeller-z", "needs no third label (the first two agree)"),
+    ("{split},bogus,labeller-z", "has unknown verdict 'bogus'"),
+    ("{split},neutral,labeller-z\n{split},neutral,labeller-z", "labelled twice"),
+])
+def test_a_bad_third_label_is_reported(row: str, problem: str, tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    test = train_sample.TEST
+    first, second = train_sample.first_labels("comments"), train_sample.second_labels(test, "comments")
+    ids = train_sample.ids_of(test, "comments")
+    agreed = next(i for i in ids if second.get(i) == first[i])
+    split = next(i for i in ids if i in second and second[i] != first[i])
+    third = tmp_path / "comments.heldout-test.third.csv"
+    third.write_text("id,verdict,labeller\n" + row.format(agreed=agreed, split=split) + "\n", encoding="utf-8")
+    real = train_sample.Settling.third
+    monkeypatch.setattr(train_sample.Settling, "third",
+                        lambda self, kind: third if self is test and kind == "comments" else real(self, kind))
+    assert any(problem in p for p in train_sample.check_settling())

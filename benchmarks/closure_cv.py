@@ -4,7 +4,8 @@
     python benchmarks/closure_cv.py --results /tmp/faults [--leans 0.6 0.7 0.8 0.9 1.1]
 
 Only fault-labelled PRs of fitting-side repositories (``train`` and ``heldout-dev``,
-benchmarks/comment_sample.py ``part``) are read. They are split into five groups by repository; for
+benchmarks/comment_sample.py ``part``) are read, each with its settled fault (the one two of three
+blind labellers gave; benchmarks/train_sample.py ``settled``). They are split into five groups by repository; for
 each group the reader's model is fitted (benchmarks/train_reader.py ``fit``) on the fitting-side
 units of the *other* groups' repositories, and the group's closures are weighed with it, once per
 setting of ``taskeval.signals.closure.LEANS_WRONG`` (above 1: the step is off). Printed per
@@ -45,7 +46,7 @@ def group(repository: str) -> int:
 
 def weigh(results: Path, leans: Sequence[float]) -> dict[float, list[tuple[str, bool]]]:
     """(fault, counted) of every fitting-side fault-labelled PR, per setting of LEANS_WRONG."""
-    labels = heldout_eval.fault_labels()
+    labels = heldout_eval.fault_labels("settled")
     corpus = aidev.load(aidev.default_data_dir(), ids=set(labels))
     prs = [p for p in corpus.prs if cs.part(p.repository) in cs.FIT_PARTS]
     units = fitting_units()

@@ -127,14 +127,15 @@ def fault_sample() -> dict[int, tuple[str, str]]:
 
 
 def fault_labels(reference: str = "first") -> dict[int, tuple[str, str, str]]:
-    """pr_id -> (side, agent folder, fault), every round; with ``reference="settled"`` the held-out
-    test part's fault is its settled label (benchmarks/train_sample.py ``settled``)."""
+    """pr_id -> (side, agent folder, fault), every round; with ``reference="settled"`` each PR's
+    fault is its settled label (benchmarks/train_sample.py ``settled``), where it has one."""
     from benchmarks import train_sample
 
     sample = fault_sample()
     labels = train_sample.first_labels("faults")
     if reference == "settled":
-        labels |= train_sample.settled("faults")
+        for group in train_sample.SETTLINGS.values():
+            labels |= train_sample.settled("faults", group) if "faults" in group.kinds else {}
     return {int(pr_id): (*sample[int(pr_id)], fault) for pr_id, fault in labels.items()}
 
 

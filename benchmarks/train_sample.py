@@ -23,6 +23,7 @@ to the fitting side before any of its outputs was read.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import random
 import sys
@@ -208,7 +209,8 @@ class Settling:
     parts: tuple[str, ...]
     seed: int
     kinds: tuple[str, ...]
-    earlier: tuple[Path, ...] = ()  # second labels of units, made in earlier rounds
+    # Second labels made in earlier rounds, by kind.
+    earlier: dict[str, tuple[Path, ...]] = dataclasses.field(default_factory=dict)
 
     def second(self, kind: str) -> Path:
         return cs.LABELS_DIR / f"{kind}.{self.name}.second.csv"
@@ -219,7 +221,8 @@ class Settling:
 
 SETTLINGS: Final = {
     "heldout-test": Settling("heldout-test", ("heldout-test",), 4041, ("comments", "faults")),
-    "fit": Settling("fit", cs.FIT_PARTS, 4051, ("comments",), (cs.COMMENT_SECOND, COMMENT_SECOND, CROSS)),
+    "fit": Settling("fit", cs.FIT_PARTS, 4051, ("comments", "faults"),
+                    {"comments": (cs.COMMENT_SECOND, COMMENT_SECOND, CROSS), "faults": (FAULT_SECOND,)}),
 }
 TEST: Final = SETTLINGS["heldout-test"]
 
@@ -254,8 +257,7 @@ def _labels_of(path: Path, kind: str) -> dict[str, str]:
 def second_labels(group: Settling, kind: str) -> dict[str, str]:
     """A group's second labels: earlier rounds' double labels of its units, then its own file."""
     mine = set(ids_of(group, kind))
-    out = {k: v for path in (group.earlier if kind == "comments" else ()) for k, v in
-           _labels_of(path, kind).items() if k in mine}
+    out = {k: v for path in group.earlier.get(kind, ()) for k, v in _labels_of(path, kind).items() if k in mine}
     return out | _labels_of(group.second(kind), kind)
 
 
@@ -275,13 +277,15 @@ def two_of_three(first: str, second: str | None, third: str | None) -> str:
 
 def write_second(corpus: aidev.Corpus, group: Settling, out: Path, batches: int) -> dict[str, int]:
     """The second labellers' files over a group's units (and PRs) that have no second label yet:
-    ``batches`` files of units, two of PRs."""
+    ``batches`` files of each."""
     written = {}
     for kind in group.kinds:
         second = second_labels(group, kind)
         todo = [i for i in ids_of(group, kind) if i not in second]
+        if not todo:
+            continue
         order = random.Random(group.seed + (0 if kind == "comments" else 2)).sample(todo, len(todo))
-        for b, chunk in enumerate(_chunks(order, batches if kind == "comments" else FAULT_BATCHES)):
+        for b, chunk in enumerate(_chunks(order, batches)):
             name = f"{group.name}-second-{kind}-{b + 1}"
             written[f"{name}.txt"] = (_comments_file(corpus, chunk, name, out) if kind == "comments"
                                       else _faults_file(corpus, [int(i) for i in chunk], name, out))

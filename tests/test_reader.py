@@ -24,7 +24,6 @@ CASES = [
     ("This approach is wrong, the cache belongs in the client.", "comment", "operator", None, "work_wrong"),
     ("Your fix is garbage.", "review", "person", "COMMENTED", "work_wrong"),
     ("This is not a valid fix.", "comment", "person", None, "work_wrong"),
-    ("I don't see any benefit in this change.", "comment", "person", None, "work_wrong"),
     ("The error is still there after your change.", "comment", "operator", None, "work_wrong"),
     ("This introduces a breaking change for every caller.", "comment", "person", None, "work_wrong"),
     ("I was unable to get the integration tests to pass.", "comment", "agent", None, "work_wrong"),

@@ -383,12 +383,13 @@ def test_raw_collection_shape_is_untouched() -> None:
     assert turns_of(ctx_of(bundle)).partial
 
 
-# A toy reader model: "dubious" leans towards work_wrong (p 0.81) without reaching a verdict (0.85).
+# A toy reader model: "dubious" leans towards work_wrong (p 0.92, above LEANS_WRONG) without
+# reaching this toy's verdict (0.95).
 LEANING = reader.model_from({
     "version": "toy", "classes": ["work_wrong", "change_request", "approval", "neutral"],
-    "bias": [0, 0, 0, 0], "weights": {"w:dubious": [3.0, 0, 1.0, 0]},
+    "bias": [0, 0, 0, 0], "weights": {"w:dubious": [4.0, 0, 1.0, 0]},
     "decides": ["work_wrong", "change_request", "approval", "neutral"],
-    "thresholds": {"work_wrong": 0.85}, "confirms": {"work_wrong": 0.5}})
+    "thresholds": {"work_wrong": 0.95}, "confirms": {"work_wrong": 0.5}})
 
 
 @pytest.mark.parametrize(("who", "at", "cls"), [

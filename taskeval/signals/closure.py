@@ -57,12 +57,12 @@ _DUPLICATE_RULES: Final = frozenset({"says it is a duplicate or already done", "
 
 # How likely the reader must hold it that a person's last words call the work wrong for them to
 # decide a close nothing else explains (a verdict needs 0.85, or a phrase the model confirms).
-# Chosen on the fitting side (train and heldout-dev repositories, 259 written faults),
-# cross-validated by repository, as the setting that found the most of the agent's failures while
-# precision and project reasons left uncounted both stayed at or above 0.9: 0.8 (0.66 of them);
-# at 0.7 and below precision fell under 0.9, and weighing earlier units too lowered it further
-# (benchmarks/closure_cv.py; docs/validity.md#held-out-by-repository).
-LEANS_WRONG: Final = 0.8
+# Chosen on the fitting side (train and heldout-dev repositories, 257 written faults by their
+# settled labels), cross-validated by repository, as the setting that found the most of the
+# agent's failures while precision and project reasons left uncounted both stayed at or above 0.9:
+# 0.9 (0.66 of them, as without the step); at 0.8 and below the project reasons left uncounted fell
+# under 0.9 (benchmarks/closure_cv.py; docs/validity.md#held-out-by-repository).
+LEANS_WRONG: Final = 0.9
 
 
 def _judges(ctx: Ctx, role: Role) -> bool:

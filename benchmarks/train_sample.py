@@ -62,8 +62,9 @@ class Round:
     """One round of labels drawn by this module: its side, seed and files."""
 
     name: str
-    side: str
+    side: str  # train | heldout | fit (the fitting side's parts, train and heldout-dev)
     seed: int
+    people_per_repo: int = PEOPLE_PER_REPO
 
     def path(self, stem: str) -> Path:
         return cs.LABELS_DIR / f"{stem}.{self.name}.csv"
@@ -85,23 +86,32 @@ class Round:
         return self.path("faults")
 
 
-ROUNDS: Final = {"train2": Round("train2", "train", SEED), "heldout3": Round("heldout3", "heldout", 2028)}
+# Round four: what the fitting side had left unlabelled of people's and operators' words (no cap
+# per repository), and of bots': the reader's learning curve was still rising with more units.
+ROUNDS: Final = {"train2": Round("train2", "train", SEED), "heldout3": Round("heldout3", "heldout", 2028),
+                 "fit4": Round("fit4", "fit", 2032, people_per_repo=10**6)}
 TRAIN2: Final = ROUNDS["train2"]  # the round labelled twice in part (COMMENT_SECOND, FAULT_SECOND)
 
 
+def on_side(where: str, repository: str) -> bool:
+    """Whether a repository is on side ``where``: ``train`` or ``heldout`` (``comment_sample.side``),
+    or ``fit``, the parts the reader is fitted on (``comment_sample.FIT_PARTS``)."""
+    return cs.part(repository) in cs.FIT_PARTS if where == "fit" else cs.side(repository) == where
+
+
 def sample_units(units: Sequence[cs.Unit], taken: set[str], seed: int = SEED,
-                 where: str = "train") -> list[cs.Unit]:
+                 where: str = "train", people_per_repo: int = PEOPLE_PER_REPO) -> list[cs.Unit]:
     """Units of side ``where`` not labelled before: people's and the operator's (at most
     :data:`PEOPLE_PER_REPO` per repository, at random), the agent's comments and reviews on closed
     PRs, and :data:`BOTS_TOTAL` bots' units."""
     rng = random.Random(seed)
-    pool = [u for u in units if u.side == where and u.id not in taken and u.kind != "body"]
+    pool = [u for u in units if on_side(where, u.repository) and u.id not in taken and u.kind != "body"]
     people: dict[str, list[cs.Unit]] = defaultdict(list)
     for u in pool:
         if u.role in ("person", "operator"):
             people[u.repository].append(u)
     picked = [u for repo in sorted(people) for u in rng.sample(people[repo], min(len(people[repo]),
-                                                                                 PEOPLE_PER_REPO))]
+                                                                                 people_per_repo))]
     picked += [u for u in pool if u.role == "agent" and u.end == "closed"]
     bots = rng.sample([u for u in pool if u.role == "bot"], len([u for u in pool if u.role == "bot"]))
     per_repo: Counter[str] = Counter()
@@ -121,7 +131,7 @@ def sample_faults(corpus: aidev.Corpus, taken: set[int], seed: int = SEED,
     :data:`FAULTS_PER_REPO` per repository."""
     rng = random.Random(seed)
     pool = [p for p in sorted(corpus.prs, key=lambda p: p.id)
-            if cs.end_state(p) == "closed" and cs.side(p.repository) == where and p.id not in taken
+            if cs.end_state(p) == "closed" and on_side(where, p.repository) and p.id not in taken
             and any(u.kind != "body" for u in cs.units_of(p))]
     per_repo: Counter[str] = Counter()
     out = []
@@ -392,7 +402,7 @@ def check() -> list[str]:
                    name: str = sample_path.name) -> str | None:
             if i not in sample:
                 return f"is not in {name}"
-            return f"is not on the {rnd.side} side" if sample[i]["side"] != rnd.side else None
+            return None if on_side(rnd.side, sample[i]["repository"]) else f"is not on the {rnd.side} side"
 
         problems += _file_problems(labels_path, key, field, allowed, placed)
     return problems + check_settling()
@@ -406,7 +416,7 @@ def draw(corpus: aidev.Corpus, rnd: Round) -> str:
         if earlier is not rnd and earlier.comment_sample.is_file():
             taken |= {r["id"] for r in cs.read_csv(earlier.comment_sample)}
             taken_prs |= {int(r["pr_id"]) for r in cs.read_csv(earlier.fault_sample)}
-    units = sample_units(cs.all_units(corpus), taken, rnd.seed, rnd.side)
+    units = sample_units(cs.all_units(corpus), taken, rnd.seed, rnd.side, rnd.people_per_repo)
     cs.write_csv(rnd.comment_sample, ("id", "pr_id", "agent", "repository", "side", "kind", "role", "position"),
                  ((u.id, u.pr_id, u.agent, u.repository, u.side, u.kind, u.role, u.position) for u in units))
     faults = sample_faults(corpus, taken_prs, rnd.seed, rnd.side)

@@ -55,14 +55,19 @@ def test_wilson_interval(hits: int, n: int, low: float, high: float) -> None:
     assert heldout_eval.wilson(0, 0) is None
 
 
-
-
 def test_the_held_out_side_is_split_again_and_its_test_part_is_never_fitted_on() -> None:
     every = [r["repository"] for r in cs.read_csv(cs.COMMENT_SAMPLE) + cs.read_csv(cs.FAULT_SAMPLE)]
     parts = {repo: cs.part(repo) for repo in every}
     assert {p for repo, p in parts.items() if cs.side(repo) == "train"} == {"train"}
     assert {p for repo, p in parts.items() if cs.side(repo) == "heldout"} == {"heldout-dev", "heldout-test"}
     assert "heldout-test" not in cs.FIT_PARTS
+    # Every later round keeps to its side; round four draws from the fitting side only.
+    for rnd in train_sample.ROUNDS.values():
+        for path in (rnd.comment_sample, rnd.fault_sample):
+            rows = cs.read_csv(path)
+            assert rows and all(train_sample.on_side(rnd.side, r["repository"]) for r in rows), path.name
+    fit4 = cs.read_csv(train_sample.ROUNDS["fit4"].comment_sample)
+    assert {cs.part(r["repository"]) for r in fit4} <= set(cs.FIT_PARTS)
 
 
 @pytest.fixture(scope="module")

@@ -285,7 +285,8 @@ def two_of_three(first: str, second: str | None, third: str | None) -> str:
     return second if second is not None and second == third else first
 
 
-def write_second(corpus: aidev.Corpus, group: Settling, out: Path, batches: int) -> dict[str, int]:
+def write_second(corpus: aidev.Corpus, group: Settling, out: Path, batches: int,
+                 stem: str | None = None) -> dict[str, int]:
     """The second labellers' files over a group's units (and PRs) that have no second label yet:
     ``batches`` files of each."""
     written = {}
@@ -296,7 +297,7 @@ def write_second(corpus: aidev.Corpus, group: Settling, out: Path, batches: int)
             continue
         order = random.Random(group.seed + (0 if kind == "comments" else 2)).sample(todo, len(todo))
         for b, chunk in enumerate(_chunks(order, batches)):
-            name = f"{group.name}-second-{kind}-{b + 1}"
+            name = f"{stem or group.name + '-second'}-{kind}-{b + 1}"
             written[f"{name}.txt"] = (_comments_file(corpus, chunk, name, out) if kind == "comments"
                                       else _faults_file(corpus, [int(i) for i in chunk], name, out))
     return written
@@ -441,6 +442,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.add_argument("--settle", choices=sorted(SETTLINGS), default=None,
                        help="a group labelled again to settle its labels (double: its second labels)")
     do.add_argument("--batches", type=int, default=COMMENT_BATCHES)
+    do.add_argument("--name", default=None, help="--settle: the batch files' stem (default GROUP-second)")
     sub.add_parser("check", help="validate the label files of rounds two and three")
     sub.add_parser("kappa", help="Cohen's kappa of round two's double labels and the cross-check")
     args = parser.parse_args(argv)
@@ -464,7 +466,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "third":
         written = write_third(corpus, SETTLINGS[args.settle or "heldout-test"], out)
     elif args.command == "double":
-        written = (write_second(corpus, SETTLINGS[args.settle], out, args.batches) if args.settle
+        written = (write_second(corpus, SETTLINGS[args.settle], out, args.batches, args.name) if args.settle
                    else write_double(corpus, out))
     else:
         written = write_batches(corpus, out, ROUNDS[args.round])

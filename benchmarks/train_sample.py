@@ -304,11 +304,15 @@ def write_second(corpus: aidev.Corpus, group: Settling, out: Path, batches: int,
 
 
 def write_third(corpus: aidev.Corpus, group: Settling, out: Path) -> dict[str, int]:
-    """The third labeller's files: a group's units and PRs whose first two labels differ."""
+    """The third labeller's files: a group's units and PRs whose first two labels differ and that
+    have no third label yet."""
     written = {}
     for kind in group.kinds:
         first, second = first_labels(kind), second_labels(group, kind)
-        split = [i for i in ids_of(group, kind) if i in second and second[i] != first[i]]
+        third = _labels_of(group.third(kind), kind)
+        split = [i for i in ids_of(group, kind) if i in second and second[i] != first[i] and i not in third]
+        if not split:
+            continue
         order = random.Random(group.seed + 6).sample(split, len(split))
         name = f"{group.name}-third-{kind}"
         written[f"{name}.txt"] = (_comments_file(corpus, order, name, out) if kind == "comments"

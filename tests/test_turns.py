@@ -19,7 +19,7 @@ from taskeval.config import Settings
 from taskeval.evidence import build_bundle
 from taskeval.models import EvidenceBundle, TimelineEntry
 from taskeval.raw import RawCollection, RawUser
-from taskeval.signals import Ctx, account_of, reader
+from taskeval.signals import Ctx, account_of
 from taskeval.signals.closure import closure_of, rescue_of
 from taskeval.signals.reader import failing_checks
 from taskeval.signals.turns import RULES, intervention_of, turns_of
@@ -381,33 +381,3 @@ def test_raw_collection_shape_is_untouched() -> None:
     bundle = build_bundle(raw)
     assert bundle.facts.timeline is None
     assert turns_of(ctx_of(bundle)).partial
-
-
-# A toy reader model: "dubious" leans towards work_wrong (p 0.92, above LEANS_WRONG) without
-# reaching this toy's verdict (0.95).
-LEANING = reader.model_from({
-    "version": "toy", "classes": ["work_wrong", "change_request", "approval", "neutral"],
-    "bias": [0, 0, 0, 0], "weights": {"w:dubious": [4.0, 0, 1.0, 0]},
-    "decides": ["work_wrong", "change_request", "approval", "neutral"],
-    "thresholds": {"work_wrong": 0.95}, "confirms": {"work_wrong": 0.5}})
-
-
-@pytest.mark.parametrize(("who", "at", "cls"), [
-    (BOB, 100, "agent_failure"),  # a person's last words lean to a verdict: they decide
-    (b.ALICE, 100, "agent_failure"),  # the operator judging their own agent's work, too
-    (BOB, 20, "withdrawn"),  # earlier words are not weighed so: later ones came after them
-    (b.RENOVATE, 100, "withdrawn"),  # nor a bot's
-])
-def test_words_that_lean_to_a_verdict_decide_a_close_nothing_else_explains(
-        monkeypatch: pytest.MonkeyPatch, who: RawUser, at: float, cls: str) -> None:
-    monkeypatch.setattr(reader, "model", lambda: LEANING)
-    reader._read_packaged.cache_clear()
-    try:
-        later = [(BOB, "Thanks for the update.", 90), (BOB, "Any news?", 95)] if at < 90 else []
-        found = closure_of(ctx_of(closed([(who, "This looks dubious to me.", at), *later])))
-    finally:
-        reader._read_packaged.cache_clear()
-    assert found is not None and found.class_ == cls, found.reason if found else None
-    if cls == "agent_failure":
-        assert found.decided_by == "words" and "reads as a verdict" in found.reason
-        assert "“dubious”" in found.reason and "comment:8000" in found.evidence

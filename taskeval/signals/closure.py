@@ -12,9 +12,8 @@ says which decided (``decidedBy``) and cites it:
 2. **ci**: CI failing at the head commit when it closed;
 3. **closer**: who closed it and after how long: the agent's failed last session or empty work, a
    reviewer's change request left unanswered, a verdict earlier in the conversation, a stale bot,
-   another PR that took the work on, a long silence on one side's move; then, where none of these
-   explains it, a person's last words that the reader holds likely to call the work wrong
-   (:data:`LEANS_WRONG`, decided by ``words``), and only then the operator taking it back.
+   another PR that took the work on, a long silence on one side's move, and only then the
+   operator taking it back.
 
 Only ``agent_failure`` counts a rejection against the agent (:data:`AGAINST_AGENT`); how a silent
 close by the operator counts was decided from the train side of the held-out labels
@@ -53,16 +52,6 @@ _SAYS: Final = {"work_wrong": "the work was wrong", "elsewhere": "the work was d
                 "trial": "it was a trial, never meant to land", "not_wanted": "it was not wanted",
                 "inactivity": "it went stale"}
 _DUPLICATE_RULES: Final = frozenset({"says it is a duplicate or already done", "a label says duplicate"})
-
-
-# How likely the reader must hold it that a person's last words call the work wrong for them to
-# decide a close nothing else explains (a verdict needs 0.85, or a phrase the model confirms).
-# Chosen on the fitting side (train and heldout-dev repositories, 257 written faults by their
-# settled labels), cross-validated by repository, as the setting that found the most of the
-# agent's failures while precision and project reasons left uncounted both stayed at or above 0.9:
-# 0.9 (0.66 of them, as without the step); at 0.8 and below the project reasons left uncounted fell
-# under 0.9 (benchmarks/closure_cv.py; docs/validity.md#held-out-by-repository).
-LEANS_WRONG: Final = 0.9
 
 
 def _judges(ctx: Ctx, role: Role) -> bool:
@@ -212,13 +201,6 @@ def closure(ctx: Ctx) -> Closure | None:
         if turns.at_end == "people":
             return made("stale", "closer", f"Closed{who} after {silence / 24:.0f} days of silence in "
                         "which it was the people's move: the PR ended for the project's reasons.", [ctx.pr])
-    leaning = [u for u in said.near_end() if u.reading.wrong >= LEANS_WRONG and _judges(ctx, u.role)]
-    if leaning and closer_role != "bot":
-        unit = max(leaning, key=lambda u: u.reading.wrong)
-        words = _words(unit.reading.wrong_words)
-        return made("agent_failure", "words", f"Closed{who} with no other reason given, after {unit.login} "
-                    f"wrote what reads as a verdict on the work{f' ({words})' if words else ''} in "
-                    f"{unit.evidence}.", [unit.evidence])
     if closer is not None and (closer == pull.author or closer == people.operator) and closer_role != "bot":
         return made("withdrawn", "closer", f"Closed by its {'author' if closer == pull.author else 'operator'} "
                     f"{closer} without a stated reason.", [closed[-1].id])

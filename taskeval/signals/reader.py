@@ -81,11 +81,9 @@ class Reading:
     relays: Verdict | None = None
     asks: bool = False
     rule: str | None = None  # the phrase rule that decided, None when the model did
-    # How likely the model holds it that the unit calls the work wrong (0 without a model), and
-    # the words that weighed most towards that: a weaker sign than the verdict, which the closure
-    # weighs only where nothing else says why a PR ended.
+    # How likely the model holds it that the unit calls the work wrong (0 without a model): a
+    # weaker sign than the verdict, for whoever weighs words by degree (benchmarks/train_reader.py).
     wrong: float = 0.0
-    wrong_words: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------- prose
@@ -533,14 +531,11 @@ def _read(text: str, kind: str, role: str, position: str, state: str | None, han
                           kind, "person", state, every=True)
         return Reading("relayed", found.words + (inner.words[:1] if inner else ()), found.person,
                        inner.verdict if inner else "neutral", True, found.rule)
-    wrong, wrong_words = 0.0, tuple[str, ...]()
+    wrong = 0.0
     if fitted is not None and kind not in ("title", "label"):
         feats = features(text, kind, role, position, state, hits)
         chance = fitted.chances(fitted.scores(feats))
-        if "work_wrong" in chance:
-            wrong = round(chance["work_wrong"], 6)
-            wrong_words = tuple(dict.fromkeys(w for r, w in hits if r.verdict == "work_wrong"))[:3] or \
-                fitted.top_words(feats, "work_wrong")
+        wrong = round(chance.get("work_wrong", 0.0), 6)
         proposed = [(r, w) for r, w in hits if not r.decides and r.verdict in fitted.confirms]
         if proposed and (found is None or VERDICTS.index(proposed[0][0].verdict) < VERDICTS.index(found.verdict)):
             first = proposed[0][0]
@@ -560,7 +555,7 @@ def _read(text: str, kind: str, role: str, position: str, state: str | None, han
     if found is None:
         found = Reading("neutral")
     return Reading(found.verdict, found.words, found.person, found.relays,
-                   found.verdict in SENDS_BACK or asked, found.rule, wrong, wrong_words)
+                   found.verdict in SENDS_BACK or asked, found.rule, wrong)
 
 
 def _as_role(role: str) -> str:

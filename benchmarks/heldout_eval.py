@@ -1,18 +1,20 @@
 """The reader and the closure against people's labels, on repositories they were never tuned on.
 
-    python benchmarks/heldout_eval.py collect --output-dir /tmp/faults      # once: 420 closed PRs
-    python benchmarks/heldout_eval.py report --results /tmp/faults [--json out.json]
+    python benchmarks/heldout_eval.py collect --output-dir /tmp/faults      # once: 783 closed PRs
+    python benchmarks/heldout_eval.py report --results /tmp/faults [--group G] [--json out.json]
 
-The labels (docs/labels/, docs/labelling.md) were made before any score was looked at; the
-repositories are split into ``train`` and ``heldout`` (benchmarks/comment_sample.py ``side``).
-The reader's phrase rules and model were fitted and their mistakes read on ``train`` only, so the
-``heldout`` figures are the ones that say how it reads words it has never seen; the ``train``
-figures are printed beside them, marked in-sample.
+The labels (docs/labels/, docs/labelling.md) were made before any score was looked at. Every
+repository is in one part (benchmarks/comment_sample.py ``part``): ``train`` and ``heldout-dev``
+are the fitting side (rules written, model fitted, mistakes read), ``heldout-test`` is neither, and
+its figures are the ones that say how the reader reads words it has never seen; the others are
+printed beside them, marked in-sample. The test part is measured against its first labels and
+against its settled ones (two of three blind labellers, benchmarks/train_sample.py ``settled``),
+beside a second labeller's labels read as if they were the reader and the closure.
 
 What is measured, per side:
 
 * **comment verdicts**: every labelled unit read by :func:`taskeval.signals.reader.read`, against
-  its first label: per class precision and recall with Wilson 95 % intervals, F1, macro-F1 over
+  its label: per class precision and recall with Wilson 95 % intervals, F1, macro-F1 over
   the classes present, accuracy and the confusion; for the combined reader (rules and model) and
   for the rules alone.
 * **closure**: the fault-labelled closed PRs (``collect`` evaluates them through the AIDev-pop

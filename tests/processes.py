@@ -52,3 +52,10 @@ def stop(proc: subprocess.Popen[Any], wait: float = 40) -> None:
         proc.wait(wait)
     except subprocess.TimeoutExpired:
         proc.kill()
+
+
+def ctrl_c_reaches() -> None:
+    """``preexec_fn`` for a child the test stops with Ctrl-C (SIGINT). A shell starts background
+    jobs with SIGINT ignored and a child inherits that (then Python installs no KeyboardInterrupt),
+    so reset it to the default, as a terminal's foreground job has it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

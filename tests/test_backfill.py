@@ -21,7 +21,7 @@ from taskeval.github import make_client
 from taskeval.store.db import DEFAULT_STORE_FILE, evaluations, jobs, make_engine
 from taskeval.transports import default_api
 from tests.fakegithub import BASE_TIME, FAKE_TOKEN, FakeGitHub
-from tests.processes import child_env
+from tests.processes import child_env, ctrl_c_reaches
 
 REPO = "octo-org/widgets"
 ROOT = Path(__file__).resolve().parents[1]
@@ -281,11 +281,8 @@ def test_a_killed_run_resumes_with_no_duplicates(tmp_path: Path, how: signal.Sig
     store = tmp_path / "taskeval.db"
     with fake.serve():
         argv = [sys.executable, "-m", "taskeval", "backfill", REPO, "--no-ai", "--parallel", "2"]
-        # A shell starts background jobs with SIGINT ignored, and a child inherits that: reset it
-        # to the default, as a terminal's foreground job has it, so Ctrl-C reaches the run.
         proc = subprocess.Popen(argv, cwd=tmp_path, env=_env(fake, tmp_path),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=ctrl_c_reaches)
         engine = make_engine(f"sqlite:///{store}")
         deadline = time.monotonic() + 120
         stored_then = 0

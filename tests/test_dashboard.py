@@ -32,6 +32,7 @@ from taskeval.store.db import evaluations, make_engine
 from tests.bot.helpers import SECRET
 from tests.dashboard_store import Stored, fill
 from tests.fake_github_oauth import FakeGitHubOAuth
+from tests.processes import ctrl_c_reaches
 
 pytest_plugins = ["tests.bot.fixtures"]
 pytestmark = pytest.mark.usefixtures("fresh_dashboard_cache")
@@ -694,7 +695,7 @@ def test_local_dashboard_serves_over_http(sqlite_store: str) -> None:
 
     proc = subprocess.Popen([sys.executable, "-m", "taskeval", "dashboard", "--store", sqlite_store,
                              "--bind", "127.0.0.1:0"], stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "TASKEVAL_API_TOKEN": ""})
+                            env={**os.environ, "TASKEVAL_API_TOKEN": ""}, preexec_fn=ctrl_c_reaches)
     try:
         assert proc.stderr is not None
         seen, found = [], None

@@ -40,7 +40,7 @@ from tests.bot.helpers import (
     settings_for,
 )
 from tests.fakegithub import FAKE_TOKEN, FakeGitHub
-from tests.processes import child_env, one_line
+from tests.processes import child_env, ctrl_c_reaches, one_line
 from tests.readonly import read_only, read_only_transactions, select_only_role
 from tests.test_bot_serve import free_port, wait_for
 from tests.test_cli import run_cli
@@ -231,7 +231,7 @@ def test_serve_then_dashboard_in_one_folder_read_one_store(tmp_path: Path) -> No
     port = free_port()
     dash = subprocess.Popen([sys.executable, "-m", "taskeval", "dashboard", "--bind", f"127.0.0.1:{port}"],
                             env=child_env(), cwd=tmp_path, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_reaches)
     try:
         page = wait_for(lambda: (r := requests.get(f"http://127.0.0.1:{port}/dashboard/", timeout=2)).ok and r,
                         "the dashboard to start")

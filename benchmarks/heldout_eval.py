@@ -181,7 +181,7 @@ def collect(out: Path, workers: int = 2) -> int:
 
 def scored_closures(results: Path, reference: str = "first") -> list[dict[str, Any]]:
     """Each fault-labelled PR's stored result re-scored with this tree's scorer."""
-    from taskeval.corpus.labels import _category, _score
+    from taskeval.corpus.labels import category_score, rescored
 
     labels = fault_labels(reference)
     corpus = aidev.load(aidev.default_data_dir(), ids=set(labels))
@@ -195,13 +195,13 @@ def scored_closures(results: Path, reference: str = "first") -> list[dict[str, A
             rows.append({"pr_id": pr_id, "side": side, "part": where, "agent": agent, "fault": fault,
                          "missing": True})
             continue
-        result = _score(path)
+        result = rescored(path)
         closure = result.get("closure") or {}
         rows.append({"pr_id": pr_id, "side": side, "part": where, "agent": agent, "fault": fault,
                      "missing": False,
                      "class": closure.get("class"), "decidedBy": closure.get("decidedBy"),
                      "counts": bool(closure.get("countsAgainstAgent")),
-                     "score": float(_category(result, "agentPerformance"))})
+                     "score": float(category_score(result, "agentPerformance"))})
     return rows
 
 

@@ -92,8 +92,12 @@ def weights_of(data: dict[str, object]) -> dict[str, object]:
     return weights
 
 
+def readings(units: Sequence[LabelledUnit], model: reader.Model | None) -> list[reader.Reading]:
+    return [reader.read(u.text, u.kind, u.role, u.position, u.state, reader=model) for u in units]
+
+
 def predict(units: Sequence[LabelledUnit], model: reader.Model | None) -> list[str]:
-    return [reader.read(u.text, u.kind, u.role, u.position, u.state, reader=model).verdict for u in units]
+    return [r.verdict for r in readings(units, model)]
 
 
 def folds(units: Sequence[LabelledUnit], k: int = 5) -> list[list[int]]:
@@ -104,14 +108,23 @@ def folds(units: Sequence[LabelledUnit], k: int = 5) -> list[list[int]]:
     return groups
 
 
-def cv(units: Sequence[LabelledUnit], c: float) -> list[tuple[str, str]]:
-    pairs: list[tuple[str, str]] = []
+def cv(units: Sequence[LabelledUnit], c: float) -> list[tuple[str, reader.Reading]]:
+    """(label, reading) of every unit, read by a model fitted without its repository's fold."""
+    out: list[tuple[str, reader.Reading]] = []
     for held in folds(units):
         rest = set(held)
         model, _ = fit([u for i, u in enumerate(units) if i not in rest], c)
         test = [units[i] for i in held]
-        pairs += [(u.verdict, p) for u, p in zip(test, predict(test, model), strict=True)]
-    return pairs
+        out += [(u.verdict, r) for u, r in zip(test, readings(test, model), strict=True)]
+    return out
+
+
+def wrong_precision(read: Sequence[tuple[str, reader.Reading]]) -> float:
+    """Average precision of the readings' ``wrong`` (the model's probability that a unit calls the
+    work wrong) for the units labelled ``work_wrong``: how well it ranks them, at every threshold."""
+    from sklearn.metrics import average_precision_score
+
+    return float(average_precision_score([label == "work_wrong" for label, _ in read], [r.wrong for _, r in read]))
 
 
 def brief(name: str, figures: dict[str, Any]) -> str:
@@ -133,10 +146,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         rules = verdict_figures([(u.verdict, p) for u, p in zip(units, predict(units, None), strict=True)])
         print(brief("rules only", rules))
         for c in (0.1, 0.3, 1.0) if args.grid else (args.c,):
-            figures = verdict_figures(cv(units, c))
-            print(brief(f"rules+model C={c}", figures))
+            read = cv(units, c)
+            figures = verdict_figures([(label, r.verdict) for label, r in read])
+            ranked = wrong_precision(read)
+            print(brief(f"rules+model C={c}", figures) + f" work_wrong AP={ranked:.3f}")
         if not args.grid:
-            print(json.dumps({"rules": rules, "model": figures}, indent=1))
+            print(json.dumps({"rules": rules, "model": figures, "workWrongAveragePrecision": ranked}, indent=1))
         return 0
     _, data = fit(units, args.c)
     MODEL_PATH.write_text(json.dumps(data, separators=(",", ":"), sort_keys=False) + "\n", encoding="utf-8")

@@ -96,12 +96,14 @@ def collect(labels: Iterable[Label], out: Path, workers: int = 4) -> int:
     return 1 if failed else 0
 
 
-def _score(path: Path) -> dict[str, Any]:
+def rescored(path: Path) -> dict[str, Any]:
+    """A stored result re-scored with this tree's scorer (AI off, no stored signal kept), as JSON."""
     data: dict[str, Any] = json.loads(rescore(path, Options(ai="off", env={}, keep_signals=False)).json())
     return data
 
 
-def _category(result: dict[str, Any], name: str) -> int:
+def category_score(result: dict[str, Any], name: str) -> int:
+    """A result's deterministic score of category ``name``."""
     return int(next(c["deterministicScore"] for c in result["categoryScores"] if c["category"] == name))
 
 
@@ -153,10 +155,10 @@ def score_all(labels: Iterable[Label], results: Path) -> tuple[list[Scored], lis
         if not path.is_file():
             missing.append(lab.stem)
             continue
-        result = _score(path)
+        result = rescored(path)
         ended = result.get("closure") if lab.state == "closed" else result.get("rescue")
         rows.append(Scored(lab, (ended or {}).get("class", "none"),
-                           float(_category(result, "agentPerformance"))))
+                           float(category_score(result, "agentPerformance"))))
     return rows, missing
 
 

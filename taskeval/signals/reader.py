@@ -82,7 +82,7 @@ class Reading:
     asks: bool = False
     rule: str | None = None  # the phrase rule that decided, None when the model did
     # How likely the model holds it that the unit calls the work wrong (0 without a model): a
-    # weaker sign than the verdict, for whoever weighs words by degree (benchmarks/train_reader.py).
+    # weaker sign than the verdict; benchmarks/train_reader.py cv reports how well it ranks them.
     wrong: float = 0.0
 
 

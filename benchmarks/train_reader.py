@@ -33,7 +33,7 @@ from taskeval.signals import reader
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_PATH = ROOT / "taskeval" / "signals" / reader.MODEL_FILE
-VERSION = "reader-4"
+VERSION = "reader-5"
 C = 0.3  # inverse regularisation (chosen by cross-validation on the train repositories)
 CLASSES = ("work_wrong", "change_request", "approval", "neutral")  # what the model is fitted on
 DECIDES = ("work_wrong", "change_request", "approval", "neutral")  # what it may answer

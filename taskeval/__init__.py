@@ -2,4 +2,4 @@
 
 __version__ = "0.1.0"
 # Bumped whenever a signal, curve or default changes what a bundle scores to.
-SCORER_VERSION = "2026.12.5"
+SCORER_VERSION = "2026.12.6"

@@ -187,6 +187,11 @@ PLAIN_WORDS: dict[str, list[str]] = {
         "Replaced by #1200",
         "Closing, the upstream release already includes this",
         "Another PR already handles this",
+        "Closing in favor of PR #947, which is a cleaner version",
+        "Dropping this in favor of - #12558",
+        "Closing this in favour of a simpler PR",
+        "Replacing by https://github.com/o/r/pull/5636",
+        "The above is right; #1087 fixed this.",
     ],
     "not_wanted": [
         "We don't want this feature",
@@ -207,6 +212,9 @@ PLAIN_WORDS: dict[str, list[str]] = {
         "POC only",
         "Testing copilot on this repo",
         "This was only to see what the agent would do",
+        "Testing out the copilot agent preview.",
+        "Another test of copilot-generated PRs.",
+        "This might have been triggered accidentally by me.",
     ],
     "inactivity": [
         "Closing due to inactivity",
@@ -261,3 +269,21 @@ PLAIN_CASES = [(text, verdict) for verdict, texts in PLAIN_WORDS.items() for tex
 def test_plain_words_are_read_as_people_mean_them(text: str, verdict: str) -> None:
     role = "bot" if "automatically" in text else "person"
     assert read(text, "comment", role, "last3").verdict == verdict
+
+
+# "Not needed" or "outdated" said of a part of the work asks for a change to it; only said of the PR
+# or the work, or standing as a sentence of its own, does it say the PR is not wanted. (On the
+# fitting side, most of the unanchored phrase's hits were requests like these.)
+ABOUT_A_PART = [
+    "Please remove the lint.json change. We don't need it.",
+    "go.mod file is not needed. Also the response has no id.",
+    "@copilot The PR description is outdated. Update it to match the changes.",
+    "Remove all calls to ConfigureApplicationParts - they are not necessary.",
+    "@copilot we don't want to change upstream/git.ts. Can we boost the items instead?",
+    "For all obsolete Equals APIs, please fail with a localized message instead.",
+]
+
+
+@pytest.mark.parametrize("text", ABOUT_A_PART, ids=[t[:40] for t in ABOUT_A_PART])
+def test_a_part_not_needed_is_no_reason_to_end_the_pr(text: str) -> None:
+    assert read(text, "comment", "operator", "last3").verdict != "not_wanted"

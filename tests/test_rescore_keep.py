@@ -241,7 +241,7 @@ def test_stale_signals(version: object, stored: Settings, now: Settings, expecte
 # nor evidence collection can move this digest: only scoring can.
 FROZEN_SPREAD = ROOT / "tests" / "scorer_spread.json.gz"
 FROZEN_SPREAD_SHA256 = "5ebb78dbb53f5475ddd9f72becc1c15d904d358aaa5ab68bb6f92cf5660fa5f1"
-SCORES_OF_THIS_VERSION = ("2026.12.5", "bb373058276c3b2fd79181fe380d3d9058460807a2f7e95a1da43724d2641f31")
+SCORES_OF_THIS_VERSION = ("2026.12.6", "bb373058276c3b2fd79181fe380d3d9058460807a2f7e95a1da43724d2641f31")
 
 
 def test_scores_change_only_with_the_scorer_version() -> None:

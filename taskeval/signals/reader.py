@@ -231,8 +231,13 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule("elsewhere", "says it was done elsewhere", _p(
         r"\b(?:superseded|replaced|continued|carried\s+(?:on|over)|redone|followed\s+up|moved|"
         r"re-?submitted|re-?created)\s+(?:by|in|at|as|with|to|into|over\s+(?:at|in))\s+(?:" + _PR_REF
-        + r"|a\s+(?:new|separate|different|another)\s+(?:pr|pull\s+request|branch))|\bin\s+favou?r\s+of\s+"
-        + _PR_REF + r"|\bmerged\s+(?:via|in|as\s+part\s+of|with|through|into)\s+" + _PR_REF
+        + r"|a\s+(?:new|separate|different|another)\s+(?:pr|pull\s+request|branch))|"
+        r"\bin\s+favou?r\s+of\s+(?:(?:the\s+)?(?:pr|pull\s+request)\s+|"
+        r"[-:]\s*)?" + _PR_REF + r"|\bin\s+favou?r\s+of\s+(?:a|an|another|the\s+other)\s+(?:\w+\s+){0,2}(?:pr|"
+        r"pull\s+request)\b|\breplac(?:ed|ing)\s+(?:by|with)\s+(?:#\d+|https?://\S+/pull/\d+)|"
+        r"(?:#\d+|https?://\S+/pull/\d+)\s+(?:already\s+)?(?:fixed|fixes|resolved|resolves|addressed|addresses|"
+        r"covers|implemented|implements)\s+(?:this|it)\b|"
+        r"\bmerged\s+(?:via|in|as\s+part\s+of|with|through|into)\s+" + _PR_REF
         + r"|\bcherry-?pick(?:ed)?\b|\bsupersed(?:ed|es|ing)\b|\bsee\s+" + _PR_REF + r"\s+instead\b|"
         r"\bclosing\s+(?:this\s+)?(?:for|in\s+favou?r\s+of)\s+#\d+|\bas\s+#\d+\s+(?:is|was|has\s+been)"
         r"\s+(?:now\s+)?merged\b|\bsame\s+as\s+" + _PR_REF + r"|\b(?:this|it|that|already)\s+(?:was\s+|is\s+|"
@@ -244,7 +249,7 @@ RULES: Final[tuple[Rule, ...]] = (
         r"\b(?:another|a\s+(?:different|separate))\s+(?:pr|pull\s+request)\s+(?:already\s+)?(?:handles|"
         r"covers|fixes|does|addresses|solves|implements)\s+(?:this|it|that)\b|\bmerged\s+(?:a|another)\s+"
         r"(?:different|separate|other)?\s*(?:fix|pr|pull\s+request|change)\s+for\s+(?:this|it)\b|"
-        r"^\W*(?:fixed|done|resolved|addressed)\s+(?:in|by|via|with)\s+(?:#\d+|https?://\S+/pull/\d+)"),
+        r"^\W*(?:just\s+)?(?:fixed|fixing|done|resolved|addressed)\s+(?:in|by|via|with)\s+(?:#\d+|https?://\S+/pull/\d+)"),
         False, _PEOPLE | _AGENT, _TEXTS),
     Rule("elsewhere", "says it is a duplicate or already done", _p(
         r"\b(?:a|is|as|closing\s+as|marked\s+as)\s+duplicate\b|\bduplicate\s+(?:of|pr|pull)\b|"
@@ -256,7 +261,8 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule("elsewhere", "a label says duplicate", _p(r"\bduplicate\b"), False, frozenset(), _LABEL),
     # --- trial: a test, demo, proof of concept, or opened by mistake.
     Rule("trial", "says it was a test or a demo", _p(
-        r"\bjust\s+(?:a\s+)?test(?:ing)?\b|\btesting\s+(?:copilot|the\s+agent|devin|codex|cursor|claude|"
+        r"\bjust\s+(?:a\s+)?test(?:ing)?\b|\b(?:a|another)\s+test\s+of\s+(?:the\s+)?(?:copilot|agent|devin|codex|"
+        r"cursor|claude)|\btesting\s+(?:out\s+)?(?:(?:the\s+)?copilot|the\s+agent|devin|codex|cursor|claude|"
         r"the\s+(?:bot|tool|integration|workflow))\b|\b(?:created|opened|made)\s+(?:this\s+)?as\s+a\s+"
         r"test\b|\bthis\s+(?:was|is)\s+(?:a|just\s+a)\s+(?:test|demo|trial)\b|\b(?:a\s+)?test\s+pr\b|"
         r"\bproof\s+of\s+concept\b|\bpoc\b|\bnot\s+(?:meant\s+)?for\s+merg(?:e|ing)\b|"
@@ -267,8 +273,9 @@ RULES: Final[tuple[Rule, ...]] = (
         r"(?:agent|copilot|devin|codex|cursor|claude|bot|tool|it)\b"),
         False, frozenset(), _ANY_TEXT),
     Rule("trial", "says it was opened by mistake", _p(
-        r"\b(?:opened|created|pushed|made|pointed)\s+(?:\w+\s+){0,3}(?:by\s+mistake|in\s+error|"
-        r"accidentally|against\s+the\s+wrong)\b|\bwrong\s+(?:repo|repository|fork|base\s+branch)\b|"
+        r"\b(?:opened|created|pushed|made|pointed|triggered|started|assigned|kicked\s+off)\s+(?:\w+\s+){0,3}"
+        r"(?:by\s+mistake|in\s+error|accidentally|against\s+the\s+wrong)\b|\baccidentally\s+(?:triggered|"
+        r"assigned|opened|created|started)\b|\bwrong\s+(?:repo|repository|fork|base\s+branch)\b|"
         r"\bshould\s+have\s+been\s+(?:pointed|opened|made)\s+(?:at|against|in|on)\s+(?:my|our|the)\s+"
         r"fork\b|\bnot\s+the\s+correct\s+(?:codebase|repository|repo)\b|\bforgot\s+to\s+remove\s+"
         r"upstream\b"), False, frozenset(), _ANY_TEXT),
@@ -279,16 +286,24 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule("trial", "a label says experiment", _p(r"\bexperiment|\bpoc\b|\bdemo\b"), False,
          frozenset(), _LABEL),
     # --- not_wanted: the idea is not wanted, whatever the implementation.
-    Rule("not_wanted", "says it is not wanted or needed", _p(
-        r"\bnot\s+(?:needed|necessary|planned|wanted|desired|a\s+priority|something\s+we|the\s+"
-        r"direction|going\s+to\s+(?:merge|accept|take|do))\b|\bwon'?t\s+(?:fix|merge|accept|do|be\s+"
-        r"merg)|\bout\s+of\s+scope\b|\bno\s+longer\s+(?:needed|relevant|necessary|applicable|"
-        r"required|an\s+issue)\b|\bdecided\s+(?:not|against)\b|\bmoot\b|\bobsolete\b|\boutdated\b|"
-        r"\bnot\s+worth\b|\b(?:we|i)\s+do\s*n[o']?t\s+(?:want|need)\s+(?:this|that|it|to)\b|"
+    # Said of the PR or the work ("this is not needed", "the change is obsolete"), or as a sentence
+    # of its own ("Not needed anymore."); not of a part of it ("the lint.json change is not needed,
+    # remove it" asks for a change: on the fitting side most unanchored hits were requests).
+    Rule("not_wanted", "says it is not wanted or needed", re.compile(
+        r"(?:^|(?<=[.!?:;\n]))\W*(?:not|no\s+longer)\s+(?:needed|necessary|wanted|planned|relevant|required|"
+        r"applicable)\b|\b(?:this|it|that|" + _WORK + r"|the\s+(?:feature|idea))\s+(?:is|are|was|were|"
+        r"seems?|has\s+become|became)\s*(?:n[o']?t|\s+not|\s+no\s+longer)\s+(?:really\s+|actually\s+|"
+        r"even\s+)?(?:needed|necessary|planned|wanted|desired|required|relevant|applicable|a\s+priority)\b|"
+        r"\bnot\s+(?:something\s+we|the\s+direction|going\s+to\s+(?:merge|accept|take))\b|"
+        r"\bwon'?t\s+(?:fix|merge|accept|be\s+merg)|\bout\s+of\s+scope\b|\bdecided\s+(?:not|against)\b|"
+        r"(?:^|(?<=[.!?:;\n]))\W*(?:obsolete|outdated|moot)\b|\b(?:this|it|that|" + _WORK + r")\s+(?:is|are|"
+        r"was|were|seems?|has\s+become|became)\s+(?:now\s+|already\s+)?(?:moot|obsolete|outdated)\b|"
+        r"\bnot\s+worth\b|\b(?:we|i)\s+do\s*n[o']?t\s+(?:want|need)\s+(?:this|that)(?:\s+(?:pr|change|"
+        r"feature|anymore|any\s+more))?\s*(?:[.!,;]|$)|"
         r"\blet'?s\s+not\s+merge\b|\b(?:is|was)\s+(?:intentional|by\s+design|intended\s+behaviou?r)\b|"
         r"\b(?:was|is)\s*n[o']?t\s+(?:a|actually\s+a)\s+bug\b|\bnot\s+a\s+bug\b|\bhold\s+off\b|"
         r"\bclosing\s+(?:this\s+)?for\s+now\b|\bnot\s+(?:stable|ready)\s+yet\b|\bdropped\s+\w+\s+in\s+"
-        r"favou?r\s+of\b"), False, _NOT_AGENT, _ANY_TEXT),
+        r"favou?r\s+of\b", re.IGNORECASE | re.MULTILINE), False, _NOT_AGENT, _ANY_TEXT),
     Rule("not_wanted", "a label says it was declined", _p(
         r"\bwon'?t\s*fix\b|\bwontfix\b|\binvalid\b|\bnot\s+planned\b|\bdeclined\b|\brejected\b|"
         r"\bout\s+of\s+scope\b"), False, frozenset(), _LABEL),

@@ -114,3 +114,27 @@ def test_a_catastrophic_pattern_cannot_freeze_an_evaluation(tmp_path: Path, fiel
     result = json.loads(proc.stdout)
     assert result["config"]["errors"] == [] and result["config"]["source"] == f"file:{config}"
     assert time.monotonic() - started < 20
+
+
+# The reader's own phrases run on Python's ``re`` over every word people write on a PR. Their worst
+# cases: long runs of punctuation (where a sentence may start) and chains of links (where a PR may
+# be named), as long as GitHub lets a comment be.
+READER_ATTACKS = {"punctuation": "." * 65_000, "spaced punctuation": ". " * 32_000,
+                  "links": "http://" * 9_000, "pull links": "https://github.com/o/r/pull/1" * 2_000}
+
+
+@pytest.mark.parametrize("name", READER_ATTACKS)
+def test_the_readers_phrases_cannot_freeze_an_evaluation(tmp_path: Path, name: str) -> None:
+    text = READER_ATTACKS[name]
+    raw = builders.merged_agent_pr(title=text[:200], body=text,
+                                   issue_comments=[builders.issue_comment(n, builders.BOB, text, 30 + n)
+                                                   for n in range(1, 4)])
+    bundle = tmp_path / "bundle.json"
+    bundle.write_text(json.dumps(builders.bundle(raw).json_form()))
+    try:
+        proc = subprocess.run([sys.executable, "-m", "taskeval", "score", str(bundle), "--no-ai"],
+                              env=child_env(), capture_output=True, text=True, timeout=60, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"a comment of {name} held the evaluation past 60 s")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["overallScore"] is not None

@@ -235,7 +235,7 @@ RULES: Final[tuple[Rule, ...]] = (
         r"\bin\s+favou?r\s+of\s+(?:(?:the\s+)?(?:pr|pull\s+request)\s+|"
         r"[-:]\s*)?" + _PR_REF + r"|\bin\s+favou?r\s+of\s+(?:a|an|another|the\s+other)\s+(?:\w+\s+){0,2}(?:pr|"
         r"pull\s+request)\b|\breplac(?:ed|ing)\s+(?:by|with)\s+(?:#\d+|https?://\S+/pull/\d+)|"
-        r"(?:#\d+|https?://\S+/pull/\d+)\s+(?:already\s+)?(?:fixed|fixes|resolved|resolves|addressed|addresses|"
+        r"(?:#\d+|https?://\S{1,200}?/pull/\d+)\s+(?:already\s+)?(?:fixed|fixes|resolved|resolves|addressed|addresses|"
         r"covers|implemented|implements)\s+(?:this|it)\b|"
         r"\bmerged\s+(?:via|in|as\s+part\s+of|with|through|into)\s+" + _PR_REF
         + r"|\bcherry-?pick(?:ed)?\b|\bsupersed(?:ed|es|ing)\b|\bsee\s+" + _PR_REF + r"\s+instead\b|"
@@ -288,15 +288,16 @@ RULES: Final[tuple[Rule, ...]] = (
     # --- not_wanted: the idea is not wanted, whatever the implementation.
     # Said of the PR or the work ("this is not needed", "the change is obsolete"), or as a sentence
     # of its own ("Not needed anymore."); not of a part of it ("the lint.json change is not needed,
-    # remove it" asks for a change: on the fitting side most unanchored hits were requests).
+    # remove it" asks for a change: on the fitting side most unanchored hits were requests). What may
+    # stand before a sentence's first word is bounded, so a long run of punctuation reads in linear time.
     Rule("not_wanted", "says it is not wanted or needed", re.compile(
-        r"(?:^|(?<=[.!?:;\n]))\W*(?:not|no\s+longer)\s+(?:needed|necessary|wanted|planned|relevant|required|"
+        r"(?:^|(?<=[.!?:;\n]))[^\w\n]{0,4}(?:not|no\s+longer)\s+(?:needed|necessary|wanted|planned|relevant|required|"
         r"applicable)\b|\b(?:this|it|that|" + _WORK + r"|the\s+(?:feature|idea))\s+(?:is|are|was|were|"
         r"seems?|has\s+become|became)\s*(?:n[o']?t|\s+not|\s+no\s+longer)\s+(?:really\s+|actually\s+|"
         r"even\s+)?(?:needed|necessary|planned|wanted|desired|required|relevant|applicable|a\s+priority)\b|"
         r"\bnot\s+(?:something\s+we|the\s+direction|going\s+to\s+(?:merge|accept|take))\b|"
         r"\bwon'?t\s+(?:fix|merge|accept|be\s+merg)|\bout\s+of\s+scope\b|\bdecided\s+(?:not|against)\b|"
-        r"(?:^|(?<=[.!?:;\n]))\W*(?:obsolete|outdated|moot)\b|\b(?:this|it|that|" + _WORK + r")\s+(?:is|are|"
+        r"(?:^|(?<=[.!?:;\n]))[^\w\n]{0,4}(?:obsolete|outdated|moot)\b|\b(?:this|it|that|" + _WORK + r")\s+(?:is|are|"
         r"was|were|seems?|has\s+become|became)\s+(?:now\s+|already\s+)?(?:moot|obsolete|outdated)\b|"
         r"\bnot\s+worth\b|\b(?:we|i)\s+do\s*n[o']?t\s+(?:want|need)\s+(?:this|that)(?:\s+(?:pr|change|"
         r"feature|anymore|any\s+more))?\s*(?:[.!,;]|$)|"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from taskeval.agents import BUILTIN_RULES, attribute, rules_for
+from taskeval.agents import BUILTIN_RULES, attribute, rules_for, split_identity
 from taskeval.config import AgentRuleConfig, Settings, parse_config
 from taskeval.evidence import build_bundle
 from taskeval.models import EvaluationResult, EvidenceBundle
@@ -535,3 +535,18 @@ def test_copilot_operator_from_the_timeline_when_no_one_is_assigned() -> None:
                                         timeline=timeline))
     got = attribute(bundle)
     assert (got.id, got.operator) == ("copilot", "dana")
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("Jane Doe <jane@example.org>", ("Jane Doe", "jane@example.org")),
+    ('"Quoted Name" <q@example.org>', ("Quoted Name", "q@example.org")),
+    ("  spaced   name   <e@example.org>  ", ("spaced name", "e@example.org")),
+    ("a <b> <c@example.org>", ("a <b>", "c@example.org")),  # the last <...> is the address
+    ("<only@example.org>", ("", "only@example.org")),
+    ("name only", ("name only", None)),
+    ("x <>", ("x", None)),
+    ("a <b>c>", ("a <b>c>", None)),  # no closing <...>: a name alone
+    ("x" + " " * 50_000 + "<", ("x <", None)),  # a trailer of spaces is read at once, not in seconds
+])
+def test_a_co_author_value_splits_into_name_and_address(value: str, expected: tuple[str, str | None]) -> None:
+    assert split_identity(value) == expected

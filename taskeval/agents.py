@@ -267,10 +267,11 @@ def _co_author_person(value: str) -> str | None:
     login = _NOREPLY.search(value)
     if login:
         return login.group(1)
-    name = " ".join(re.sub(r"<[^>]*>", " ", value).split()).strip('"')
+    # ``<...>`` holding no ``<``: a value of thousands of ``<`` is read in one pass, not one per ``<``.
+    name = " ".join(re.sub(r"<[^<>]*>", " ", value).split()).strip('"')
     if name:
         return name[:80]
-    address = re.search(r"<([^>]+)>", value)
+    address = re.search(r"<([^<>]+)>", value)
     return address.group(1) if address else None
 
 

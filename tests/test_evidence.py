@@ -95,6 +95,9 @@ def test_commit_subject_is_the_first_line_capped_at_160(message: str, expected: 
         ("fix: subject looks like: a trailer", {}),  # the subject is never a trailer block
         ("feat: z\n\nNot a trailer line\nTask-Id: 3", {}),  # mixed paragraph: git ignores it
         ("feat: z\n\nTask-Id: 3\n\nclosing prose", {}),  # trailers must be the last paragraph
+        # A message of a thousand co-author lines keeps the first 50: bounded evidence.
+        ("feat: many\n\n" + "\n".join(f"Co-authored-by: P{n} <p{n}@x>" for n in range(1000)),
+         {"Co-authored-by": ", ".join(f"P{n} <p{n}@x>" for n in range(50))}),
     ],
 )
 def test_trailers_come_from_the_last_paragraph_only(message: str, expected: dict[str, str]) -> None:

@@ -136,3 +136,35 @@ def test_the_readers_phrases_cannot_freeze_a_reading(name: str) -> None:
     except subprocess.TimeoutExpired:
         pytest.fail(f"a comment of {name} held the reader past 60 s")
     assert proc.returncode == 0 and proc.stdout.strip() == "read", proc.stderr
+
+
+def test_a_commit_of_a_thousand_co_author_lines_cannot_freeze_an_evaluation(tmp_path: Path) -> None:
+    """Co-author trailers of nothing but ``<``: read as names, they once took seconds a commit
+    (a ``<[^>]*>`` tried from every ``<``); now the trailer is bounded and the name read in one pass."""
+    message = "feat: x\n\nbody\n\n" + "\n".join("Co-authored-by: " + "<" * 150 for _ in range(1000))
+    raw = builders.merged_agent_pr(commits=[builders.commit(f"c{n}", message, 10 + n) for n in range(10)])
+    bundle = tmp_path / "bundle.json"
+    bundle.write_text(json.dumps(builders.bundle(raw).json_form()))
+    try:
+        proc = subprocess.run([sys.executable, "-m", "taskeval", "score", str(bundle), "--no-ai"],
+                              env=child_env(), capture_output=True, text=True, timeout=60, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.fail("co-author trailers held the evaluation past 60 s")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["overallScore"] is not None
+
+
+def test_the_worst_case_benchmark_times_every_kind_of_package_pattern(capsys: pytest.CaptureFixture[str]) -> None:
+    """benchmarks/pattern_worst_case.py finds the modules' compiled patterns, the reader's phrase
+    rules and the literals written inline, and times each on every worst-case shape."""
+    from benchmarks import pattern_worst_case as bench
+    from taskeval.signals.reader import RULES
+
+    found = dict(bench.module_patterns())
+    assert {f"taskeval.signals.reader.RULES[{i}]" for i in range(len(RULES))} <= set(found)
+    inline = dict(bench.inline_patterns())
+    assert any(where.startswith("taskeval/evidence/vocabulary.py:") for where in inline)
+    assert bench.main(["--length", "40", "--slow", "0"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == (f"{len(found) + len(inline)} patterns, {(len(found) + len(inline)) * len(bench.UNITS)} "
+                       "pairings timed at 40 and 80 characters")

@@ -20,6 +20,9 @@ from taskeval.config import Patterns
 
 EXCERPT_LIMIT: Final = 500
 SUBJECT_LIMIT: Final = 160
+# Repeats of one trailer key kept (the first ones): every name a commit's co-authors need, while
+# a message of thousands of ``Co-authored-by`` lines stays a bounded piece of evidence.
+TRAILER_REPEATS: Final = 50
 TRUNCATION_MARKER: Final = "… [truncated]"
 BODY_LIMIT: Final = 8_000
 TITLE_LIMIT: Final = 256  # GitHub's own limit on PR titles
@@ -97,13 +100,14 @@ def parse_trailers(message: str) -> dict[str, str]:
     """Git-style trailers (``Key: value`` lines) of the last paragraph, never of the subject.
 
     Hand-written because no library parses trailers without running git; repeated keys are
-    joined with ``", "`` in order.
+    joined with ``", "`` in order, the first :data:`TRAILER_REPEATS` of them.
     """
     body = message_body(message)
     if not body:
         return {}
     last = re.split(r"\n\s*\n", body)[-1].strip("\n")
     out: dict[str, str] = {}
+    seen: dict[str, int] = {}
     for line in last.split("\n"):
         if not line.strip():
             continue
@@ -113,7 +117,12 @@ def parse_trailers(message: str) -> dict[str, str]:
         if not match:
             return {}
         key, value = match.group(1), excerpt(match.group(2).strip(), SUBJECT_LIMIT)
-        out[key] = f"{out[key]}, {value}" if key in out else value
+        if key not in out:
+            out[key] = value
+            seen[key] = 1
+        elif seen[key] < TRAILER_REPEATS:
+            out[key] = f"{out[key]}, {value}"
+            seen[key] += 1
     return out
 
 

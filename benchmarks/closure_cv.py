@@ -76,7 +76,7 @@ def reading_as_labelled(verdicts: dict[str, str]) -> Iterator[None]:
         verdict = verdicts.get(_key(text)) if kind not in ("title", "label") else None
         if verdict is None or (verdict == "relayed" and found.verdict == "relayed"):
             return found
-        if verdict == "relayed":  # whose words it relays is the rules' to find; what, the label's
+        if verdict == "relayed":  # a relay the rules missed: the label names neither the person nor what
             return reader.Reading("relayed", ("labelled",), None, "neutral", True, "labelled")
         return reader.Reading(reader._as_verdict(verdict), ("labelled",), None, None,
                               verdict in reader.SENDS_BACK or found.asks, "labelled",

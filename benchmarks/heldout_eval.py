@@ -151,14 +151,13 @@ def second_labeller() -> dict[str, Any]:
     """What a second blind labeller scores against the first on the held-out test part, read as if
     it were the reader and the closure: how high the figures can go against one labeller's labels."""
     from benchmarks import train_sample
+    from taskeval.corpus.labels import cohen_kappa
 
     out: dict[str, Any] = {}
     test = train_sample.TEST
     first, second = train_sample.first_labels("comments"), train_sample.second_labels(test, "comments")
     pairs = [(first[i], second[i]) for i in train_sample.ids_of(test, "comments") if i in second]
     out["comments"] = verdict_figures(pairs)
-    from taskeval.corpus.labels import cohen_kappa
-
     out["commentsKappa"] = cohen_kappa(pairs)
     first_f, second_f = train_sample.first_labels("faults"), train_sample.second_labels(test, "faults")
     rows = [{"fault": first_f[i], "counts": second_f[i] == "agent", "missing": False, "class": second_f[i],
@@ -179,30 +178,30 @@ def collect(out: Path, workers: int = 2) -> int:
     return collect_labels(labels, out, workers)
 
 
-def scored_closures(results: Path, reference: str = "first") -> list[dict[str, Any]]:
-    """Each fault-labelled PR's stored result re-scored with this tree's scorer."""
+def scored_closures(results: Path, references: Sequence[str] = ("first",)) -> dict[str, list[dict[str, Any]]]:
+    """Each fault-labelled PR's stored result re-scored with this tree's scorer, once, with its
+    fault under each of ``references`` (:func:`fault_labels`): reference -> rows."""
     from taskeval.corpus.labels import category_score, rescored
 
-    labels = fault_labels(reference)
-    corpus = aidev.load(aidev.default_data_dir(), ids=set(labels))
+    labels = {ref: fault_labels(ref) for ref in references}
+    ids = {pr_id for faults in labels.values() for pr_id in faults}
+    corpus = aidev.load(aidev.default_data_dir(), ids=ids)
     stems = {pr.id: pr.file_stem for pr in corpus.prs}
     parts = {pr.id: cs.part(pr.repository) for pr in corpus.prs}
-    rows = []
-    for pr_id, (side, agent, fault) in sorted(labels.items()):
+    scored: dict[int, dict[str, Any]] = {}
+    for pr_id in sorted(ids):
         path = results / f"{stems.get(pr_id, '')}.json"
-        where = parts.get(pr_id, side)
         if pr_id not in stems or not path.is_file():
-            rows.append({"pr_id": pr_id, "side": side, "part": where, "agent": agent, "fault": fault,
-                         "missing": True})
+            scored[pr_id] = {"missing": True}
             continue
         result = rescored(path)
         closure = result.get("closure") or {}
-        rows.append({"pr_id": pr_id, "side": side, "part": where, "agent": agent, "fault": fault,
-                     "missing": False,
-                     "class": closure.get("class"), "decidedBy": closure.get("decidedBy"),
-                     "counts": bool(closure.get("countsAgainstAgent")),
-                     "score": float(category_score(result, "agentPerformance"))})
-    return rows
+        scored[pr_id] = {"missing": False, "class": closure.get("class"), "decidedBy": closure.get("decidedBy"),
+                         "counts": bool(closure.get("countsAgainstAgent")),
+                         "score": float(category_score(result, "agentPerformance"))}
+    return {ref: [{"pr_id": pr_id, "side": side, "part": parts.get(pr_id, side), "agent": agent, "fault": fault,
+                   **scored[pr_id]} for pr_id, (side, agent, fault) in sorted(faults.items())]
+            for ref, faults in labels.items()}
 
 
 def closure_figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -248,21 +247,26 @@ MARKS = {"heldout-test": " (held out: never read, never fitted on; first labels)
          "train": " (IN-SAMPLE: rules and model were fitted here)"}
 
 
+def reference(group: str) -> str:
+    """The labels a group is measured against: ``settled`` or ``first``."""
+    return "settled" if group in SETTLED else "first"
+
+
 def report(results: Path | None, groups: Sequence[str]) -> dict[str, Any]:
     first = load_units()
     if not has_second_labels():
         groups = [g for g in groups if g not in SETTLED]
-    units = {"first": first, "settled": settle(first, "heldout-test") if any(g in SETTLED for g in groups) else first}
+    refs = sorted({reference(g) for g in groups})
+    units = {"first": first, "settled": settle(first, "heldout-test") if "settled" in refs else first}
     out: dict[str, Any] = {"targets": TARGETS, "readerModel": (reader.model() or reader.Model(
         "none", (), {}, {}, frozenset())).version, "groups": list(groups)}
-    refs = {"settled" if g in SETTLED else "first" for g in groups}
-    closures = {ref: scored_closures(results, ref) if results is not None else [] for ref in refs}
+    nothing: dict[str, list[dict[str, Any]]] = {ref: [] for ref in refs}
+    closures = scored_closures(results, refs) if results is not None else nothing
     with rules_only():
-        rule_pairs = {g: read_units([u for u in units["settled" if g in SETTLED else "first"]
-                                     if u.part in GROUPS[g]]) for g in groups}
-        rule_closures = {ref: scored_closures(results, ref) if results is not None else [] for ref in refs}
+        rule_pairs = {g: read_units([u for u in units[reference(g)] if u.part in GROUPS[g]]) for g in groups}
+        rule_closures = scored_closures(results, refs) if results is not None else nothing
     for group in groups:
-        ref = "settled" if group in SETTLED else "first"
+        ref = reference(group)
         mine = [u for u in units[ref] if u.part in GROUPS[group]]
         entry: dict[str, Any] = {
             "inSample": group in ("train", "heldout-dev"), "parts": list(GROUPS[group]), "reference": ref,

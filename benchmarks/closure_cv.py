@@ -38,7 +38,7 @@ import re
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -91,23 +91,30 @@ def reading_as_labelled(verdicts: dict[str, str]) -> Iterator[None]:
         reader._read_packaged.cache_clear()
 
 
-def weigh(results: Path, by_labels: bool = False) -> list[tuple[str, bool]]:
-    """(settled fault, counted against the agent) of every fitting-side fault-labelled PR; with
-    ``by_labels`` every labelled unit is read as its settled label (:func:`reading_as_labelled`)."""
+READERS: Final = ("model", "labels")  # the fold's fitted reader; every labelled unit read as labelled
+
+
+def weigh(results: Path, readers: Sequence[str] = ("model",)) -> dict[str, list[tuple[str, bool]]]:
+    """(settled fault, counted against the agent) of every fitting-side fault-labelled PR, for
+    each of ``readers`` (:data:`READERS`; ``labels``: :func:`reading_as_labelled`). The folds'
+    readers are fitted and the PRs' bundles read once for all of them."""
     labels = heldout_eval.fault_labels("settled")
     corpus = aidev.load(aidev.default_data_dir(), ids=set(labels))
     prs = [p for p in corpus.prs if cs.part(p.repository) in cs.FIT_PARTS]
     units = fitting_units()
-    out: list[tuple[str, bool]] = []
+    verdicts = {_key(u.text): u.verdict for u in units}
+    out: dict[str, list[tuple[str, bool]]] = {name: [] for name in readers}
     for g in range(GROUPS):
         fitted, _ = train_reader.fit([u for u in units if group(u.repository) != g])
-        verdicts = {_key(u.text): u.verdict for u in units} if by_labels else {}
-        with heldout_eval.reading_with(fitted), reading_as_labelled(verdicts):
-            for pr in (p for p in prs if group(p.repository) == g):
-                # Collected over the replay, whose repositories hold no config: the defaults.
-                data = json.loads((results / f"{pr.file_stem}.json").read_text(encoding="utf-8"))
-                found = closure.closure(Ctx(EvidenceBundle.model_validate(data["evidence"]), Settings()))
-                out.append((labels[pr.id][2], bool(found and found.counts_against_agent)))
+        bundles = [(labels[pr.id][2], EvidenceBundle.model_validate(json.loads(
+            (results / f"{pr.file_stem}.json").read_text(encoding="utf-8"))["evidence"]))
+            for pr in prs if group(pr.repository) == g]
+        for name in readers:
+            with heldout_eval.reading_with(fitted), reading_as_labelled(verdicts if name == "labels" else {}):
+                # A context per reader: it keeps what it has read. Collected over the replay, whose
+                # repositories hold no config: the defaults.
+                out[name] += [(fault, bool((found := closure.closure(Ctx(bundle, Settings())))
+                                           and found.counts_against_agent)) for fault, bundle in bundles]
     return out
 
 
@@ -127,13 +134,13 @@ def measure(rows: Sequence[tuple[str, bool]]) -> dict[str, dict[str, Any]]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--results", type=Path, required=True, help="heldout_eval.py collect's folder")
-    parser.add_argument("--reader", choices=("model", "labels"), default="model",
+    parser.add_argument("--reader", choices=READERS, default="model",
                         help="labels: read every labelled unit as its settled label (the ceiling)")
     args = parser.parse_args(argv)
     if not aidev.is_corpus_dir(aidev.default_data_dir()):
         print(f"closure_cv: no AIDev-pop data at {aidev.default_data_dir()}; nothing to do", file=sys.stderr)
         return 2
-    found = measure(weigh(args.results, by_labels=args.reader == "labels"))
+    found = measure(weigh(args.results, (args.reader,))[args.reader])
     print("  ".join(f"{name} {heldout_eval.fmt(p)}" for name, p in found.items()))
     return 0
 

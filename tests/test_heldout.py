@@ -89,7 +89,8 @@ def test_the_closure_is_cross_validated_on_every_fitting_side_pr(collected: Path
     reader fitted without its repository; its figures are what docs/validity.md gives."""
     from benchmarks import closure_cv
 
-    rows = closure_cv.weigh(collected)
+    weighed = closure_cv.weigh(collected, closure_cv.READERS)
+    rows = weighed["model"]
     samples = cs.read_csv(cs.FAULT_SAMPLE) + [r for rnd in train_sample.ROUNDS.values()
                                               for r in cs.read_csv(rnd.fault_sample)]
     fitting = {int(r["pr_id"]) for r in samples if cs.part(r["repository"]) in cs.FIT_PARTS}
@@ -99,7 +100,7 @@ def test_the_closure_is_cross_validated_on_every_fitting_side_pr(collected: Path
     assert found["precision"]["value"] >= 0.85 and found["projectNotCounted"]["value"] >= 0.85, found
     # Read as the labellers read each unit, the same closure finds far more of the agent's failures
     # at the same precision: what it lacks is reading (docs/validity.md).
-    ceiling = closure_cv.measure(closure_cv.weigh(collected, by_labels=True))
+    ceiling = closure_cv.measure(weighed["labels"])
     assert ceiling["recall"]["value"] >= found["recall"]["value"] + 0.1, (ceiling, found)
     assert ceiling["precision"]["value"] >= 0.9, ceiling
 

@@ -109,8 +109,8 @@ def prose(text: str) -> str:
     return plain
 
 
-def _p(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.IGNORECASE)
+def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE | flags)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +135,14 @@ _TEXT_AND_TITLE = frozenset({"comment", "review", "inline", "body", "title"})
 _LABEL = frozenset({"label"})
 _TEXTS = frozenset({"comment", "review", "inline"})
 _HANDLE = r"@([A-Za-z0-9](?:[A-Za-z0-9-]{0,38}[A-Za-z0-9])?(?:\[bot\])?)"
-_PR_REF = r"(?:#\d+|https?://\S+/pull/\d+|[0-9a-f]{7,40}\b)"
+# Another PR, by number or link (the link bounded, so a chain of links reads in linear time); with a
+# commit's SHA, any work named elsewhere ("fixed in 1a2b3c4" is not said by itself: it may be the
+# agent's own fix commit).
+_PR_LINK = r"(?:#\d+|https?://\S{1,200}?/pull/\d+)"
+_PR_REF = r"(?:" + _PR_LINK + r"|[0-9a-f]{7,40}\b)"
+# Where a sentence starts, and what may stand before its first word (bounded: a long run of
+# punctuation reads in linear time). Needs ``re.MULTILINE``.
+_SENTENCE_START = r"(?:^|(?<=[.!?:;\n]))[^\w\n]{0,4}"
 
 # A report that checks, tests or the build fail ("the build is failing", "3 failed", "Quality Gate
 # failed"); not a check's name ("Check Broken URLs"), nor failures on main or unrelated ones.
@@ -234,8 +241,8 @@ RULES: Final[tuple[Rule, ...]] = (
         + r"|a\s+(?:new|separate|different|another)\s+(?:pr|pull\s+request|branch))|"
         r"\bin\s+favou?r\s+of\s+(?:(?:the\s+)?(?:pr|pull\s+request)\s+|"
         r"[-:]\s*)?" + _PR_REF + r"|\bin\s+favou?r\s+of\s+(?:a|an|another|the\s+other)\s+(?:\w+\s+){0,2}(?:pr|"
-        r"pull\s+request)\b|\breplac(?:ed|ing)\s+(?:by|with)\s+(?:#\d+|https?://\S+/pull/\d+)|"
-        r"(?:#\d+|https?://\S{1,200}?/pull/\d+)\s+(?:already\s+)?(?:fixed|fixes|resolved|resolves|addressed|addresses|"
+        r"pull\s+request)\b|\breplac(?:ed|ing)\s+(?:by|with)\s+" + _PR_LINK + r"|"
+        + _PR_LINK + r"\s+(?:already\s+)?(?:fixed|fixes|resolved|resolves|addressed|addresses|"
         r"covers|implemented|implements)\s+(?:this|it)\b|"
         r"\bmerged\s+(?:via|in|as\s+part\s+of|with|through|into)\s+" + _PR_REF
         + r"|\bcherry-?pick(?:ed)?\b|\bsupersed(?:ed|es|ing)\b|\bsee\s+" + _PR_REF + r"\s+instead\b|"
@@ -249,7 +256,7 @@ RULES: Final[tuple[Rule, ...]] = (
         r"\b(?:another|a\s+(?:different|separate))\s+(?:pr|pull\s+request)\s+(?:already\s+)?(?:handles|"
         r"covers|fixes|does|addresses|solves|implements)\s+(?:this|it|that)\b|\bmerged\s+(?:a|another)\s+"
         r"(?:different|separate|other)?\s*(?:fix|pr|pull\s+request|change)\s+for\s+(?:this|it)\b|"
-        r"^\W*(?:just\s+)?(?:fixed|fixing|done|resolved|addressed)\s+(?:in|by|via|with)\s+(?:#\d+|https?://\S+/pull/\d+)"),
+        r"^\W*(?:just\s+)?(?:fixed|fixing|done|resolved|addressed)\s+(?:in|by|via|with)\s+" + _PR_LINK),
         False, _PEOPLE | _AGENT, _TEXTS),
     Rule("elsewhere", "says it is a duplicate or already done", _p(
         r"\b(?:a|is|as|closing\s+as|marked\s+as)\s+duplicate\b|\bduplicate\s+(?:of|pr|pull)\b|"
@@ -288,23 +295,22 @@ RULES: Final[tuple[Rule, ...]] = (
     # --- not_wanted: the idea is not wanted, whatever the implementation.
     # Said of the PR or the work ("this is not needed", "the change is obsolete"), or as a sentence
     # of its own ("Not needed anymore."); not of a part of it ("the lint.json change is not needed,
-    # remove it" asks for a change: on the fitting side most unanchored hits were requests). What may
-    # stand before a sentence's first word is bounded, so a long run of punctuation reads in linear time.
-    Rule("not_wanted", "says it is not wanted or needed", re.compile(
-        r"(?:^|(?<=[.!?:;\n]))[^\w\n]{0,4}(?:not|no\s+longer)\s+(?:needed|necessary|wanted|planned|relevant|required|"
+    # remove it" asks for a change: on the fitting side most unanchored hits were requests).
+    Rule("not_wanted", "says it is not wanted or needed", _p(
+        _SENTENCE_START + r"(?:not|no\s+longer)\s+(?:needed|necessary|wanted|planned|relevant|required|"
         r"applicable)\b|\b(?:this|it|that|" + _WORK + r"|the\s+(?:feature|idea))\s+(?:is|are|was|were|"
         r"seems?|has\s+become|became)\s*(?:n[o']?t|\s+not|\s+no\s+longer)\s+(?:really\s+|actually\s+|"
         r"even\s+)?(?:needed|necessary|planned|wanted|desired|required|relevant|applicable|a\s+priority)\b|"
         r"\bnot\s+(?:something\s+we|the\s+direction|going\s+to\s+(?:merge|accept|take))\b|"
         r"\bwon'?t\s+(?:fix|merge|accept|be\s+merg)|\bout\s+of\s+scope\b|\bdecided\s+(?:not|against)\b|"
-        r"(?:^|(?<=[.!?:;\n]))[^\w\n]{0,4}(?:obsolete|outdated|moot)\b|\b(?:this|it|that|" + _WORK + r")\s+(?:is|are|"
+        + _SENTENCE_START + r"(?:obsolete|outdated|moot)\b|\b(?:this|it|that|" + _WORK + r")\s+(?:is|are|"
         r"was|were|seems?|has\s+become|became)\s+(?:now\s+|already\s+)?(?:moot|obsolete|outdated)\b|"
         r"\bnot\s+worth\b|\b(?:we|i)\s+do\s*n[o']?t\s+(?:want|need)\s+(?:this|that)(?:\s+(?:pr|change|"
         r"feature|anymore|any\s+more))?\s*(?:[.!,;]|$)|"
         r"\blet'?s\s+not\s+merge\b|\b(?:is|was)\s+(?:intentional|by\s+design|intended\s+behaviou?r)\b|"
         r"\b(?:was|is)\s*n[o']?t\s+(?:a|actually\s+a)\s+bug\b|\bnot\s+a\s+bug\b|\bhold\s+off\b|"
         r"\bclosing\s+(?:this\s+)?for\s+now\b|\bnot\s+(?:stable|ready)\s+yet\b|\bdropped\s+\w+\s+in\s+"
-        r"favou?r\s+of\b", re.IGNORECASE | re.MULTILINE), False, _NOT_AGENT, _ANY_TEXT),
+        r"favou?r\s+of\b", re.MULTILINE), False, _NOT_AGENT, _ANY_TEXT),
     Rule("not_wanted", "a label says it was declined", _p(
         r"\bwon'?t\s*fix\b|\bwontfix\b|\binvalid\b|\bnot\s+planned\b|\bdeclined\b|\brejected\b|"
         r"\bout\s+of\s+scope\b"), False, frozenset(), _LABEL),

@@ -285,6 +285,12 @@ def two_of_three(first: str, second: str | None, third: str | None) -> str:
     return second if second is not None and second == third else first
 
 
+def _kind_file(corpus: aidev.Corpus, kind: str, ids: Sequence[str], name: str, out: Path) -> int:
+    """One labeller's file of ``kind``'s units (``comments``) or closed PRs (``faults``)."""
+    return (_comments_file(corpus, ids, name, out) if kind == "comments"
+            else _faults_file(corpus, [int(i) for i in ids], name, out))
+
+
 def write_second(corpus: aidev.Corpus, group: Settling, out: Path, batches: int,
                  stem: str | None = None) -> dict[str, int]:
     """The second labellers' files over a group's units (and PRs) that have no second label yet:
@@ -298,8 +304,7 @@ def write_second(corpus: aidev.Corpus, group: Settling, out: Path, batches: int,
         order = random.Random(group.seed + (0 if kind == "comments" else 2)).sample(todo, len(todo))
         for b, chunk in enumerate(_chunks(order, batches)):
             name = f"{stem or group.name + '-second'}-{kind}-{b + 1}"
-            written[f"{name}.txt"] = (_comments_file(corpus, chunk, name, out) if kind == "comments"
-                                      else _faults_file(corpus, [int(i) for i in chunk], name, out))
+            written[f"{name}.txt"] = _kind_file(corpus, kind, chunk, name, out)
     return written
 
 
@@ -315,8 +320,7 @@ def write_third(corpus: aidev.Corpus, group: Settling, out: Path) -> dict[str, i
             continue
         order = random.Random(group.seed + 6).sample(split, len(split))
         name = f"{group.name}-third-{kind}"
-        written[f"{name}.txt"] = (_comments_file(corpus, order, name, out) if kind == "comments"
-                                  else _faults_file(corpus, [int(i) for i in order], name, out))
+        written[f"{name}.txt"] = _kind_file(corpus, kind, order, name, out)
     return written
 
 

@@ -192,3 +192,29 @@ def test_a_bad_third_label_is_reported(row: str, problem: str, tmp_path: Path,
     monkeypatch.setattr(train_sample.Settling, "third",
                         lambda self, kind: third if self is test and kind == "comments" else real(self, kind))
     assert any(problem in p for p in train_sample.check_settling())
+
+
+def test_the_third_labellers_files_hold_every_split_unit_and_pr(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no third label yet, ``third --settle heldout-test`` writes one file of units and one of
+    closed PRs, each holding exactly those whose first two labels differ, with their text."""
+    from taskeval.corpus import aidev
+
+    test = train_sample.TEST
+    monkeypatch.setattr(train_sample.Settling, "third", lambda self, kind: tmp_path / f"none.{kind}.csv")
+    split = {}
+    for kind in test.kinds:
+        first, second = train_sample.first_labels(kind), train_sample.second_labels(test, kind)
+        split[kind] = [i for i in train_sample.ids_of(test, kind) if i in second and second[i] != first[i]]
+    faults = {int(i) for i in split["faults"]}
+    units = {int(r["pr_id"]) for r in cs.read_csv(cs.COMMENT_SAMPLE) if r["id"] in set(split["comments"])}
+    units |= {int(r["pr_id"]) for rnd in train_sample.ROUNDS.values() for r in cs.read_csv(rnd.comment_sample)
+              if r["id"] in set(split["comments"])}
+    corpus = aidev.load(corpus_dir("the labellers' files"), ids=faults | units)
+    out = tmp_path / "batches"
+    out.mkdir()
+    written = train_sample.write_third(corpus, test, out)
+    assert written == {"heldout-test-third-comments.txt": len(split["comments"]),
+                       "heldout-test-third-faults.txt": len(split["faults"])}
+    text = (out / "heldout-test-third-faults.txt").read_text(encoding="utf-8")
+    assert all(i in text for i in split["faults"])
